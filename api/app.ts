@@ -1,0 +1,60 @@
+import Koa from 'koa';
+import pino, { type Logger } from 'pino';
+import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Deps } from './tools/tool.ts';
+import { requestContext } from './middleware/requestContext.ts';
+import { errorEnvelope } from './middleware/errors.ts';
+import { authenticate } from './middleware/auth.ts';
+import { rateLimit } from './middleware/rateLimit.ts';
+import { buildRouter, matchRoute } from './router.ts';
+import { buildOpsRouter } from './ops.ts';
+import { errors } from './errors.ts';
+
+export interface App {
+  koa: Koa;
+  registry: Registry;
+  log: Logger;
+}
+
+/**
+ * Assembles the API without listening, so tests and benchmarks can drive
+ * `app.koa.callback()` as well as a real port. Order: request id and logs, the error
+ * envelope, operational routes, then for /v1: authentication, rate limits, the routes
+ * of the table, and 404/405 for anything else.
+ */
+export function createApp(deps: Deps, opts: { log?: Logger } = {}): App {
+  const log = opts.log ?? pino({ level: deps.config.logLevel, base: { process: 'api' } });
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const duration = new Histogram({
+    name: 'silico_http_request_duration_seconds',
+    help: 'API request duration by route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  const koa = new Koa({ proxy: false });
+  const api = buildRouter(deps);
+  const ops = buildOpsRouter(deps, registry);
+
+  koa.use(requestContext(log, duration));
+  koa.use(errorEnvelope());
+  koa.use(ops.routes());
+  koa.use(async (ctx, next) => {
+    if (ctx.path !== '/v1' && !ctx.path.startsWith('/v1/')) throw errors.routeNotFound(ctx.method, ctx.path);
+    const m = matchRoute(api, ctx.path, ctx.method);
+    ctx.state.route = m.route;
+    ctx.state.routeId = m.route ? `${m.route.method} ${m.route.path}` : undefined;
+    ctx.state.allowed = m.allowed;
+    ctx.state.pathMatched = m.pathMatched;
+    await next();
+  });
+  koa.use(authenticate(deps.db));
+  koa.use(rateLimit(deps.db, deps.config.limits, (ctx) => (ctx.state.route?.bucket === 'runs' ? 'runs' : 'reads')));
+  koa.use(api.routes());
+  koa.use(async (ctx) => {
+    if (ctx.state.pathMatched) throw errors.methodNotAllowed(ctx.method, ctx.state.allowed);
+    throw errors.routeNotFound(ctx.method, ctx.path);
+  });
+  return { koa, registry, log };
+}

@@ -1,0 +1,76 @@
+/**
+ * Configuration, read once from the environment and passed down. Nothing else in the
+ * code reads process.env for service settings.
+ */
+export interface Config {
+  /** Public base URL of the API including `/v1`. */
+  baseUrl: string;
+  apiHost: string;
+  apiPort: number;
+  databaseUrl: string;
+  temporal: { address: string; namespace: string; uiUrl: string };
+  s3: { endpoint: string; region: string; accessKeyId: string; secretAccessKey: string; bucket: string };
+  limits: {
+    readsPerMinute: number;
+    runCreationPerMinute: number;
+    dailyRequests: number;
+    pageDefault: number;
+    pageMax: number;
+    bodyBytes: number;
+    idempotencyTtlSeconds: number;
+    idempotencyLockSeconds: number;
+    concurrentRunsPerAccount: number;
+  };
+  logLevel: string;
+}
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got ${raw}`);
+  return n;
+}
+
+function str(env: NodeJS.ProcessEnv, name: string, fallback?: string): string {
+  const v = env[name];
+  if (v !== undefined && v !== '') return v;
+  if (fallback === undefined) throw new Error(`${name} is required`);
+  return fallback;
+}
+
+/** Builds the configuration from an environment (defaults match `npm start`). */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const apiPort = int(env, 'SILICO_API_PORT', 8080);
+  const apiHost = str(env, 'SILICO_API_HOST', '127.0.0.1');
+  return {
+    baseUrl: str(env, 'SILICO_BASE_URL', `http://localhost:${apiPort}/v1`),
+    apiHost,
+    apiPort,
+    databaseUrl: str(env, 'DATABASE_URL'),
+    temporal: {
+      address: str(env, 'TEMPORAL_ADDRESS', '127.0.0.1:7233'),
+      namespace: str(env, 'TEMPORAL_NAMESPACE', 'default'),
+      uiUrl: str(env, 'TEMPORAL_UI_URL', 'http://localhost:8233'),
+    },
+    s3: {
+      endpoint: str(env, 'S3_ENDPOINT', 'http://127.0.0.1:9000'),
+      region: str(env, 'S3_REGION', 'us-east-1'),
+      accessKeyId: str(env, 'S3_ACCESS_KEY_ID', 'silico'),
+      secretAccessKey: str(env, 'S3_SECRET_ACCESS_KEY', 'silico-local-secret'),
+      bucket: str(env, 'S3_BUCKET', 'silico'),
+    },
+    limits: {
+      readsPerMinute: int(env, 'SILICO_RATE_READS_PER_MIN', 600),
+      runCreationPerMinute: int(env, 'SILICO_RATE_RUNS_PER_MIN', 60),
+      dailyRequests: int(env, 'SILICO_RATE_DAILY', 20000),
+      pageDefault: 20,
+      pageMax: 100,
+      bodyBytes: int(env, 'SILICO_MAX_JSON_BYTES', 1024 * 1024),
+      idempotencyTtlSeconds: 24 * 3600,
+      idempotencyLockSeconds: int(env, 'SILICO_IDEMPOTENCY_LOCK_SECONDS', 60),
+      concurrentRunsPerAccount: int(env, 'SILICO_CONCURRENT_RUNS', 4),
+    },
+    logLevel: str(env, 'LOG_LEVEL', 'info'),
+  };
+}

@@ -1,0 +1,127 @@
+import { ROUTES, type RouteDef } from './routeTable.ts';
+import { TOOLS } from './tools/index.ts';
+import type { ToolDef } from './tools/tool.ts';
+import { envelopeFields, errorEnvelope, type JsonSchema } from './schemas/common.ts';
+import { SCHEMA_VERSION } from './envelope.ts';
+
+const ERROR_RESPONSES: Record<string, string> = {
+  400: 'Malformed request (invalid JSON, or a required Idempotency-Key is missing).',
+  401: 'Missing, invalid, expired or revoked API key.',
+  403: 'The key lacks the route scope (`insufficient_scope`), or managed operations are not enabled (`gateway_not_enabled`).',
+  404: 'Not found, including records owned by another account (identical answer).',
+  409: 'Plan or idempotency conflict.',
+  413: 'The request body is too large.',
+  415: 'The request body is not JSON.',
+  422: 'The request failed validation; `code` and `param` name the problem.',
+  429: 'Rate or daily fair-use limit reached; wait Retry-After seconds.',
+  500: 'The service could not complete the request.',
+  501: 'The operation is specified but not available on this server yet.',
+  503: 'A dependency is unavailable; retry after Retry-After.',
+};
+
+function parameters(tool: ToolDef, route: RouteDef) {
+  const out: JsonSchema[] = [];
+  for (const [name, schema] of Object.entries(tool.input.path ?? {})) out.push({ name, in: 'path', required: true, schema });
+  for (const [name, schema] of Object.entries(tool.input.query ?? {})) {
+    const isArray = (schema as { type?: unknown }).type === 'array';
+    out.push({ name, in: 'query', required: (tool.input.requiredQuery ?? []).includes(name), schema, ...(isArray ? { style: 'form', explode: true } : {}) });
+  }
+  if (route.idempotency) {
+    out.push({
+      name: 'Idempotency-Key', in: 'header', required: route.idempotency === 'required',
+      description: 'A unique key per logical request; reuse it only when retrying the same payload. Kept 24 hours.',
+      schema: { type: 'string', maxLength: 255 },
+    });
+  }
+  return out;
+}
+
+function successSchema(tool: ToolDef, route: RouteDef): JsonSchema {
+  const own = tool.output ?? { type: 'object' };
+  if (route.plain) return { allOf: [own, { type: 'object', properties: { request_id: envelopeFields.request_id } }] };
+  return { allOf: [own, { type: 'object', properties: envelopeFields, required: Object.keys(envelopeFields) }] };
+}
+
+function responses(tool: ToolDef, route: RouteDef) {
+  const binary = route.tool === 'file_content' || route.tool === 'run_artifact_download';
+  const out: Record<string, unknown> = {
+    [route.success]: {
+      description: 'Success.',
+      content: binary
+        ? { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } }
+        : { 'application/json': { schema: successSchema(tool, route) } },
+    },
+  };
+  const codes = ['401', '403', '429', '500', '503'];
+  if (!route.no422) codes.push('422');
+  if (route.notFound) codes.push('404');
+  if (route.idempotency || route.method !== 'GET') codes.push('400', '409');
+  if (tool.input.body && tool.input.body !== 'multipart') codes.push('413', '415');
+  if (!tool.handler) codes.push('501');
+  for (const c of codes.sort()) out[c] = { $ref: `#/components/responses/E${c}` };
+  return out;
+}
+
+function requestBody(tool: ToolDef) {
+  const body = tool.input.body;
+  if (!body) return undefined;
+  if (body === 'multipart') {
+    return {
+      required: true,
+      content: { 'multipart/form-data': { schema: { type: 'object', required: ['file'], properties: { file: { type: 'string', format: 'binary' } } } } },
+    };
+  }
+  return { required: true, content: { 'application/json': { schema: body } } };
+}
+
+/** The OpenAPI 3.1 document of every route of the spec, built from the route table. */
+export function buildOpenApi(baseUrl: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of ROUTES) {
+    const tool = TOOLS.get(route.tool)!;
+    const implemented = Boolean(tool.handler);
+    (paths[route.path] ??= {})[route.method.toLowerCase()] = {
+      operationId: tool.name,
+      summary: tool.description.split('. ')[0]!.replace(/\.$/, ''),
+      description: `${tool.description}\n\nScope: \`${tool.scope === 'any' ? 'any valid API key' : tool.scope}\`.` +
+        (route.gateway ? ' Requires managed operations (the agent gateway) for the account.' : '') +
+        (implemented ? '' : '\n\n**Not implemented yet**: answers 501 `not_implemented`.'),
+      tags: [route.group],
+      security: [{ apiKey: [] }],
+      'x-required-scope': tool.scope,
+      'x-mcp-tool': route.restOnly ? null : tool.name,
+      'x-implemented': implemented,
+      'x-gateway-required': Boolean(route.gateway),
+      parameters: parameters(tool, route),
+      ...(requestBody(tool) ? { requestBody: requestBody(tool) } : {}),
+      responses: responses(tool, route),
+    };
+  }
+  const tags = [...new Set(ROUTES.map((r) => r.group))].map((name) => ({ name, description: `The ${name} routes.` }));
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Silico API',
+      version: SCHEMA_VERSION,
+      description: 'Managed simulation service for biology labs. Every route runs the MCP tool it names, for the API-key owner only, and returns the same envelope.',
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+    },
+    servers: [{ url: baseUrl }],
+    tags,
+    paths,
+    components: {
+      securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'Scoped API key: `Authorization: Bearer sk_...`.' } },
+      schemas: { Error: errorEnvelope },
+      responses: Object.fromEntries(Object.entries(ERROR_RESPONSES).map(([code, description]) => [
+        `E${code}`,
+        {
+          description,
+          headers: code === '429' || code === '503' || code === '409'
+            ? { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } } }
+            : undefined,
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+        },
+      ])),
+    },
+  };
+}

@@ -1,0 +1,81 @@
+import Router from '@koa/router';
+import { bodyParser } from '@koa/bodyparser';
+import type { Context, Middleware } from 'koa';
+import { ROUTES, type RouteDef } from './routeTable.ts';
+import { TOOLS } from './tools/index.ts';
+import type { Deps, ToolDef } from './tools/tool.ts';
+import { authorize, requireCaller } from './middleware/auth.ts';
+import { idempotency } from './middleware/idempotency.ts';
+import { check, compileInput } from './validation.ts';
+import { errors } from './errors.ts';
+import { successEnvelope } from './envelope.ts';
+
+/** `/runs/{run_id}` → `/runs/:run_id` (koa-router syntax). */
+export function koaPath(path: string): string {
+  return `/v1${path.replace(/\{(\w+)\}/g, ':$1')}`;
+}
+
+function hasBody(ctx: Context): boolean {
+  return Number(ctx.get('Content-Length') || 0) > 0 || Boolean(ctx.get('Transfer-Encoding'));
+}
+
+/** JSON bodies only; a body of any other type is a 415, a malformed one a 400. */
+function jsonBody(limitBytes: number): Middleware {
+  const parse = bodyParser({ enableTypes: ['json'], jsonLimit: limitBytes, jsonStrict: true, encoding: 'utf-8' });
+  return async (ctx, next) => {
+    if (hasBody(ctx) && !ctx.is('application/json', '+json')) {
+      throw errors.unsupportedMediaType(ctx.get('Content-Type'), 'application/json');
+    }
+    await parse(ctx as never, async () => undefined);
+    await next();
+  };
+}
+
+/** Validates every part of the input, then runs the operation (or answers 501). */
+function validateInput(tool: ToolDef): Middleware {
+  const compiled = compileInput(tool);
+  return async (ctx, next) => {
+    const params = { ...(ctx.params as Record<string, string>) };
+    const query: Record<string, unknown> = { ...ctx.query };
+    const body = tool.input.body && tool.input.body !== 'multipart' ? (ctx.request.body ?? {}) : {};
+    check(compiled.path, params);
+    check(compiled.query, query);
+    check(compiled.body, body);
+    ctx.state.input = { ...(body as object), ...query, ...params };
+    await next();
+  };
+}
+
+function execute(route: RouteDef, tool: ToolDef, deps: Deps): Middleware {
+  return async (ctx) => {
+    if (!tool.handler) throw errors.notImplemented(tool.name);
+    const result = await tool.handler(ctx.state.input, { deps, caller: ctx.state.caller, requestId: ctx.state.requestId });
+    ctx.status = route.success;
+    ctx.body = route.plain ? { ...result.body, request_id: ctx.state.requestId } : successEnvelope(result, ctx.state.requestId);
+  };
+}
+
+/** Builds the /v1 router from the route table. */
+export function buildRouter(deps: Deps): Router {
+  const router = new Router();
+  for (const route of ROUTES) {
+    const tool = TOOLS.get(route.tool);
+    if (!tool) throw new Error(`route ${route.method} ${route.path} names unknown tool ${route.tool}`);
+    const chain: Middleware[] = [requireCaller(), authorize(route, tool)];
+    if (tool.input.body && tool.input.body !== 'multipart') chain.push(jsonBody(deps.config.limits.bodyBytes));
+    chain.push(validateInput(tool));
+    if (route.idempotency) chain.push(idempotency(deps.db, route, deps.config.limits));
+    chain.push(execute(route, tool, deps));
+    router.register(koaPath(route.path), [route.method], chain as never, { name: route.tool });
+  }
+  return router;
+}
+
+/** The route definition a request would reach, if any (for rate buckets and logs). */
+export function matchRoute(router: Router, path: string, method: string): { route?: RouteDef; pathMatched: boolean; allowed: string[] } {
+  const m = router.match(path, method);
+  const layer = m.pathAndMethod.find((l) => l.methods.length > 0);
+  const allowed = [...new Set(m.path.flatMap((l) => l.methods))];
+  const route = layer ? ROUTES.find((r) => r.tool === layer.name) : undefined;
+  return { route, pathMatched: m.path.some((l) => l.methods.length > 0), allowed };
+}

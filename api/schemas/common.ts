@@ -1,0 +1,49 @@
+/**
+ * Shared JSON Schema (2020-12) fragments. Every schema is written once and read by
+ * request validation, the OpenAPI document and the MCP tool list.
+ */
+export type JsonSchema = Record<string, unknown>;
+
+export const uuid: JsonSchema = { type: 'string', format: 'uuid' };
+export const sha256Hex: JsonSchema = { type: 'string', pattern: '^[0-9a-f]{64}$', description: '64 lowercase hex characters' };
+export const packageSha256: JsonSchema = { type: 'string', pattern: '^sha256:[0-9a-f]{64}$' };
+export const limit: JsonSchema = { type: 'integer', minimum: 1, maximum: 100, default: 20, description: 'page size (default 20, max 100)' };
+export const cursor: JsonSchema = { type: ['string', 'null'], maxLength: 512, description: 'opaque next_cursor of the previous page' };
+export const offset: JsonSchema = { type: 'integer', minimum: 0, default: 0 };
+export const time: JsonSchema = { type: 'string', format: 'date-time' };
+export const id = (prefix: string): JsonSchema => ({ type: 'string', minLength: 1, maxLength: 64, description: `identifier (${prefix}_...)` });
+
+export function str(maxLength = 200, extra: JsonSchema = {}): JsonSchema {
+  return { type: 'string', maxLength, ...extra };
+}
+export function nullableStr(maxLength = 200, extra: JsonSchema = {}): JsonSchema {
+  return { type: ['string', 'null'], maxLength, ...extra };
+}
+export function obj(properties: Record<string, JsonSchema>, required: string[] = [], extra: JsonSchema = {}): JsonSchema {
+  return { type: 'object', properties, required, additionalProperties: false, ...extra };
+}
+export function arr(items: JsonSchema, extra: JsonSchema = {}): JsonSchema {
+  return { type: 'array', items, ...extra };
+}
+export const planExecute: JsonSchema = obj({ plan_id: uuid, plan_sha256: sha256Hex }, ['plan_id', 'plan_sha256']);
+
+/** The error envelope of every failure. */
+export const errorEnvelope: JsonSchema = obj({
+  error: obj({
+    type: str(), code: str(), message: str(2000), param: nullableStr(), details: { type: 'object' }, request_id: uuid,
+  }, ['type', 'code', 'message', 'param', 'details', 'request_id']),
+}, ['error']);
+
+export const nextAction: JsonSchema = obj({
+  tool: str(), description: str(500), arguments: { type: 'object' },
+  http: obj({ method: str(), path: str(500) }, ['method', 'path']),
+}, ['tool', 'description', 'arguments', 'http']);
+
+/** Fields every successful tool-backed response carries beside the tool's own. */
+export const envelopeFields: Record<string, JsonSchema> = {
+  schema_version: { type: 'string', const: '2026-11-01' },
+  request_id: uuid,
+  warnings: arr({ type: 'object' }),
+  next_actions: arr(nextAction),
+  links: { type: 'object' },
+};

@@ -1,0 +1,68 @@
+import type { ToolDef } from './tool.ts';
+import { obj, str, id, time, arr } from '../schemas/common.ts';
+import { getBalances, microsToUsd } from '../../storage/ledger.ts';
+import { countOwnedReleases } from '../../storage/db/releases.ts';
+import { requestsToday, utcDay } from '../../storage/db/rateLimits.ts';
+import { isoTime } from '../../storage/ids.ts';
+
+
+export const accountGet: ToolDef = {
+  name: 'account_get',
+  description: 'Describe the connected account (personal or team): namespace, access of this key, usage today and holdings.',
+  scope: 'any',
+  readOnly: true,
+  input: {},
+  output: obj({
+    object: { const: 'account' },
+    account: obj({ id: id('acct'), namespace: str(), kind: { enum: ['personal', 'team'] }, display_name: str(), gateway_enabled: { type: 'boolean' }, features: { type: 'object' }, created_at: time }),
+    access: obj({ key_id: id('key'), key_prefix: str(), client_id: id('cli'), scopes: arr(str()), expires_at: { type: ['string', 'null'] }, created_at: time }),
+    usage: { type: 'object' },
+    holdings: { type: 'object' },
+  }),
+  async handler(_input, { deps, caller }) {
+    const { account, key } = caller;
+    const day = utcDay();
+    const [balances, releases, requests] = await Promise.all([
+      getBalances(deps.db, account.id),
+      countOwnedReleases(deps.db, account.id),
+      requestsToday(deps.db, account.id, key.id, day),
+    ]);
+    const lim = deps.config.limits;
+    return {
+      body: {
+        object: 'account',
+        account: {
+          id: account.id, namespace: account.namespace, kind: account.kind, display_name: account.display_name,
+          gateway_enabled: account.gateway_enabled, features: account.features, created_at: isoTime(account.created_at),
+        },
+        access: {
+          key_id: key.id, key_prefix: key.prefix, client_id: key.client_id, scopes: key.scopes,
+          expires_at: isoTime(key.expires_at), created_at: isoTime(key.created_at),
+        },
+        usage: {
+          day,
+          requests_today: { this_key: requests.key, account: requests.account },
+          limits: {
+            reads_per_minute: lim.readsPerMinute,
+            run_creation_per_minute: lim.runCreationPerMinute,
+            daily_requests_per_key: lim.dailyRequests,
+            concurrent_runs: lim.concurrentRunsPerAccount,
+          },
+        },
+        holdings: {
+          compute: {
+            available_usd: microsToUsd(balances.available_micros),
+            reserved_usd: microsToUsd(balances.reserved_micros),
+            spent_usd: microsToUsd(balances.spent_micros),
+          },
+          releases,
+        },
+      },
+      next_actions: [
+        { tool: 'compute_profile_list', description: 'See the compute profiles runs can use and their prices.', arguments: {} },
+        { tool: 'capability_list', description: 'List runnable lab versions with their input and output contracts.', arguments: {} },
+      ],
+    };
+  },
+};
+

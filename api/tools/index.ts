@@ -1,0 +1,27 @@
+import type { ToolDef } from './tool.ts';
+import { accountGet } from './account.ts';
+import { computeProfileList } from './computeProfiles.ts';
+import { capabilityGet, capabilityList } from './capabilities.ts';
+import { skillGet, skillList } from './skills.ts';
+import { runTools } from './runs.ts';
+import { biologyTools, hubTools, labTools } from './hub.ts';
+import { workspaceTools } from './workspaces.ts';
+import { experimentTools, passportTools, publicationTools } from './experiments.ts';
+import { hostingTools } from './hosting.ts';
+import { fileTools } from './files.ts';
+import { sessionTools } from './sessions.ts';
+
+/** Every operation of the service, by name. REST routes and MCP tools both look here. */
+export const TOOLS: ReadonlyMap<string, ToolDef> = new Map(
+  [
+    accountGet, computeProfileList, capabilityList, capabilityGet, skillList, skillGet,
+    ...runTools, ...hubTools, ...biologyTools, ...labTools, ...workspaceTools, ...experimentTools,
+    ...passportTools, ...publicationTools, ...hostingTools, ...fileTools, ...sessionTools,
+  ].map((t) => [t.name, t]),
+);
+
+export function tool(name: string): ToolDef {
+  const t = TOOLS.get(name);
+  if (!t) throw new Error(`no tool ${name}`);
+  return t;
+}

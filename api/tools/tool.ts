@@ -1,0 +1,62 @@
+import type { Db } from '../../storage/db/knex.ts';
+import type { ObjectStore } from '../../storage/objects.ts';
+import type { AccountRow } from '../../storage/db/accounts.ts';
+import type { ApiKeyRow, Scope } from '../../storage/db/apiKeys.ts';
+import type { Config } from '../config.ts';
+import type { JsonSchema } from '../schemas/common.ts';
+import type { TemporalGateway } from '../temporal.ts';
+
+/** Services an operation may use; injected once by createApp. */
+export interface Deps {
+  config: Config;
+  db: Db;
+  objects: ObjectStore;
+  temporal: TemporalGateway;
+}
+
+/** Who is calling, resolved from the API key. */
+export interface Caller {
+  account: AccountRow;
+  key: ApiKeyRow;
+}
+
+export interface ToolContext {
+  deps: Deps;
+  caller: Caller;
+  requestId: string;
+}
+
+/** A suggested next step (the envelope's next_actions item, before the route is filled in). */
+export interface NextStep { tool: string; description: string; arguments: Record<string, unknown> }
+
+export interface ToolResult {
+  body: Record<string, unknown>;
+  warnings?: Array<Record<string, unknown>>;
+  next_actions?: NextStep[];
+  links?: Record<string, unknown>;
+}
+
+/**
+ * Where an operation's input comes from over HTTP. MCP sees the union of all three as
+ * one argument object; REST validates each part and names the offending field.
+ */
+export interface ToolInput {
+  path?: Record<string, JsonSchema>;
+  query?: Record<string, JsonSchema>;
+  requiredQuery?: string[];
+  /** A JSON body schema, 'multipart' for a file upload, or absent for no body. */
+  body?: JsonSchema | 'multipart';
+}
+
+/** One operation: the unit REST routes and MCP tools both call. */
+export interface ToolDef {
+  name: string;
+  description: string;
+  scope: Scope | 'any';
+  input: ToolInput;
+  /** Schema of the tool's own result fields (the envelope is added around them). */
+  output?: JsonSchema;
+  readOnly: boolean;
+  /** Absent while the operation is specified but not built: the route answers 501. */
+  handler?: (input: Record<string, any>, ctx: ToolContext) => Promise<ToolResult>;
+}

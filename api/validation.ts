@@ -1,0 +1,103 @@
+import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import type { ToolDef } from './tools/tool.ts';
+import type { JsonSchema } from './schemas/common.ts';
+import { errors } from './errors.ts';
+
+// ajv-formats is CommonJS with a default export.
+const addFormats = (addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule;
+
+function makeAjv(coerce: boolean): Ajv2020 {
+  const ajv = new Ajv2020({ allErrors: false, strict: false, coerceTypes: coerce ? 'array' : false, useDefaults: false });
+  (addFormats as unknown as (a: Ajv2020) => void)(ajv);
+  return ajv;
+}
+
+// Query strings are text: their values are coerced to the declared types (and a lone
+// value to a one-item array). JSON bodies are typed already and are never coerced.
+const queryAjv = makeAjv(true);
+const strictAjv = makeAjv(false);
+
+export interface CompiledInput {
+  path?: ValidateFunction;
+  query?: ValidateFunction;
+  body?: ValidateFunction;
+}
+
+/** Builds the object schema of one input part from its property map. */
+export function partSchema(props: Record<string, JsonSchema>, required: string[]): JsonSchema {
+  return { type: 'object', properties: props, required, additionalProperties: false };
+}
+
+/** Compiles a tool's input schemas once. */
+export function compileInput(tool: ToolDef): CompiledInput {
+  const out: CompiledInput = {};
+  const { path, query, body, requiredQuery } = tool.input;
+  if (path) out.path = strictAjv.compile(partSchema(path, Object.keys(path)));
+  if (query) out.query = queryAjv.compile(partSchema(query, requiredQuery ?? []));
+  if (body && body !== 'multipart') out.body = strictAjv.compile(body);
+  return out;
+}
+
+/** `/arms/0/label` → `arms[0].label`. */
+function paramPath(instancePath: string, extra?: string): string {
+  const parts = instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (extra !== undefined) parts.push(extra);
+  return parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
+}
+
+/** One ajv error as the spec's validation error: a precise code and the offending field. */
+export function toApiError(err: ErrorObject, prefix?: string) {
+  const at = (extra?: string) => {
+    const p = paramPath(err.instancePath, extra);
+    return prefix && !p ? prefix : p || null;
+  };
+  const pm = err.params as Record<string, unknown>;
+  switch (err.keyword) {
+    case 'required': {
+      const p = at(String(pm.missingProperty));
+      return errors.validation('parameter_missing', `${p} is required.`, p);
+    }
+    case 'additionalProperties': {
+      const p = at(String(pm.additionalProperty));
+      return errors.validation('parameter_unknown', `${p} is not a known parameter here.`, p);
+    }
+    case 'type': {
+      const p = at();
+      return errors.validation('parameter_invalid_type', `${p ?? 'body'} must be of type ${String(pm.type)}.`, p);
+    }
+    case 'enum':
+    case 'const': {
+      const p = at();
+      const allowed = (pm.allowedValues as unknown[] | undefined) ?? [pm.allowedValue];
+      return errors.validation('parameter_invalid_value', `${p} must be one of: ${allowed.map((v) => JSON.stringify(v)).join(', ')}.`, p, { allowed });
+    }
+    case 'format':
+    case 'pattern': {
+      const p = at();
+      return errors.validation('parameter_invalid_format', `${p} is not a valid ${String(pm.format ?? `value (pattern ${String(pm.pattern)})`)}.`, p);
+    }
+    case 'minimum': case 'maximum': case 'exclusiveMinimum': case 'exclusiveMaximum': {
+      const p = at();
+      return errors.validation('parameter_out_of_range', `${p} ${err.message}.`, p);
+    }
+    case 'minLength': case 'maxLength': case 'minItems': case 'maxItems': case 'minProperties': case 'maxProperties': {
+      const p = at();
+      return errors.validation('parameter_invalid_length', `${p ?? 'body'} ${err.message}.`, p);
+    }
+    case 'oneOf': case 'anyOf': {
+      const p = at();
+      return errors.validation('parameter_invalid_combination', `${p ?? 'body'} must match exactly one of the accepted shapes (see the OpenAPI document).`, p);
+    }
+    default: {
+      const p = at();
+      return errors.validation('parameter_invalid', `${p ?? 'body'} ${err.message ?? 'is invalid'}.`, p);
+    }
+  }
+}
+
+/** Validates (and for queries coerces in place) one part; throws the first error. */
+export function check(validate: ValidateFunction | undefined, data: unknown, prefix?: string): void {
+  if (!validate) return;
+  if (!validate(data)) throw toApiError(validate.errors![0]!, prefix);
+}

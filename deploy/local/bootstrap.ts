@@ -1,0 +1,75 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection, ScheduleAlreadyRunning, ScheduleOverlapPolicy } from '@temporalio/client';
+import type { Db } from '../../storage/db/knex.ts';
+import { migrate } from '../../storage/db/knex.ts';
+import type { ObjectStore } from '../../storage/objects.ts';
+import { createAccount, findAccountByNamespace, ownerPrincipal } from '../../storage/db/accounts.ts';
+import { createKey, findKeyBySecret, SCOPES } from '../../storage/db/apiKeys.ts';
+import { grantCompute, usdToMicros } from '../../storage/ledger.ts';
+import { publishSkills } from '../../storage/skills.ts';
+import { CONTROL_TASK_QUEUE, MAINTENANCE_SCHEDULE_ID } from '../../workflows/constants.ts';
+
+export const OPERATOR_NAMESPACE = 'local';
+export const SKILLS_DIR = fileURLToPath(new URL('../skills', import.meta.url));
+
+/**
+ * Everything a fresh data dir needs before the api and worker start: the schema, the
+ * bucket, the built-in skills, the operator account `local` (team, $100, gateway on)
+ * with an all-scopes key, and the hourly maintenance schedule. Idempotent: a second
+ * start keeps the data and reuses the key written to local.json when it still works.
+ */
+export async function bootstrap(opts: {
+  db: Db; objects: ObjectStore; temporalAddress: string; namespace: string; stateFile: string; log: (l: string) => void;
+}): Promise<{ apiKey: string; keyId: string; accountId: string; created: boolean }> {
+  const { db, objects, log } = opts;
+  const applied = await migrate(db);
+  if (applied.length) log(`migrations applied: ${applied.join(', ')}`);
+  await objects.ensureBucket();
+  const skills = await publishSkills(db, objects, SKILLS_DIR);
+  log(`skills published: ${skills.join(', ')}`);
+
+  let account = await findAccountByNamespace(db, OPERATOR_NAMESPACE);
+  let created = false;
+  if (!account) {
+    account = (await createAccount(db, { namespace: OPERATOR_NAMESPACE, kind: 'team', displayName: 'Local operator', gatewayEnabled: true })).account;
+    await grantCompute(db, account.id, usdToMicros(100), `bootstrap:${account.id}`, 'first start of the local stack');
+    created = true;
+  }
+  let apiKey: string | undefined;
+  let keyId: string | undefined;
+  try {
+    const saved = JSON.parse(await readFile(opts.stateFile, 'utf8')) as { api_key?: string };
+    const found = saved.api_key ? await findKeyBySecret(db, saved.api_key) : undefined;
+    if (found && !found.key.revoked_at && found.account.id === account.id && (!found.key.expires_at || new Date(found.key.expires_at) > new Date())) {
+      apiKey = saved.api_key;
+      keyId = found.key.id;
+    }
+  } catch {
+    // no usable state file: issue a key below
+  }
+  if (!apiKey) {
+    const issued = await createKey(db, { accountId: account.id, principalId: await ownerPrincipal(db, account.id), scopes: SCOPES, name: 'local operator' });
+    apiKey = issued.secret;
+    keyId = issued.key.id;
+  }
+
+  const connection = await Connection.connect({ address: opts.temporalAddress });
+  try {
+    const client = new Client({ connection, namespace: opts.namespace });
+    await client.schedule.create({
+      scheduleId: MAINTENANCE_SCHEDULE_ID,
+      spec: { intervals: [{ every: '1 hour' }] },
+      action: { type: 'startWorkflow', workflowType: 'maintenanceWorkflow', taskQueue: CONTROL_TASK_QUEUE, workflowId: 'maintenance' },
+      policies: { overlap: ScheduleOverlapPolicy.SKIP },
+    });
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+  } finally {
+    await connection.close();
+  }
+  return { apiKey, keyId: keyId!, accountId: account.id, created };
+}
+
+export const REPO_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));

@@ -1,0 +1,85 @@
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+export interface Supervised {
+  name: string;
+  child: ChildProcess;
+  /** Resolves with the exit code (or signal name) when the process ends. */
+  exited: Promise<number | string>;
+}
+
+export type LogSink = (source: string, line: string) => void;
+
+/** Writes `name | line` so interleaved output of several processes stays readable. */
+export function prefixedSink(out: NodeJS.WritableStream = process.stdout): LogSink {
+  return (source, line) => out.write(`${source.padEnd(8)}| ${line}\n`);
+}
+
+/**
+ * Starts and stops the stack's processes. Children are stopped in reverse start order
+ * (api before worker before servers), with SIGTERM and then SIGKILL after a grace time.
+ */
+export class Supervisor {
+  private readonly procs: Supervised[] = [];
+  private stopping = false;
+  constructor(private readonly sink: LogSink) {}
+
+  /** Spawns a child whose stdout/stderr lines go to the sink under its name. */
+  start(name: string, command: string, args: string[], opts: SpawnOptions = {}): Supervised {
+    const child = spawn(command, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'] });
+    for (const stream of [child.stdout, child.stderr]) {
+      if (stream) createInterface({ input: stream }).on('line', (line) => this.sink(name, line));
+    }
+    const exited = new Promise<number | string>((resolve) => {
+      child.on('exit', (code, signal) => resolve(code ?? signal ?? -1));
+      child.on('error', (err) => {
+        this.sink(name, `failed to start: ${err.message}`);
+        resolve(-1);
+      });
+    });
+    const p = { name, child, exited };
+    this.procs.push(p);
+    return p;
+  }
+
+  /** Calls `onExit` when any child ends while the stack is not stopping. */
+  watch(onExit: (p: Supervised, code: number | string) => void): void {
+    for (const p of this.procs) {
+      void p.exited.then((code) => {
+        if (!this.stopping) onExit(p, code);
+      });
+    }
+  }
+
+  get isStopping(): boolean {
+    return this.stopping;
+  }
+
+  /** Stops every child, newest first; resolves when all have exited. */
+  async stopAll(graceMs = 10000): Promise<void> {
+    this.stopping = true;
+    for (const p of [...this.procs].reverse()) {
+      if (p.child.exitCode !== null || p.child.signalCode !== null) continue;
+      p.child.kill('SIGTERM');
+      const timer = setTimeout(() => p.child.kill('SIGKILL'), graceMs);
+      await p.exited;
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** Polls `probe` until it returns true or the deadline passes. */
+export async function waitFor(what: string, probe: () => Promise<boolean>, timeoutMs: number, failed?: () => string | undefined): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const why = failed?.();
+    if (why) throw new Error(`${what}: ${why}`);
+    try {
+      if (await probe()) return;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) throw new Error(`${what} was not ready within ${Math.round(timeoutMs / 1000)}s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}

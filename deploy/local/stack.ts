@@ -1,0 +1,142 @@
+import { mkdir, writeFile, chmod } from 'node:fs/promises';
+import path from 'node:path';
+import { createDb } from '../../storage/db/knex.ts';
+import { createObjectStore } from '../../storage/objects.ts';
+import { resolveBinary } from './binaries.ts';
+import { startPostgres } from './postgres.ts';
+import { startTemporal } from './temporal.ts';
+import { startMinio } from './minio.ts';
+import { Supervisor, waitFor, type LogSink } from './processes.ts';
+import { bootstrap, REPO_ROOT } from './bootstrap.ts';
+
+export interface StackPorts { api: number; postgres: number; temporal: number; temporalUi: number | null; minio: number; minioConsole: number }
+
+export interface StackOptions {
+  dataDir: string;
+  ports: StackPorts;
+  /** Test stacks trade durability for speed (SQLite and Postgres without fsync). */
+  mode: 'dev' | 'test';
+  sink: LogSink;
+  /** Extra environment for the api and worker (limits for tests, log level...). */
+  serviceEnv?: Record<string, string>;
+}
+
+export interface StackInfo {
+  base_url: string;
+  api_key: string;
+  key_id: string;
+  account_id: string;
+  namespace: string;
+  docs_url: string;
+  openapi_url: string;
+  temporal_address: string;
+  temporal_ui_url: string | null;
+  minio_endpoint: string;
+  minio_console_url: string;
+  database_url: string;
+}
+
+export interface Stack {
+  info: StackInfo;
+  /** Environment that points a process at this stack (DATABASE_URL, TEMPORAL_ADDRESS, S3_*, ...). */
+  env: Record<string, string>;
+  supervisor: Supervisor;
+  stop(): Promise<void>;
+}
+
+const S3_ACCESS = 'silico';
+const S3_SECRET = 'silico-local-secret';
+
+/**
+ * Brings the whole service up in order: binaries, Postgres, MinIO and Temporal (in
+ * parallel), bootstrap (schema, bucket, skills, operator key, schedules), then worker
+ * and api, each waited for. `npm start` and `npm test` both use this.
+ */
+export async function startStack(opts: StackOptions): Promise<Stack> {
+  const say = (l: string) => opts.sink('stack', l);
+  await mkdir(opts.dataDir, { recursive: true });
+  // The postgres user must be able to reach its folder inside ours.
+  await chmod(opts.dataDir, 0o755);
+  const sup = new Supervisor(opts.sink);
+  const fast = opts.mode === 'test';
+  try {
+    const [temporalBin, minioBin] = await Promise.all([resolveBinary('temporal', say), resolveBinary('minio', say)]);
+    say('starting postgres, minio and temporal');
+    const [pg, minio, temporal] = await Promise.all([
+      startPostgres(sup, { dataDir: opts.dataDir, port: opts.ports.postgres, fast, log: say }),
+      startMinio(sup, { bin: minioBin, dataDir: opts.dataDir, port: opts.ports.minio, consolePort: opts.ports.minioConsole, accessKey: S3_ACCESS, secretKey: S3_SECRET }),
+      startTemporal(sup, { bin: temporalBin, dataDir: opts.dataDir, port: opts.ports.temporal, uiPort: opts.ports.temporalUi, namespace: 'default', fast }),
+    ]);
+    const baseUrl = `http://localhost:${opts.ports.api}/v1`;
+    const env: Record<string, string> = {
+      DATABASE_URL: pg.url,
+      TEMPORAL_ADDRESS: temporal.address,
+      TEMPORAL_NAMESPACE: 'default',
+      TEMPORAL_UI_URL: temporal.uiUrl ?? '',
+      S3_ENDPOINT: minio.endpoint,
+      S3_ACCESS_KEY_ID: S3_ACCESS,
+      S3_SECRET_ACCESS_KEY: S3_SECRET,
+      S3_BUCKET: 'silico',
+      SILICO_API_PORT: String(opts.ports.api),
+      SILICO_BASE_URL: baseUrl,
+      ...opts.serviceEnv,
+    };
+    const db = createDb(pg.url, { poolMax: 2 });
+    const stateFile = path.join(opts.dataDir, 'local.json');
+    let boot;
+    try {
+      boot = await bootstrap({ db, objects: createObjectStore({ endpoint: minio.endpoint, region: 'us-east-1', accessKeyId: S3_ACCESS, secretAccessKey: S3_SECRET, bucket: 'silico' }), temporalAddress: temporal.address, namespace: 'default', stateFile, log: say });
+    } finally {
+      await db.destroy();
+    }
+    const childEnv = { ...process.env, ...env };
+    const node = (name: string, script: string) => sup.start(name, process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, script)], { cwd: REPO_ROOT, env: childEnv });
+    const worker = node('worker', 'deploy/worker.ts');
+    const api = node('api', 'api/server.ts');
+    const dead = () => {
+      for (const p of [worker, api]) if (p.child.exitCode !== null) return `${p.name} exited with ${p.child.exitCode}`;
+      return undefined;
+    };
+    await waitFor('api', async () => (await fetch(`http://127.0.0.1:${opts.ports.api}/readyz`)).ok, 120000, dead);
+    await waitFor('worker', async () => {
+      const res = await fetch(`http://127.0.0.1:${opts.ports.api}/readyz`);
+      return res.ok && (await workerPolling(temporal.address));
+    }, 120000, dead);
+    const info: StackInfo = {
+      base_url: baseUrl,
+      api_key: boot.apiKey,
+      key_id: boot.keyId,
+      account_id: boot.accountId,
+      namespace: 'local',
+      docs_url: `http://localhost:${opts.ports.api}/docs`,
+      openapi_url: `${baseUrl}/openapi.json`,
+      temporal_address: temporal.address,
+      temporal_ui_url: temporal.uiUrl,
+      minio_endpoint: minio.endpoint,
+      minio_console_url: minio.consoleUrl,
+      database_url: pg.url,
+    };
+    await writeFile(stateFile, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
+    return { info, env, supervisor: sup, stop: () => sup.stopAll() };
+  } catch (err) {
+    await sup.stopAll(3000);
+    throw err;
+  }
+}
+
+/** True once a worker polls the control queue. */
+async function workerPolling(address: string): Promise<boolean> {
+  const { Connection } = await import('@temporalio/client');
+  const { default: protoPkg } = await import('@temporalio/proto');
+  const { CONTROL_TASK_QUEUE } = await import('../../workflows/constants.ts');
+  const conn = await Connection.connect({ address });
+  try {
+    const res = await conn.workflowService.describeTaskQueue({
+      namespace: 'default', taskQueue: { name: CONTROL_TASK_QUEUE },
+      taskQueueType: protoPkg.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    });
+    return (res.pollers ?? []).length > 0;
+  } finally {
+    await conn.close();
+  }
+}

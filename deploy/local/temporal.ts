@@ -1,0 +1,41 @@
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { waitFor, type Supervisor } from './processes.ts';
+import { SEARCH_ATTRIBUTES } from '../../workflows/constants.ts';
+
+/**
+ * Starts the Temporal dev server with a persistent SQLite file under the data dir and our
+ * custom search attributes registered. `fast` uses the pragmas Temporal's own SDK CI uses
+ * (test stacks only: they trade durability for speed).
+ */
+export async function startTemporal(
+  sup: Supervisor,
+  opts: { bin: string; dataDir: string; port: number; uiPort: number | null; namespace: string; fast: boolean },
+): Promise<{ address: string; uiUrl: string | null }> {
+  const args = [
+    'server', 'start-dev',
+    '--ip', '127.0.0.1',
+    '--port', String(opts.port),
+    '--db-filename', path.join(opts.dataDir, 'temporal.db'),
+    '--namespace', opts.namespace,
+    '--log-level', 'error',
+  ];
+  for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
+  if (opts.uiPort === null) args.push('--headless');
+  else args.push('--ui-ip', '127.0.0.1', '--ui-port', String(opts.uiPort));
+  if (opts.fast) args.push('--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=OFF');
+  const proc = sup.start('temporal', opts.bin, args, { env: { PATH: process.env.PATH ?? '', HOME: opts.dataDir } });
+  let exited: string | undefined;
+  void proc.exited.then((c) => (exited = `exited with ${c}`));
+  const address = `127.0.0.1:${opts.port}`;
+  await waitFor('temporal', async () => {
+    const conn = await Connection.connect({ address, connectTimeout: 1000 });
+    try {
+      await conn.workflowService.describeNamespace({ namespace: opts.namespace });
+      return true;
+    } finally {
+      await conn.close();
+    }
+  }, 120000, () => exited);
+  return { address, uiUrl: opts.uiPort === null ? null : `http://localhost:${opts.uiPort}` };
+}

@@ -1,0 +1,32 @@
+// Lint rules that guard correctness: promises are awaited, and workflow code stays
+// deterministic (no Node builtins or I/O modules inside workflows/).
+import tseslint from 'typescript-eslint';
+import { builtinModules } from 'node:module';
+
+const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', '.data/**', 'labs/**/*.py', '**/*.cjs'] },
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: false }],
+      '@typescript-eslint/no-explicit-any': 'off',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+    },
+  },
+  {
+    files: ['workflows/**/*.ts'],
+    ignores: ['workflows/constants.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        paths: [...nodeBuiltins, 'pg', 'knex', '@aws-sdk/client-s3', 'pino'].map((name) => ({ name, message: 'Workflows are deterministic: do I/O in activities.' })),
+        patterns: [{ group: ['../storage/*', '../api/*', '../deploy/*'], message: 'Workflows may not import storage, api or deploy.' }],
+      }],
+      '@typescript-eslint/consistent-type-imports': ['error', { prefer: 'type-imports' }],
+    },
+  },
+);

@@ -1,0 +1,25 @@
+import knexFactory, { type Knex } from 'knex';
+import pg from 'pg';
+import { migrationSource } from './migrations/index.ts';
+
+// int8 columns hold micro-dollars and counters; they stay far below 2^53, so reading them
+// as numbers is exact and spares every caller a string conversion.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+
+export type Db = Knex;
+
+/** Opens a pooled knex instance on Postgres. */
+export function createDb(databaseUrl: string, opts: { poolMax?: number } = {}): Db {
+  return knexFactory({
+    client: 'pg',
+    connection: databaseUrl,
+    pool: { min: 0, max: opts.poolMax ?? 10 },
+    migrations: { migrationSource, tableName: 'knex_migrations' },
+  });
+}
+
+/** Brings the schema to the newest migration; safe to call from several processes. */
+export async function migrate(db: Db): Promise<string[]> {
+  const [, applied] = (await db.migrate.latest()) as [number, string[]];
+  return applied;
+}

@@ -1,0 +1,16 @@
+import type { Knex } from 'knex';
+import * as foundation from './001_foundation.ts';
+
+interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
+
+// Migrations are listed here rather than discovered on disk, so the same list works
+// under tsx, in a bundle, and from any working directory.
+const migrations: Record<string, Migration> = {
+  '001_foundation': foundation,
+};
+
+export const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(migrations).sort(),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => migrations[name]!,
+};

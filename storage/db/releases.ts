@@ -1,0 +1,65 @@
+import semver from 'semver';
+import type { Db } from './knex.ts';
+import { newId } from '../ids.ts';
+import { keysetPage, type KeysetPage } from './pagination.ts';
+
+export interface ContractInput { name: string; value_type: string; required: boolean }
+export interface ContractOutput { name: string; value_type: string }
+
+export interface ReleaseRow {
+  id: string;
+  account_id: string;
+  namespace: string;
+  name: string;
+  version: string;
+  title: string;
+  description: string;
+  package_type: 'lab' | 'model';
+  manifest: Record<string, unknown>;
+  inputs: ContractInput[];
+  outputs: ContractOutput[];
+  package_sha256: string;
+  archive_key: string | null;
+  visibility: 'private' | 'team' | 'public';
+  tags: string[];
+  created_at: Date;
+}
+
+export type NewRelease = Omit<ReleaseRow, 'id' | 'created_at' | 'tags' | 'archive_key' | 'description' | 'package_type'> &
+  Partial<Pick<ReleaseRow, 'tags' | 'archive_key' | 'description' | 'package_type'>>;
+
+/** Records an immutable release; publishing the same coordinates twice is refused. */
+export async function insertRelease(db: Db, r: NewRelease): Promise<ReleaseRow> {
+  const [row] = await db('releases')
+    .insert({
+      id: newId('rel'), ...r,
+      manifest: JSON.stringify(r.manifest), inputs: JSON.stringify(r.inputs), outputs: JSON.stringify(r.outputs),
+    })
+    .returning('*');
+  return row as ReleaseRow;
+}
+
+/** Releases an account may see: its own, and public ones. */
+function visibleTo(db: Db, accountId: string) {
+  return db('releases').where((q) => q.where('account_id', accountId).orWhere('visibility', 'public'));
+}
+
+/** One page of visible releases ordered by namespace, name, then publication (ULID id). */
+export async function listVisibleReleases(
+  db: Db, accountId: string, page: { limit: number; after?: Array<string | number> | null },
+): Promise<KeysetPage<ReleaseRow>> {
+  return keysetPage<ReleaseRow>(visibleTo(db, accountId), { columns: ['namespace', 'name', 'id'], direction: 'asc', ...page });
+}
+
+/** The newest (by semver) version of namespace/name the account may see. */
+export async function findLatestVisibleRelease(db: Db, accountId: string, namespace: string, name: string): Promise<ReleaseRow | undefined> {
+  const rows: ReleaseRow[] = await visibleTo(db, accountId).andWhere({ namespace, name });
+  return rows
+    .filter((r) => semver.valid(r.version))
+    .sort((a, b) => semver.rcompare(a.version, b.version))[0];
+}
+
+export async function countOwnedReleases(db: Db, accountId: string): Promise<number> {
+  const row = await db('releases').where({ account_id: accountId }).count<{ count: string }[]>('* as count').first();
+  return Number(row?.count ?? 0);
+}

@@ -1,0 +1,83 @@
+
+import {
+  S3Client, CreateBucketCommand, HeadBucketCommand, PutObjectCommand, GetObjectCommand, HeadObjectCommand,
+} from '@aws-sdk/client-s3';
+import { sha256Hex } from './digest.ts';
+
+export interface ObjectStoreConfig { endpoint: string; region: string; accessKeyId: string; secretAccessKey: string; bucket: string }
+
+/** Content address of a blob: every byte sequence is stored once under its sha256. */
+export function blobKey(sha256: string): string {
+  return `blobs/sha256/${sha256}`;
+}
+
+/** The S3-compatible byte store (MinIO locally). */
+export interface ObjectStore {
+  bucket: string;
+  client: S3Client;
+  ensureBucket(): Promise<void>;
+  /** Stores bytes under their content address; returns the sha256. */
+  putBlob(bytes: Uint8Array, contentType?: string): Promise<string>;
+  putObject(key: string, bytes: Uint8Array, contentType?: string): Promise<void>;
+  getBytes(key: string): Promise<Buffer>;
+  exists(key: string): Promise<boolean>;
+  /** True when the bucket answers (readiness). */
+  ping(): Promise<boolean>;
+}
+
+export function createObjectStore(cfg: ObjectStoreConfig): ObjectStore {
+  // Node 20 is this product's fixed runtime; the SDK's notice about its future Node 22
+  // floor would otherwise print in every process (tracked in the project notes).
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const client = new S3Client({
+    endpoint: cfg.endpoint,
+    region: cfg.region,
+    forcePathStyle: true,
+    credentials: { accessKeyId: cfg.accessKeyId, secretAccessKey: cfg.secretAccessKey },
+  });
+  const store: ObjectStore = {
+    bucket: cfg.bucket,
+    client,
+    async ensureBucket() {
+      try {
+        await client.send(new HeadBucketCommand({ Bucket: cfg.bucket }));
+      } catch {
+        try {
+          await client.send(new CreateBucketCommand({ Bucket: cfg.bucket }));
+        } catch (err) {
+          // Another process may have created it between the two calls.
+          if ((err as { name?: string }).name !== 'BucketAlreadyOwnedByYou') throw err;
+        }
+      }
+    },
+    async putBlob(bytes, contentType = 'application/octet-stream') {
+      const sha = sha256Hex(bytes);
+      const key = blobKey(sha);
+      if (!(await store.exists(key))) await store.putObject(key, bytes, contentType);
+      return sha;
+    },
+    async putObject(key, bytes, contentType = 'application/octet-stream') {
+      await client.send(new PutObjectCommand({ Bucket: cfg.bucket, Key: key, Body: bytes, ContentType: contentType }));
+    },
+    async getBytes(key) {
+      const out = await client.send(new GetObjectCommand({ Bucket: cfg.bucket, Key: key }));
+      return Buffer.from(await out.Body!.transformToByteArray());
+    },
+    async exists(key) {
+      try {
+        await client.send(new HeadObjectCommand({ Bucket: cfg.bucket, Key: key }));
+        return true;
+      } catch (err) {
+        const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+        if (status === 404) return false;
+        throw err;
+      }
+    },
+    async ping() {
+      await client.send(new HeadBucketCommand({ Bucket: cfg.bucket }));
+      return true;
+    },
+  };
+  return store;
+}
+

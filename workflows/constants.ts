@@ -1,0 +1,19 @@
+/**
+ * Names shared by workflows, the worker and the API. One place, so a task queue or a
+ * search attribute is never spelled twice.
+ */
+export const CONTROL_TASK_QUEUE = 'control';
+
+/** Task queue on which a compute profile's lab executions run. */
+export function computeTaskQueue(profileId: string): string {
+  return `compute-${profileId}`;
+}
+
+/** Custom search attributes registered with the Temporal server at stack start. */
+export const SEARCH_ATTRIBUTES = {
+  SilicoAccount: 'Keyword',
+  SilicoKind: 'Keyword',
+  SilicoCapabilityRef: 'Keyword',
+} as const;
+
+export const MAINTENANCE_SCHEDULE_ID = 'silico-maintenance';

@@ -1,0 +1,2 @@
+// Every workflow the worker hosts. Deterministic code only: no Node builtins, no I/O.
+export { maintenanceWorkflow } from './maintenance.ts';
