@@ -6,7 +6,9 @@ import { requestContext } from './middleware/requestContext.ts';
 import { errorEnvelope } from './middleware/errors.ts';
 import { authenticate } from './middleware/auth.ts';
 import { rateLimit } from './middleware/rateLimit.ts';
-import { buildRouter, matchRoute } from './router.ts';
+import { buildRouter, matchRoute, type RouteTable } from './router.ts';
+import { ROUTES } from './routeTable.ts';
+import { TOOLS } from './tools/index.ts';
 import { buildOpsRouter } from './ops.ts';
 import { errors } from './errors.ts';
 
@@ -22,7 +24,7 @@ export interface App {
  * envelope, operational routes, then for /v1: authentication, rate limits, the routes
  * of the table, and 404/405 for anything else.
  */
-export function createApp(deps: Deps, opts: { log?: Logger } = {}): App {
+export function createApp(deps: Deps, opts: { log?: Logger; table?: RouteTable } = {}): App {
   const log = opts.log ?? pino({ level: deps.config.logLevel, base: { process: 'api' } });
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -34,7 +36,8 @@ export function createApp(deps: Deps, opts: { log?: Logger } = {}): App {
     registers: [registry],
   });
   const koa = new Koa({ proxy: false });
-  const api = buildRouter(deps);
+  const table = opts.table ?? { routes: ROUTES, tools: TOOLS };
+  const api = buildRouter(deps, table);
   const ops = buildOpsRouter(deps, registry);
 
   koa.use(requestContext(log, duration));
@@ -42,7 +45,7 @@ export function createApp(deps: Deps, opts: { log?: Logger } = {}): App {
   koa.use(ops.routes());
   koa.use(async (ctx, next) => {
     if (ctx.path !== '/v1' && !ctx.path.startsWith('/v1/')) throw errors.routeNotFound(ctx.method, ctx.path);
-    const m = matchRoute(api, ctx.path, ctx.method);
+    const m = matchRoute(api, table.routes, ctx.path, ctx.method);
     ctx.state.route = m.route;
     ctx.state.routeId = m.route ? `${m.route.method} ${m.route.path}` : undefined;
     ctx.state.allowed = m.allowed;

@@ -10,6 +10,8 @@ import { check, compileInput } from './validation.ts';
 import { errors } from './errors.ts';
 import { successEnvelope } from './envelope.ts';
 
+export interface RouteTable { routes: readonly RouteDef[]; tools: ReadonlyMap<string, ToolDef> }
+
 /** `/runs/{run_id}` → `/runs/:run_id` (koa-router syntax). */
 export function koaPath(path: string): string {
   return `/v1${path.replace(/\{(\w+)\}/g, ':$1')}`;
@@ -55,11 +57,11 @@ function execute(route: RouteDef, tool: ToolDef, deps: Deps): Middleware {
   };
 }
 
-/** Builds the /v1 router from the route table. */
-export function buildRouter(deps: Deps): Router {
+/** Builds the /v1 router from the route table (another table and tool set may be given). */
+export function buildRouter(deps: Deps, table: RouteTable = { routes: ROUTES, tools: TOOLS }): Router {
   const router = new Router();
-  for (const route of ROUTES) {
-    const tool = TOOLS.get(route.tool);
+  for (const route of table.routes) {
+    const tool = table.tools.get(route.tool);
     if (!tool) throw new Error(`route ${route.method} ${route.path} names unknown tool ${route.tool}`);
     const chain: Middleware[] = [requireCaller(), authorize(route, tool)];
     if (tool.input.body && tool.input.body !== 'multipart') chain.push(jsonBody(deps.config.limits.bodyBytes));
@@ -72,10 +74,10 @@ export function buildRouter(deps: Deps): Router {
 }
 
 /** The route definition a request would reach, if any (for rate buckets and logs). */
-export function matchRoute(router: Router, path: string, method: string): { route?: RouteDef; pathMatched: boolean; allowed: string[] } {
+export function matchRoute(router: Router, routes: readonly RouteDef[], path: string, method: string): { route?: RouteDef; pathMatched: boolean; allowed: string[] } {
   const m = router.match(path, method);
   const layer = m.pathAndMethod.find((l) => l.methods.length > 0);
   const allowed = [...new Set(m.path.flatMap((l) => l.methods))];
-  const route = layer ? ROUTES.find((r) => r.tool === layer.name) : undefined;
+  const route = layer ? routes.find((r) => r.tool === layer.name) : undefined;
   return { route, pathMatched: m.path.some((l) => l.methods.length > 0), allowed };
 }

@@ -41,6 +41,8 @@ export interface Stack {
   /** Environment that points a process at this stack (DATABASE_URL, TEMPORAL_ADDRESS, S3_*, ...). */
   env: Record<string, string>;
   supervisor: Supervisor;
+  /** Paths of the server binaries the stack resolved. */
+  binaries: { temporal: string; minio: string };
   stop(): Promise<void>;
 }
 
@@ -117,7 +119,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       database_url: pg.url,
     };
     await writeFile(stateFile, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
-    return { info, env, supervisor: sup, stop: () => sup.stopAll() };
+    return { info, env, supervisor: sup, binaries: { temporal: temporalBin, minio: minioBin }, stop: () => sup.stopAll() };
   } catch (err) {
     await sup.stopAll(3000);
     throw err;

@@ -1,0 +1,176 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { createDb, migrate, type Db } from '../storage/db/knex.ts';
+import { createAccount, findAccountByNamespace, listAccounts, ownerPrincipal, setFeature, setGateway, type AccountRow } from '../storage/db/accounts.ts';
+import { createKey, getKey, listKeys, revokeKey, rotateKey, SCOPES } from '../storage/db/apiKeys.ts';
+import { getBalances, grantCompute, microsToUsd, usdToMicros } from '../storage/ledger.ts';
+import { isoTime, newUuid } from '../storage/ids.ts';
+import { REPO_ROOT } from './local/bootstrap.ts';
+
+/**
+ * Operator CLI: `npm run admin -- <group> <command> [options] [--json]`. Talks to
+ * Postgres directly (DATABASE_URL, or the local stack's `.data/local.json`). A new key's
+ * secret is printed once; only its SHA-256 is stored.
+ */
+const USAGE = `usage: npm run admin -- <command> [options] [--json]
+
+  accounts create --namespace NS [--kind team|personal] [--name TEXT] [--gateway]
+  accounts list
+  keys create --account NS [--scopes all|a,b,...] [--expires ISO-TIME | --expires-in DAYS] [--name TEXT]
+  keys list [--account NS]
+  keys revoke KEY_ID
+  keys rotate KEY_ID
+  compute grant --account NS --usd AMOUNT [--ref TEXT]
+  gateway on|off --account NS
+  features set --account NS --flag NAME (--on | --off)
+
+scopes: ${SCOPES.join(', ')}`;
+
+class UsageError extends Error {}
+
+function databaseUrl(): string {
+  if (process.env.DATABASE_URL) return process.env.DATABASE_URL;
+  const state = path.join(process.env.SILICO_DATA_DIR ?? path.join(REPO_ROOT, '.data'), 'local.json');
+  try {
+    return (JSON.parse(readFileSync(state, 'utf8')) as { database_url: string }).database_url;
+  } catch {
+    throw new UsageError(`set DATABASE_URL, or start the local stack first (npm start) so ${state} exists`);
+  }
+}
+
+async function account(db: Db, ns: string | undefined): Promise<AccountRow> {
+  if (!ns) throw new UsageError('--account NS is required');
+  const a = await findAccountByNamespace(db, ns);
+  if (!a) throw new UsageError(`no account with namespace ${ns}`);
+  return a;
+}
+
+const keyView = (k: Awaited<ReturnType<typeof listKeys>>[number]) => ({
+  key_id: k.id, account_id: k.account_id, prefix: k.prefix, client_id: k.client_id, scopes: k.scopes, name: k.name,
+  expires_at: isoTime(k.expires_at), revoked_at: isoTime(k.revoked_at), rotated_from: k.rotated_from, created_at: isoTime(k.created_at),
+});
+const accountView = (a: AccountRow) => ({
+  account_id: a.id, namespace: a.namespace, kind: a.kind, display_name: a.display_name, gateway_enabled: a.gateway_enabled, features: a.features, created_at: isoTime(a.created_at),
+});
+
+function expiry(v: Record<string, string | boolean | undefined>): Date | null {
+  if (typeof v.expires === 'string') {
+    const d = new Date(v.expires);
+    if (Number.isNaN(d.getTime())) throw new UsageError('--expires must be an ISO 8601 time');
+    return d;
+  }
+  if (typeof v['expires-in'] === 'string') {
+    const days = Number(v['expires-in']);
+    if (!(days > 0)) throw new UsageError('--expires-in must be a positive number of days');
+    return new Date(Date.now() + days * 86400_000);
+  }
+  return null;
+}
+
+async function run(db: Db, argv: string[]): Promise<unknown> {
+  const { values: v, positionals } = parseArgs({
+    args: argv, allowPositionals: true, strict: true,
+    options: {
+      json: { type: 'boolean' }, namespace: { type: 'string' }, kind: { type: 'string' }, name: { type: 'string' },
+      gateway: { type: 'boolean' }, account: { type: 'string' }, scopes: { type: 'string' }, expires: { type: 'string' },
+      'expires-in': { type: 'string' }, usd: { type: 'string' }, ref: { type: 'string' }, flag: { type: 'string' },
+      on: { type: 'boolean' }, off: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [group, cmd, arg] = positionals;
+  const what = `${group ?? ''} ${cmd ?? ''}`.trim();
+  switch (what) {
+    case 'accounts create': {
+      if (!v.namespace) throw new UsageError('--namespace is required');
+      const kind = (v.kind ?? 'personal') as 'team' | 'personal';
+      if (!['team', 'personal'].includes(kind)) throw new UsageError('--kind must be team or personal');
+      if (await findAccountByNamespace(db, v.namespace)) throw new UsageError(`namespace ${v.namespace} is taken`);
+      const { account: a } = await createAccount(db, { namespace: v.namespace, kind, displayName: v.name, gatewayEnabled: Boolean(v.gateway) })
+        .catch((err: Error) => { throw new UsageError(err.message); });
+      return accountView(a);
+    }
+    case 'accounts list':
+      return (await listAccounts(db)).map(accountView);
+    case 'keys create': {
+      const a = await account(db, v.account);
+      const scopes = !v.scopes || v.scopes === 'all' ? [...SCOPES] : v.scopes.split(',').map((s) => s.trim()).filter(Boolean);
+      const bad = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
+      if (bad.length) throw new UsageError(`unknown scopes: ${bad.join(', ')}`);
+      const issued = await createKey(db, { accountId: a.id, principalId: await ownerPrincipal(db, a.id), scopes, expiresAt: expiry(v), name: v.name });
+      return { api_key: issued.secret, ...keyView(issued.key), note: 'The key is shown once; store it now.' };
+    }
+    case 'keys list':
+      return (await listKeys(db, v.account ? (await account(db, v.account)).id : undefined)).map(keyView);
+    case 'keys revoke': {
+      if (!arg) throw new UsageError('keys revoke KEY_ID');
+      if (!(await getKey(db, arg))) throw new UsageError(`no key ${arg}`);
+      await revokeKey(db, arg);
+      return keyView((await getKey(db, arg))!);
+    }
+    case 'keys rotate': {
+      if (!arg) throw new UsageError('keys rotate KEY_ID');
+      const old = await getKey(db, arg);
+      if (!old) throw new UsageError(`no key ${arg}`);
+      if (old.revoked_at) throw new UsageError(`key ${arg} is revoked; create a new key instead`);
+      const issued = await rotateKey(db, arg);
+      return { api_key: issued.secret, ...keyView(issued.key), revoked: arg, note: 'The key is shown once; store it now.' };
+    }
+    case 'compute grant': {
+      const a = await account(db, v.account);
+      const usd = Number(v.usd);
+      if (!v.usd || !(usd > 0)) throw new UsageError('--usd must be a positive amount');
+      const ref = v.ref ?? `admin:${newUuid()}`;
+      const recorded = await grantCompute(db, a.id, usdToMicros(usd), ref, 'operator grant');
+      const b = await getBalances(db, a.id);
+      return { namespace: a.namespace, granted_usd: recorded ? usd : 0, ref, already_recorded: !recorded, available_usd: microsToUsd(b.available_micros) };
+    }
+    case 'gateway on':
+    case 'gateway off': {
+      const a = await account(db, v.account);
+      await setGateway(db, a.id, cmd === 'on');
+      return accountView((await findAccountByNamespace(db, a.namespace))!);
+    }
+    case 'features set': {
+      const a = await account(db, v.account);
+      if (!v.flag) throw new UsageError('--flag is required');
+      if (Boolean(v.on) === Boolean(v.off)) throw new UsageError('give exactly one of --on or --off');
+      await setFeature(db, a.id, v.flag, Boolean(v.on));
+      return accountView((await findAccountByNamespace(db, a.namespace))!);
+    }
+    default:
+      throw new UsageError(what ? `unknown command: ${what}` : 'no command given');
+  }
+}
+
+async function main(): Promise<number> {
+  const argv = process.argv.slice(2);
+  const json = argv.includes('--json');
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(USAGE);
+    return 0;
+  }
+  let db: Db | undefined;
+  try {
+    db = createDb(databaseUrl(), { poolMax: 2 });
+    await migrate(db);
+    const out = await run(db, argv);
+    console.log(json ? JSON.stringify(out, null, 2) : formatText(out));
+    return 0;
+  } catch (err) {
+    const usage = err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    const message = (err as Error).message;
+    if (json) console.error(JSON.stringify({ error: { message, usage: usage ? USAGE : undefined } }));
+    else console.error(`admin: ${message}${usage ? `\n\n${USAGE}` : ''}`);
+    return usage ? 2 : 1;
+  } finally {
+    await db?.destroy();
+  }
+}
+
+function formatText(out: unknown): string {
+  const rows = Array.isArray(out) ? out : [out];
+  return rows.map((r) => Object.entries(r as Record<string, unknown>).map(([k, val]) => `${k.padEnd(16)} ${typeof val === 'object' ? JSON.stringify(val) : String(val)}`).join('\n')).join('\n\n');
+}
+
+process.exitCode = await main();

@@ -1,0 +1,147 @@
+/**
+ * `npm run bench:api`: what our request pipeline costs over a bare minimum.
+ *
+ * Starts an isolated local stack (rate limits lifted so nothing is throttled) and loads
+ * `GET /v1/account` with autocannon over loopback. In the same run it loads a baseline:
+ * a bare Koa app (one middleware) that, per request, hashes the key and runs ONE real
+ * SELECT on the same Postgres (the api_keys + accounts join our authentication runs) and
+ * answers a JSON body of the same shape and size as ours. No caching on either side.
+ * Rounds alternate ours/baseline so both share the machine's noise; each target is
+ * warmed up first. autocannon runs in a worker thread so it does not share the
+ * baseline's event loop. The last line is the ratio of median req/s (goal >= 0.5).
+ *
+ * Env: BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_WARMUP (3), BENCH_CONNECTIONS (10).
+ */
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import Koa from 'koa';
+import autocannon from 'autocannon';
+import getPort from 'get-port';
+import { startStack, type Stack } from '../../deploy/local/stack.ts';
+import { createDb, type Db } from '../../storage/db/knex.ts';
+import { sha256Hex } from '../../storage/digest.ts';
+import { isoTime } from '../../storage/ids.ts';
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+
+interface Round { rps: number; p50: number; p99: number; total: number }
+
+async function load(url: string, headers: Record<string, string>, duration: number): Promise<Round> {
+  const r = await autocannon({ url, headers, connections: CONNECTIONS, duration, workers: 1 });
+  const total = r['1xx'] + r['2xx'] + r['3xx'] + r['4xx'] + r['5xx'];
+  if (r.non2xx > 0 || r.errors > 0 || r.timeouts > 0 || total === 0) {
+    throw new Error(`${url}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts of ${total} responses (status ${JSON.stringify(r.statusCodeStats)})`);
+  }
+  return { rps: total / r.duration, p50: r.latency.p50, p99: r.latency.p99, total };
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+};
+
+type Json = Record<string, unknown>;
+
+/**
+ * The baseline: one middleware, one SELECT per request (the same join and columns as
+ * findKeyBySecret), answering our body's shape. Parts we compute from other tables
+ * (usage, holdings) are copied from a real response of ours, so the size matches.
+ */
+function baselineApp(db: Db, sample: Json): Koa {
+  const koa = new Koa({ proxy: false });
+  koa.use(async (ctx) => {
+    const secret = (ctx.get('Authorization') ?? '').replace(/^Bearer\s+/, '');
+    const row = await db('api_keys as k')
+      .join('accounts as a', 'a.id', 'k.account_id')
+      .where('k.key_sha256', sha256Hex(secret))
+      .first(
+        'k.id', 'k.account_id', 'k.principal_id', 'k.client_id', 'k.prefix', 'k.scopes', 'k.name',
+        'k.expires_at', 'k.revoked_at', 'k.rotated_from', 'k.created_at',
+        db.raw('row_to_json(a.*) as account'),
+      );
+    if (!row) { ctx.status = 401; ctx.body = { error: 'unknown key' }; return; }
+    const a = row.account;
+    ctx.body = {
+      ...sample,
+      account: { id: a.id, namespace: a.namespace, kind: a.kind, display_name: a.display_name, gateway_enabled: a.gateway_enabled, features: a.features, created_at: isoTime(new Date(a.created_at)) },
+      access: { key_id: row.id, key_prefix: row.prefix, client_id: row.client_id, scopes: row.scopes, expires_at: isoTime(row.expires_at), created_at: isoTime(row.created_at) },
+      request_id: randomUUID(),
+    };
+  });
+  return koa;
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'silico-bench-'));
+  const logFile = path.join(dir, 'stack.log');
+  const logStream = createWriteStream(logFile, { flags: 'a' });
+  let stack: Stack | undefined;
+  let db: Db | undefined;
+  let server: Server | undefined;
+  try {
+    const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
+    console.log(`starting stack in ${dir} (log: ${logFile})`);
+    stack = await startStack({
+      dataDir: dir, mode: 'test', ports,
+      sink: (source, line) => logStream.write(`[${source}] ${line}\n`),
+      serviceEnv: { SILICO_RATE_READS_PER_MIN: '100000000', SILICO_RATE_DAILY: '100000000', LOG_LEVEL: 'warn' },
+    });
+    const { info } = stack;
+    const headers = { Authorization: `Bearer ${info.api_key}` };
+    // The api listens on 127.0.0.1; `localhost` may resolve to ::1 first.
+    const oursUrl = `${info.base_url.replace('//localhost:', '//127.0.0.1:')}/account`;
+
+    const res = await fetch(oursUrl, { headers });
+    if (res.status !== 200) throw new Error(`GET /v1/account answered ${res.status}: ${await res.text()}`);
+    const sampleText = await res.text();
+    const sample = JSON.parse(sampleText) as Json;
+    if (sample.object !== 'account' || !sample.account || !sample.access) throw new Error(`unexpected /v1/account body: ${sampleText}`);
+
+    db = createDb(info.database_url, { poolMax: 20 }); // the api process uses 20 too
+    const basePort = await getPort();
+    const koa = baselineApp(db, sample);
+    server = createServer(koa.callback());
+    server.keepAliveTimeout = 65000;
+    await new Promise<void>((ok) => server!.listen(basePort, '127.0.0.1', ok));
+    const baseUrl = `http://127.0.0.1:${basePort}/v1/account`;
+    const baseText = await (await fetch(baseUrl, { headers })).text();
+    console.log(`body bytes: ours ${Buffer.byteLength(sampleText)}, baseline ${Buffer.byteLength(baseText)}`);
+
+    const targets = [{ name: 'ours', url: oursUrl }, { name: 'baseline', url: baseUrl }] as const;
+    for (const t of targets) await load(t.url, headers, WARMUP);
+    const rounds: Record<string, Round[]> = { ours: [], baseline: [] };
+    console.log(`${ROUNDS} rounds x ${SECONDS}s, ${CONNECTIONS} connections, after ${WARMUP}s warm-up each`);
+    console.log('round  target    req/s     p50 ms  p99 ms  requests');
+    for (let i = 1; i <= ROUNDS; i++) {
+      const order = i % 2 ? targets : [...targets].reverse();
+      for (const t of order) {
+        const r = await load(t.url, headers, SECONDS);
+        rounds[t.name]!.push(r);
+        console.log(`${String(i).padEnd(7)}${t.name.padEnd(10)}${r.rps.toFixed(0).padStart(6)}  ${r.p50.toFixed(1).padStart(8)}${r.p99.toFixed(1).padStart(8)}  ${String(r.total).padStart(8)}`);
+      }
+    }
+    const ours = median(rounds.ours!.map((r) => r.rps));
+    const base = median(rounds.baseline!.map((r) => r.rps));
+    console.log(`median req/s: ours ${ours.toFixed(0)}, baseline ${base.toFixed(0)}`);
+    console.log(`ratio (ours/baseline req/s median): ${(ours / base).toFixed(2)}  goal >= 0.5`);
+  } finally {
+    if (server) { server.closeAllConnections(); await new Promise((ok) => server!.close(ok)); }
+    await db?.destroy();
+    await stack?.stop();
+    await new Promise((ok) => logStream.end(ok));
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  console.error(`bench:api failed: ${(err as Error).stack ?? err}`);
+  process.exit(1);
+});

@@ -1,0 +1,115 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import getPort from 'get-port';
+import { createDb, type Db } from '../storage/db/knex.ts';
+import { createAccount } from '../storage/db/accounts.ts';
+import { createKey, SCOPES } from '../storage/db/apiKeys.ts';
+import { grantCompute } from '../storage/ledger.ts';
+import { createObjectStore, type ObjectStore } from '../storage/objects.ts';
+import { loadConfig } from '../api/config.ts';
+import { REPO_ROOT } from '../deploy/local/bootstrap.ts';
+
+/** The stack `npm test` started (test/run.ts puts its addresses in the environment). */
+export const BASE_URL = process.env.SILICO_TEST_BASE_URL ?? '';
+export const OPERATOR_KEY = process.env.SILICO_TEST_API_KEY ?? '';
+if (!BASE_URL) throw new Error('integration tests run under `npm test`, which starts the stack');
+
+let db: Db | undefined;
+/** A small pool on the stack's Postgres for setting up fixtures. */
+export function testDb(): Db {
+  db ??= createDb(process.env.DATABASE_URL!, { poolMax: 4 });
+  return db;
+}
+
+let objects: ObjectStore | undefined;
+export function testObjects(): ObjectStore {
+  objects ??= createObjectStore(loadConfig().s3);
+  return objects;
+}
+
+/** Closes the fixtures' pool so the test process can exit. */
+export async function closeTestDb(): Promise<void> {
+  await db?.destroy();
+  db = undefined;
+}
+
+export interface Res { status: number; headers: Headers; body: any; text: string }
+
+/** One HTTP call to the API, the way a client makes it. */
+export async function call(
+  method: string, route: string,
+  opts: { key?: string | null; body?: unknown; rawBody?: string | Buffer; headers?: Record<string, string>; base?: string } = {},
+): Promise<Res> {
+  const headers: Record<string, string> = { ...opts.headers };
+  const key = opts.key === undefined ? OPERATOR_KEY : opts.key;
+  if (key) headers.Authorization = `Bearer ${key}`;
+  let body: string | Buffer | undefined;
+  if (opts.rawBody !== undefined) body = opts.rawBody;
+  else if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers['Content-Type'] ??= 'application/json';
+  }
+  const url = route.startsWith('http') ? route : `${opts.base ?? BASE_URL}${route}`;
+  const res = await fetch(url, { method, headers, body: body as unknown as BodyInit });
+  const text = await res.text();
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: parsed, text };
+}
+
+let seq = 0;
+/** A fresh account (unique namespace) with one key; options pick kind, gateway and scopes. */
+export async function newAccount(opts: { gateway?: boolean; scopes?: readonly string[]; usd?: number; expiresAt?: Date } = {}) {
+  const d = testDb();
+  const namespace = `t${process.pid}-${Date.now().toString(36)}-${seq++}`.slice(0, 39);
+  const { account, principalId } = await createAccount(d, { namespace, kind: 'personal', gatewayEnabled: opts.gateway ?? true });
+  if (opts.usd) await grantCompute(d, account.id, Math.round(opts.usd * 1e6), `test:${account.id}`);
+  const issued = await createKey(d, { accountId: account.id, principalId, scopes: opts.scopes ?? SCOPES, expiresAt: opts.expiresAt ?? null });
+  return { account, principalId, key: issued.secret, keyId: issued.key.id };
+}
+
+/** Asserts the spec's error envelope and returns its `error`. */
+export function errorOf(res: Res) {
+  const e = res.body?.error;
+  if (!e || typeof e !== 'object') throw new Error(`expected an error envelope, got ${res.status} ${res.text.slice(0, 300)}`);
+  for (const k of ['type', 'code', 'message', 'param', 'details', 'request_id']) {
+    if (!(k in e)) throw new Error(`error envelope lacks ${k}: ${res.text}`);
+  }
+  if (e.request_id !== res.headers.get('x-request-id')) throw new Error('error request_id differs from X-Request-ID');
+  return e as { type: string; code: string; message: string; param: string | null; details: Record<string, unknown>; request_id: string };
+}
+
+/** Starts another api process on this stack (a replica), with extra environment. */
+export async function spawnApi(env: Record<string, string> = {}): Promise<{ base: string; stop: () => Promise<void>; proc: ChildProcess }> {
+  const port = await getPort();
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'api/server.ts')], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, SILICO_API_PORT: String(port), SILICO_BASE_URL: `http://localhost:${port}/v1`, LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) break;
+    } catch {
+      // starting
+    }
+    if (proc.exitCode !== null) throw new Error(`api replica exited with ${proc.exitCode}`);
+    if (Date.now() > deadline) throw new Error('api replica did not start');
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  return {
+    base: `http://127.0.0.1:${port}/v1`,
+    proc,
+    stop: async () => {
+      if (proc.exitCode !== null) return;
+      const done = new Promise((r) => proc.once('exit', r));
+      proc.kill('SIGTERM');
+      await done;
+    },
+  };
+}
