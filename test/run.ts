@@ -39,7 +39,7 @@ async function main(): Promise<number> {
   };
   const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
   const started = Date.now();
-  const stack = await startStack({ dataDir, ports, mode: 'test', sink, serviceEnv: { LOG_LEVEL: 'warn' } });
+  const stack = await startStack({ dataDir, ports, mode: 'test', sink, serviceEnv: { LOG_LEVEL: 'warn', SILICO_RATE_READS_PER_MIN: '100000', SILICO_RATE_RUNS_PER_MIN: '100000', SILICO_RATE_DAILY: '1000000' } });
   process.stdout.write(`[stack] ready in ${Math.round((Date.now() - started) / 1000)}s; logs: ${logFile}\n`);
   let code = 1;
   try {

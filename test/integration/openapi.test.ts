@@ -1,0 +1,119 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { call, errorOf, closeTestDb, BASE_URL } from '../helpers.ts';
+import { ROUTES, fillPath } from '../../api/routeTable.ts';
+import { TOOLS } from '../../api/tools/index.ts';
+import { REPO_ROOT } from '../../deploy/local/bootstrap.ts';
+
+after(closeTestDb);
+const ID = '7d1c6a52-3a43-4d8e-9c1a-1e0f4a1b2c3d';
+const SHA = 'a'.repeat(64);
+
+/** Minimal valid inputs for every not-yet-implemented operation (they must pass validation and reach 501). */
+const VALID: Record<string, { path?: Record<string, string>; query?: string; body?: unknown }> = {
+  run_prepare: { body: { capability_ref: 'platform/x@1.0.0', inputs: {} } },
+  run_create: { body: { plan_id: ID, plan_sha256: SHA } },
+  hub_inspect: { path: { reference: 'platform/x@1.0.0' } },
+  biology_search: { body: { source_ids: ['uniprot'], query: 'p53' } },
+  biology_fetch: { body: { source_id: 'uniprot', record_ids: ['P04637'] } },
+  lab_update: { body: { title: 'x' } },
+  lab_visibility_set: { body: { visibility: 'private' } },
+  workspace_create: { body: { title: 'x' } },
+  workspace_change_prepare: { body: { base_revision_id: ID, operations: [{ kind: 'file_put', path: 'lab.yaml', content: 'x' }] } },
+  workspace_change_apply: { body: { plan_id: ID, plan_sha256: SHA } },
+  experiment_create: { body: { plan_id: ID, plan_sha256: SHA } },
+  experiment_prepare: { body: { name: 'x', arms: [{ label: 'a', workspace_id: ID, revision_id: ID }] } },
+  experiment_update: { body: { name: 'y' } },
+  publish_prepare: { body: { workspace_id: ID, revision_id: ID, version: '1.0.0', release_notes: '' } },
+  publish_execute: { body: { plan_id: ID, plan_sha256: SHA } },
+  hosting_update: { body: { revision: 1, action: 'pause' } },
+  hosting_prepare: { body: { release: { reference: 'platform/x@1.0.0', sha256: SHA } } },
+  hosting_execute: { body: { plan_id: ID, plan_sha256: SHA } },
+  file_import_from_run: { body: { run_id: ID, artifact_id: 'art_x', expected_sha256: SHA } },
+  dataset_register: { body: { name: 'x', source: 's', license: 'CC0', attribution: 'a', annotation_version: '1', members: [{ file_id: ID, sha256: SHA, size_bytes: 1, sample_id: 's', group_id: 'g', role: 'image', split: 'train' }] } },
+  hosted_release_get: { query: `sha256=${SHA}` },
+  hosted_invocation_prepare: { body: { reference: 'platform/x@1.0.0', sha256: SHA } },
+  hosted_invocation_execute: { body: { plan_id: ID, plan_sha256: SHA } },
+  session_create: { body: { title: 'x' } },
+  session_external_attach: { body: { provider: 'slack', external_id: 'x' } },
+  session_contract_prepare: { body: { requirements: [{ id: 'r1', text: 'x' }] } },
+  session_execution_prepare: { body: { steps: [{ id: 's1', title: 'x' }] } },
+  session_change_apply: { body: { plan_id: ID, plan_sha256: SHA } },
+  session_progress_record: { body: { step_id: 's1', status: 'done' } },
+  session_validate: { body: {} },
+  session_completion_check: { body: {} },
+  session_workspace_create: { body: {} },
+};
+const PATH_ARGS = { namespace: 'platform', name: 'naming', reference: 'platform%2Fx%401.0.0', lab_id: 'lab_x', workspace_id: ID, experiment_id: 'exp_x', file_id: ID, dataset_id: 'ds_x', invocation_id: 'inv_x', port: 'out', run_id: ID, artifact_id: 'art_x', session_id: 'ses_x' };
+
+test('GET /v1/openapi.json is OpenAPI 3.1 with every route of the spec, its scope, parameters, body and responses', async () => {
+  const res = await call('GET', '/openapi.json', { key: null });
+  assert.equal(res.status, 200);
+  const doc = res.body;
+  assert.equal(doc.openapi, '3.1.0');
+  assert.equal(ROUTES.length, 64, 'the spec lists 44 tool routes and 20 run/session routes');
+  const spec = await readFile(path.join(REPO_ROOT, '../shared/spec/service-api.md'), 'utf8').catch(() => undefined);
+  if (spec) {
+    const specRoutes = [...spec.matchAll(/^\| (GET|POST|PATCH|PUT|DELETE) \| (\/[^ |]*) \|/gm)].map((m) => `${m[1]} ${m[2]}`).sort();
+    assert.deepEqual(ROUTES.map((r) => `${r.method} ${r.path}`).sort(), specRoutes, 'route table equals the spec');
+  }
+  for (const r of ROUTES) {
+    const op = doc.paths[r.path]?.[r.method.toLowerCase()];
+    assert.ok(op, `${r.method} ${r.path} missing`);
+    const tool = TOOLS.get(r.tool)!;
+    assert.equal(op.operationId, tool.name);
+    assert.equal(op['x-required-scope'], tool.scope);
+    assert.ok(op.responses[String(r.success)], `${r.path} success`);
+    for (const c of ['401', '403', '429', '500']) assert.ok(op.responses[c], `${r.method} ${r.path} ${c}`);
+    assert.equal(Boolean(op.responses['422']), !r.no422, `${r.method} ${r.path} 422`);
+    if (r.notFound) assert.ok(op.responses['404']);
+    if (r.idempotency) assert.ok(op.parameters.some((p: any) => p.name === 'Idempotency-Key' && p.required === (r.idempotency === 'required')));
+    for (const name of Object.keys(tool.input.path ?? {})) assert.ok(op.parameters.some((p: any) => p.in === 'path' && p.name === name));
+    assert.equal(op['x-implemented'], Boolean(tool.handler));
+    if (!tool.handler) assert.ok(op.responses['501'], `${r.path} lists 501`);
+  }
+});
+
+test('every route not built yet answers 501 not_implemented, exactly as OpenAPI lists it', async () => {
+  const doc = (await call('GET', '/openapi.json', { key: null })).body;
+  const pending = ROUTES.filter((r) => !TOOLS.get(r.tool)!.handler);
+  assert.ok(pending.length > 0);
+  for (const r of pending) {
+    assert.equal(doc.paths[r.path][r.method.toLowerCase()]['x-implemented'], false);
+    const v = VALID[r.tool] ?? {};
+    const url = fillPath(r.path, { ...PATH_ARGS, ...v.path }) + (v.query ? `?${v.query}` : '');
+    const res = await call(r.method, url, { body: v.body, headers: r.idempotency ? { 'Idempotency-Key': crypto.randomUUID() } : {} });
+    assert.equal(res.status, 501, `${r.method} ${r.path}: ${res.text}`);
+    const e = errorOf(res);
+    assert.equal(e.code, 'not_implemented');
+    assert.equal(e.type, 'not_implemented_error');
+    assert.equal(e.details.tool, r.tool);
+  }
+});
+
+test('the OpenAPI document passes redocly lint', async () => {
+  const doc = (await call('GET', '/openapi.json', { key: null })).body;
+  const dir = await mkdtemp(path.join(tmpdir(), 'openapi-'));
+  const file = path.join(dir, 'openapi.json');
+  await writeFile(file, JSON.stringify(doc));
+  const bin = path.join(REPO_ROOT, 'node_modules/.bin/redocly');
+  const { stdout, stderr } = await promisify(execFile)(bin, ['lint', file, '--config', path.join(REPO_ROOT, 'redocly.yaml'), '--format', 'stylish'], { env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' } })
+    .catch((err: { stdout: string; stderr: string }) => {
+      assert.fail(`redocly lint failed:\n${err.stdout}\n${err.stderr}`);
+    });
+  assert.match(`${stdout}${stderr}`, /valid/i);
+});
+
+test('/docs is an HTML page generated from the same route table', async () => {
+  const res = await fetch(`${BASE_URL.replace(/\/v1$/, '')}/docs`);
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get('content-type')!, /text\/html/);
+  const html = await res.text();
+  for (const r of ROUTES) assert.ok(html.includes(`/v1${r.path.replace(/&/g, '&amp;')}`), `${r.path} on /docs`);
+  assert.match(html, /not implemented yet/);
+});
