@@ -48,7 +48,8 @@ export function rateLimit(db: Db, limits: Config['limits'], bucketOf: (ctx: Para
       { name: bucket === 'runs' ? 'run_creation' : bucket, limit: minute[bucket].points, ok: m.ok, remaining: m.res.remainingPoints, reset: Math.ceil(m.res.msBeforeNext / 1000) },
       ...(d ? [{ name: 'daily', limit: daily.points, ok: d.ok, remaining: d.res.remainingPoints, reset: secondsToMidnight }] : []),
     ];
-    const shown = views.find((v) => !v.ok) ?? views.reduce((a, b) => (b.remaining / b.limit < a.remaining / a.limit ? b : a));
+    // A spent daily allowance outranks a spent minute: its Retry-After is the one that matters.
+    const shown = [...views].reverse().find((v) => !v.ok) ?? views.reduce((a, b) => (b.remaining / b.limit < a.remaining / a.limit ? b : a));
     ctx.set('RateLimit-Limit', String(shown.limit));
     ctx.set('RateLimit-Remaining', String(Math.max(0, shown.remaining)));
     ctx.set('RateLimit-Reset', String(Math.max(0, shown.reset)));

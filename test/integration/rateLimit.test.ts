@@ -1,0 +1,74 @@
+import { test, after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { call, errorOf, closeTestDb, newAccount, spawnApi } from '../helpers.ts';
+
+after(closeTestDb);
+
+// Two api replicas with small limits share one Postgres: limits must hold across both.
+const LIMITS = { SILICO_RATE_READS_PER_MIN: '6', SILICO_RATE_RUNS_PER_MIN: '2', SILICO_RATE_DAILY: '8' };
+let a: Awaited<ReturnType<typeof spawnApi>>;
+let b: Awaited<ReturnType<typeof spawnApi>>;
+before(async () => {
+  [a, b] = await Promise.all([spawnApi(LIMITS), spawnApi(LIMITS)]);
+});
+after(async () => {
+  await Promise.all([a?.stop(), b?.stop()]);
+});
+
+test('RateLimit headers on every response, and the read bucket holds across two api processes', async () => {
+  const { key } = await newAccount();
+  const remaining: number[] = [];
+  for (let i = 0; i < 6; i++) {
+    const res = await call('GET', '/account', { key, base: i % 2 ? b.base : a.base });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('ratelimit-limit'), '6');
+    assert.ok(Number(res.headers.get('ratelimit-reset')) <= 60);
+    remaining.push(Number(res.headers.get('ratelimit-remaining')));
+  }
+  assert.deepEqual(remaining, [5, 4, 3, 2, 1, 0], 'one shared counter, whichever replica answers');
+  const limited = await call('GET', '/account', { key, base: b.base });
+  assert.equal(limited.status, 429);
+  const e = errorOf(limited);
+  assert.equal(e.code, 'rate_limited');
+  assert.equal(e.type, 'rate_limit_error');
+  const retry = Number(limited.headers.get('retry-after'));
+  assert.ok(retry >= 1 && retry <= 60, `Retry-After ${retry}`);
+  assert.equal(limited.headers.get('ratelimit-remaining'), '0');
+  // Error responses carry the headers too.
+  const notFound = await call('GET', '/nope', { key: (await newAccount()).key, base: a.base });
+  assert.equal(notFound.status, 404);
+  assert.ok(notFound.headers.get('ratelimit-limit'));
+});
+
+test('run creation has a tighter bucket than reads', async () => {
+  const { key } = await newAccount();
+  const statuses: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const res = await call('POST', '/runs', { key, base: i % 2 ? b.base : a.base, body: { ref: 'platform/x' }, headers: { 'Idempotency-Key': crypto.randomUUID() } });
+    statuses.push(res.status);
+    if (i < 2) assert.equal(res.headers.get('ratelimit-limit'), '2');
+  }
+  assert.deepEqual(statuses.slice(0, 2).map((s) => s !== 429), [true, true]);
+  assert.equal(statuses[2], 429);
+  // Reads of the same key are still allowed.
+  assert.equal((await call('GET', '/account', { key, base: a.base })).status, 200);
+});
+
+test('daily fair-use limit per key answers 429 rate_limited until the next UTC day', async () => {
+  const { key } = await newAccount();
+  // 8 per day: spread over both per-minute buckets (6 reads + 2 run creations) so neither trips first.
+  const plan = ['GET', 'GET', 'GET', 'GET', 'GET', 'POST', 'GET', 'POST'];
+  for (const m of plan) {
+    const res = m === 'GET'
+      ? await call('GET', '/account', { key, base: a.base })
+      : await call('POST', '/runs', { key, base: b.base, body: { ref: 'x/y' }, headers: { 'Idempotency-Key': crypto.randomUUID() } });
+    assert.notEqual(res.status, 429, 'within the daily allowance');
+  }
+  const over = await call('GET', '/account', { key, base: b.base });
+  assert.equal(over.status, 429);
+  assert.equal(errorOf(over).details.bucket, 'daily');
+  const now = new Date();
+  const toMidnight = (Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1) - now.getTime()) / 1000;
+  const retry = Number(over.headers.get('retry-after'));
+  assert.ok(Math.abs(retry - toMidnight) < 5, `Retry-After ${retry} ≈ seconds to UTC midnight ${toMidnight}`);
+});
