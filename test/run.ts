@@ -52,7 +52,7 @@ async function main(): Promise<number> {
       SILICO_TEST_TEMPORAL_BIN: stack.binaries.temporal,
     };
     code = await new Promise<number>((resolve) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=2', ...files], { cwd: REPO_ROOT, env, stdio: 'inherit' });
+      const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=1', ...files], { cwd: REPO_ROOT, env, stdio: 'inherit' });
       child.on('exit', (c) => resolve(c ?? 1));
     });
   } finally {
