@@ -87,7 +87,9 @@ export function toApiError(err: ErrorObject, prefix?: string) {
     }
     case 'oneOf': case 'anyOf': {
       const p = at();
-      return errors.validation('parameter_invalid_combination', `${p ?? 'body'} must match exactly one of the accepted shapes (see the OpenAPI document).`, p);
+      const shapes = ((err.schema as Array<{ required?: string[] }>) ?? []).map((b) => b.required ?? []);
+      const text = shapes.map((r) => `{${r.join(', ')}}`).join(' or ');
+      return errors.validation('parameter_invalid_combination', `${p ?? 'The body'} must contain exactly one of: ${text}.`, p, { accepted: shapes });
     }
     default: {
       const p = at();
@@ -99,5 +101,10 @@ export function toApiError(err: ErrorObject, prefix?: string) {
 /** Validates (and for queries coerces in place) one part; throws the first error. */
 export function check(validate: ValidateFunction | undefined, data: unknown, prefix?: string): void {
   if (!validate) return;
-  if (!validate(data)) throw toApiError(validate.errors![0]!, prefix);
+  if (validate(data)) return;
+  const errs = validate.errors!;
+  // A failed oneOf reports each branch's miss first; the combination is the real error.
+  const first = errs[0]!;
+  const combo = errs.find((e) => (e.keyword === 'oneOf' || e.keyword === 'anyOf') && first.keyword === 'required' && first.instancePath === e.instancePath);
+  throw toApiError(combo ?? first, prefix);
 }

@@ -49,7 +49,10 @@ export async function resolveBinary(name: BinaryName, log: (line: string) => voi
   if (fromPath) return fromPath;
   const cached = cachedPath(name, env);
   if (existsSync(cached)) return cached;
-  const go = onPath('go', env) ?? (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
+  // GO_BIN names the toolchain explicitly (an empty or missing path means "no Go").
+  const go = env.GO_BIN !== undefined
+    ? (env.GO_BIN && existsSync(env.GO_BIN) ? env.GO_BIN : undefined)
+    : onPath('go', env) ?? (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
   if (!go) {
     throw new Error(
       `${name} not found. Install Go (https://go.dev/dl) so the stack can build it, or run\n` +

@@ -1,0 +1,46 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { check, compileInput } from '../../api/validation.ts';
+import { ApiError } from '../../api/errors.ts';
+import { decodeCursor, encodeCursor } from '../../api/pagination.ts';
+import { TOOLS } from '../../api/tools/index.ts';
+
+function errorFor(tool: string, part: 'body' | 'query' | 'path', data: unknown): ApiError {
+  const compiled = compileInput(TOOLS.get(tool)!);
+  try {
+    check(compiled[part], data);
+  } catch (err) {
+    return err as ApiError;
+  }
+  assert.fail('expected a validation error');
+}
+
+test('nested body errors name the field as a path', () => {
+  const e = errorFor('dataset_register', 'body', {
+    name: 'd', source: 's', license: 'l', attribution: 'a', annotation_version: '1',
+    members: [{ file_id: '7d1c6a52-3a43-4d8e-9c1a-1e0f4a1b2c3d', sha256: 'A'.repeat(64), size_bytes: 1, sample_id: 's', group_id: 'g', role: 'image', split: 'train' }],
+  });
+  assert.equal(e.status, 422);
+  assert.equal(e.code, 'parameter_invalid_format');
+  assert.equal(e.param, 'members[0].sha256');
+  assert.equal(errorFor('experiment_prepare', 'body', { name: 'x', arms: [{ label: 'a' }] }).param, 'arms[0].workspace_id');
+  assert.equal(errorFor('experiment_prepare', 'body', { name: 'x', arms: [], extra: 1 }).code, 'parameter_unknown');
+  assert.equal(errorFor('run_create', 'body', { inputs: {} }).code, 'parameter_invalid_combination');
+});
+
+test('query values are coerced to their declared types; bad ones are refused', () => {
+  const compiled = compileInput(TOOLS.get('capability_list')!);
+  const q: Record<string, unknown> = { limit: '25' };
+  check(compiled.query, q);
+  assert.equal(q.limit, 25);
+  assert.equal(errorFor('capability_list', 'query', { limit: '0' }).code, 'parameter_out_of_range');
+  assert.equal(errorFor('hosted_release_get', 'query', {}).param, 'sha256');
+});
+
+test('cursors round-trip; anything else is a 422 on cursor', () => {
+  assert.deepEqual(decodeCursor(encodeCursor(['a', 3, 'id']), 3), ['a', 3, 'id']);
+  assert.equal(decodeCursor(null, 3), null);
+  for (const bad of ['x', encodeCursor(['a']), Buffer.from('{"a":1}').toString('base64url'), Buffer.from('[{}, 1, 2]').toString('base64url')]) {
+    assert.throws(() => decodeCursor(bad, 3), (e: ApiError) => e.status === 422 && e.code === 'invalid_cursor' && e.param === 'cursor');
+  }
+});

@@ -1,0 +1,59 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker, Runtime, DefaultLogger } from '@temporalio/worker';
+import { maintenanceWorkflow } from '../../workflows/maintenance.ts';
+import { createMaintenanceActivities } from '../../activities/maintenance.ts';
+import { closeTestDb, newAccount, testDb } from '../helpers.ts';
+
+// Workflow tests run against a local Temporal server started from the binary the stack
+// built (never skipped for lack of it), with activities stubbed or real as each test says.
+let env: TestWorkflowEnvironment;
+const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
+
+before(async () => {
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  env = await TestWorkflowEnvironment.createLocal({
+    server: { executable: { type: 'existing-path', path: process.env.SILICO_TEST_TEMPORAL_BIN! }, extraArgs: ['--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=OFF'] },
+  });
+});
+after(async () => {
+  await env?.teardown();
+  await closeTestDb();
+});
+
+async function runWith(activities: object): Promise<unknown> {
+  const taskQueue = `test-${crypto.randomUUID()}`;
+  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowsPath, activities });
+  return worker.runUntil(env.client.workflow.execute(maintenanceWorkflow, { taskQueue, workflowId: `maintenance-${crypto.randomUUID()}` }));
+}
+
+test('maintenanceWorkflow returns what its activity purged, retrying a failing activity', async () => {
+  let calls = 0;
+  const result = await runWith({
+    async purgeExpired() {
+      calls += 1;
+      if (calls === 1) throw new Error('transient');
+      return { idempotency_keys: 3, rate_limits: 2 };
+    },
+  });
+  assert.deepEqual(result, { idempotency_keys: 3, rate_limits: 2 });
+  assert.equal(calls, 2);
+});
+
+test('the real purge activity removes keys past 24 h and expired counters, and keeps the rest', async () => {
+  const db = testDb();
+  const { account } = await newAccount();
+  await db('idempotency_keys').insert([
+    { account_id: account.id, key: 'old', route: 'POST /runs', request_sha256: 'x', state: 'completed', created_at: db.raw(`now() - interval '25 hours'`) },
+    { account_id: account.id, key: 'fresh', route: 'POST /runs', request_sha256: 'x', state: 'completed' },
+  ]);
+  await db('rate_limits').insert([{ key: `test:expired:${account.id}`, points: 1, expire: Date.now() - 1000 }, { key: `test:live:${account.id}`, points: 1, expire: Date.now() + 60000 }]);
+  const result = await runWith(createMaintenanceActivities({ db, idempotencyTtlSeconds: 24 * 3600 })) as { idempotency_keys: number; rate_limits: number };
+  assert.ok(result.idempotency_keys >= 1 && result.rate_limits >= 1);
+  const keys = (await db('idempotency_keys').where({ account_id: account.id })).map((r) => r.key);
+  assert.deepEqual(keys, ['fresh']);
+  assert.equal((await db('rate_limits').where({ key: `test:expired:${account.id}` })).length, 0);
+  assert.equal((await db('rate_limits').where({ key: `test:live:${account.id}` })).length, 1);
+});
