@@ -52,7 +52,7 @@ export function createApp(deps: Deps, opts: { log?: Logger; table?: RouteTable }
     ctx.state.pathMatched = m.pathMatched;
     await next();
   });
-  koa.use(authenticate(deps.db));
+  koa.use(authenticate(deps.keys));
   koa.use(rateLimit(deps.db, deps.config.limits, (ctx) => (ctx.state.route?.bucket === 'runs' ? 'runs' : 'reads')));
   koa.use(api.routes());
   koa.use(async (ctx) => {

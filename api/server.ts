@@ -5,6 +5,7 @@ import { createApp } from './app.ts';
 import { createDb } from '../storage/db/knex.ts';
 import { createObjectStore } from '../storage/objects.ts';
 import { createTemporalGateway } from './temporal.ts';
+import { createKeyResolver } from '../storage/db/keyCache.ts';
 
 /** The api process: builds its dependencies once from the environment and listens. */
 async function main(): Promise<void> {
@@ -13,15 +14,21 @@ async function main(): Promise<void> {
   const db = createDb(config.databaseUrl, { poolMax: 20 });
   const objects = createObjectStore(config.s3);
   const temporal = createTemporalGateway(config.temporal);
-  const app = createApp({ config, db, objects, temporal }, { log });
+  const keys = await createKeyResolver(db, config.databaseUrl);
+  const app = createApp({ config, db, objects, temporal, keys }, { log });
   const server = createServer(app.koa.callback());
   server.keepAliveTimeout = 65000;
   server.listen(config.apiPort, config.apiHost, () => log.info({ url: config.baseUrl }, 'api listening'));
   const stop = async (signal: string) => {
     log.info({ signal }, 'api stopping');
-    server.close();
-    server.closeAllConnections();
-    await Promise.allSettled([db.destroy(), temporal.close()]);
+    // Finish requests in flight (up to 10 s), then release the pools they use.
+    const drained = new Promise((resolve) => server.close(resolve));
+    server.closeIdleConnections();
+    const force = setTimeout(() => server.closeAllConnections(), 10_000);
+    await drained;
+    clearTimeout(force);
+    await Promise.allSettled([keys.close(), temporal.close()]);
+    await db.destroy();
     process.exit(0);
   };
   process.once('SIGTERM', () => void stop('SIGTERM'));

@@ -1,6 +1,5 @@
 import type { Middleware } from 'koa';
-import type { Db } from '../../storage/db/knex.ts';
-import { findKeyBySecret } from '../../storage/db/apiKeys.ts';
+import type { KeyResolver } from '../../storage/db/keyCache.ts';
 import { ApiError, errors } from '../errors.ts';
 import type { RouteDef } from '../routeTable.ts';
 import type { ToolDef } from '../tools/tool.ts';
@@ -12,14 +11,14 @@ const BEARER = /^Bearer\s+(sk_[0-9A-Za-z]{20,60})\s*$/;
  * limiter must see the attempt first (by key, or by address for a bad key), so the 401
  * is raised by `requireCaller` after it.
  */
-export function authenticate(db: Db): Middleware {
+export function authenticate(keys: KeyResolver): Middleware {
   return async (ctx, next) => {
     const header = ctx.get('Authorization');
     if (!header) {
       ctx.state.authError = errors.unauthenticated('api_key_missing', 'No API key: send `Authorization: Bearer <API_KEY>`.');
     } else {
       const m = BEARER.exec(header);
-      const found = m ? await findKeyBySecret(db, m[1]!) : undefined;
+      const found = m ? await keys.resolve(m[1]!) : undefined;
       if (!found) {
         ctx.state.authError = errors.unauthenticated('api_key_invalid', 'The API key is malformed or unknown.');
       } else if (found.key.revoked_at) {

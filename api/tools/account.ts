@@ -1,8 +1,8 @@
 import type { ToolDef } from './tool.ts';
 import { obj, str, id, time, arr } from '../schemas/common.ts';
-import { getBalances, microsToUsd } from '../../storage/ledger.ts';
-import { countOwnedReleases } from '../../storage/db/releases.ts';
-import { requestsToday, utcDay } from '../../storage/db/rateLimits.ts';
+import { microsToUsd } from '../../storage/ledger.ts';
+import { accountSummary } from '../../storage/db/accountSummary.ts';
+import { utcDay } from '../../storage/db/rateLimits.ts';
 import { isoTime } from '../../storage/ids.ts';
 
 
@@ -22,11 +22,7 @@ export const accountGet: ToolDef = {
   async handler(_input, { deps, caller }) {
     const { account, key } = caller;
     const day = utcDay();
-    const [balances, releases, requests] = await Promise.all([
-      getBalances(deps.db, account.id),
-      countOwnedReleases(deps.db, account.id),
-      requestsToday(deps.db, account.id, key.id, day),
-    ]);
+    const s = await accountSummary(deps.db, account.id, key.id, day);
     const lim = deps.config.limits;
     return {
       body: {
@@ -41,7 +37,7 @@ export const accountGet: ToolDef = {
         },
         usage: {
           day,
-          requests_today: { this_key: requests.key, account: requests.account },
+          requests_today: { this_key: s.requests_today_key, account: s.requests_today_account },
           limits: {
             reads_per_minute: lim.readsPerMinute,
             run_creation_per_minute: lim.runCreationPerMinute,
@@ -51,11 +47,11 @@ export const accountGet: ToolDef = {
         },
         holdings: {
           compute: {
-            available_usd: microsToUsd(balances.available_micros),
-            reserved_usd: microsToUsd(balances.reserved_micros),
-            spent_usd: microsToUsd(balances.spent_micros),
+            available_usd: microsToUsd(s.available_micros),
+            reserved_usd: microsToUsd(s.reserved_micros),
+            spent_usd: microsToUsd(s.spent_micros),
           },
-          releases,
+          releases: s.releases,
         },
       },
       next_actions: [

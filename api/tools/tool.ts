@@ -5,6 +5,7 @@ import type { ApiKeyRow, Scope } from '../../storage/db/apiKeys.ts';
 import type { Config } from '../config.ts';
 import type { JsonSchema } from '../schemas/common.ts';
 import type { TemporalGateway } from '../temporal.ts';
+import type { KeyResolver } from '../../storage/db/keyCache.ts';
 
 /** Services an operation may use; injected once by createApp. */
 export interface Deps {
@@ -12,6 +13,7 @@ export interface Deps {
   db: Db;
   objects: ObjectStore;
   temporal: TemporalGateway;
+  keys: KeyResolver;
 }
 
 /** Who is calling, resolved from the API key. */

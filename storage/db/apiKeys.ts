@@ -72,9 +72,14 @@ export async function createKey(
  * when expired or revoked; the caller decides (all of those are a 401).
  */
 export async function findKeyBySecret(db: Db, secret: string): Promise<KeyPrincipal | undefined> {
+  return findKeyByHash(db, sha256Hex(secret));
+}
+
+/** The same lookup by the stored SHA-256 of the secret. */
+export async function findKeyByHash(db: Db, keySha256: string): Promise<KeyPrincipal | undefined> {
   const row = await db('api_keys as k')
     .join('accounts as a', 'a.id', 'k.account_id')
-    .where('k.key_sha256', sha256Hex(secret))
+    .where('k.key_sha256', keySha256)
     .first(
       'k.id', 'k.account_id', 'k.principal_id', 'k.client_id', 'k.prefix', 'k.scopes', 'k.name',
       'k.expires_at', 'k.revoked_at', 'k.rotated_from', 'k.created_at',

@@ -58,8 +58,3 @@ export async function findLatestVisibleRelease(db: Db, accountId: string, namesp
     .filter((r) => semver.valid(r.version))
     .sort((a, b) => semver.rcompare(a.version, b.version))[0];
 }
-
-export async function countOwnedReleases(db: Db, accountId: string): Promise<number> {
-  const row = await db('releases').where({ account_id: accountId }).count<{ count: string }[]>('* as count').first();
-  return Number(row?.count ?? 0);
-}

@@ -96,3 +96,16 @@ test('GET /account describes namespace, kind, access, usage and holdings', async
   const again = await call('GET', '/account', { key: a.key });
   assert.equal(again.body.usage.requests_today.this_key, 2);
 });
+
+test('revoking or disabling takes effect at once in a running api process, cached keys included', async () => {
+  const a = await newAccount();
+  assert.equal((await call('GET', '/account', { key: a.key })).status, 200);
+  assert.equal((await call('GET', '/account', { key: a.key })).status, 200, 'now served from the key cache');
+  await testDb()('accounts').where({ id: a.account.id }).update({ gateway_enabled: false });
+  const gated = await call('POST', '/runs', { key: a.key, body: { ref: 'x/y' }, headers: { 'Idempotency-Key': crypto.randomUUID() } });
+  assert.equal(errorOf(gated).code, 'gateway_not_enabled');
+  await revokeKey(testDb(), a.keyId);
+  const res = await call('GET', '/account', { key: a.key });
+  assert.equal(res.status, 401);
+  assert.equal(errorOf(res).code, 'api_key_revoked');
+});

@@ -6,6 +6,7 @@ import { call, errorOf, closeTestDb, newAccount, testDb, testObjects } from '../
 import { createApp } from '../../api/app.ts';
 import { loadConfig } from '../../api/config.ts';
 import { createTemporalGateway } from '../../api/temporal.ts';
+import { createKeyResolver, type KeyResolver } from '../../storage/db/keyCache.ts';
 import type { RouteDef } from '../../api/routeTable.ts';
 import type { ToolDef } from '../../api/tools/tool.ts';
 import { ApiError } from '../../api/errors.ts';
@@ -30,10 +31,12 @@ const route: RouteDef = { method: 'POST', path: '/probes', tool: 'probe_create',
 let server: Server;
 let base: string;
 const temporal = createTemporalGateway(loadConfig().temporal);
+let keys: KeyResolver;
 
 before(async () => {
   const config = { ...loadConfig(), logLevel: 'silent' };
-  const app = createApp({ config, db: testDb(), objects: testObjects(), temporal }, { table: { routes: [...ROUTES, route], tools: new Map([...TOOLS, [probe.name, probe]]) } });
+  keys = await createKeyResolver(testDb(), config.databaseUrl);
+  const app = createApp({ config, db: testDb(), objects: testObjects(), temporal, keys }, { table: { routes: [...ROUTES, route], tools: new Map([...TOOLS, [probe.name, probe]]) } });
   server = createServer(app.koa.callback());
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
@@ -41,6 +44,7 @@ before(async () => {
 after(async () => {
   server?.close();
   await temporal.close();
+  await keys?.close();
   await closeTestDb();
 });
 

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import * as foundation from './001_foundation.ts';
+import * as authChangeNotify from './002_auth_change_notify.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
@@ -7,6 +8,7 @@ interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 // under tsx, in a bundle, and from any working directory.
 const migrations: Record<string, Migration> = {
   '001_foundation': foundation,
+  '002_auth_change_notify': authChangeNotify,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
