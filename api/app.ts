@@ -53,7 +53,7 @@ export function createApp(deps: Deps, opts: { log?: Logger; table?: RouteTable }
     await next();
   });
   koa.use(authenticate(deps.keys));
-  koa.use(rateLimit(deps.db, deps.config.limits, (ctx) => (ctx.state.route?.bucket === 'runs' ? 'runs' : 'reads')));
+  koa.use(rateLimit(deps.pool, deps.config.limits, (ctx) => (ctx.state.route?.bucket === 'runs' ? 'runs' : 'reads')));
   koa.use(api.routes());
   koa.use(async (ctx) => {
     if (ctx.state.pathMatched) throw errors.methodNotAllowed(ctx.method, ctx.state.allowed);

@@ -22,7 +22,7 @@ export const accountGet: ToolDef = {
   async handler(_input, { deps, caller }) {
     const { account, key } = caller;
     const day = utcDay();
-    const s = await accountSummary(deps.db, account.id, key.id, day);
+    const s = await accountSummary(deps.pool, account.id, key.id, day);
     const lim = deps.config.limits;
     return {
       body: {

@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { Db } from '../../storage/db/knex.ts';
 import type { ObjectStore } from '../../storage/objects.ts';
 import type { AccountRow } from '../../storage/db/accounts.ts';
@@ -11,6 +12,8 @@ import type { KeyResolver } from '../../storage/db/keyCache.ts';
 export interface Deps {
   config: Config;
   db: Db;
+  /** Plain pool for per-request hot-path statements. */
+  pool: pg.Pool;
   objects: ObjectStore;
   temporal: TemporalGateway;
   keys: KeyResolver;

@@ -1,4 +1,4 @@
-import type { Db } from './knex.ts';
+import type pg from 'pg';
 import { DAILY_PREFIX, dailyCounterKey } from './rateLimits.ts';
 
 export interface AccountSummary {
@@ -11,20 +11,26 @@ export interface AccountSummary {
 }
 
 /**
- * What GET /account shows beyond the account row, read in one statement: compute
- * balances, owned releases, and today's request counts (this key, and every key of the
- * account) from the rate limiter's daily counters.
+ * What GET /account shows beyond the account row, read in one prepared statement (it
+ * runs on every call, so it is planned once per connection): compute balances, owned
+ * releases, and today's request counts (this key, and every key of the account) from
+ * the daily rate-limit counters.
  */
-export async function accountSummary(db: Db, accountId: string, keyId: string, day: string): Promise<AccountSummary> {
-  const { rows } = await db.raw(`
-    SELECT coalesce(b.available_micros, 0) AS available_micros,
-           coalesce(b.reserved_micros, 0) AS reserved_micros,
-           coalesce(b.spent_micros, 0) AS spent_micros,
-           (SELECT count(*) FROM releases r WHERE r.account_id = a.id)::int AS releases,
-           (SELECT coalesce(max(points), 0) FROM rate_limits WHERE key = :keyCounter)::int AS requests_today_key,
-           (SELECT coalesce(sum(rl.points), 0) FROM api_keys k JOIN rate_limits rl ON rl.key = :prefix || ':' || k.id || ':' || :day
-             WHERE k.account_id = a.id)::int AS requests_today_account
-      FROM accounts a LEFT JOIN compute_balances b ON b.account_id = a.id
-     WHERE a.id = :accountId`, { accountId, day, prefix: DAILY_PREFIX, keyCounter: `${DAILY_PREFIX}:${dailyCounterKey(keyId, day)}` });
-  return rows[0] as AccountSummary;
+export async function accountSummary(pool: pg.Pool, accountId: string, keyId: string, day: string): Promise<AccountSummary> {
+  const { rows } = await pool.query<AccountSummary>({
+    name: 'silico-account-summary',
+    text: `
+      SELECT coalesce(b.available_micros, 0)::float8 AS available_micros,
+             coalesce(b.reserved_micros, 0)::float8 AS reserved_micros,
+             coalesce(b.spent_micros, 0)::float8 AS spent_micros,
+             (SELECT count(*) FROM releases r WHERE r.account_id = a.id)::int AS releases,
+             (SELECT coalesce(max(points), 0) FROM rate_limits WHERE key = $2)::int AS requests_today_key,
+             (SELECT coalesce(sum(rl.points), 0) FROM api_keys k
+                JOIN rate_limits rl ON rl.key = $3 || ':' || k.id || ':' || $4
+               WHERE k.account_id = a.id)::int AS requests_today_account
+        FROM accounts a LEFT JOIN compute_balances b ON b.account_id = a.id
+       WHERE a.id = $1`,
+    values: [accountId, dailyCounterKey(keyId, day), DAILY_PREFIX, day],
+  });
+  return rows[0]!;
 }

@@ -23,3 +23,11 @@ export async function migrate(db: Db): Promise<string[]> {
   const [, applied] = (await db.migrate.latest()) as [number, string[]];
   return applied;
 }
+
+/**
+ * A plain pg pool beside knex, for the statements on every request's path (rate limits):
+ * there, knex's per-statement acquire/release costs more than the statement itself.
+ */
+export function createPgPool(databaseUrl: string, max = 10): pg.Pool {
+  return new pg.Pool({ connectionString: databaseUrl, max });
+}

@@ -7,6 +7,7 @@ import { createApp } from '../../api/app.ts';
 import { loadConfig } from '../../api/config.ts';
 import { createTemporalGateway } from '../../api/temporal.ts';
 import { createKeyResolver, type KeyResolver } from '../../storage/db/keyCache.ts';
+import { createPgPool } from '../../storage/db/knex.ts';
 import type { RouteDef } from '../../api/routeTable.ts';
 import type { ToolDef } from '../../api/tools/tool.ts';
 import { ApiError } from '../../api/errors.ts';
@@ -32,11 +33,12 @@ let server: Server;
 let base: string;
 const temporal = createTemporalGateway(loadConfig().temporal);
 let keys: KeyResolver;
+const pool = createPgPool(process.env.DATABASE_URL!, 4);
 
 before(async () => {
   const config = { ...loadConfig(), logLevel: 'silent' };
   keys = await createKeyResolver(testDb(), config.databaseUrl);
-  const app = createApp({ config, db: testDb(), objects: testObjects(), temporal, keys }, { table: { routes: [...ROUTES, route], tools: new Map([...TOOLS, [probe.name, probe]]) } });
+  const app = createApp({ config, db: testDb(), pool, objects: testObjects(), temporal, keys }, { table: { routes: [...ROUTES, route], tools: new Map([...TOOLS, [probe.name, probe]]) } });
   server = createServer(app.koa.callback());
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
@@ -45,6 +47,7 @@ after(async () => {
   server?.close();
   await temporal.close();
   await keys?.close();
+  await pool.end();
   await closeTestDb();
 });
 

@@ -40,6 +40,15 @@ test('RateLimit headers on every response, and the read bucket holds across two 
   assert.ok(notFound.headers.get('ratelimit-limit'));
 });
 
+test('concurrent requests on two replicas: exactly the limit succeeds, each counted once', async () => {
+  const { key } = await newAccount();
+  const answers = await Promise.all(Array.from({ length: 14 }, (_, i) => call('GET', '/account', { key, base: i % 2 ? b.base : a.base })));
+  const ok = answers.filter((r) => r.status === 200);
+  assert.equal(ok.length, 6, answers.map((r) => r.status).join(','));
+  assert.equal(answers.filter((r) => r.status === 429).length, 8);
+  assert.deepEqual(ok.map((r) => Number(r.headers.get('ratelimit-remaining'))).sort(), [0, 1, 2, 3, 4, 5], 'each success saw its own position');
+});
+
 test('run creation has a tighter bucket than reads', async () => {
   const { key } = await newAccount();
   const statuses: number[] = [];

@@ -122,7 +122,7 @@ export async function up(k: Knex): Promise<void> {
     t.primary(['account_id', 'key']);
     t.index(['created_at']);
   });
-  // Shape required by rate-limiter-flexible's Postgres store (created here, not by it).
+  // Fixed-window rate-limit counters (storage/db/rateLimits.ts).
   await k.raw(`CREATE TABLE rate_limits (key varchar(255) PRIMARY KEY, points integer NOT NULL DEFAULT 0, expire bigint)`);
 }
 
