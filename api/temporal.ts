@@ -10,8 +10,10 @@ import { computeTaskQueue } from '../workflows/constants.ts';
 export interface TemporalGateway {
   client(): Promise<Client>;
   ping(): Promise<boolean>;
-  /** True when at least one worker polled the profile's task queue recently. */
+  /** True when at least one worker polled the profile's task queue recently (cached 5 s). */
   hasComputeWorker(profileId: string): Promise<boolean>;
+  /** True when a worker currently polls a task queue for workflow or activity tasks. */
+  hasPoller(taskQueue: string, kind: 'workflow' | 'activity'): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -36,17 +38,21 @@ export function createTemporalGateway(cfg: { address: string; namespace: string 
       await c.withDeadline(Date.now() + 2000, () => c.workflowService.getSystemInfo({}));
       return true;
     },
-    async hasComputeWorker(profileId) {
-      const hit = pollerCache.get(profileId);
-      if (hit && Date.now() - hit.at < 5000) return hit.value;
+    async hasPoller(taskQueue, kind) {
       const c = await connection();
+      const { TaskQueueType } = protoPkg.temporal.api.enums.v1;
       const res = await c.withDeadline(Date.now() + 2000, () =>
         c.workflowService.describeTaskQueue({
           namespace: cfg.namespace,
-          taskQueue: { name: computeTaskQueue(profileId) },
-          taskQueueType: protoPkg.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+          taskQueue: { name: taskQueue },
+          taskQueueType: kind === 'workflow' ? TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW : TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
         }));
-      const value = (res.pollers ?? []).length > 0;
+      return (res.pollers ?? []).length > 0;
+    },
+    async hasComputeWorker(profileId) {
+      const hit = pollerCache.get(profileId);
+      if (hit && Date.now() - hit.at < 5000) return hit.value;
+      const value = await this.hasPoller(computeTaskQueue(profileId), 'activity');
       pollerCache.set(profileId, { at: Date.now(), value });
       return value;
     },

@@ -8,6 +8,8 @@ import { startTemporal } from './temporal.ts';
 import { startMinio } from './minio.ts';
 import { Supervisor, waitFor, type LogSink } from './processes.ts';
 import { bootstrap, REPO_ROOT } from './bootstrap.ts';
+import { createTemporalGateway } from '../../api/temporal.ts';
+import { CONTROL_TASK_QUEUE } from '../../workflows/constants.ts';
 
 export interface StackPorts { api: number; postgres: number; temporal: number; temporalUi: number | null; minio: number; minioConsole: number }
 
@@ -100,10 +102,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       return undefined;
     };
     await waitFor('api', async () => (await fetch(`http://127.0.0.1:${opts.ports.api}/readyz`)).ok, 120000, dead);
-    await waitFor('worker', async () => {
-      const res = await fetch(`http://127.0.0.1:${opts.ports.api}/readyz`);
-      return res.ok && (await workerPolling(temporal.address));
-    }, 120000, dead);
+    const gateway = createTemporalGateway({ address: temporal.address, namespace: 'default' });
+    try {
+      await waitFor('worker', () => gateway.hasPoller(CONTROL_TASK_QUEUE, 'workflow'), 120000, dead);
+    } finally {
+      await gateway.close();
+    }
     const info: StackInfo = {
       base_url: baseUrl,
       api_key: boot.apiKey,
@@ -123,22 +127,5 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   } catch (err) {
     await sup.stopAll(3000);
     throw err;
-  }
-}
-
-/** True once a worker polls the control queue. */
-async function workerPolling(address: string): Promise<boolean> {
-  const { Connection } = await import('@temporalio/client');
-  const { default: protoPkg } = await import('@temporalio/proto');
-  const { CONTROL_TASK_QUEUE } = await import('../../workflows/constants.ts');
-  const conn = await Connection.connect({ address });
-  try {
-    const res = await conn.workflowService.describeTaskQueue({
-      namespace: 'default', taskQueue: { name: CONTROL_TASK_QUEUE },
-      taskQueueType: protoPkg.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-    });
-    return (res.pollers ?? []).length > 0;
-  } finally {
-    await conn.close();
   }
 }
