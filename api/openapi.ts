@@ -1,6 +1,6 @@
 import { ROUTES, type RouteDef } from './routeTable.ts';
 import { TOOLS } from './tools/index.ts';
-import type { ToolDef } from './tools/tool.ts';
+import { jsonBodySchema, type ToolDef } from './tools/tool.ts';
 import { envelopeFields, errorEnvelope, type JsonSchema } from './schemas/common.ts';
 import { SCHEMA_VERSION } from './envelope.ts';
 
@@ -56,7 +56,7 @@ function responses(tool: ToolDef, route: RouteDef) {
   if (!route.no422) codes.push('422');
   if (route.notFound) codes.push('404');
   if (route.idempotency || route.method !== 'GET') codes.push('400', '409');
-  if (tool.input.body && tool.input.body !== 'multipart') codes.push('413', '415');
+  if (jsonBodySchema(tool)) codes.push('413', '415');
   if (!tool.handler) codes.push('501');
   for (const c of codes.sort()) out[c] = { $ref: `#/components/responses/E${c}` };
   return out;
@@ -80,6 +80,7 @@ export function buildOpenApi(baseUrl: string): Record<string, unknown> {
   for (const route of ROUTES) {
     const tool = TOOLS.get(route.tool)!;
     const implemented = Boolean(tool.handler);
+    const body = requestBody(tool);
     (paths[route.path] ??= {})[route.method.toLowerCase()] = {
       operationId: tool.name,
       summary: tool.description.split('. ')[0]!.replace(/\.$/, ''),
@@ -93,7 +94,7 @@ export function buildOpenApi(baseUrl: string): Record<string, unknown> {
       'x-implemented': implemented,
       'x-gateway-required': Boolean(route.gateway),
       parameters: parameters(tool, route),
-      ...(requestBody(tool) ? { requestBody: requestBody(tool) } : {}),
+      ...(body ? { requestBody: body } : {}),
       responses: responses(tool, route),
     };
   }

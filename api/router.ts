@@ -3,7 +3,7 @@ import { bodyParser } from '@koa/bodyparser';
 import type { Context, Middleware } from 'koa';
 import { ROUTES, type RouteDef } from './routeTable.ts';
 import { TOOLS } from './tools/index.ts';
-import type { Deps, ToolDef } from './tools/tool.ts';
+import { jsonBodySchema, type Deps, type ToolDef } from './tools/tool.ts';
 import { authorize, requireCaller } from './middleware/auth.ts';
 import { idempotency } from './middleware/idempotency.ts';
 import { check, compileInput } from './validation.ts';
@@ -33,13 +33,13 @@ function jsonBody(limitBytes: number): Middleware {
   };
 }
 
-/** Validates every part of the input, then runs the operation (or answers 501). */
+/** Validates path, query and body against the operation's schemas; the merged input goes on ctx.state. */
 function validateInput(tool: ToolDef): Middleware {
   const compiled = compileInput(tool);
   return async (ctx, next) => {
     const params = { ...(ctx.params as Record<string, string>) };
     const query: Record<string, unknown> = { ...ctx.query };
-    const body = tool.input.body && tool.input.body !== 'multipart' ? (ctx.request.body ?? {}) : {};
+    const body = jsonBodySchema(tool) ? (ctx.request.body ?? {}) : {};
     check(compiled.path, params);
     check(compiled.query, query);
     check(compiled.body, body);
@@ -48,6 +48,7 @@ function validateInput(tool: ToolDef): Middleware {
   };
 }
 
+/** Runs the operation (or answers 501 while it is not built) and renders its envelope. */
 function execute(route: RouteDef, tool: ToolDef, deps: Deps): Middleware {
   return async (ctx) => {
     if (!tool.handler) throw errors.notImplemented(tool.name);
@@ -64,7 +65,7 @@ export function buildRouter(deps: Deps, table: RouteTable = { routes: ROUTES, to
     const tool = table.tools.get(route.tool);
     if (!tool) throw new Error(`route ${route.method} ${route.path} names unknown tool ${route.tool}`);
     const chain: Middleware[] = [requireCaller(), authorize(route, tool)];
-    if (tool.input.body && tool.input.body !== 'multipart') chain.push(jsonBody(deps.config.limits.bodyBytes));
+    if (jsonBodySchema(tool)) chain.push(jsonBody(deps.config.limits.bodyBytes));
     chain.push(validateInput(tool));
     if (route.idempotency) chain.push(idempotency(deps.db, route, deps.config.limits));
     chain.push(execute(route, tool, deps));

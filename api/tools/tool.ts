@@ -65,3 +65,8 @@ export interface ToolDef {
   /** Absent while the operation is specified but not built: the route answers 501. */
   handler?: (input: Record<string, any>, ctx: ToolContext) => Promise<ToolResult>;
 }
+
+/** The JSON body schema of an operation, if it takes a JSON body (not multipart, not none). */
+export function jsonBodySchema(tool: ToolDef): JsonSchema | undefined {
+  return tool.input.body && tool.input.body !== 'multipart' ? tool.input.body : undefined;
+}

@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { call, closeTestDb, newAccount } from '../helpers.ts';
 import { ROUTES, fillPath } from '../../api/routeTable.ts';
 import { TOOLS } from '../../api/tools/index.ts';
+import { jsonBodySchema } from '../../api/tools/tool.ts';
 
 after(closeTestDb);
 
@@ -41,7 +42,7 @@ test('random bodies, query strings and headers never get a 5xx and always get th
   for (const route of routes) {
     const tool = TOOLS.get(route.tool)!;
     const implemented = Boolean(tool.handler);
-    const bodySchema = tool.input.body && tool.input.body !== 'multipart' ? tool.input.body as { properties?: Record<string, unknown> } : undefined;
+    const bodySchema = jsonBodySchema(tool) as { properties?: Record<string, unknown> } | undefined;
     const pathNames = Object.keys(tool.input.path ?? {});
     await fc.assert(
       fc.asyncProperty(
