@@ -22,6 +22,8 @@ export interface Config {
     concurrentRunsPerAccount: number;
   };
   logLevel: string;
+  /** Interpreter of the lab runtime environment (workers only). */
+  python: string;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -72,5 +74,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       concurrentRunsPerAccount: int(env, 'SILICO_CONCURRENT_RUNS', 4),
     },
     logLevel: str(env, 'LOG_LEVEL', 'info'),
+    python: str(env, 'SILICO_PYTHON', 'python3'),
   };
 }

@@ -52,8 +52,17 @@ function validateInput(tool: ToolDef): Middleware {
 function execute(route: RouteDef, tool: ToolDef, deps: Deps): Middleware {
   return async (ctx) => {
     if (!tool.handler) throw errors.notImplemented(tool.name);
-    const result = await tool.handler(ctx.state.input, { deps, caller: ctx.state.caller, requestId: ctx.state.requestId });
+    const result = await tool.handler(ctx.state.input, {
+      deps, caller: ctx.state.caller, requestId: ctx.state.requestId,
+      http: { accept: ctx.get('Accept'), lastEventId: ctx.get('Last-Event-ID') || undefined },
+    });
     ctx.status = route.success;
+    if (result.raw) {
+      for (const [k, v] of Object.entries(result.raw.headers ?? {})) ctx.set(k, v);
+      ctx.type = result.raw.contentType;
+      ctx.body = result.raw.body;
+      return;
+    }
     ctx.body = route.plain ? { ...result.body, request_id: ctx.state.requestId } : successEnvelope(result, ctx.state.requestId);
   };
 }

@@ -7,7 +7,8 @@ import { errors } from './errors.ts';
 // ajv-formats is CommonJS with a default export.
 const addFormats = (addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule;
 
-function makeAjv(coerce: boolean): Ajv2020 {
+/** An ajv 2020 instance with formats; `coerce` for query strings only. */
+export function makeAjv(coerce: boolean): Ajv2020 {
   const ajv = new Ajv2020({ allErrors: false, strict: false, coerceTypes: coerce ? 'array' : false, useDefaults: false });
   (addFormats as unknown as (a: Ajv2020) => void)(ajv);
   return ajv;
@@ -25,16 +26,16 @@ export interface CompiledInput {
 }
 
 /** Builds the object schema of one input part from its property map. */
-export function partSchema(props: Record<string, JsonSchema>, required: string[]): JsonSchema {
-  return { type: 'object', properties: props, required, additionalProperties: false };
+export function partSchema(props: Record<string, JsonSchema>, required: string[], patterns?: Record<string, JsonSchema>): JsonSchema {
+  return { type: 'object', properties: props, required, additionalProperties: false, ...(patterns ? { patternProperties: patterns } : {}) };
 }
 
 /** Compiles a tool's input schemas once. */
 export function compileInput(tool: ToolDef): CompiledInput {
   const out: CompiledInput = {};
-  const { path, query, body, requiredQuery } = tool.input;
+  const { path, query, body, requiredQuery, queryPatterns } = tool.input;
   if (path) out.path = strictAjv.compile(partSchema(path, Object.keys(path)));
-  if (query) out.query = queryAjv.compile(partSchema(query, requiredQuery ?? []));
+  if (query) out.query = queryAjv.compile(partSchema(query, requiredQuery ?? [], queryPatterns));
   if (body && body !== 'multipart') out.body = strictAjv.compile(body);
   return out;
 }

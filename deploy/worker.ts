@@ -4,7 +4,10 @@ import pino from 'pino';
 import { loadConfig } from '../api/config.ts';
 import { createDb } from '../storage/db/knex.ts';
 import { createMaintenanceActivities } from '../activities/maintenance.ts';
-import { CONTROL_TASK_QUEUE } from '../workflows/constants.ts';
+import { CONTROL_TASK_QUEUE, computeTaskQueue } from '../workflows/constants.ts';
+import { createRunActivities } from '../activities/runs.ts';
+import { createExecutionActivities } from '../activities/execution/execute.ts';
+import { createObjectStore } from '../storage/objects.ts';
 
 /**
  * The worker process: hosts every workflow and the control-queue activities, with their
@@ -16,18 +19,36 @@ async function main(): Promise<void> {
   Runtime.install({ telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } } });
   const db = createDb(config.databaseUrl);
   const connection = await NativeConnection.connect({ address: config.temporal.address });
-  const worker = await Worker.create({
+  const objects = createObjectStore(config.s3);
+  const control = await Worker.create({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: CONTROL_TASK_QUEUE,
     workflowsPath: fileURLToPath(new URL('../workflows/index.ts', import.meta.url)),
-    activities: { ...createMaintenanceActivities({ db, idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds }) },
+    activities: {
+      ...createMaintenanceActivities({ db, idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds }),
+      ...createRunActivities({ db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount }),
+    },
   });
-  log.info({ taskQueue: CONTROL_TASK_QUEUE }, 'worker started');
-  const stop = () => worker.shutdown();
+  // One activity worker per compute profile this machine serves (GPU profiles are served
+  // by GPU machines; without one, such runs fail with capacity_unavailable).
+  const profiles = (process.env.SILICO_COMPUTE_PROFILES ?? 'cpu-small,cpu-standard').split(',').map((p) => p.trim()).filter(Boolean);
+  const execution = createExecutionActivities({ db, objects, python: config.python });
+  const compute = await Promise.all(profiles.map((p) => Worker.create({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: computeTaskQueue(p),
+    activities: execution,
+    maxConcurrentActivityTaskExecutions: 2,
+    // Cancellation reaches an activity with its next heartbeat: keep that prompt.
+    maxHeartbeatThrottleInterval: '1 second',
+  })));
+  const workers = [control, ...compute];
+  log.info({ taskQueues: [CONTROL_TASK_QUEUE, ...profiles.map(computeTaskQueue)] }, 'worker started');
+  const stop = () => workers.forEach((w) => w.shutdown());
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
-  await worker.run();
+  await Promise.all(workers.map((w) => w.run()));
   await Promise.allSettled([connection.close(), db.destroy()]);
   log.info('worker stopped');
 }

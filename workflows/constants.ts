@@ -17,3 +17,8 @@ export const SEARCH_ATTRIBUTES = {
 } as const;
 
 export const MAINTENANCE_SCHEDULE_ID = 'silico-maintenance';
+
+/** Workflow id of a run: the resource id, so operators find it in the Temporal UI. */
+export function runWorkflowId(runId: string): string {
+  return `run-${runId}`;
+}

@@ -1,2 +1,3 @@
 // Every workflow the worker hosts. Deterministic code only: no Node builtins, no I/O.
 export { maintenanceWorkflow } from './maintenance.ts';
+export { runWorkflow } from './run.ts';

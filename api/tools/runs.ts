@@ -1,4 +1,17 @@
-import type { ToolDef } from './tool.ts';
+import { PassThrough } from 'node:stream';
+import type { ToolDef, ToolContext } from './tool.ts';
+import { errors } from '../errors.ts';
+import { prepareRun, type RunProposal } from '../runs/prepare.ts';
+import { acceptRun } from '../runs/accept.ts';
+import { runView, artifactView } from '../runs/view.ts';
+import { approvedPlan, planView, PLAN_TTL_SECONDS } from '../plans.ts';
+import { createPlan } from '../../storage/db/plans.ts';
+import { getRun, listRuns, listEvents, listArtifacts, getArtifact, TERMINAL, type RunEvent } from '../../storage/db/runs.ts';
+import { digestJson } from '../../storage/digest.ts';
+import { isoTime } from '../../storage/ids.ts';
+import { microsToUsd } from '../../storage/ledger.ts';
+import { decodeCursor, pageBody } from '../pagination.ts';
+import { runWorkflowId } from '../../workflows/constants.ts';
 import { str, uuid, sha256Hex, limit, cursor, nullableStr, id } from '../schemas/common.ts';
 
 /** Inputs of a run: an object keyed by the capability's declared input names. */
@@ -39,7 +52,7 @@ export const runTools: ToolDef[] = [
   {
     name: 'run_list', scope: 'runs:read', readOnly: true,
     description: 'List my simulations, newest first, filtered by status, capability, experiment or metadata.',
-    input: { query: { status: runStatus, capability: nullableStr(200), experiment_id: nullableStr(64), limit, cursor } },
+    input: { query: { status: runStatus, capability: nullableStr(200), experiment_id: nullableStr(64), limit, cursor }, queryPatterns: { '^metadata\\[[^\\]]{1,40}\\]$': { type: 'string', maxLength: 500 } } },
   },
   { name: 'run_get', scope: 'runs:read', readOnly: true, description: 'Check simulation progress and results.', input: { path: runPath } },
   { name: 'run_cancel', scope: 'runs:write', readOnly: false, description: 'Cancel a simulation; only elapsed compute is charged. Terminal runs are unchanged.', input: { path: runPath } },
@@ -60,3 +73,185 @@ export const runTools: ToolDef[] = [
     input: { path: { ...runPath, artifact_id: id('art') } },
   },
 ];
+
+async function ownedRun(ctx: ToolContext, runId: string) {
+  const run = await getRun(ctx.deps.db, runId, ctx.caller.account.id);
+  if (!run) throw errors.notFound('run_not_found', 'run', 'run_id');
+  return run;
+}
+
+function eventView(e: RunEvent) {
+  return { seq: e.seq, at: isoTime(e.at), type: e.type, message: e.message, data: e.data };
+}
+
+const HANDLERS: Record<string, ToolDef['handler']> = {
+  async run_prepare(input, ctx) {
+    if (!input.capability_ref) throw errors.notImplemented('run_prepare for workspace revisions');
+    const { proposal, findings } = await prepareRun(ctx.deps, ctx.caller, {
+      ref: input.capability_ref, refParam: 'capability_ref', inputs: input.inputs ?? {},
+      profileId: input.compute_profile_id, profileParam: 'compute_profile_id', maxRuntimeSeconds: input.max_runtime_seconds,
+    });
+    const plan = await createPlan(ctx.deps.db, { accountId: ctx.caller.account.id, kind: 'run', proposal, findings, ttlSeconds: PLAN_TTL_SECONDS });
+    return {
+      body: {
+        object: 'run_plan', ...planView(plan), estimated_max_usd: microsToUsd(proposal.estimated_max_micros),
+        resolved_ref: proposal.resolved_ref, package_sha256: proposal.package_sha256, compute_profile: proposal.compute_profile,
+        max_runtime_seconds: proposal.max_runtime_seconds,
+      },
+      next_actions: plan.status === 'ready'
+        ? [{ tool: 'run_create', description: 'After the user approves this digest and price, start the run (send an Idempotency-Key).', arguments: { plan_id: plan.id, plan_sha256: plan.plan_sha256 } }]
+        : [],
+    };
+  },
+
+  async run_create(input, ctx) {
+    let proposal: RunProposal;
+    let planId: string | undefined;
+    if (input.plan_id) {
+      const plan = await approvedPlan(ctx.deps.db, ctx.caller.account.id, 'run', input.plan_id, input.plan_sha256);
+      proposal = plan.proposal as RunProposal;
+      planId = plan.id;
+      // Execution rechecks permissions and inputs: the release must still be visible and the inputs still valid.
+      const again = await prepareRun(ctx.deps, ctx.caller, {
+        ref: proposal.resolved_ref, refParam: 'plan_id', inputs: proposal.inputs, profileId: proposal.compute_profile,
+        profileParam: 'plan_id', maxRuntimeSeconds: proposal.max_runtime_seconds, seed: proposal.seed,
+      });
+      if (again.release.id !== proposal.release_id || again.findings.some((f) => f.severity === 'blocking')) {
+        throw errors.conflict('plan_unavailable', 'The capability or its contract changed since this plan was prepared; prepare it again.');
+      }
+    } else {
+      const prepared = await prepareRun(ctx.deps, ctx.caller, {
+        ref: input.ref, refParam: 'ref', inputs: input.inputs ?? {}, profileId: input.compute_profile, profileParam: 'compute_profile',
+        maxRuntimeSeconds: input.max_runtime_seconds,
+      });
+      const blocking = prepared.findings.filter((f) => f.severity === 'blocking');
+      if (blocking.length) throw errors.validation(blocking[0]!.code, blocking.map((f) => f.message).join(' '), blocking[0]!.path, { findings: blocking });
+      proposal = prepared.proposal;
+    }
+    const run = await acceptRun(ctx.deps, ctx.caller, proposal, { planId, metadata: input.metadata });
+    return {
+      body: runView(run),
+      next_actions: [
+        { tool: 'run_get', description: 'Check progress.', arguments: { run_id: run.id } },
+        { tool: 'run_events', description: 'Follow the log.', arguments: { run_id: run.id } },
+      ],
+    };
+  },
+
+  async run_get(input, ctx) {
+    const run = await ownedRun(ctx, input.run_id);
+    return {
+      body: runView(run),
+      next_actions: TERMINAL.includes(run.status)
+        ? [{ tool: 'run_results', description: 'Read outputs and hashed artifacts.', arguments: { run_id: run.id } }]
+        : [{ tool: 'run_events', description: 'Follow the log.', arguments: { run_id: run.id } }],
+    };
+  },
+
+  async run_list(input, ctx) {
+    const metadata: Record<string, string> = {};
+    for (const [k, v] of Object.entries(input)) {
+      const m = /^metadata\[(.+)\]$/.exec(k);
+      if (m) metadata[m[1]!] = String(Array.isArray(v) ? v[0] : v);
+    }
+    const page = await listRuns(ctx.deps.db, ctx.caller.account.id, {
+      status: input.status, capability: input.capability ?? undefined, experimentId: input.experiment_id ?? undefined, metadata,
+      limit: input.limit ?? ctx.deps.config.limits.pageDefault, after: decodeCursor(input.cursor, 2),
+    });
+    return { body: pageBody(page, page.rows.map(runView)) };
+  },
+
+  async run_cancel(input, ctx) {
+    let run = await ownedRun(ctx, input.run_id);
+    if (TERMINAL.includes(run.status)) return { body: runView(run), warnings: [{ code: 'run_terminal', message: `The run is already ${run.status}; nothing changed.` }] };
+    await ctx.deps.db('runs').where({ id: run.id, status: 'running' }).update({ status: 'cancelling' });
+    const client = await ctx.deps.temporal.client();
+    await client.workflow.getHandle(runWorkflowId(run.id)).cancel().catch(() => undefined);
+    run = (await getRun(ctx.deps.db, run.id))!;
+    return { body: runView(run) };
+  },
+
+  async run_events(input, ctx) {
+    const run = await ownedRun(ctx, input.run_id);
+    const lastId = Number(ctx.http?.lastEventId);
+    const after = Number.isInteger(lastId) && lastId >= 0 ? lastId : (input.after ?? 0);
+    if (ctx.http?.accept.includes('text/event-stream')) return { body: {}, raw: { contentType: 'text/event-stream', headers: { 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' }, body: eventStream(ctx, run.id, after) } };
+    const limit = input.limit ?? 100;
+    const items = await listEvents(ctx.deps.db, run.id, after, limit + 1);
+    const page = items.slice(0, limit);
+    return { body: { items: page.map(eventView), has_more: items.length > limit, next_after: page.length ? page[page.length - 1]!.seq : after } };
+  },
+
+  async run_results(input, ctx) {
+    const run = await ownedRun(ctx, input.run_id);
+    const artifacts = (await listArtifacts(ctx.deps.db, run.id)).filter((a) => a.public);
+    return {
+      body: {
+        run_id: run.id, status: run.status, outputs: run.outputs ?? {},
+        artifacts: artifacts.map((a) => artifactView(a, ctx.deps.config.baseUrl)),
+        provenance: {
+          ref: run.ref, resolved_ref: run.resolved_ref, package_sha256: run.package_sha256, inputs_sha256: digestJson(run.inputs),
+          compute_profile: run.compute_profile, seed: run.seed, started_at: isoTime(run.started_at), finished_at: isoTime(run.finished_at),
+        },
+      },
+      warnings: run.status === 'completed' ? [{ code: 'not_validation', message: 'Completion is not scientific validation; hash artifacts before interpreting them.' }] : [],
+    };
+  },
+
+  async run_artifact_get(input, ctx) {
+    const run = await ownedRun(ctx, input.run_id);
+    const a = await getArtifact(ctx.deps.db, run.id, input.artifact_id);
+    if (!a) throw errors.notFound('artifact_not_found', 'artifact', 'artifact_id');
+    return { body: { ...artifactView(a, ctx.deps.config.baseUrl), public: a.public, created_at: isoTime(a.created_at) } };
+  },
+
+  async run_artifact_download(input, ctx) {
+    const run = await ownedRun(ctx, input.run_id);
+    const a = await getArtifact(ctx.deps.db, run.id, input.artifact_id);
+    if (!a || !a.public) throw errors.notFound('artifact_not_found', 'artifact', 'artifact_id');
+    const bytes = await ctx.deps.objects.getBytes(`blobs/sha256/${a.sha256}`);
+    return {
+      body: {},
+      raw: {
+        contentType: a.content_type, body: bytes,
+        headers: { ETag: `"${a.sha256}"`, Digest: `sha-256=${Buffer.from(a.sha256, 'hex').toString('base64')}`, 'Content-Disposition': `attachment; filename="${a.file_name}"` },
+      },
+    };
+  },
+};
+
+/**
+ * Server-sent events: every event after `after`, then new ones as they are appended,
+ * each with `id: <seq>` so a client resumes with Last-Event-ID; closes after the run's
+ * terminal state event.
+ */
+function eventStream(ctx: ToolContext, runId: string, after: number): NodeJS.ReadableStream {
+  const out = new PassThrough();
+  let closed = false;
+  out.on('close', () => (closed = true));
+  void (async () => {
+    let last = after;
+    const deadline = Date.now() + 2 * 3600_000;
+    while (!closed && Date.now() < deadline) {
+      const events = await listEvents(ctx.deps.db, runId, last, 200);
+      let ended = false;
+      for (const e of events) {
+        out.write(`id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(eventView(e))}\n\n`);
+        last = e.seq;
+        if (e.type === 'state_changed' && TERMINAL.includes(e.data.status as never)) ended = true;
+      }
+      if (ended) break;
+      if (!events.length) {
+        out.write(': keep-alive\n\n');
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+    out.end();
+  })().catch(() => out.end());
+  return out;
+}
+
+for (const t of runTools) {
+  const h = HANDLERS[t.name];
+  if (h) t.handler = h;
+}

@@ -29,6 +29,8 @@ export interface ToolContext {
   deps: Deps;
   caller: Caller;
   requestId: string;
+  /** Present when called over REST: the request headers an operation may honour. */
+  http?: { accept: string; lastEventId?: string };
 }
 
 /** A suggested next step (the envelope's next_actions item, before the route is filled in). */
@@ -36,6 +38,8 @@ export interface NextStep { tool: string; description: string; arguments: Record
 
 export interface ToolResult {
   body: Record<string, unknown>;
+  /** REST-only raw answer (bytes or a stream) instead of the JSON envelope. */
+  raw?: { body: Buffer | NodeJS.ReadableStream; contentType: string; headers?: Record<string, string> };
   warnings?: Array<Record<string, unknown>>;
   next_actions?: NextStep[];
   links?: Record<string, unknown>;
@@ -49,6 +53,8 @@ export interface ToolInput {
   path?: Record<string, JsonSchema>;
   query?: Record<string, JsonSchema>;
   requiredQuery?: string[];
+  /** Query parameters named by pattern, e.g. `metadata[key]`. */
+  queryPatterns?: Record<string, JsonSchema>;
   /** A JSON body schema, 'multipart' for a file upload, or absent for no body. */
   body?: JsonSchema | 'multipart';
 }

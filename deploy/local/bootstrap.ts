@@ -1,5 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection, ScheduleAlreadyRunning, ScheduleOverlapPolicy } from '@temporalio/client';
 import type { Db } from '../../storage/db/knex.ts';
@@ -9,6 +8,7 @@ import { createAccount, findAccountByNamespace, ownerPrincipal } from '../../sto
 import { createKey, findKeyBySecret, SCOPES } from '../../storage/db/apiKeys.ts';
 import { grantCompute, usdToMicros } from '../../storage/ledger.ts';
 import { publishSkills } from '../../storage/skills.ts';
+import { publishBuiltinLabs } from './builtinLabs.ts';
 import { CONTROL_TASK_QUEUE, MAINTENANCE_SCHEDULE_ID } from '../../workflows/constants.ts';
 
 export const OPERATOR_NAMESPACE = 'local';
@@ -21,7 +21,7 @@ export const SKILLS_DIR = fileURLToPath(new URL('../skills', import.meta.url));
  * start keeps the data and reuses the key written to local.json when it still works.
  */
 export async function bootstrap(opts: {
-  db: Db; objects: ObjectStore; temporalAddress: string; namespace: string; stateFile: string; log: (l: string) => void;
+  db: Db; objects: ObjectStore; temporalAddress: string; namespace: string; stateFile: string; python: string; log: (l: string) => void;
 }): Promise<{ apiKey: string; keyId: string; accountId: string; created: boolean }> {
   const { db, objects, log } = opts;
   const applied = await migrate(db);
@@ -29,6 +29,7 @@ export async function bootstrap(opts: {
   await objects.ensureBucket();
   const skills = await publishSkills(db, objects, SKILLS_DIR);
   log(`skills published: ${skills.join(', ')}`);
+  await publishBuiltinLabs(db, objects, opts.python, log);
 
   let account = await findAccountByNamespace(db, OPERATOR_NAMESPACE);
   let created = false;
@@ -72,4 +73,4 @@ export async function bootstrap(opts: {
   return { apiKey, keyId: keyId!, accountId: account.id, created };
 }
 
-export const REPO_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
+export { REPO_ROOT } from './paths.ts';

@@ -8,6 +8,7 @@ import { startTemporal } from './temporal.ts';
 import { startMinio } from './minio.ts';
 import { Supervisor, waitFor, type LogSink } from './processes.ts';
 import { bootstrap, REPO_ROOT } from './bootstrap.ts';
+import { ensureRuntime } from './runtime.ts';
 import { createTemporalGateway } from '../../api/temporal.ts';
 import { CONTROL_TASK_QUEUE } from '../../workflows/constants.ts';
 
@@ -64,7 +65,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   const sup = new Supervisor(opts.sink);
   const fast = opts.mode === 'test';
   try {
-    const [temporalBin, minioBin] = await Promise.all([resolveBinary('temporal', say), resolveBinary('minio', say)]);
+    const [temporalBin, minioBin, python] = await Promise.all([resolveBinary('temporal', say), resolveBinary('minio', say), ensureRuntime(say)]);
     say('starting postgres, minio and temporal');
     const [pg, minio, temporal] = await Promise.all([
       startPostgres(sup, { dataDir: opts.dataDir, port: opts.ports.postgres, fast, log: say }),
@@ -83,13 +84,14 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       S3_BUCKET: 'silico',
       SILICO_API_PORT: String(opts.ports.api),
       SILICO_BASE_URL: baseUrl,
+      SILICO_PYTHON: python,
       ...opts.serviceEnv,
     };
     const db = createDb(pg.url, { poolMax: 2 });
     const stateFile = path.join(opts.dataDir, 'local.json');
     let boot;
     try {
-      boot = await bootstrap({ db, objects: createObjectStore({ endpoint: minio.endpoint, region: 'us-east-1', accessKeyId: S3_ACCESS, secretAccessKey: S3_SECRET, bucket: 'silico' }), temporalAddress: temporal.address, namespace: 'default', stateFile, log: say });
+      boot = await bootstrap({ db, objects: createObjectStore({ endpoint: minio.endpoint, region: 'us-east-1', accessKeyId: S3_ACCESS, secretAccessKey: S3_SECRET, bucket: 'silico' }), temporalAddress: temporal.address, namespace: 'default', stateFile, python, log: say });
     } finally {
       await db.destroy();
     }

@@ -13,15 +13,21 @@ export interface KeysetPage<T> {
  */
 export async function keysetPage<T extends object>(
   query: Knex.QueryBuilder,
-  opts: { columns: string[]; direction: 'asc' | 'desc'; limit: number; after?: Array<string | number> | null },
+  opts: {
+    columns: string[]; direction: 'asc' | 'desc'; limit: number; after?: Array<string | number> | null;
+    /** SQL for columns that are computed (selected under that alias), e.g. a timestamp as text. */
+    sortExpr?: Record<string, string>;
+  },
 ): Promise<KeysetPage<T>> {
-  const { columns, direction, limit, after } = opts;
+  const { columns, direction, limit, after, sortExpr = {} } = opts;
+  const sql = columns.map((c) => sortExpr[c] ?? '??');
+  const idents = columns.filter((c) => !sortExpr[c]);
   if (after) {
     if (after.length !== columns.length) throw new RangeError('cursor does not match this list');
     const cmp = direction === 'asc' ? '>' : '<';
-    query.whereRaw(`(${columns.map(() => '??').join(', ')}) ${cmp} (${columns.map(() => '?').join(', ')})`, [...columns, ...after]);
+    query.whereRaw(`(${sql.join(', ')}) ${cmp} (${columns.map(() => '?').join(', ')})`, [...idents, ...after]);
   }
-  for (const c of columns) query.orderBy(c, direction);
+  query.orderByRaw(sql.map((x) => `${x} ${direction}`).join(', '), idents);
   const rows = (await query.limit(limit + 1)) as T[];
   const hasMore = rows.length > limit;
   const page = hasMore ? rows.slice(0, limit) : rows;

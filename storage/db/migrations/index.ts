@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import * as foundation from './001_foundation.ts';
 import * as authChangeNotify from './002_auth_change_notify.ts';
 import * as unloggedRateLimits from './003_unlogged_rate_limits.ts';
+import * as runs from './004_runs.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
@@ -11,6 +12,7 @@ const migrations: Record<string, Migration> = {
   '001_foundation': foundation,
   '002_auth_change_notify': authChangeNotify,
   '003_unlogged_rate_limits': unloggedRateLimits,
+  '004_runs': runs,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,166 @@
+"""Silico's lab driver: runs one lab archive with the biosimulant runtime in this process
+and reports on stdout as JSON lines, one object per line:
+
+  {"type": "log", "level": "info", "message": "..."}
+  {"type": "progress", "fraction": 0.5, "t": 5.0}
+  {"type": "heartbeat"}                                   (at least every 2 s)
+  {"type": "output", "name": "...", "value": ..., "series": [[t, v], ...], "public": true}
+  {"type": "visual", "module": "...", "visuals": [...]}
+  {"type": "result", "status": "completed" | "stopped", "cpu_seconds": 1.23}
+  {"type": "error", "code": "...", "message": "..."}        (then a non-zero exit)
+
+Usage: python driver.py ARCHIVE WORKDIR < {"inputs": {...}, "seed": 1, "package_sha256": "<hex>"}
+SIGTERM asks the world to stop between windows; the run then ends as "stopped".
+"""
+import json
+import os
+import random
+import resource
+import signal
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+_out_lock = threading.Lock()
+
+
+def emit(obj):
+    line = json.dumps(obj, default=_jsonable, allow_nan=False)
+    with _out_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+def _jsonable(v):
+    if hasattr(v, "tolist"):
+        return v.tolist()
+    if hasattr(v, "item"):
+        return v.item()
+    return str(v)
+
+
+def _finite(v):
+    """JSON has no NaN/Infinity: they are reported as null."""
+    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(v, list):
+        return [_finite(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    return v
+
+
+def cpu_seconds():
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def fail(code, message):
+    emit({"type": "error", "code": code, "message": message[:4000]})
+    sys.exit(2)
+
+
+def main():
+    archive, workdir = Path(sys.argv[1]), Path(sys.argv[2])
+    request = json.loads(sys.stdin.read() or "{}")
+    inputs = request.get("inputs") or {}
+    seed = int(request.get("seed") or 0)
+    random.seed(seed)
+    os.environ["SILICO_SEED"] = str(seed)
+    try:
+        import numpy
+        numpy.random.seed(seed % (2**32))
+    except ImportError:
+        pass
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+
+    done = threading.Event()
+
+    def beat():
+        while not done.wait(2.0):
+            emit({"type": "heartbeat"})
+
+    threading.Thread(target=beat, daemon=True).start()
+
+    import yaml
+    from biosimulant import WorldEvent
+    from biosimulant.pack import build_package, prepare_lab_package, unpack_package, validate_package
+    from biosim.run_overrides import apply_run_overrides
+
+    checked = validate_package(archive)
+    if not checked.valid:
+        fail("package_invalid", "; ".join(checked.errors))
+    unpacked = unpack_package(archive, dest=workdir / "unpacked")
+    package = yaml.safe_load((unpacked / "package.yaml").read_text())
+    expected = (request.get("package_sha256") or "").removeprefix("sha256:")
+    if expected and package.get("sha256") != expected:
+        fail("package_digest_mismatch", f"archive digest {package.get('sha256')} is not the release's {expected}")
+
+    lab_dir = unpacked / "payload"
+    manifest = yaml.safe_load((lab_dir / "lab.yaml").read_text())
+    # Run inputs are public io.inputs names; the runtime maps them to initial inputs.
+    apply_run_overrides(manifest, parameters={"initial_inputs": inputs} if inputs else {}, simulation_config={})
+    (lab_dir / "lab.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    run_archive = build_package(lab_dir, output_path=workdir / "run.bsilab",
+                                package_name=package.get("package"), version=str(package.get("version")))
+    prepared = prepare_lab_package(run_archive, install_deps=False, unpack_root=workdir / "prepared")
+    world = prepared.world
+
+    outputs = [o for o in (manifest.get("io") or {}).get("outputs") or []]
+    series = {o["name"]: [] for o in outputs}
+
+    def sample(t):
+        for o in outputs:
+            alias, _, port = o["maps_to"].partition(".")
+            signal_ = world.get_outputs(alias).get(port)
+            if signal_ is not None:
+                v = signal_.value
+                series[o["name"]].append([t, _finite(_jsonable(v) if hasattr(v, "tolist") or hasattr(v, "item") else v)])
+
+    last_progress = [0.0]
+
+    def listener(event, payload):
+        if stop.is_set():
+            world.request_stop()
+        if event is WorldEvent.STEP:
+            sample(payload.get("t", 0.0))
+            now = time.monotonic()
+            if now - last_progress[0] >= 0.2 or payload.get("progress", 0) >= 1:
+                last_progress[0] = now
+                emit({"type": "progress", "fraction": float(payload.get("progress", 0.0)), "t": float(payload.get("t", 0.0))})
+        elif event is WorldEvent.ERROR:
+            emit({"type": "log", "level": "error", "message": str(payload.get("error"))})
+        else:
+            emit({"type": "log", "level": "info", "message": f"world {event.value} at t={payload.get('t')}"})
+
+    world.on(listener)
+    emit({"type": "log", "level": "info", "message": f"running {prepared.package}@{prepared.version} for {prepared.duration} (step {prepared.communication_step})"})
+    world.run(duration=prepared.duration)
+    if prepared.settle_steps and not stop.is_set():
+        world.settle(prepared.settle_steps)
+        sample(world.current_time)
+    for o in outputs:
+        points = series[o["name"]]
+        emit({"type": "output", "name": o["name"], "value": points[-1][1] if points else None,
+              "series": points, "public": o.get("public", True)})
+    try:
+        emit({"type": "visual", "visuals": _finite(world.collect_visuals())})
+    except Exception as exc:  # visuals are optional; a broken one is a warning, not a failure
+        emit({"type": "log", "level": "warning", "message": f"visuals unavailable: {exc}"})
+    done.set()
+    emit({"type": "result", "status": "stopped" if stop.is_set() else "completed", "cpu_seconds": cpu_seconds()})
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except SystemExit:
+        raise
+    except BaseException as exc:  # the lab's own failure, reported as such
+        emit({"type": "error", "code": "lab_error", "message": f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"})
+        sys.exit(2)

@@ -1,0 +1,60 @@
+import type { ValidateFunction } from 'ajv/dist/2020.js';
+import { makeAjv } from './validation.ts';
+import type { ReleaseRow } from '../storage/db/releases.ts';
+import type { Finding } from '../storage/db/plans.ts';
+
+// value_type vocabulary of DECISIONS.md → the JSON Schema a value of it must satisfy.
+const VALUE_TYPES: Record<string, object> = {
+  number: { type: 'number' },
+  integer: { type: 'integer' },
+  string: { type: 'string' },
+  boolean: { type: 'boolean' },
+  object: {},
+  array: { type: 'array' },
+  file: { type: 'string', format: 'uuid' },
+  dataset: { type: 'string', minLength: 1 },
+  timeseries: { type: ['array', 'object'] },
+  table: { type: ['array', 'object'] },
+};
+
+const ajv = makeAjv(false);
+const compiled = new WeakMap<object, ValidateFunction>();
+
+interface DeclaredInput { name: string; value_type?: string; required?: boolean; schema?: object }
+
+function declaredInputs(release: ReleaseRow): DeclaredInput[] {
+  const io = (release.manifest as { io?: { inputs?: DeclaredInput[] } }).io;
+  const extra = new Map((io?.inputs ?? []).map((i) => [i.name, i]));
+  return release.inputs.map((i) => ({ ...extra.get(i.name), ...i }));
+}
+
+/**
+ * Checks run inputs against a capability's declared contract, at plan time and again
+ * at execution. Unknown names are returned separately (the caller answers 422
+ * `unknown_inputs`); missing required inputs and values that break their declared type
+ * or schema are blocking findings.
+ */
+export function checkInputs(release: ReleaseRow, inputs: Record<string, unknown>): { unknown: string[]; findings: Finding[] } {
+  const declared = declaredInputs(release);
+  const names = new Set(declared.map((d) => d.name));
+  const unknown = Object.keys(inputs).filter((n) => !names.has(n)).sort();
+  const findings: Finding[] = [];
+  for (const d of declared) {
+    const path = `inputs.${d.name}`;
+    if (!(d.name in inputs)) {
+      if (d.required) findings.push({ severity: 'blocking', code: 'missing_inputs', message: `Input ${d.name} is required.`, path });
+      continue;
+    }
+    const schema = d.schema ?? VALUE_TYPES[d.value_type ?? 'object'] ?? {};
+    let validate = compiled.get(schema);
+    if (!validate) {
+      validate = ajv.compile(schema);
+      compiled.set(schema, validate);
+    }
+    if (!validate(inputs[d.name])) {
+      const e = validate.errors?.[0];
+      findings.push({ severity: 'blocking', code: 'invalid_input_value', message: `Input ${d.name} ${e?.message ?? 'is invalid'} (declared ${d.value_type ?? 'object'}).`, path: `${path}${e?.instancePath ?? ''}` });
+    }
+  }
+  return { unknown, findings };
+}

@@ -1,0 +1,80 @@
+import { randomInt } from 'node:crypto';
+import type { Deps, Caller } from '../tools/tool.ts';
+import { ApiError, errors } from '../errors.ts';
+import { findLatestVisibleRelease, type ReleaseRow } from '../../storage/db/releases.ts';
+import { getComputeProfile, type ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
+import type { Finding } from '../../storage/db/plans.ts';
+import { checkInputs } from '../contract.ts';
+
+/** The approved content of a run: what a plan digests and what POST /runs executes. */
+export interface RunProposal {
+  [k: string]: unknown;
+  kind: 'hub';
+  ref: string;
+  resolved_ref: string;
+  release_id: string;
+  package_sha256: string;
+  inputs: Record<string, unknown>;
+  compute_profile: string;
+  max_runtime_seconds: number;
+  estimated_max_micros: number;
+  seed: number;
+}
+
+const REF = /^([a-z][a-z0-9-]{1,38})\/([a-z][a-z0-9-]{1,62})(?:@([0-9A-Za-z.+-]{1,64}))?$/;
+
+/** `<ns>/<name>@<version>` (version optional: the latest accessible one). */
+export async function resolveRelease(deps: Deps, caller: Caller, ref: string, param: string): Promise<ReleaseRow> {
+  const m = REF.exec(ref);
+  if (!m) throw errors.validation('parameter_invalid_format', `${param} must look like <namespace>/<name>@<version>.`, param);
+  const [, ns, name, version] = m;
+  const release = version
+    ? await deps.db('releases').where({ namespace: ns, name, version }).andWhere((q) => q.where('account_id', caller.account.id).orWhere('visibility', 'public')).first()
+    : await findLatestVisibleRelease(deps.db, caller.account.id, ns!, name!);
+  if (!release) throw errors.notFound('capability_not_found', 'capability', param);
+  return release as ReleaseRow;
+}
+
+async function profileOf(deps: Deps, id: string, param: string): Promise<ComputeProfileRow> {
+  const p = await getComputeProfile(deps.db, id);
+  if (!p) throw errors.validation('compute_profile_not_found', `No compute profile ${id}; see GET /v1/compute-profiles.`, param);
+  return p;
+}
+
+/**
+ * Everything a run plan checks, shared by POST /run-plans and the direct form of POST
+ * /runs: the capability, the inputs against its contract (unknown names are a 422
+ * `unknown_inputs`), the profile and its runtime bound, and the price. Nothing is
+ * reserved and nothing runs.
+ */
+export async function prepareRun(
+  deps: Deps, caller: Caller,
+  req: { ref: string; refParam: string; inputs: Record<string, unknown>; profileId?: string; profileParam: string; maxRuntimeSeconds?: number; seed?: number },
+): Promise<{ proposal: RunProposal; findings: Finding[]; release: ReleaseRow; profile: ComputeProfileRow }> {
+  const release = await resolveRelease(deps, caller, req.ref, req.refParam);
+  const profile = await profileOf(deps, req.profileId ?? 'cpu-small', req.profileParam);
+  const maxRuntime = req.maxRuntimeSeconds ?? profile.max_runtime_seconds;
+  if (maxRuntime > profile.max_runtime_seconds) {
+    throw errors.validation('parameter_out_of_range', `max_runtime_seconds must be at most ${profile.max_runtime_seconds} on ${profile.id}.`, 'max_runtime_seconds');
+  }
+  const { unknown, findings } = checkInputs(release, req.inputs);
+  if (unknown.length) {
+    throw new ApiError(422, 'unknown_inputs', `Inputs not declared by ${release.namespace}/${release.name}@${release.version}: ${unknown.join(', ')}.`, 'inputs', { unknown });
+  }
+  try {
+    if (!(await deps.temporal.hasComputeWorker(profile.id))) {
+      findings.push({ severity: 'warning', code: 'capacity_unavailable', message: `No worker serves ${profile.id} right now; the run waits and fails with capacity_unavailable after ${profile.schedule_to_start_seconds}s if none comes.`, path: 'compute_profile_id' });
+    }
+  } catch {
+    // availability is advisory
+  }
+  const resolved = `${release.namespace}/${release.name}@${release.version}`;
+  return {
+    release, profile, findings,
+    proposal: {
+      kind: 'hub', ref: req.ref, resolved_ref: resolved, release_id: release.id, package_sha256: `sha256:${release.package_sha256}`,
+      inputs: req.inputs, compute_profile: profile.id, max_runtime_seconds: maxRuntime,
+      estimated_max_micros: maxRuntime * profile.price_per_second_micros, seed: req.seed ?? randomInt(0, 2 ** 31 - 1),
+    },
+  };
+}

@@ -1,0 +1,92 @@
+import type { Db } from './knex.ts';
+import { keysetPage, type KeysetPage } from './pagination.ts';
+
+export type RunStatus = 'queued' | 'running' | 'cancelling' | 'completed' | 'failed' | 'cancelled' | 'timed_out';
+export const TERMINAL: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'timed_out'];
+
+export interface RunRow {
+  id: string;
+  account_id: string;
+  kind: 'hub' | 'managed';
+  status: RunStatus;
+  ref: string;
+  resolved_ref: string;
+  release_id: string | null;
+  package_sha256: string;
+  inputs: Record<string, unknown>;
+  metadata: Record<string, string>;
+  compute_profile: string;
+  max_runtime_seconds: number;
+  reserved_micros: number;
+  settled_micros: number | null;
+  seed: number;
+  progress: number;
+  artifact_count: number;
+  outputs: Record<string, unknown> | null;
+  error: { code: string; message: string } | null;
+  experiment_id: string | null;
+  plan_id: string | null;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+export interface RunEvent { seq: number; at: Date; type: string; message: string; data: Record<string, unknown> }
+
+export async function insertRun(db: Db, run: Omit<RunRow, 'status' | 'progress' | 'artifact_count' | 'settled_micros' | 'outputs' | 'error' | 'created_at' | 'started_at' | 'finished_at'>): Promise<RunRow> {
+  const [row] = await db('runs')
+    .insert({ ...run, status: 'queued', inputs: JSON.stringify(run.inputs), metadata: JSON.stringify(run.metadata) })
+    .returning('*');
+  return row as RunRow;
+}
+
+/** A run of this account, or undefined (another account's run is the same as none). */
+export async function getRun(db: Db, id: string, accountId?: string): Promise<RunRow | undefined> {
+  const q = db('runs').where({ id });
+  if (accountId) q.andWhere({ account_id: accountId });
+  return q.first();
+}
+
+/** Newest first, filtered; keyset-paginated on (created_at, id). */
+export async function listRuns(
+  db: Db, accountId: string,
+  f: { status?: string; capability?: string; experimentId?: string; metadata?: Record<string, string>; limit: number; after?: Array<string | number> | null },
+): Promise<KeysetPage<RunRow>> {
+  const q = db('runs').where({ account_id: accountId });
+  if (f.status) q.andWhere({ status: f.status });
+  if (f.experimentId) q.andWhere({ experiment_id: f.experimentId });
+  if (f.capability) q.andWhere((w) => w.where('resolved_ref', f.capability!).orWhere('resolved_ref', 'like', `${f.capability!.replace(/[%_\\]/g, '\\$&')}@%`));
+  if (f.metadata && Object.keys(f.metadata).length) q.andWhereRaw('metadata @> ?::jsonb', [JSON.stringify(f.metadata)]);
+  q.select('*', db.raw(`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as sort_at`));
+  return keysetPage<RunRow>(q, { columns: ['sort_at', 'id'], direction: 'desc', limit: f.limit, after: f.after, sortExpr: { sort_at: `to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')` } });
+}
+
+/**
+ * Appends an event with the next sequence number of its run. The counter lives on the
+ * run row and is bumped in the same transaction, so sequence numbers have no gaps.
+ */
+export async function appendEvent(db: Db, runId: string, type: string, message: string, data: Record<string, unknown> = {}): Promise<number> {
+  return db.transaction(async (trx) => {
+    const [r] = await trx('runs').where({ id: runId }).increment('event_seq', 1).returning('event_seq');
+    const seq = r.event_seq as number;
+    await trx('run_events').insert({ run_id: runId, seq, type, message: message.slice(0, 4000), data: JSON.stringify(data) });
+    return seq;
+  });
+}
+
+export async function listEvents(db: Db, runId: string, after: number, limit: number): Promise<RunEvent[]> {
+  return db('run_events').where({ run_id: runId }).andWhere('seq', '>', after).orderBy('seq').limit(limit).select('seq', 'at', 'type', 'message', 'data');
+}
+
+export interface ArtifactRow {
+  id: string; run_id: string; role: string; file_name: string; content_type: string; format: string;
+  size_bytes: number; sha256: string; public: boolean; created_at: Date;
+}
+
+export async function listArtifacts(db: Db, runId: string): Promise<ArtifactRow[]> {
+  return db('run_artifacts').where({ run_id: runId }).orderBy('file_name');
+}
+
+export async function getArtifact(db: Db, runId: string, artifactId: string): Promise<ArtifactRow | undefined> {
+  return db('run_artifacts').where({ run_id: runId, id: artifactId }).first();
+}

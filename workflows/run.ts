@@ -1,0 +1,59 @@
+import {
+  proxyActivities, sleep, CancellationScope, isCancellation, ActivityFailure, TimeoutFailure, ActivityCancellationType,
+} from '@temporalio/workflow';
+import type { RunActivities } from '../activities/runs.ts';
+import type { ExecutionActivities, ExecutionResult } from '../activities/execution/execute.ts';
+import { computeTaskQueue } from './constants.ts';
+
+const control = proxyActivities<RunActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 20 } });
+
+/**
+ * One run, workflow id `run-<run_id>`: wait for an account concurrency slot, execute on
+ * the profile's compute queue (heartbeats, cancellation, wall-clock bound), then settle
+ * and record the ending. Compute was reserved when the run was accepted; settlement
+ * runs whatever happened, in a scope cancellation cannot interrupt, exactly once.
+ */
+export async function runWorkflow(args: { runId: string }): Promise<string> {
+  const { runId } = args;
+  let ending: Parameters<RunActivities['finish']>[0] | null = { runId, status: 'failed', error: { code: 'internal_error', message: 'The run ended unexpectedly.' } };
+  try {
+    const schedule = await control.runSchedule(runId);
+    let slot = await control.acquireSlot(runId);
+    for (let wait = 1; slot === 'wait'; wait = Math.min(wait * 2, 10)) {
+      await sleep(`${wait} seconds`);
+      slot = await control.acquireSlot(runId);
+    }
+    if (slot !== 'running') {
+      ending = null; // already ended (or being ended) elsewhere
+      return slot;
+    }
+    const compute = proxyActivities<ExecutionActivities>({
+      taskQueue: computeTaskQueue(schedule.profile),
+      scheduleToStartTimeout: `${schedule.scheduleToStartSeconds} seconds`,
+      startToCloseTimeout: `${schedule.maxRuntimeSeconds + 120} seconds`,
+      heartbeatTimeout: '20 seconds',
+      // A worker that dies mid-run is replaced by a retry on another one; the lab's own
+      // failures come back as results, not errors, and are never retried.
+      retry: { maximumAttempts: 3 },
+      cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    });
+    const result: ExecutionResult = await compute.executeLab({ runId });
+    if (result.status === 'skipped') {
+      ending = null;
+      return 'skipped';
+    }
+    ending = { runId, status: result.status, error: result.error ?? null, computeSeconds: result.computeSeconds, outputs: result.outputs ?? null };
+  } catch (err) {
+    if (isCancellation(err)) {
+      ending = { runId, status: 'cancelled', error: null };
+    } else if (err instanceof ActivityFailure && err.cause instanceof TimeoutFailure && err.cause.timeoutType === 'SCHEDULE_TO_START') {
+      ending = { runId, status: 'failed', error: { code: 'capacity_unavailable', message: 'No worker for this compute profile picked the run up in time; nothing was charged.' }, computeSeconds: 0 };
+    } else {
+      ending = { runId, status: 'failed', error: { code: 'internal_error', message: err instanceof ActivityFailure ? (err.cause?.message ?? err.message) : 'The run failed.' } };
+    }
+  } finally {
+    const final = ending;
+    if (final) await CancellationScope.nonCancellable(() => control.finish(final));
+  }
+  return ending?.status ?? 'ended';
+}
