@@ -51,10 +51,19 @@ async function main(): Promise<number> {
       SILICO_TEST_DATA_DIR: dataDir,
       SILICO_TEST_TEMPORAL_BIN: stack.binaries.temporal,
     };
+    // The built-in labs' own known-answer tests, in the lab runtime environment.
+    const pytest = await new Promise<number>((resolve) => {
+      const child = spawn(stack.env.SILICO_PYTHON!, ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'labs'], { cwd: REPO_ROOT, env, stdio: 'inherit' });
+      child.on('exit', (c) => resolve(c ?? 1));
+    });
     code = await new Promise<number>((resolve) => {
       const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=1', ...files], { cwd: REPO_ROOT, env, stdio: 'inherit' });
       child.on('exit', (c) => resolve(c ?? 1));
     });
+    if (pytest !== 0) {
+      process.stdout.write(`[labs] pytest failed (exit ${pytest})\n`);
+      code = code || pytest;
+    }
   } finally {
     await stack.stop();
     log.end();

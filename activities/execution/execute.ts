@@ -63,6 +63,7 @@ export function createExecutionActivities(deps: { db: Db; objects: ObjectStore; 
           env: { PATH: '/usr/bin:/bin', HOME: scratch, LANG: 'C.UTF-8', OPENBLAS_NUM_THREADS: String(profile.vcpus), OMP_NUM_THREADS: String(profile.vcpus), BIOSIM_PACKAGE_CACHE_DIR: path.join(scratch, 'cache'), PYTHONDONTWRITEBYTECODE: '1' },
         });
         child.stdin.end(JSON.stringify({ inputs: run.inputs, seed: run.seed, package_sha256: run.package_sha256 }));
+        await appendEvent(deps.db, run.id, 'log', `Driver started (process group ${child.pid}).`, { stream: 'worker', pid: child.pid });
         const killGroup = (sig: NodeJS.Signals) => {
           try { process.kill(-child.pid!, sig); } catch { /* already gone */ }
         };

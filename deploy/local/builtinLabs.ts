@@ -28,11 +28,31 @@ export function contractOf(manifest: { io?: { inputs?: IoEntry[]; outputs?: IoEn
 }
 
 /**
- * Publishes every lab under labs/ as `platform/<name>@1.0.0`, once: packed with the
- * runtime's packer, the archive stored by sha256, the release recorded public with its
- * contract and logical package digest. Existing releases are left as they are
- * (releases are immutable).
+ * Packs one lab folder with the runtime's packer and records it as an immutable release
+ * `<namespace>/<name>@<version>`: the archive stored by sha256, the contract and the
+ * logical package digest in Postgres.
  */
+export async function publishLab(
+  db: Db, objects: ObjectStore, python: string,
+  lab: { dir: string; accountId: string; namespace: string; name: string; version: string; visibility: 'private' | 'team' | 'public' },
+) {
+  const tmp = await mkdtemp(path.join(tmpdir(), 'silico-pack-'));
+  try {
+    const { stdout } = await run(python, [PACK, lab.dir, path.join(tmp, `${lab.name}.bsilab`), `${lab.namespace}/${lab.name}`, lab.version]);
+    const packed = JSON.parse(stdout.trim().split('\n').pop()!) as { archive: string; package_sha256: string };
+    const archiveSha = await objects.putBlob(await readFile(packed.archive), 'application/zip');
+    const manifest = YAML.parse(await readFile(path.join(lab.dir, 'lab.yaml'), 'utf8'));
+    return await insertRelease(db, {
+      account_id: lab.accountId, namespace: lab.namespace, name: lab.name, version: lab.version,
+      title: manifest.title ?? lab.name, description: manifest.description ?? '', manifest, ...contractOf(manifest),
+      package_sha256: packed.package_sha256, archive_key: blobKey(archiveSha), visibility: lab.visibility, tags: manifest.tags ?? [],
+    });
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+/** Publishes every lab under labs/ as `platform/<name>@1.0.0`, once (releases are immutable). */
 export async function publishBuiltinLabs(db: Db, objects: ObjectStore, python: string, log: (l: string) => void): Promise<string[]> {
   let account = await findAccountByNamespace(db, PLATFORM_NAMESPACE);
   account ??= (await createAccount(db, { namespace: PLATFORM_NAMESPACE, kind: 'team', displayName: 'Silico platform' })).account;
@@ -43,22 +63,8 @@ export async function publishBuiltinLabs(db: Db, objects: ObjectStore, python: s
     if (!existsSync(path.join(dir, 'lab.yaml'))) continue;
     const exists = await db('releases').where({ namespace: PLATFORM_NAMESPACE, name, version: BUILTIN_VERSION }).first('id');
     if (exists) continue;
-    const tmp = await mkdtemp(path.join(tmpdir(), 'silico-pack-'));
-    try {
-      const { stdout } = await run(python, [PACK, dir, path.join(tmp, `${name}.bsilab`), `${PLATFORM_NAMESPACE}/${name}`, BUILTIN_VERSION]);
-      const packed = JSON.parse(stdout.trim().split('\n').pop()!) as { archive: string; package_sha256: string };
-      const bytes = await readFile(packed.archive);
-      const archiveSha = await objects.putBlob(bytes, 'application/zip');
-      const manifest = YAML.parse(await readFile(path.join(dir, 'lab.yaml'), 'utf8'));
-      await insertRelease(db, {
-        account_id: account.id, namespace: PLATFORM_NAMESPACE, name, version: BUILTIN_VERSION,
-        title: manifest.title ?? name, description: manifest.description ?? '', manifest, ...contractOf(manifest),
-        package_sha256: packed.package_sha256, archive_key: blobKey(archiveSha), visibility: 'public', tags: manifest.tags ?? [],
-      });
-      published.push(`${PLATFORM_NAMESPACE}/${name}@${BUILTIN_VERSION}`);
-    } finally {
-      await rm(tmp, { recursive: true, force: true });
-    }
+    await publishLab(db, objects, python, { dir, accountId: account.id, namespace: PLATFORM_NAMESPACE, name, version: BUILTIN_VERSION, visibility: 'public' });
+    published.push(`${PLATFORM_NAMESPACE}/${name}@${BUILTIN_VERSION}`);
   }
   if (published.length) log(`built-in labs published: ${published.join(', ')}`);
   return published;

@@ -1,0 +1,223 @@
+import { test, after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { call, errorOf, closeTestDb, newAccount, testDb, testObjects, type Res } from '../helpers.ts';
+import { publishLab } from '../../deploy/local/builtinLabs.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { sha256Hex, digestJson } from '../../storage/digest.ts';
+import { getBalances } from '../../storage/ledger.ts';
+
+after(closeTestDb);
+
+const RUN_FIELDS = ['artifact_count', 'compute_profile', 'created_at', 'credits_reserved', 'credits_settled', 'error', 'experiment_id', 'finished_at', 'id', 'inputs', 'kind', 'max_runtime_seconds', 'metadata', 'object', 'package_sha256', 'plan_id', 'progress', 'ref', 'resolved_ref', 'run_id', 'started_at', 'status'];
+const ENVELOPE = ['links', 'next_actions', 'request_id', 'schema_version', 'warnings'];
+const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
+
+async function waitFor(key: string, runId: string, done: (r: any) => boolean, ms = 60000): Promise<any> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const r = await call('GET', `/runs/${runId}`, { key });
+    assert.equal(r.status, 200, r.text);
+    if (done(r.body)) return r.body;
+    if (Date.now() > deadline) assert.fail(`run ${runId} stayed ${r.body.status}`);
+    await new Promise((res) => setTimeout(res, 200));
+  }
+}
+const terminal = (r: any) => ['completed', 'failed', 'cancelled', 'timed_out'].includes(r.status);
+
+function plan(key: string, body: Record<string, unknown>): Promise<Res> {
+  return call('POST', '/run-plans', { key, body: { capability_ref: 'platform/microbial-growth@1.0.0', ...body } });
+}
+
+/** The closed-form answer the microbial-growth lab must reproduce. */
+function biomassAt(t: number, x0: number, s0: number, r: number, y = 0.5): number {
+  const k = x0 + y * s0;
+  return k / (1 + ((k - x0) / x0) * Math.exp(-r * t));
+}
+
+let slowRef = '';
+let owner: Awaited<ReturnType<typeof newAccount>>;
+before(async () => {
+  owner = await newAccount({ usd: 10 });
+  const rel = await publishLab(testDb(), testObjects(), process.env.SILICO_PYTHON!, {
+    dir: path.join(REPO_ROOT, 'test/fixtures/labs/slow-lab'), accountId: owner.account.id, namespace: owner.account.namespace,
+    name: 'slow-lab', version: '1.0.0', visibility: 'private',
+  });
+  slowRef = `${rel.namespace}/${rel.name}@${rel.version}`;
+});
+
+test('a plan, approved by its digest, runs microbial-growth to its known answer with hashed artifacts', async () => {
+  const p = await plan(owner.key, { inputs: { initial_biomass: 0.2, growth_rate: 0.3 }, max_runtime_seconds: 120 });
+  assert.equal(p.status, 200, p.text);
+  assert.equal(p.body.status, 'ready');
+  assert.equal(p.body.plan_sha256, digestJson(p.body.digest_input), 'the digest is recomputable from digest_input');
+  assert.equal(p.body.estimated_max_usd, 0.0012, '120 s × $0.00001/s');
+  const before = await getBalances(testDb(), owner.account.id);
+  const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { plan_id: p.body.plan_id, plan_sha256: p.body.plan_sha256 } });
+  assert.equal(res.status, 200, res.text);
+  assert.deepEqual(Object.keys(res.body).sort(), [...RUN_FIELDS, ...ENVELOPE].sort());
+  assert.equal(res.body.kind, 'hub');
+  assert.equal(res.body.credits_reserved, 0.0012);
+  const run = await waitFor(owner.key, res.body.id, terminal);
+  assert.equal(run.status, 'completed', JSON.stringify(run.error));
+  assert.equal(run.progress, 1);
+  assert.ok(run.credits_settled > 0 && run.credits_settled <= run.credits_reserved);
+  const after = await getBalances(testDb(), owner.account.id);
+  assert.equal(after.reserved_micros, before.reserved_micros, 'the reservation was settled');
+  assert.equal(before.available_micros - after.available_micros, Math.round(run.credits_settled * 1e6), 'only actual use was charged');
+
+  const results = await call('GET', `/runs/${run.id}/results`, { key: owner.key });
+  assert.equal(results.status, 200);
+  assert.ok(Math.abs(results.body.outputs.biomass - biomassAt(24, 0.2, 10, 0.3)) < 1e-9, `biomass ${results.body.outputs.biomass}`);
+  assert.ok(Math.abs(results.body.outputs.substrate - (0.2 + 5 - results.body.outputs.biomass) / 0.5) < 1e-9, 'mass balance X + Y·S');
+  assert.deepEqual(Object.keys(results.body.provenance).sort(), ['compute_profile', 'finished_at', 'inputs_sha256', 'package_sha256', 'ref', 'resolved_ref', 'seed', 'started_at']);
+  assert.equal(results.body.provenance.inputs_sha256, digestJson({ initial_biomass: 0.2, growth_rate: 0.3 }));
+  const names = results.body.artifacts.map((a: any) => a.file_name).sort();
+  assert.deepEqual(names, ['biomass.csv', 'biomass.svg', 'outputs.json', 'substrate.csv', 'substrate.svg', 'visuals.json']);
+  for (const a of results.body.artifacts) {
+    const dl = await fetch(a.download_url, { headers: { Authorization: `Bearer ${owner.key}` } });
+    assert.equal(dl.status, 200);
+    const bytes = Buffer.from(await dl.arrayBuffer());
+    assert.equal(sha256Hex(bytes), a.sha256, `${a.file_name} re-hashes to its recorded sha256`);
+    assert.equal(dl.headers.get('etag'), `"${a.sha256}"`);
+    assert.equal(bytes.length, a.size_bytes);
+  }
+  const csv = results.body.artifacts.find((a: any) => a.file_name === 'biomass.csv');
+  const meta = await call('GET', `/runs/${run.id}/artifacts/${csv.id}/metadata`, { key: owner.key });
+  assert.equal(meta.body.sha256, csv.sha256);
+
+  const events = await call('GET', `/runs/${run.id}/events?limit=1000`, { key: owner.key });
+  const seqs = events.body.items.map((e: any) => e.seq);
+  assert.deepEqual(seqs, seqs.map((_: number, i: number) => i + 1), 'strictly increasing, no gaps');
+  const types = new Set(events.body.items.map((e: any) => e.type));
+  for (const t of ['state_changed', 'log', 'progress', 'artifact_stored', 'charge_settled']) assert.ok(types.has(t), t);
+  assert.deepEqual(events.body.items.filter((e: any) => e.type === 'state_changed').map((e: any) => e.data.status), ['queued', 'running', 'completed']);
+});
+
+test('the direct form (ref without a version) prepares and executes in one step', async () => {
+  const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: 'platform/microbial-growth', inputs: {}, metadata: { study: 'direct' }, max_runtime_seconds: 60 } });
+  assert.equal(res.status, 200, res.text);
+  assert.equal(res.body.resolved_ref, 'platform/microbial-growth@1.0.0');
+  assert.equal(res.body.plan_id, null);
+  const run = await waitFor(owner.key, res.body.id, terminal);
+  assert.equal(run.status, 'completed');
+  const listed = await call('GET', '/runs?metadata[study]=direct&status=completed', { key: owner.key });
+  assert.deepEqual(listed.body.items.map((r: any) => r.id), [run.id]);
+  const bad = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: 'platform/microbial-growth', inputs: { growth_rate: -1 } } });
+  assert.equal(bad.status, 422);
+  assert.equal(errorOf(bad).code, 'invalid_input_value');
+  assert.equal(errorOf(bad).param, 'inputs.growth_rate');
+});
+
+test('plan errors: unknown inputs, digest mismatch, blocked, expired, consumed', async () => {
+  const unknown = await plan(owner.key, { inputs: { initial_biomass: 1, colour: 'red', zeta: 2 } });
+  assert.equal(unknown.status, 422);
+  assert.equal(errorOf(unknown).code, 'unknown_inputs');
+  assert.deepEqual(errorOf(unknown).details.unknown, ['colour', 'zeta']);
+
+  const ok = await plan(owner.key, { inputs: {}, max_runtime_seconds: 60 });
+  const wrong = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { plan_id: ok.body.plan_id, plan_sha256: 'f'.repeat(64) } });
+  assert.equal(wrong.status, 409);
+  assert.equal(errorOf(wrong).code, 'plan_digest_mismatch');
+
+  const blocked = await plan(owner.key, { inputs: { initial_biomass: -5 } });
+  assert.equal(blocked.body.status, 'blocked');
+  assert.equal(blocked.body.findings[0].severity, 'blocking');
+  const runBlocked = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { plan_id: blocked.body.plan_id, plan_sha256: blocked.body.plan_sha256 } });
+  assert.equal(errorOf(runBlocked).code, 'plan_blocked');
+
+  const old = await plan(owner.key, { inputs: {}, max_runtime_seconds: 60 });
+  await testDb()('plans').where({ id: old.body.plan_id }).update({ expires_at: testDb().raw(`now() - interval '1 second'`) });
+  const expired = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { plan_id: old.body.plan_id, plan_sha256: old.body.plan_sha256 } });
+  assert.equal(errorOf(expired).code, 'plan_expired');
+
+  const first = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { plan_id: ok.body.plan_id, plan_sha256: ok.body.plan_sha256 } });
+  assert.equal(first.status, 200);
+  const again = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { plan_id: ok.body.plan_id, plan_sha256: ok.body.plan_sha256 } });
+  assert.equal(again.status, 409);
+  assert.equal(errorOf(again).code, 'plan_unavailable');
+  assert.equal(errorOf(again).details.result_ref, `run:${first.body.id}`);
+  const foreign = await call('POST', '/runs', { key: (await newAccount()).key, headers: idem(), body: { plan_id: ok.body.plan_id, plan_sha256: ok.body.plan_sha256 } });
+  assert.equal(errorOf(foreign).code, 'plan_not_found');
+  await waitFor(owner.key, first.body.id, terminal);
+});
+
+test('POST /runs: 20 concurrent requests with one key and body make one run; another body is a conflict', async () => {
+  const a = await newAccount({ usd: 1 });
+  const headers = idem();
+  const body = { ref: 'platform/microbial-growth@1.0.0', inputs: {}, max_runtime_seconds: 30 };
+  const answers = await Promise.all(Array.from({ length: 20 }, () => call('POST', '/runs', { key: a.key, headers, body })));
+  const ok = answers.filter((r) => r.status === 200);
+  assert.ok(ok.length >= 1);
+  assert.equal(new Set(ok.map((r) => r.body.id)).size, 1);
+  for (const r of answers.filter((x) => x.status !== 200)) assert.equal(errorOf(r).code, 'idempotency_in_progress');
+  const runs = await testDb()('runs').where({ account_id: a.account.id });
+  assert.equal(runs.length, 1, 'exactly one run');
+  const conflict = await call('POST', '/runs', { key: a.key, headers, body: { ...body, inputs: { growth_rate: 1 } } });
+  assert.equal(errorOf(conflict).code, 'idempotency_conflict');
+  await waitFor(a.key, ok[0]!.body.id, terminal);
+});
+
+test('402 insufficient_credits when the balance is below the maximum; nothing is reserved', async () => {
+  const poor = await newAccount({ usd: 0.001 });
+  const p = await plan(poor.key, { inputs: {}, max_runtime_seconds: 3600 });
+  const res = await call('POST', '/runs', { key: poor.key, headers: idem(), body: { plan_id: p.body.plan_id, plan_sha256: p.body.plan_sha256 } });
+  assert.equal(res.status, 402);
+  assert.equal(errorOf(res).code, 'insufficient_credits');
+  assert.equal(errorOf(res).type, 'insufficient_credits_error');
+  assert.deepEqual(await getBalances(testDb(), poor.account.id), { available_micros: 1000, reserved_micros: 0, spent_micros: 0 });
+  assert.equal((await testDb()('runs').where({ account_id: poor.account.id })).length, 0);
+  const retry = await call('POST', '/runs', { key: poor.key, headers: idem(), body: { plan_id: p.body.plan_id, plan_sha256: p.body.plan_sha256 } });
+  assert.equal(retry.status, 402, 'the plan was not consumed');
+});
+
+test('cancel while running: the process group is gone within 3 s, only elapsed compute is charged; cancelling again changes nothing', async () => {
+  const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: slowRef, inputs: { seconds_per_window: 0.5 }, max_runtime_seconds: 600 } });
+  assert.equal(res.status, 200, res.text);
+  let pid = 0;
+  for (let i = 0; i < 100 && !pid; i++) {
+    const ev = await call('GET', `/runs/${res.body.id}/events?limit=1000`, { key: owner.key });
+    pid = ev.body.items.find((e: any) => e.data.pid)?.data.pid ?? 0;
+    if (!pid) await new Promise((r) => setTimeout(r, 200));
+  }
+  assert.ok(pid > 0, 'driver pid reported');
+  await new Promise((r) => setTimeout(r, 1500));
+  const t0 = Date.now();
+  const cancel = await call('POST', `/runs/${res.body.id}/cancel`, { key: owner.key });
+  assert.equal(cancel.status, 200);
+  assert.ok(['cancelling', 'cancelled'].includes(cancel.body.status));
+  const alive = () => { try { process.kill(-pid, 0); return true; } catch { return false; } };
+  while (alive() && Date.now() - t0 < 10000) await new Promise((r) => setTimeout(r, 50));
+  assert.ok(Date.now() - t0 <= 3000, `process group gone after ${Date.now() - t0} ms`);
+  const run = await waitFor(owner.key, res.body.id, terminal, 20000);
+  assert.equal(run.status, 'cancelled');
+  const elapsed = (new Date(run.finished_at).getTime() - new Date(run.started_at).getTime()) / 1000;
+  assert.ok(run.credits_settled <= Math.ceil(elapsed * 10 + 1) / 1e6, `charged ${run.credits_settled} for ${elapsed}s`);
+  assert.ok(run.credits_settled < run.credits_reserved);
+  const again = await call('POST', `/runs/${run.id}/cancel`, { key: owner.key });
+  assert.equal(again.body.status, 'cancelled');
+  assert.equal(again.body.finished_at, run.finished_at);
+});
+
+test('server-sent events resume after Last-Event-ID with exactly the missed events, and close after the terminal one', async () => {
+  const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: 'platform/microbial-growth@1.0.0', inputs: {}, max_runtime_seconds: 60 } });
+  await waitFor(owner.key, res.body.id, terminal);
+  const all = (await call('GET', `/runs/${res.body.id}/events?limit=1000`, { key: owner.key })).body.items;
+  const sse = await fetch(`${process.env.SILICO_TEST_BASE_URL}/runs/${res.body.id}/events`, { headers: { Authorization: `Bearer ${owner.key}`, Accept: 'text/event-stream', 'Last-Event-ID': '3' } });
+  assert.match(sse.headers.get('content-type')!, /text\/event-stream/);
+  const text = await sse.text();
+  const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+  assert.deepEqual(ids, all.filter((e: any) => e.seq > 3).map((e: any) => e.seq));
+});
+
+test("another account's run is answered exactly like a missing one", async () => {
+  const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: 'platform/microbial-growth@1.0.0', inputs: {}, max_runtime_seconds: 60 } });
+  const other = await newAccount();
+  const foreign = await call('GET', `/runs/${res.body.id}`, { key: other.key });
+  const missing = await call('GET', `/runs/${crypto.randomUUID()}`, { key: other.key });
+  assert.equal(foreign.status, 404);
+  assert.equal(errorOf(foreign).code, 'run_not_found');
+  const strip = (t: string) => t.replace(/[0-9a-f-]{36}/g, 'ID');
+  assert.equal(strip(foreign.text), strip(missing.text));
+  await waitFor(owner.key, res.body.id, terminal);
+});
