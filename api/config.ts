@@ -24,6 +24,12 @@ export interface Config {
   logLevel: string;
   /** Interpreter of the lab runtime environment (workers only). */
   python: string;
+  worker: {
+    /** Pre-built workflow bundle; absent means bundle the sources on start (tests). */
+    workflowBundle?: string;
+    /** Compute profiles whose queues this worker serves. */
+    computeProfiles: string[];
+  };
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -75,5 +81,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     logLevel: str(env, 'LOG_LEVEL', 'info'),
     python: str(env, 'SILICO_PYTHON', 'python3'),
+    worker: {
+      workflowBundle: env.SILICO_WORKFLOW_BUNDLE || undefined,
+      computeProfiles: str(env, 'SILICO_COMPUTE_PROFILES', 'cpu-small,cpu-standard').split(',').map((p) => p.trim()).filter(Boolean),
+    },
   };
 }

@@ -1,4 +1,3 @@
-import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 import pino from 'pino';
 import { loadConfig } from '../api/config.ts';
@@ -8,6 +7,7 @@ import { CONTROL_TASK_QUEUE, computeTaskQueue } from '../workflows/constants.ts'
 import { createRunActivities } from '../activities/runs.ts';
 import { createExecutionActivities } from '../activities/execution/execute.ts';
 import { createObjectStore } from '../storage/objects.ts';
+import { WORKFLOWS_PATH } from './workflowBundle.ts';
 
 /**
  * The worker process: hosts every workflow and the control-queue activities, with their
@@ -24,7 +24,8 @@ async function main(): Promise<void> {
     connection,
     namespace: config.temporal.namespace,
     taskQueue: CONTROL_TASK_QUEUE,
-    workflowsPath: fileURLToPath(new URL('../workflows/index.ts', import.meta.url)),
+    // A pre-built bundle when the stack made one (npm start); the sources under test.
+    ...(config.worker.workflowBundle ? { workflowBundle: { codePath: config.worker.workflowBundle } } : { workflowsPath: WORKFLOWS_PATH }),
     activities: {
       ...createMaintenanceActivities({ db, idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds }),
       ...createRunActivities({ db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount }),
@@ -32,7 +33,7 @@ async function main(): Promise<void> {
   });
   // One activity worker per compute profile this machine serves (GPU profiles are served
   // by GPU machines; without one, such runs fail with capacity_unavailable).
-  const profiles = (process.env.SILICO_COMPUTE_PROFILES ?? 'cpu-small,cpu-standard').split(',').map((p) => p.trim()).filter(Boolean);
+  const profiles = config.worker.computeProfiles;
   const execution = createExecutionActivities({ db, objects, python: config.python });
   const compute = await Promise.all(profiles.map((p) => Worker.create({
     connection,

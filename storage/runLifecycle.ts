@@ -17,7 +17,7 @@ export async function acquireRunSlot(db: Db, runId: string, maxConcurrent: numbe
     await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [`run-slots:${run.account_id}`]);
     const { count } = (await trx('runs').where({ account_id: run.account_id }).whereIn('status', ['running', 'cancelling']).count<{ count: string }[]>('* as count').first())!;
     if (Number(count) >= maxConcurrent) return 'wait';
-    await trx('runs').where({ id: runId, status: 'queued' }).update({ status: 'running', started_at: trx.fn.now() });
+    await trx('runs').where({ id: runId, status: 'queued' }).update({ status: 'running' });
     return 'running';
   }).then(async (s) => {
     if (s === 'running') await appendOnce(db, runId, 'state_changed', 'Run is running.', { status: 'running' });
@@ -36,7 +36,7 @@ export interface Finish {
   runId: string;
   status: Extract<RunStatus, 'completed' | 'failed' | 'cancelled' | 'timed_out'>;
   error?: { code: string; message: string } | null;
-  /** Measured compute seconds; when unknown, wall time since the run started is charged. */
+  /** Measured compute seconds; when unknown, wall time since execution began is charged (none if it never began). */
   computeSeconds?: number | null;
   outputs?: Record<string, unknown> | null;
 }

@@ -113,3 +113,30 @@ export async function spawnApi(env: Record<string, string> = {}): Promise<{ base
     },
   };
 }
+
+/** Starts another worker process on this stack (e.g. for one compute profile), resolved once it polls. */
+export async function spawnWorker(env: Record<string, string> = {}): Promise<{ proc: ChildProcess; stop: () => Promise<void> }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'deploy/worker.ts')], {
+    cwd: REPO_ROOT, env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('worker did not start')), 60000);
+    proc.stdout!.on('data', (b: Buffer) => {
+      if (b.toString().includes('worker started')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    proc.once('exit', (c) => reject(new Error(`worker exited with ${c}`)));
+  });
+  proc.stdout!.resume();
+  return {
+    proc,
+    stop: async () => {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      const done = new Promise((r) => proc.once('exit', r));
+      proc.kill('SIGTERM');
+      await done;
+    },
+  };
+}

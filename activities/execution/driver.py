@@ -63,7 +63,19 @@ def fail(code, message):
     sys.exit(2)
 
 
+def die_with_parent():
+    """If the worker that started us dies (even by SIGKILL), stop too: the retried run
+    must not race an orphan. Linux only; elsewhere the worker's own kill covers it."""
+    try:
+        import ctypes
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
 def main():
+    die_with_parent()
     archive, workdir = Path(sys.argv[1]), Path(sys.argv[2])
     request = json.loads(sys.stdin.read() or "{}")
     inputs = request.get("inputs") or {}

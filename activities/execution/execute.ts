@@ -50,6 +50,8 @@ export function createExecutionActivities(deps: { db: Db; objects: ObjectStore; 
           return { status: 'failed', error: { code: 'artifact_store_error', message: 'The stored lab archive does not match its digest.' }, computeSeconds: 0 };
         }
         await writeFile(archive, bytes);
+        // Compute is charged from here: waiting for a slot or a worker costs nothing.
+        await deps.db('runs').where({ id: run.id }).whereNull('started_at').update({ started_at: deps.db.fn.now() });
         await appendEvent(deps.db, run.id, 'log', `Executing ${run.resolved_ref} on ${profile.id}.`, { stream: 'worker' });
 
         const memBytes = Math.max(profile.memory_mib, 1024) * 4 * 1024 * 1024;

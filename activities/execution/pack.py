@@ -1,5 +1,9 @@
 """Packs a lab folder with the runtime's own packer and prints its identity as JSON:
-{"archive": path, "package_sha256": "<logical hash hex>"}.
+{"archive": path, "package_sha256": "<logical hash hex>", "runtime_problems": [...]}.
+
+`runtime_problems` lists what this runtime environment (the one every worker runs labs
+in) cannot satisfy: a different `runtime.python_version`, or model dependencies that are
+not installed. Nothing is ever installed for a lab; such a lab is refused at plan time.
 
 Usage: python pack.py LAB_DIR OUT_ARCHIVE PACKAGE VERSION
 """
@@ -18,4 +22,22 @@ if not checked.valid:
     print(json.dumps({"error": "; ".join(checked.errors)}))
     sys.exit(2)
 meta = yaml.safe_load(zipfile.ZipFile(archive).read("package.yaml"))
-print(json.dumps({"archive": str(archive), "package_sha256": meta["sha256"]}))
+
+
+def runtime_problems(lab_dir: Path) -> list:
+    from biosim.dependency_runtime import collect_requirements, require_current_environment
+    lab_manifest = yaml.safe_load((lab_dir / "lab.yaml").read_text()) or {}
+    problems = []
+    wanted = str((lab_manifest.get("runtime") or {}).get("python_version") or "")
+    have = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if wanted and wanted != have:
+        problems.append(f"the lab requires Python {wanted}; the runtime has Python {have}")
+    manifests = [(str(m), yaml.safe_load(m.read_text()) or {}) for m in sorted(lab_dir.glob("models/*/model.yaml"))]
+    try:
+        require_current_environment(collect_requirements(manifests))
+    except Exception as exc:  # the runtime's own words for what is missing or conflicting
+        problems.append(str(exc).split(". Use ")[0])
+    return problems
+
+
+print(json.dumps({"archive": str(archive), "package_sha256": meta["sha256"], "runtime_problems": runtime_problems(lab)}))

@@ -58,6 +58,10 @@ export async function prepareRun(
     throw errors.validation('parameter_out_of_range', `max_runtime_seconds must be at most ${profile.max_runtime_seconds} on ${profile.id}.`, 'max_runtime_seconds');
   }
   const { unknown, findings } = checkInputs(release, req.inputs);
+  // Nothing is installed during a run: a lab the runtime cannot satisfy is refused here.
+  for (const problem of release.runtime_problems ?? []) {
+    findings.push({ severity: 'blocking', code: 'runtime_unsatisfiable', message: `This lab cannot run in the platform runtime: ${problem}.`, path: 'capability_ref' });
+  }
   if (unknown.length) {
     throw new ApiError(422, 'unknown_inputs', `Inputs not declared by ${release.namespace}/${release.name}@${release.version}: ${unknown.join(', ')}.`, 'inputs', { unknown });
   }

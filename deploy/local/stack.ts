@@ -9,6 +9,7 @@ import { startMinio } from './minio.ts';
 import { Supervisor, waitFor, type LogSink } from './processes.ts';
 import { bootstrap, REPO_ROOT } from './bootstrap.ts';
 import { ensureRuntime } from './runtime.ts';
+import { buildWorkflowBundle } from '../workflowBundle.ts';
 import { createTemporalGateway } from '../../api/temporal.ts';
 import { CONTROL_TASK_QUEUE } from '../../workflows/constants.ts';
 
@@ -95,6 +96,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     } finally {
       await db.destroy();
     }
+    if (opts.mode === 'dev') env.SILICO_WORKFLOW_BUNDLE = await buildWorkflowBundle(path.join(opts.dataDir, 'workflow-bundle.js'));
     const childEnv = { ...process.env, ...env };
     const node = (name: string, script: string) => sup.start(name, process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, script)], { cwd: REPO_ROOT, env: childEnv });
     const worker = node('worker', 'deploy/worker.ts');

@@ -22,11 +22,13 @@ export interface ReleaseRow {
   archive_key: string | null;
   visibility: 'private' | 'team' | 'public';
   tags: string[];
+  /** What the lab runtime cannot satisfy (Python version, dependencies); empty when runnable. */
+  runtime_problems: string[];
   created_at: Date;
 }
 
-export type NewRelease = Omit<ReleaseRow, 'id' | 'created_at' | 'tags' | 'archive_key' | 'description' | 'package_type'> &
-  Partial<Pick<ReleaseRow, 'tags' | 'archive_key' | 'description' | 'package_type'>>;
+export type NewRelease = Omit<ReleaseRow, 'id' | 'created_at' | 'tags' | 'archive_key' | 'description' | 'package_type' | 'runtime_problems'> &
+  Partial<Pick<ReleaseRow, 'tags' | 'archive_key' | 'description' | 'package_type' | 'runtime_problems'>>;
 
 /** Records an immutable release; publishing the same coordinates twice is refused. */
 export async function insertRelease(db: Db, r: NewRelease): Promise<ReleaseRow> {
@@ -34,6 +36,7 @@ export async function insertRelease(db: Db, r: NewRelease): Promise<ReleaseRow> 
     .insert({
       id: newId('rel'), ...r,
       manifest: JSON.stringify(r.manifest), inputs: JSON.stringify(r.inputs), outputs: JSON.stringify(r.outputs),
+      runtime_problems: JSON.stringify(r.runtime_problems ?? []),
     })
     .returning('*');
   return row as ReleaseRow;

@@ -221,3 +221,19 @@ test("another account's run is answered exactly like a missing one", async () =>
   assert.equal(strip(foreign.text), strip(missing.text));
   await waitFor(owner.key, res.body.id, terminal);
 });
+
+test('a lab whose dependencies the runtime cannot satisfy is refused at plan time', async () => {
+  const rel = await publishLab(testDb(), testObjects(), process.env.SILICO_PYTHON!, {
+    dir: path.join(REPO_ROOT, 'test/fixtures/labs/needs-scipy'), accountId: owner.account.id, namespace: owner.account.namespace,
+    name: 'needs-scipy', version: '1.0.0', visibility: 'private',
+  });
+  const p = await call('POST', '/run-plans', { key: owner.key, body: { capability_ref: `${rel.namespace}/needs-scipy@1.0.0`, inputs: {} } });
+  assert.equal(p.status, 200, p.text);
+  assert.equal(p.body.status, 'blocked');
+  const f = p.body.findings.find((x: any) => x.code === 'runtime_unsatisfiable');
+  assert.equal(f.severity, 'blocking');
+  assert.match(f.message, /scipy==1\.14\.1 is not installed/);
+  const direct = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: `${rel.namespace}/needs-scipy`, inputs: {} } });
+  assert.equal(direct.status, 422);
+  assert.equal(errorOf(direct).code, 'runtime_unsatisfiable');
+});

@@ -3,6 +3,7 @@ import * as foundation from './001_foundation.ts';
 import * as authChangeNotify from './002_auth_change_notify.ts';
 import * as unloggedRateLimits from './003_unlogged_rate_limits.ts';
 import * as runs from './004_runs.ts';
+import * as releaseRuntimeProblems from './005_release_runtime_problems.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
@@ -13,6 +14,7 @@ const migrations: Record<string, Migration> = {
   '002_auth_change_notify': authChangeNotify,
   '003_unlogged_rate_limits': unloggedRateLimits,
   '004_runs': runs,
+  '005_release_runtime_problems': releaseRuntimeProblems,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
