@@ -11,6 +11,7 @@ import { blobKey } from '../../storage/objects.ts';
 import { createAccount, findAccountByNamespace } from '../../storage/db/accounts.ts';
 import { insertRelease } from '../../storage/db/releases.ts';
 import { REPO_ROOT } from './paths.ts';
+import { labManifestProblems } from '../../api/schemas/labManifest.ts';
 
 const run = promisify(execFile);
 export const PLATFORM_NAMESPACE = 'platform';
@@ -42,6 +43,8 @@ export async function publishLab(
     const packed = JSON.parse(stdout.trim().split('\n').pop()!) as { archive: string; package_sha256: string; runtime_problems: string[] };
     const archiveSha = await objects.putBlob(await readFile(packed.archive), 'application/zip');
     const manifest = YAML.parse(await readFile(path.join(lab.dir, 'lab.yaml'), 'utf8'));
+    const problems = labManifestProblems(manifest);
+    if (problems.length) throw new Error(`${lab.dir}/lab.yaml: ${problems.join('; ')}`);
     return await insertRelease(db, {
       account_id: lab.accountId, namespace: lab.namespace, name: lab.name, version: lab.version,
       title: manifest.title ?? lab.name, description: manifest.description ?? '', manifest, ...contractOf(manifest),
