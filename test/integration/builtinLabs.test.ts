@@ -1,0 +1,74 @@
+import { test, after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { call, closeTestDb, newAccount } from '../helpers.ts';
+
+after(closeTestDb);
+const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
+let key = '';
+before(async () => {
+  key = (await newAccount({ usd: 10 })).key;
+});
+
+/** Runs a lab twice (through an approved plan, and directly) and returns both runs' results. */
+async function runBothWays(name: string, inputs: Record<string, unknown>): Promise<any[]> {
+  const p = await call('POST', '/run-plans', { key, body: { capability_ref: `platform/${name}@1.0.0`, inputs, max_runtime_seconds: 300 } });
+  assert.equal(p.status, 200, p.text);
+  assert.equal(p.body.status, 'ready', JSON.stringify(p.body.findings));
+  const viaPlan = await call('POST', '/runs', { key, headers: idem(), body: { plan_id: p.body.plan_id, plan_sha256: p.body.plan_sha256 } });
+  const direct = await call('POST', '/runs', { key, headers: idem(), body: { ref: `platform/${name}`, inputs, max_runtime_seconds: 300 } });
+  const results: any[] = [];
+  for (const started of [viaPlan, direct]) {
+    assert.equal(started.status, 200, started.text);
+    const deadline = Date.now() + 120000;
+    let run: any;
+    do {
+      await new Promise((r) => setTimeout(r, 250));
+      run = (await call('GET', `/runs/${started.body.id}`, { key })).body;
+    } while (!['completed', 'failed', 'cancelled', 'timed_out'].includes(run.status) && Date.now() < deadline);
+    assert.equal(run.status, 'completed', `${name}: ${JSON.stringify(run.error)}`);
+    const res = await call('GET', `/runs/${run.id}/results`, { key });
+    results.push(res.body);
+  }
+  return results;
+}
+
+const close = (a: number, b: number, rel: number) => Math.abs(a - b) <= rel * Math.max(1, Math.abs(b));
+
+test('GET /capabilities lists the built-in labs with contracts and digests', async () => {
+  const res = await call('GET', '/capabilities?limit=100', { key });
+  const refs = res.body.items.map((c: any) => c.ref);
+  for (const n of ['microbial-growth', 'sir-epidemic', 'enzyme-kinetics']) assert.ok(refs.includes(`platform/${n}@1.0.0`), n);
+  for (const c of res.body.items.filter((x: any) => x.ref.startsWith('platform/'))) {
+    assert.match(c.package_sha256, /^sha256:[0-9a-f]{64}$/);
+    assert.ok(c.outputs.length > 0);
+  }
+});
+
+test('microbial-growth reproduces the closed-form logistic curve set by the substrate', async () => {
+  for (const r of await runBothWays('microbial-growth', { initial_biomass: 0.5, initial_substrate: 20, growth_rate: 0.4 })) {
+    const k = 0.5 + 0.5 * 20;
+    assert.ok(close(r.outputs.biomass, k / (1 + ((k - 0.5) / 0.5) * Math.exp(-0.4 * 24)), 1e-9));
+    assert.ok(close(r.outputs.biomass + 0.5 * r.outputs.substrate, k, 1e-9), 'X + Y·S is conserved');
+  }
+});
+
+test('sir-epidemic conserves S+I+R and satisfies the final-size relation', async () => {
+  const N = 1e6, I0 = 100, beta = 0.6, gamma = 0.2, R0 = beta / gamma, S0 = N - I0;
+  for (const r of await runBothWays('sir-epidemic', { population: N, initial_infected: I0, beta, gamma })) {
+    const { susceptible: S, infected: I, recovered: R } = r.outputs;
+    assert.ok(close(S + I + R, N, 1e-6), 'S + I + R = N');
+    assert.ok(Math.abs(Math.log(S / S0) + R0 * (R / N)) < 1e-6, 'ln(S/S0) = -R0 R/N');
+    assert.ok(Math.abs(Math.log(S / S0) + R0 * (1 - S / N)) < 1e-6, 'final size: ln(S∞/S0) = -R0 (1 - S∞/N)');
+  }
+});
+
+test('enzyme-kinetics matches the integrated Michaelis–Menten (Lambert W) solution', async () => {
+  const S0 = 100, vmax = 5, km = 0.5, T = 20;
+  for (const r of await runBothWays('enzyme-kinetics', { initial_substrate: S0, vmax, km })) {
+    const S = r.outputs.substrate;
+    assert.ok(Math.abs(S0 - S + km * Math.log(S0 / S) - vmax * T) < 1e-6, 'S0 − S + Km ln(S0/S) = Vmax t');
+    assert.ok(close(S, 1.9648716344023085, 1e-6));
+    assert.ok(close(S + r.outputs.product, S0, 1e-9), 'S + P = S0');
+    assert.ok(close(r.outputs.rate, (vmax * S) / (km + S), 1e-12));
+  }
+});
