@@ -1,11 +1,13 @@
 import {
-  proxyActivities, sleep, CancellationScope, isCancellation, ActivityFailure, TimeoutFailure, ActivityCancellationType,
+  proxyActivities, proxyLocalActivities, sleep, CancellationScope, isCancellation, ActivityFailure, TimeoutFailure, ActivityCancellationType,
 } from '@temporalio/workflow';
 import type { RunActivities } from '../activities/runs.ts';
 import type { ExecutionActivities, ExecutionResult } from '../activities/execution/execute.ts';
 import { computeTaskQueue } from './constants.ts';
 
-const control = proxyActivities<RunActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 20 } });
+// The control steps are short Postgres transactions: local activities run them in the
+// worker that holds the workflow, without a round trip through the server per step.
+const control = proxyLocalActivities<RunActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 20 } });
 
 /**
  * One run, workflow id `run-<run_id>`: wait for an account concurrency slot, execute on

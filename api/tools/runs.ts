@@ -19,6 +19,8 @@ const inputs = { type: 'object', maxProperties: 256 };
 const metadata = { type: 'object', maxProperties: 32, additionalProperties: { type: 'string', maxLength: 500 }, propertyNames: { maxLength: 40 } };
 const runStatus = { enum: ['queued', 'running', 'cancelling', 'completed', 'failed', 'cancelled', 'timed_out'] };
 const runPath = { run_id: uuid };
+/** Seed of the run's random streams (chosen at plan time when absent): equal seeds, equal results. */
+const seed = { type: 'integer', minimum: 0, maximum: 2147483646 };
 
 export const runTools: ToolDef[] = [
   {
@@ -29,7 +31,7 @@ export const runTools: ToolDef[] = [
         type: 'object', additionalProperties: false,
         properties: {
           capability_ref: str(200), workspace_id: uuid, revision_id: uuid, inputs,
-          compute_profile_id: str(64), max_runtime_seconds: { type: 'integer', minimum: 1 },
+          compute_profile_id: str(64), max_runtime_seconds: { type: 'integer', minimum: 1 }, seed,
         },
         oneOf: [{ required: ['capability_ref'] }, { required: ['workspace_id', 'revision_id'] }],
       },
@@ -43,7 +45,7 @@ export const runTools: ToolDef[] = [
         type: 'object', additionalProperties: false,
         properties: {
           plan_id: uuid, plan_sha256: sha256Hex, ref: str(200), inputs, compute_profile: str(64), metadata,
-          max_runtime_seconds: { type: 'integer', minimum: 1 },
+          max_runtime_seconds: { type: 'integer', minimum: 1 }, seed,
         },
         oneOf: [{ required: ['plan_id', 'plan_sha256'] }, { required: ['ref'] }],
       },
@@ -89,7 +91,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     if (!input.capability_ref) throw errors.notImplemented('run_prepare for workspace revisions');
     const { proposal, findings } = await prepareRun(ctx.deps, ctx.caller, {
       ref: input.capability_ref, refParam: 'capability_ref', inputs: input.inputs ?? {},
-      profileId: input.compute_profile_id, profileParam: 'compute_profile_id', maxRuntimeSeconds: input.max_runtime_seconds,
+      profileId: input.compute_profile_id, profileParam: 'compute_profile_id', maxRuntimeSeconds: input.max_runtime_seconds, seed: input.seed,
     });
     const plan = await createPlan(ctx.deps.db, { accountId: ctx.caller.account.id, kind: 'run', proposal, findings, ttlSeconds: PLAN_TTL_SECONDS });
     return {
@@ -122,7 +124,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     } else {
       const prepared = await prepareRun(ctx.deps, ctx.caller, {
         ref: input.ref, refParam: 'ref', inputs: input.inputs ?? {}, profileId: input.compute_profile, profileParam: 'compute_profile',
-        maxRuntimeSeconds: input.max_runtime_seconds,
+        maxRuntimeSeconds: input.max_runtime_seconds, seed: input.seed,
       });
       const blocking = prepared.findings.filter((f) => f.severity === 'blocking');
       if (blocking.length) throw errors.validation(blocking[0]!.code, blocking.map((f) => f.message).join(' '), blocking[0]!.path, { findings: blocking });

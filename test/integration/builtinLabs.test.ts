@@ -10,12 +10,12 @@ before(async () => {
 });
 
 /** Runs a lab twice (through an approved plan, and directly) and returns both runs' results. */
-async function runBothWays(name: string, inputs: Record<string, unknown>): Promise<any[]> {
-  const p = await call('POST', '/run-plans', { key, body: { capability_ref: `platform/${name}@1.0.0`, inputs, max_runtime_seconds: 300 } });
+async function runBothWays(name: string, inputs: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<any[]> {
+  const p = await call('POST', '/run-plans', { key, body: { capability_ref: `platform/${name}@1.0.0`, inputs, max_runtime_seconds: 300, ...extra } });
   assert.equal(p.status, 200, p.text);
   assert.equal(p.body.status, 'ready', JSON.stringify(p.body.findings));
   const viaPlan = await call('POST', '/runs', { key, headers: idem(), body: { plan_id: p.body.plan_id, plan_sha256: p.body.plan_sha256 } });
-  const direct = await call('POST', '/runs', { key, headers: idem(), body: { ref: `platform/${name}`, inputs, max_runtime_seconds: 300 } });
+  const direct = await call('POST', '/runs', { key, headers: idem(), body: { ref: `platform/${name}`, inputs, max_runtime_seconds: 300, ...extra } });
   const results: any[] = [];
   for (const started of [viaPlan, direct]) {
     assert.equal(started.status, 200, started.text);
@@ -37,7 +37,7 @@ const close = (a: number, b: number, rel: number) => Math.abs(a - b) <= rel * Ma
 test('GET /capabilities lists the built-in labs with contracts and digests', async () => {
   const res = await call('GET', '/capabilities?limit=100', { key });
   const refs = res.body.items.map((c: any) => c.ref);
-  for (const n of ['microbial-growth', 'sir-epidemic', 'enzyme-kinetics']) assert.ok(refs.includes(`platform/${n}@1.0.0`), n);
+  for (const n of ['microbial-growth', 'sir-epidemic', 'gene-toggle-switch', 'enzyme-kinetics', 'predator-prey']) assert.ok(refs.includes(`platform/${n}@1.0.0`), n);
   for (const c of res.body.items.filter((x: any) => x.ref.startsWith('platform/'))) {
     assert.match(c.package_sha256, /^sha256:[0-9a-f]{64}$/);
     assert.ok(c.outputs.length > 0);
@@ -70,5 +70,28 @@ test('enzyme-kinetics matches the integrated Michaelis–Menten (Lambert W) solu
     assert.ok(close(S, 1.9648716344023085, 1e-6));
     assert.ok(close(S + r.outputs.product, S0, 1e-9), 'S + P = S0');
     assert.ok(close(r.outputs.rate, (vmax * S) / (km + S), 1e-12));
+  }
+});
+
+test('gene-toggle-switch: the SSA is reproducible by seed, and without repression its mean is α/(2γ)', async () => {
+  const inputs = { alpha: 50, hill: 0, gamma: 1, initial_u: 25, initial_v: 25 };
+  const [a, b] = await runBothWays('gene-toggle-switch', inputs, { seed: 1 });
+  assert.deepEqual(a.outputs, b.outputs, 'equal seeds give equal results');
+  assert.equal(a.provenance.seed, 1);
+  for (const r of [a, b]) {
+    assert.ok(Math.abs(r.outputs.mean_u - 25) < 2.5, `mean_u ${r.outputs.mean_u}`);
+    assert.ok(Math.abs(r.outputs.mean_v - 25) < 2.5, `mean_v ${r.outputs.mean_v}`);
+  }
+  const [c] = await runBothWays('gene-toggle-switch', inputs, { seed: 2 });
+  assert.notDeepEqual(c!.outputs, a.outputs, 'another seed, another trajectory');
+});
+
+test('predator-prey: two wired models and a plot model conserve the Lotka–Volterra invariant', async () => {
+  const inputs = { initial_prey: 5, initial_predator: 2, alpha: 0.8, beta: 0.05, gamma: 1.2, delta: 0.04 };
+  for (const r of await runBothWays('predator-prey', inputs)) {
+    assert.ok(r.outputs.invariant_drift < 1e-4, `drift ${r.outputs.invariant_drift}`);
+    const v0 = 0.04 * 5 - 1.2 * Math.log(5) + 0.05 * 2 - 0.8 * Math.log(2);
+    assert.ok(close(r.outputs.invariant, v0, 1e-4), `V ${r.outputs.invariant} vs V0 ${v0}`);
+    assert.ok(r.artifacts.some((x: any) => x.file_name === 'visuals.json'), 'the plot model\'s visuals are stored');
   }
 });

@@ -1,0 +1,125 @@
+/**
+ * `npm run bench:runs`: what our run orchestration costs over bare Temporal.
+ *
+ * Ours: N runs through the API, each `POST /run-plans` + `POST /runs` + polling
+ * `GET /runs/{id}` until it is terminal: auth, rate limits, plan digest, ledger
+ * reservation and settlement, the run's events, and runWorkflow's four activities. The
+ * lab execution is a no-op here (a compute profile served, in this process, by an
+ * executeLab that returns at once): the benchmark measures the platform, not Python.
+ * Baseline: N bare workflows with four no-op activities on the same Temporal server,
+ * started and awaited by a client. Same concurrency, same run; prints runs/s for both and
+ * the median-latency ratio last (goal ≤ 1.5, and ≥ 50 runs/s sustained).
+ *
+ * Env: BENCH_RUNS (300), BENCH_CONCURRENCY (16).
+ */
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import getPort from 'get-port';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker, Runtime, DefaultLogger } from '@temporalio/worker';
+import { startStack, type Stack } from '../../deploy/local/stack.ts';
+import { createDb } from '../../storage/db/knex.ts';
+import { computeTaskQueue } from '../../workflows/constants.ts';
+
+const N = Number(process.env.BENCH_RUNS ?? 300);
+const C = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const PROFILE = 'bench-noop';
+// How often a client polls GET /runs/{id}; polling load is part of what we measure.
+const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 50);
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const p95 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.95)]!;
+
+/** Runs `n` jobs `c` at a time; returns each job's latency (ms) and the total seconds. */
+async function pool(n: number, c: number, job: () => Promise<void>): Promise<{ latencies: number[]; seconds: number }> {
+  const latencies: number[] = [];
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: c }, async () => {
+    while (next < n) {
+      next += 1;
+      const t = performance.now();
+      await job();
+      latencies.push(performance.now() - t);
+    }
+  }));
+  return { latencies, seconds: (performance.now() - t0) / 1000 };
+}
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const dir = await mkdtemp(path.join(tmpdir(), 'silico-bench-runs-'));
+  const log = createWriteStream(path.join(dir, 'stack.log'));
+  let stack: Stack | undefined;
+  const workers: Worker[] = [];
+  try {
+    const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
+    stack = await startStack({
+      dataDir: dir, mode: 'test', ports, sink: (s, l) => log.write(`[${s}] ${l}\n`),
+      serviceEnv: { SILICO_RATE_READS_PER_MIN: '100000000', SILICO_RATE_RUNS_PER_MIN: '100000000', SILICO_RATE_DAILY: '100000000', SILICO_CONCURRENT_RUNS: '100000', LOG_LEVEL: 'warn' },
+    });
+    const db = createDb(stack.info.database_url, { poolMax: 2 });
+    await db('compute_profiles').insert({ id: PROFILE, title: 'bench no-op', kind: 'cpu', vcpus: 1, memory_mib: 256, gpu: null, price_per_second_micros: 1, max_runtime_seconds: 60, schedule_to_start_seconds: 60, sort: 99 });
+    await db.destroy();
+
+    const native = await NativeConnection.connect({ address: stack.info.temporal_address });
+    // Ours: the no-op execution of a run. Baseline: its own queue, workflow and activities.
+    workers.push(await Worker.create({ connection: native, taskQueue: computeTaskQueue(PROFILE), activities: { async executeLab() { return { status: 'completed', computeSeconds: 0.001, outputs: {} }; } }, maxConcurrentActivityTaskExecutions: 200 }));
+    workers.push(await Worker.create({
+      connection: native, taskQueue: 'bench-bare', workflowsPath: fileURLToPath(new URL('./bareWorkflow.ts', import.meta.url)),
+      activities: { async step(n: number) { return n; } }, maxConcurrentActivityTaskExecutions: 200,
+    }));
+    const running = workers.map((w) => w.run());
+    const client = new Client({ connection: await Connection.connect({ address: stack.info.temporal_address }) });
+
+    const base = stack.info.base_url.replace('//localhost:', '//127.0.0.1:');
+    const auth = { Authorization: `Bearer ${stack.info.api_key}`, 'Content-Type': 'application/json' };
+    const post = async (p: string, body: unknown, extra: Record<string, string> = {}) => {
+      const r = await fetch(`${base}${p}`, { method: 'POST', headers: { ...auth, ...extra }, body: JSON.stringify(body) });
+      const j = await r.json() as any;
+      if (!r.ok) throw new Error(`${p}: ${r.status} ${JSON.stringify(j)}`);
+      return j;
+    };
+    const ours = async () => {
+      const plan = await post('/run-plans', { capability_ref: 'platform/microbial-growth@1.0.0', inputs: {}, compute_profile_id: PROFILE, max_runtime_seconds: 60 });
+      const run = await post('/runs', { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, { 'Idempotency-Key': crypto.randomUUID() });
+      for (;;) {
+        const r = await (await fetch(`${base}/runs/${run.id}`, { headers: auth })).json() as any;
+        if (r.status === 'completed') return;
+        if (['failed', 'cancelled', 'timed_out'].includes(r.status)) throw new Error(`run ${run.id} ${r.status}: ${JSON.stringify(r.error)}`);
+        await new Promise((res) => setTimeout(res, POLL_MS));
+      }
+    };
+    const bare = async () => {
+      await client.workflow.execute('bareWorkflow', { taskQueue: 'bench-bare', workflowId: `bare-${crypto.randomUUID()}` });
+    };
+    // Warm both paths, then measure them one after the other.
+    await pool(20, 4, ours);
+    await pool(20, 4, bare);
+    const o = await pool(N, C, ours);
+    const b = await pool(N, C, bare);
+    const row = (name: string, r: { latencies: number[]; seconds: number }) =>
+      console.log(`${name.padEnd(9)} ${(N / r.seconds).toFixed(1).padStart(7)} runs/s   median ${median(r.latencies).toFixed(0).padStart(5)} ms   p95 ${p95(r.latencies).toFixed(0).padStart(5)} ms`);
+    console.log(`${N} runs, ${C} at a time`);
+    row('ours', o);
+    row('baseline', b);
+    console.log(`latency ratio (ours/baseline median): ${(median(o.latencies) / median(b.latencies)).toFixed(2)}  goal <= 1.5; ours sustained ${(N / o.seconds).toFixed(1)} runs/s, goal >= 50`);
+  } finally {
+    for (const w of workers) w.shutdown();
+    await stack?.stop();
+    log.end();
+    await rm(dir, { recursive: true, force: true });
+    process.exit(process.exitCode ?? 0);
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});
