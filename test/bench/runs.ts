@@ -58,6 +58,7 @@ async function main(): Promise<void> {
   const log = createWriteStream(path.join(dir, 'stack.log'));
   let stack: Stack | undefined;
   const workers: Worker[] = [];
+  const running: Promise<void>[] = [];
   try {
     const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
     stack = await startStack({
@@ -75,7 +76,7 @@ async function main(): Promise<void> {
       connection: native, taskQueue: 'bench-bare', workflowsPath: fileURLToPath(new URL('./bareWorkflow.ts', import.meta.url)),
       activities: { async step(n: number) { return n; } }, maxConcurrentActivityTaskExecutions: 200,
     }));
-    const running = workers.map((w) => w.run());
+    running.push(...workers.map((w) => w.run()));
     const client = new Client({ connection: await Connection.connect({ address: stack.info.temporal_address }) });
 
     const base = stack.info.base_url.replace('//localhost:', '//127.0.0.1:');
@@ -112,6 +113,7 @@ async function main(): Promise<void> {
     console.log(`latency ratio (ours/baseline median): ${(median(o.latencies) / median(b.latencies)).toFixed(2)}  goal <= 1.5; ours sustained ${(N / o.seconds).toFixed(1)} runs/s, goal >= 50`);
   } finally {
     for (const w of workers) w.shutdown();
+    await Promise.allSettled(running);
     await stack?.stop();
     log.end();
     await rm(dir, { recursive: true, force: true });
