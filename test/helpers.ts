@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import getPort from 'get-port';
 import { createDb, type Db } from '../storage/db/knex.ts';
@@ -139,4 +140,55 @@ export async function spawnWorker(env: Record<string, string> = {}): Promise<{ p
       await done;
     },
   };
+}
+
+export const TERMINAL_RUN = ['completed', 'failed', 'cancelled', 'timed_out'];
+
+/** Polls GET /runs/{id} until `done` (default: a terminal status); fails after `ms`. */
+export async function waitForRun(key: string, runId: string, ms = 60000, done: (r: any) => boolean = (r) => TERMINAL_RUN.includes(r.status)): Promise<any> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const r = await call('GET', `/runs/${runId}`, { key });
+    if (r.status !== 200) throw new Error(`GET /runs/${runId}: ${r.status} ${r.text}`);
+    if (done(r.body)) return r.body;
+    if (Date.now() > deadline) throw new Error(`run ${runId} stayed ${r.body.status}`);
+    await new Promise((res) => setTimeout(res, 200));
+  }
+}
+
+/** The driver's process id, from the run's events (the execution activity reports it). */
+export async function driverPid(key: string, runId: string, ms = 30000): Promise<number> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const ev = await call('GET', `/runs/${runId}/events?limit=1000`, { key });
+    const pid = ev.body?.items?.find((e: any) => e.data.pid)?.data.pid;
+    if (pid) return pid as number;
+    if (Date.now() > deadline) throw new Error(`run ${runId} reported no driver pid`);
+    await new Promise((res) => setTimeout(res, 200));
+  }
+}
+
+/** True while a process exists and is not a zombie (an exited child nobody reaped yet). */
+export function processAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** True while any live (non-zombie) process remains in a process group. */
+export function groupAlive(pgid: number): boolean {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[2]) === pgid && fields[0] !== 'Z') return true;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return false;
 }

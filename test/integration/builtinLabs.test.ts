@@ -1,6 +1,6 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, closeTestDb, newAccount } from '../helpers.ts';
+import { call, closeTestDb, newAccount, waitForRun } from '../helpers.ts';
 
 after(closeTestDb);
 const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
@@ -19,12 +19,7 @@ async function runBothWays(name: string, inputs: Record<string, unknown>, extra:
   const results: any[] = [];
   for (const started of [viaPlan, direct]) {
     assert.equal(started.status, 200, started.text);
-    const deadline = Date.now() + 120000;
-    let run: any;
-    do {
-      await new Promise((r) => setTimeout(r, 250));
-      run = (await call('GET', `/runs/${started.body.id}`, { key })).body;
-    } while (!['completed', 'failed', 'cancelled', 'timed_out'].includes(run.status) && Date.now() < deadline);
+    const run = await waitForRun(key, started.body.id, 120000);
     assert.equal(run.status, 'completed', `${name}: ${JSON.stringify(run.error)}`);
     const res = await call('GET', `/runs/${run.id}/results`, { key });
     results.push(res.body);

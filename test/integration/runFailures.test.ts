@@ -1,7 +1,7 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { call, errorOf, closeTestDb, newAccount, testDb, testObjects, spawnWorker } from '../helpers.ts';
+import { call, errorOf, closeTestDb, newAccount, testDb, testObjects, spawnWorker, waitForRun, driverPid, processAlive } from '../helpers.ts';
 import { publishLab } from '../../deploy/local/builtinLabs.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { getBalances } from '../../storage/ledger.ts';
@@ -9,16 +9,6 @@ import { getBalances } from '../../storage/ledger.ts';
 after(closeTestDb);
 const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
 
-async function waitFor(key: string, runId: string, done: (r: any) => boolean, ms: number): Promise<any> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const r = await call('GET', `/runs/${runId}`, { key });
-    if (done(r.body)) return r.body;
-    if (Date.now() > deadline) assert.fail(`run ${runId} stayed ${r.body.status}`);
-    await new Promise((res) => setTimeout(res, 250));
-  }
-}
-const terminal = (r: any) => ['completed', 'failed', 'cancelled', 'timed_out'].includes(r.status);
 
 // Profiles of this test only, so other tests' workers and runs are unaffected.
 const PROFILES = [
@@ -49,7 +39,7 @@ test('a profile with no worker fails with capacity_unavailable after its schedul
   const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: 'platform/microbial-growth@1.0.0', compute_profile: 'test-gpu-none', max_runtime_seconds: 60 } });
   assert.equal(res.status, 200, res.text);
   assert.equal(res.body.credits_reserved, 0.06);
-  const run = await waitFor(owner.key, res.body.id, terminal, 30000);
+  const run = await waitForRun(owner.key, res.body.id, 30000);
   assert.equal(run.status, 'failed');
   assert.equal(run.error.code, 'capacity_unavailable');
   assert.equal(run.credits_settled, 0);
@@ -62,21 +52,15 @@ test('kill -9 of the worker mid-run, then a restart: the run reaches a correct t
   try {
     const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: slowRef, compute_profile: 'test-killable', inputs: { seconds_per_window: 0.2, busy_seconds: 4 }, max_runtime_seconds: 300 } });
     assert.equal(res.status, 200, res.text);
-    let pid = 0;
-    for (let i = 0; i < 150 && !pid; i++) {
-      const ev = await call('GET', `/runs/${res.body.id}/events?limit=1000`, { key: owner.key });
-      pid = ev.body.items.find((e: any) => e.data.pid)?.data.pid ?? 0;
-      if (!pid) await new Promise((r) => setTimeout(r, 200));
-    }
-    assert.ok(pid > 0, 'the driver started on the test worker');
+    const pid = await driverPid(owner.key, res.body.id);
     await new Promise((r) => setTimeout(r, 1000));
     worker.proc.kill('SIGKILL');
-    const alive = () => { try { process.kill(pid, 0); return true; } catch { return false; } };
+    const alive = () => processAlive(pid);
     const t0 = Date.now();
     while (alive() && Date.now() - t0 < 10000) await new Promise((r) => setTimeout(r, 100));
     assert.ok(!alive(), 'the orphaned driver stopped with its worker');
     worker = await spawnWorker({ SILICO_COMPUTE_PROFILES: 'test-killable' });
-    const run = await waitFor(owner.key, res.body.id, terminal, 120000);
+    const run = await waitForRun(owner.key, res.body.id, 120000);
     assert.equal(run.status, 'completed', JSON.stringify(run.error));
     assert.deepEqual((await ledgerOf(run.id)).map((t) => t.kind), ['reserve', 'settle'], 'reserved and settled exactly once');
     const b = await getBalances(testDb(), owner.account.id);
@@ -93,7 +77,7 @@ test('cancelling a queued run ends it cancelled with nothing charged', async () 
   const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: 'platform/microbial-growth@1.0.0', compute_profile: 'test-gpu-none', max_runtime_seconds: 60 } });
   const cancel = await call('POST', `/runs/${res.body.id}/cancel`, { key: owner.key });
   assert.equal(cancel.status, 200);
-  const run = await waitFor(owner.key, res.body.id, terminal, 20000);
+  const run = await waitForRun(owner.key, res.body.id, 20000);
   assert.ok(['cancelled'].includes(run.status), run.status);
   assert.equal(run.credits_settled, 0);
   assert.equal(errorOf(await call('GET', `/runs/${crypto.randomUUID()}/results`, { key: owner.key })).code, 'run_not_found');

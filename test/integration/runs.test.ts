@@ -1,7 +1,7 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { call, errorOf, closeTestDb, newAccount, testDb, testObjects, type Res } from '../helpers.ts';
+import { call, errorOf, closeTestDb, newAccount, testDb, testObjects, waitForRun, driverPid, groupAlive, type Res } from '../helpers.ts';
 import { publishLab } from '../../deploy/local/builtinLabs.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { sha256Hex, digestJson } from '../../storage/digest.ts';
@@ -13,17 +13,6 @@ const RUN_FIELDS = ['artifact_count', 'compute_profile', 'created_at', 'credits_
 const ENVELOPE = ['links', 'next_actions', 'request_id', 'schema_version', 'warnings'];
 const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
 
-async function waitFor(key: string, runId: string, done: (r: any) => boolean, ms = 60000): Promise<any> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const r = await call('GET', `/runs/${runId}`, { key });
-    assert.equal(r.status, 200, r.text);
-    if (done(r.body)) return r.body;
-    if (Date.now() > deadline) assert.fail(`run ${runId} stayed ${r.body.status}`);
-    await new Promise((res) => setTimeout(res, 200));
-  }
-}
-const terminal = (r: any) => ['completed', 'failed', 'cancelled', 'timed_out'].includes(r.status);
 
 function plan(key: string, body: Record<string, unknown>): Promise<Res> {
   return call('POST', '/run-plans', { key, body: { capability_ref: 'platform/microbial-growth@1.0.0', ...body } });
@@ -58,7 +47,7 @@ test('a plan, approved by its digest, runs microbial-growth to its known answer 
   assert.deepEqual(Object.keys(res.body).sort(), [...RUN_FIELDS, ...ENVELOPE].sort());
   assert.equal(res.body.kind, 'hub');
   assert.equal(res.body.credits_reserved, 0.0012);
-  const run = await waitFor(owner.key, res.body.id, terminal);
+  const run = await waitForRun(owner.key, res.body.id);
   assert.equal(run.status, 'completed', JSON.stringify(run.error));
   assert.equal(run.progress, 1);
   assert.ok(run.credits_settled > 0 && run.credits_settled <= run.credits_reserved);
@@ -99,7 +88,7 @@ test('the direct form (ref without a version) prepares and executes in one step'
   assert.equal(res.status, 200, res.text);
   assert.equal(res.body.resolved_ref, 'platform/microbial-growth@1.0.0');
   assert.equal(res.body.plan_id, null);
-  const run = await waitFor(owner.key, res.body.id, terminal);
+  const run = await waitForRun(owner.key, res.body.id);
   assert.equal(run.status, 'completed');
   const listed = await call('GET', '/runs?metadata[study]=direct&status=completed', { key: owner.key });
   assert.deepEqual(listed.body.items.map((r: any) => r.id), [run.id]);
@@ -139,7 +128,7 @@ test('plan errors: unknown inputs, digest mismatch, blocked, expired, consumed',
   assert.equal(errorOf(again).details.result_ref, `run:${first.body.id}`);
   const foreign = await call('POST', '/runs', { key: (await newAccount()).key, headers: idem(), body: { plan_id: ok.body.plan_id, plan_sha256: ok.body.plan_sha256 } });
   assert.equal(errorOf(foreign).code, 'plan_not_found');
-  await waitFor(owner.key, first.body.id, terminal);
+  await waitForRun(owner.key, first.body.id);
 });
 
 test('POST /runs: 20 concurrent requests with one key and body make one run; another body is a conflict', async () => {
@@ -155,7 +144,7 @@ test('POST /runs: 20 concurrent requests with one key and body make one run; ano
   assert.equal(runs.length, 1, 'exactly one run');
   const conflict = await call('POST', '/runs', { key: a.key, headers, body: { ...body, inputs: { growth_rate: 1 } } });
   assert.equal(errorOf(conflict).code, 'idempotency_conflict');
-  await waitFor(a.key, ok[0]!.body.id, terminal);
+  await waitForRun(a.key, ok[0]!.body.id);
 });
 
 test('402 insufficient_credits when the balance is below the maximum; nothing is reserved', async () => {
@@ -174,22 +163,16 @@ test('402 insufficient_credits when the balance is below the maximum; nothing is
 test('cancel while running: the process group is gone within 3 s, only elapsed compute is charged; cancelling again changes nothing', async () => {
   const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: slowRef, inputs: { seconds_per_window: 0.5 }, max_runtime_seconds: 600 } });
   assert.equal(res.status, 200, res.text);
-  let pid = 0;
-  for (let i = 0; i < 100 && !pid; i++) {
-    const ev = await call('GET', `/runs/${res.body.id}/events?limit=1000`, { key: owner.key });
-    pid = ev.body.items.find((e: any) => e.data.pid)?.data.pid ?? 0;
-    if (!pid) await new Promise((r) => setTimeout(r, 200));
-  }
-  assert.ok(pid > 0, 'driver pid reported');
+  const pid = await driverPid(owner.key, res.body.id);
   await new Promise((r) => setTimeout(r, 1500));
   const t0 = Date.now();
   const cancel = await call('POST', `/runs/${res.body.id}/cancel`, { key: owner.key });
   assert.equal(cancel.status, 200);
   assert.ok(['cancelling', 'cancelled'].includes(cancel.body.status));
-  const alive = () => { try { process.kill(-pid, 0); return true; } catch { return false; } };
+  const alive = () => groupAlive(pid);
   while (alive() && Date.now() - t0 < 10000) await new Promise((r) => setTimeout(r, 50));
   assert.ok(Date.now() - t0 <= 3000, `process group gone after ${Date.now() - t0} ms`);
-  const run = await waitFor(owner.key, res.body.id, terminal, 20000);
+  const run = await waitForRun(owner.key, res.body.id, 20000);
   assert.equal(run.status, 'cancelled');
   const elapsed = (new Date(run.finished_at).getTime() - new Date(run.started_at).getTime()) / 1000;
   assert.ok(run.credits_settled <= Math.ceil(elapsed * 10 + 1) / 1e6, `charged ${run.credits_settled} for ${elapsed}s`);
@@ -201,7 +184,7 @@ test('cancel while running: the process group is gone within 3 s, only elapsed c
 
 test('server-sent events resume after Last-Event-ID with exactly the missed events, and close after the terminal one', async () => {
   const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: 'platform/microbial-growth@1.0.0', inputs: {}, max_runtime_seconds: 60 } });
-  await waitFor(owner.key, res.body.id, terminal);
+  await waitForRun(owner.key, res.body.id);
   const all = (await call('GET', `/runs/${res.body.id}/events?limit=1000`, { key: owner.key })).body.items;
   const sse = await fetch(`${process.env.SILICO_TEST_BASE_URL}/runs/${res.body.id}/events`, { headers: { Authorization: `Bearer ${owner.key}`, Accept: 'text/event-stream', 'Last-Event-ID': '3' } });
   assert.match(sse.headers.get('content-type')!, /text\/event-stream/);
@@ -219,7 +202,7 @@ test("another account's run is answered exactly like a missing one", async () =>
   assert.equal(errorOf(foreign).code, 'run_not_found');
   const strip = (t: string) => t.replace(/[0-9a-f-]{36}/g, 'ID');
   assert.equal(strip(foreign.text), strip(missing.text));
-  await waitFor(owner.key, res.body.id, terminal);
+  await waitForRun(owner.key, res.body.id);
 });
 
 test('a lab whose dependencies the runtime cannot satisfy is refused at plan time', async () => {
