@@ -4,6 +4,7 @@ import * as authChangeNotify from './002_auth_change_notify.ts';
 import * as unloggedRateLimits from './003_unlogged_rate_limits.ts';
 import * as runs from './004_runs.ts';
 import * as releaseRuntimeProblems from './005_release_runtime_problems.ts';
+import * as workspaces from './006_workspaces.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
@@ -15,6 +16,7 @@ const migrations: Record<string, Migration> = {
   '003_unlogged_rate_limits': unloggedRateLimits,
   '004_runs': runs,
   '005_release_runtime_problems': releaseRuntimeProblems,
+  '006_workspaces': workspaces,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,64 @@
+import YAML from 'yaml';
+import type { Finding } from '../../storage/db/plans.ts';
+import { labManifestProblems } from '../schemas/labManifest.ts';
+
+const ALIAS = /^[a-z][a-z0-9_]{0,62}$/;
+
+interface Manifest {
+  title?: string;
+  package?: string;
+  models?: Array<{ alias?: unknown }>;
+  children?: Array<{ alias?: unknown }>;
+  wiring?: Array<{ from?: unknown; to?: unknown }>;
+  io?: { inputs?: Array<{ maps_to?: unknown }>; outputs?: Array<{ maps_to?: unknown }> };
+}
+
+function parse(text: string | undefined): { manifest?: Manifest; error?: string } {
+  if (text === undefined) return {};
+  try {
+    const v = YAML.parse(text);
+    return v && typeof v === 'object' ? { manifest: v as Manifest } : { error: 'lab.yaml is not a mapping' };
+  } catch (err) {
+    return { error: (err as Error).message.split('\n')[0] };
+  }
+}
+
+/**
+ * The naming findings of a proposed lab.yaml (the naming skill's rules): invalid or
+ * duplicate sibling aliases block; wiring or io `maps_to` naming an alias that does not
+ * exist blocks (so a rename must update them together); title and identity changes are
+ * advisory.
+ */
+export function namingFindings(before: string | undefined, after: string | undefined): Finding[] {
+  if (after === undefined) return before === undefined ? [] : [{ severity: 'blocking', code: 'manifest_missing', message: 'A lab needs a lab.yaml at its root.', path: 'lab.yaml' }];
+  const { manifest: m, error } = parse(after);
+  if (!m) return [{ severity: 'blocking', code: 'manifest_invalid', message: `lab.yaml does not parse: ${error}`, path: 'lab.yaml' }];
+  const findings: Finding[] = labManifestProblems(m).map((p) => ({ severity: 'blocking', code: 'manifest_invalid', message: `lab.yaml ${p}`, path: `lab.yaml#${p.split(':')[0]}` }));
+  const seen = new Map<string, string>();
+  for (const [group, list] of [['models', m.models ?? []], ['children', m.children ?? []]] as const) {
+    list.forEach((entry, i) => {
+      const at = `lab.yaml#/${group}/${i}/alias`;
+      const alias = entry?.alias;
+      if (typeof alias !== 'string' || !ALIAS.test(alias)) {
+        findings.push({ severity: 'blocking', code: 'alias_invalid', message: `Alias ${JSON.stringify(alias)} must match ${ALIAS.source}.`, path: at });
+      } else if (seen.has(alias)) {
+        findings.push({ severity: 'blocking', code: 'alias_duplicate', message: `Alias ${alias} is already used at ${seen.get(alias)}; sibling aliases are unique.`, path: at });
+      } else seen.set(alias, at);
+    });
+  }
+  const ref = (value: unknown, at: string) => {
+    const alias = typeof value === 'string' ? value.split('.')[0]! : '';
+    if (!seen.has(alias)) findings.push({ severity: 'blocking', code: 'alias_missing', message: `${JSON.stringify(value)} names no model or child lab; update wiring and io together with a rename.`, path: at });
+  };
+  (m.wiring ?? []).forEach((w, i) => {
+    ref(w?.from, `lab.yaml#/wiring/${i}/from`);
+    (Array.isArray(w?.to) ? w.to : [w?.to]).forEach((t, j) => ref(t, `lab.yaml#/wiring/${i}/to/${j}`));
+  });
+  for (const side of ['inputs', 'outputs'] as const) {
+    (m.io?.[side] ?? []).forEach((e, i) => ref(e?.maps_to, `lab.yaml#/io/${side}/${i}/maps_to`));
+  }
+  const old = parse(before).manifest;
+  if (old && old.title !== m.title) findings.push({ severity: 'info', code: 'title_changed', message: `Title changes from ${JSON.stringify(old.title)} to ${JSON.stringify(m.title)}.`, path: 'lab.yaml#/title' });
+  if (old && old.package !== m.package) findings.push({ severity: 'warning', code: 'identity_changed', message: `The package identity changes from ${JSON.stringify(old.package)} to ${JSON.stringify(m.package)}; releases are addressed by it.`, path: 'lab.yaml#/package' });
+  return findings;
+}

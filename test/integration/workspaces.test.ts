@@ -1,0 +1,142 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { call, errorOf, closeTestDb, newAccount } from '../helpers.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { digestJson, sha256Hex } from '../../storage/digest.ts';
+
+after(closeTestDb);
+
+const LAB = path.join(REPO_ROOT, 'labs/predator-prey');
+const read = (p: string) => readFileSync(path.join(LAB, p), 'utf8');
+/** Every file of the built-in lab, as a person authoring it from scratch would send them. */
+const labFiles = ['lab.yaml', ...readdirSync(path.join(LAB, 'models'), { recursive: true, withFileTypes: true })
+  .filter((d) => d.isFile() && !d.parentPath.includes('__pycache__'))
+  .map((d) => path.relative(LAB, path.join(d.parentPath, d.name)))];
+
+async function workspace(key: string, title = 'Predators and prey') {
+  const ws = await call('POST', '/workspaces', { key, body: { title } });
+  assert.equal(ws.status, 200, ws.text);
+  return ws.body;
+}
+const prepare = (key: string, wsId: string, base: string, operations: unknown[]) =>
+  call('POST', `/workspaces/${wsId}/change-plans`, { key, body: { base_revision_id: base, operations } });
+const apply = (key: string, plan: any) => call('POST', '/workspace-revisions', { key, body: { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 } });
+
+test('a workspace changes only through approved plans, each making an immutable revision', async () => {
+  const { key } = await newAccount();
+  const ws = await workspace(key);
+  assert.equal(ws.revision.number, 1);
+  assert.equal(ws.revision.file_count, 0);
+  const ok = await prepare(key, ws.workspace_id, ws.head_revision_id, labFiles.map((f) => ({ kind: 'file_put', path: f, content: read(f) })));
+  assert.equal(ok.status, 200, ok.text);
+  assert.equal(ok.body.plan_sha256, digestJson(ok.body.digest_input), 'the digest is recomputable');
+  assert.equal(ok.body.status, 'ready', JSON.stringify(ok.body.findings));
+  const notYet = await call('GET', `/workspaces/${ws.workspace_id}`, { key });
+  assert.equal(notYet.body.head_revision_id, ws.head_revision_id, 'preparing never changes the head');
+  const rev = await apply(key, ok.body);
+  assert.equal(rev.status, 200, rev.text);
+  assert.equal(rev.body.number, 2);
+  assert.equal(rev.body.tree_sha256, ok.body.tree_sha256);
+  const got = await call('GET', `/workspaces/${ws.workspace_id}`, { key });
+  assert.equal(got.body.head_revision_id, rev.body.revision_id);
+  const yaml = got.body.revision.files.find((f: any) => f.path === 'lab.yaml');
+  assert.equal(yaml.content, read('lab.yaml'));
+  assert.equal(yaml.sha256, sha256Hex(read('lab.yaml')));
+  assert.equal(got.body.warnings[0].code, 'untrusted_content');
+  const first = await call('GET', `/workspaces/${ws.workspace_id}?revision_id=${ws.head_revision_id}`, { key });
+  assert.equal(first.body.revision.file_count, 0, 'revision 1 is unchanged');
+  const again = await apply(key, ok.body);
+  assert.equal(errorOf(again).code, 'plan_unavailable');
+});
+
+test('two plans on the same base: the first apply wins, the second is 409 plan_unavailable, nothing half-applied', async () => {
+  const { key } = await newAccount();
+  const ws = await workspace(key);
+  const a = await prepare(key, ws.workspace_id, ws.head_revision_id, [{ kind: 'file_put', path: 'notes/a.md', content: 'a' }]);
+  const b = await prepare(key, ws.workspace_id, ws.head_revision_id, [{ kind: 'file_put', path: 'notes/b.md', content: 'b' }]);
+  const [ra, rb] = await Promise.all([apply(key, a.body), apply(key, b.body)]);
+  const won = [ra, rb].filter((r) => r.status === 200);
+  const lost = [ra, rb].filter((r) => r.status !== 200);
+  assert.equal(won.length, 1);
+  assert.equal(errorOf(lost[0]!).code, 'plan_unavailable');
+  const got = await call('GET', `/workspaces/${ws.workspace_id}`, { key });
+  assert.equal(got.body.revision.number, 2);
+  assert.equal(got.body.revision.file_count, 1);
+});
+
+test('naming: duplicate and invalid aliases block; a full rename passes; a rename leaving wiring behind blocks; title changes are advisory', async () => {
+  const { key } = await newAccount();
+  const ws = await workspace(key);
+  const base = `schema_version: "2.0"\ntitle: Two\nmodels:\n  - { alias: prey, path: models/a }\n  - { alias: predator, path: models/b }\nwiring:\n  - { from: prey.x, to: [predator.x] }\nruntime: { duration: 1, communication_step: 1 }\nio:\n  outputs:\n    - { name: x, maps_to: prey.x }\n`;
+  const first = await prepare(key, ws.workspace_id, ws.head_revision_id, [{ kind: 'file_put', path: 'lab.yaml', content: base }]);
+  assert.equal(first.body.status, 'ready', JSON.stringify(first.body.findings));
+  const head = (await apply(key, first.body)).body.revision_id;
+  const codes = async (yaml: string) => (await prepare(key, ws.workspace_id, head, [{ kind: 'file_put', path: 'lab.yaml', content: yaml }])).body.findings.map((f: any) => `${f.severity}:${f.code}`);
+  assert.ok((await codes(base.replace('alias: predator', 'alias: prey'))).includes('blocking:alias_duplicate'));
+  assert.ok((await codes(base.replace('alias: predator', 'alias: Predator-1'))).includes('blocking:alias_invalid'));
+  assert.deepEqual(await codes(base.replaceAll('prey', 'rabbit')), [], 'alias, wiring and io renamed together');
+  assert.ok((await codes(base.replace('alias: prey', 'alias: rabbit'))).includes('blocking:alias_missing'));
+  assert.deepEqual(await codes(base.replace('title: Two', 'title: Three')), ['info:title_changed']);
+});
+
+test('paths and content are refused with precise codes', async () => {
+  const { key } = await newAccount();
+  const ws = await workspace(key);
+  const bad: Array<[unknown, string, string]> = [
+    [{ kind: 'file_put', path: '../etc/passwd', content: 'x' }, 'path_traversal', 'operations[0].path'],
+    [{ kind: 'file_put', path: '/abs.txt', content: 'x' }, 'path_absolute', 'operations[0].path'],
+    [{ kind: 'file_put', path: 'a//b.txt', content: 'x' }, 'path_invalid', 'operations[0].path'],
+    [{ kind: 'file_put', path: `${'é'.repeat(130)}.txt`, content: 'x' }, 'path_too_long', 'operations[0].path'],
+    [{ kind: 'file_put', path: 'bin.dat', content: 'ok\ud800' }, 'content_not_utf8', 'operations[0].content'],
+    [{ kind: 'file_put', path: 'bin.dat', content_base64: 'not base64!' }, 'content_base64_invalid', 'operations[0].content_base64'],
+    [{ kind: 'file_put', path: 'x.txt', content: 'a', content_base64: 'YQ==' }, 'parameter_invalid_combination', 'operations[0].content'],
+    [{ kind: 'file_delete', path: 'missing.txt' }, 'path_not_found', 'operations[0].path'],
+    [{ kind: 'file_move', path: 'missing.txt', to: 'x.txt' }, 'path_not_found', 'operations[0].path'],
+  ];
+  for (const [op, code, param] of bad) {
+    const r = await prepare(key, ws.workspace_id, ws.head_revision_id, [op]);
+    assert.equal(r.status, 422, `${code}: ${r.text}`);
+    assert.equal(errorOf(r).code, code);
+    assert.equal(errorOf(r).param, param);
+  }
+});
+
+test('a tree over 64 MiB is refused with tree_too_large; the revisions before it stand', { timeout: 300_000 }, async () => {
+  const { key } = await newAccount();
+  const ws = await workspace(key);
+  const chunk = 'x'.repeat(700_000);
+  let head = ws.head_revision_id;
+  let refused: any;
+  for (let i = 0; i < 120 && !refused; i++) {
+    const p = await prepare(key, ws.workspace_id, head, [{ kind: 'file_put', path: `data/${i}.txt`, content: chunk }]);
+    if (p.status !== 200) {
+      refused = { i, res: p };
+      break;
+    }
+    head = (await apply(key, p.body)).body.revision_id;
+  }
+  assert.ok(refused, 'the tree bound was reached');
+  assert.equal(refused.i, Math.floor((64 * 1024 * 1024) / 700_000), 'refused exactly when the total passes 64 MiB');
+  assert.equal(errorOf(refused.res).code, 'tree_too_large');
+  const got = await call('GET', `/workspaces/${ws.workspace_id}`, { key });
+  assert.equal(got.body.head_revision_id, head);
+  assert.equal(got.body.revision.file_count, refused.i);
+  assert.ok(got.body.revision.files.every((f: any) => f.truncated && f.content.length === 64 * 1024), 'reads are bounded to 64 KiB per file');
+});
+
+test("another account's workspace is answered exactly like a missing one", async () => {
+  const a = await newAccount();
+  const b = await newAccount();
+  const ws = await workspace(a.key);
+  const foreign = await call('GET', `/workspaces/${ws.workspace_id}`, { key: b.key });
+  const missing = await call('GET', `/workspaces/${crypto.randomUUID()}`, { key: b.key });
+  assert.equal(errorOf(foreign).code, 'workspace_not_found');
+  const strip = (t: string) => t.replace(/[0-9a-f-]{36}/g, 'ID');
+  assert.equal(strip(foreign.text), strip(missing.text));
+  const list = await call('GET', '/workspaces', { key: b.key });
+  assert.deepEqual(list.body.items, []);
+  const mine = await call('GET', '/workspaces?query=predators', { key: a.key });
+  assert.deepEqual(mine.body.items.map((w: any) => w.workspace_id), [ws.workspace_id]);
+});
