@@ -1,5 +1,6 @@
 """Packs a lab folder with the runtime's own packer and prints its identity as JSON:
-{"archive": path, "package_sha256": "<logical hash hex>", "runtime_problems": [...]}.
+{"archive": path, "package_sha256": "<logical hash hex>", "runtime_problems": [...],
+"files": [{"path", "sha256"}, ...]}.
 
 `runtime_problems` lists what this runtime environment (the one every worker runs labs
 in) cannot satisfy: a different `runtime.python_version`, or model dependencies that are
@@ -40,4 +41,7 @@ def runtime_problems(lab_dir: Path) -> list:
     return problems
 
 
-print(json.dumps({"archive": str(archive), "package_sha256": meta["sha256"], "runtime_problems": runtime_problems(lab)}))
+# Every entry with its sha256, as the archive's own integrity list records it.
+sums = zipfile.ZipFile(archive).read("integrity/sha256sums.txt").decode().splitlines()
+files = [{"path": name, "sha256": digest} for digest, name in (line.split("  ", 1) for line in sums if line.strip())]
+print(json.dumps({"archive": str(archive), "package_sha256": meta["sha256"], "runtime_problems": runtime_problems(lab), "files": files}))

@@ -40,7 +40,7 @@ export async function publishLab(
   const tmp = await mkdtemp(path.join(tmpdir(), 'silico-pack-'));
   try {
     const { stdout } = await run(python, [PACK, lab.dir, path.join(tmp, `${lab.name}.bsilab`), `${lab.namespace}/${lab.name}`, lab.version]);
-    const packed = JSON.parse(stdout.trim().split('\n').pop()!) as { archive: string; package_sha256: string; runtime_problems: string[] };
+    const packed = JSON.parse(stdout.trim().split('\n').pop()!) as { archive: string; package_sha256: string; runtime_problems: string[]; files: Array<{ path: string; sha256: string }> };
     const archiveSha = await objects.putBlob(await readFile(packed.archive), 'application/zip');
     const manifest = YAML.parse(await readFile(path.join(lab.dir, 'lab.yaml'), 'utf8'));
     const problems = labManifestProblems(manifest);
@@ -49,7 +49,10 @@ export async function publishLab(
       account_id: lab.accountId, namespace: lab.namespace, name: lab.name, version: lab.version,
       title: manifest.title ?? lab.name, description: manifest.description ?? '', manifest, ...contractOf(manifest),
       package_sha256: packed.package_sha256, archive_key: blobKey(archiveSha), visibility: lab.visibility, tags: manifest.tags ?? [],
-      runtime_problems: packed.runtime_problems,
+      runtime_problems: packed.runtime_problems, files: packed.files,
+      intended_use: manifest.intended_use ?? null, compute_class: manifest.compute_class ?? 'cpu',
+      // A release whose declared smoke inputs run is smoke-tested; the built-ins are checked by their own tests.
+      qualification_state: 'unqualified',
     });
   } finally {
     await rm(tmp, { recursive: true, force: true });

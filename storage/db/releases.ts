@@ -24,11 +24,15 @@ export interface ReleaseRow {
   tags: string[];
   /** What the lab runtime cannot satisfy (Python version, dependencies); empty when runnable. */
   runtime_problems: string[];
+  files: Array<{ path: string; sha256: string }>;
+  intended_use: string | null;
+  compute_class: string;
+  qualification_state: string;
   created_at: Date;
 }
 
-export type NewRelease = Omit<ReleaseRow, 'id' | 'created_at' | 'tags' | 'archive_key' | 'description' | 'package_type' | 'runtime_problems'> &
-  Partial<Pick<ReleaseRow, 'tags' | 'archive_key' | 'description' | 'package_type' | 'runtime_problems'>>;
+export type NewRelease = Omit<ReleaseRow, 'id' | 'created_at' | 'tags' | 'archive_key' | 'description' | 'package_type' | 'runtime_problems' | 'files' | 'intended_use' | 'compute_class' | 'qualification_state'> &
+  Partial<Pick<ReleaseRow, 'tags' | 'archive_key' | 'description' | 'package_type' | 'runtime_problems' | 'files' | 'intended_use' | 'compute_class' | 'qualification_state'>>;
 
 /** Records an immutable release; publishing the same coordinates twice is refused. */
 export async function insertRelease(db: Db, r: NewRelease): Promise<ReleaseRow> {
@@ -36,7 +40,7 @@ export async function insertRelease(db: Db, r: NewRelease): Promise<ReleaseRow> 
     .insert({
       id: newId('rel'), ...r,
       manifest: JSON.stringify(r.manifest), inputs: JSON.stringify(r.inputs), outputs: JSON.stringify(r.outputs),
-      runtime_problems: JSON.stringify(r.runtime_problems ?? []),
+      runtime_problems: JSON.stringify(r.runtime_problems ?? []), files: JSON.stringify(r.files ?? []),
     })
     .returning('*');
   return row as ReleaseRow;

@@ -5,6 +5,7 @@ import * as unloggedRateLimits from './003_unlogged_rate_limits.ts';
 import * as runs from './004_runs.ts';
 import * as releaseRuntimeProblems from './005_release_runtime_problems.ts';
 import * as workspaces from './006_workspaces.ts';
+import * as releaseFiles from './007_release_files.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
@@ -17,6 +18,7 @@ const migrations: Record<string, Migration> = {
   '004_runs': runs,
   '005_release_runtime_problems': releaseRuntimeProblems,
   '006_workspaces': workspaces,
+  '007_release_files': releaseFiles,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

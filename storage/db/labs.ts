@@ -1,0 +1,45 @@
+import type { Db } from './knex.ts';
+import { keysetPage, type KeysetPage } from './pagination.ts';
+
+export interface LabRow {
+  id: string; account_id: string; name: string; title: string; description: string;
+  visibility: 'private' | 'team' | 'public'; content_settings: Record<string, unknown>; created_at: Date; updated_at: Date;
+}
+
+export async function getLab(db: Db, id: string, accountId: string): Promise<LabRow | undefined> {
+  return db('labs').where({ id, account_id: accountId }).first();
+}
+
+/** Owned labs, most recently changed first, filtered by title/name text and visibility. */
+export async function listLabs(db: Db, accountId: string, f: { query?: string | null; visibility?: string | null; limit: number; after?: Array<string | number> | null }): Promise<KeysetPage<LabRow>> {
+  const expr = `to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')`;
+  const q = db('labs').where({ account_id: accountId }).select('*', db.raw(`${expr} as sort_at`));
+  if (f.query) {
+    const like = `%${f.query.replace(/[%_\\]/g, '\\$&')}%`;
+    q.andWhere((w) => w.where('title', 'ilike', like).orWhere('name', 'ilike', like));
+  }
+  if (f.visibility) q.andWhere({ visibility: f.visibility });
+  return keysetPage<LabRow>(q, { columns: ['sort_at', 'id'], direction: 'desc', limit: f.limit, after: f.after, sortExpr: { sort_at: expr } });
+}
+
+/** Exact release references of a lab (`<namespace>/<name>@<version>`), oldest first. */
+export async function labReleases(db: Db, accountId: string, name: string): Promise<Array<{ ref: string; package_sha256: string; visibility: string }>> {
+  const rows = await db('releases').where({ account_id: accountId, name }).orderBy('id').select('namespace', 'name', 'version', 'package_sha256', 'visibility');
+  return rows.map((r) => ({ ref: `${r.namespace}/${r.name}@${r.version}`, package_sha256: `sha256:${r.package_sha256}`, visibility: r.visibility }));
+}
+
+export async function updateLab(db: Db, id: string, patch: Partial<Pick<LabRow, 'title' | 'description' | 'content_settings'>>): Promise<void> {
+  const row: Record<string, unknown> = { updated_at: db.fn.now() };
+  if (patch.title !== undefined) row.title = patch.title;
+  if (patch.description !== undefined) row.description = patch.description;
+  if (patch.content_settings !== undefined) row.content_settings = JSON.stringify(patch.content_settings);
+  await db('labs').where({ id }).update(row);
+}
+
+/** Re-scopes a lab and its releases in one transaction; nothing is deleted or re-released. */
+export async function setLabVisibility(db: Db, lab: LabRow, visibility: LabRow['visibility']): Promise<void> {
+  await db.transaction(async (trx) => {
+    await trx('labs').where({ id: lab.id }).update({ visibility, updated_at: trx.fn.now() });
+    await trx('releases').where({ account_id: lab.account_id, name: lab.name }).update({ visibility });
+  });
+}

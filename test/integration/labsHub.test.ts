@@ -1,0 +1,74 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { call, errorOf, closeTestDb, newAccount, testDb } from '../helpers.ts';
+import { insertRelease } from '../../storage/db/releases.ts';
+import { sha256Hex } from '../../storage/digest.ts';
+
+after(closeTestDb);
+
+test('GET /labs lists owned labs with their workspaces; PATCH and PUT visibility change them, nothing else', async () => {
+  const a = await newAccount();
+  const b = await newAccount();
+  const ws = (await call('POST', '/workspaces', { key: a.key, body: { title: 'Cell cycle oscillator' } })).body;
+  const list = await call('GET', '/labs', { key: a.key });
+  assert.equal(list.status, 200);
+  const lab = list.body.items[0];
+  assert.equal(lab.lab_id, ws.lab_id);
+  assert.equal(lab.name, 'cell-cycle-oscillator');
+  assert.deepEqual(lab.workspace_ids, [ws.workspace_id]);
+  assert.deepEqual(lab.releases, []);
+  assert.equal(lab.visibility, 'private');
+  const patched = await call('PATCH', `/labs/${lab.lab_id}`, { key: a.key, body: { title: 'Cell cycle', description: 'Goldbeter model' } });
+  assert.equal(patched.status, 200, patched.text);
+  assert.equal(patched.body.title, 'Cell cycle');
+  assert.equal(patched.body.name, 'cell-cycle-oscillator', 'the stable name does not change with the title');
+  const vis = await call('PUT', `/labs/${lab.lab_id}/visibility`, { key: a.key, body: { visibility: 'public' } });
+  assert.equal(vis.body.visibility, 'public');
+  assert.equal(vis.body.warnings[0].code, 'hub_listing_unchanged');
+  assert.equal((await call('GET', '/labs?visibility=public&query=cycle', { key: a.key })).body.items.length, 1);
+  assert.equal((await call('GET', '/labs?visibility=private', { key: a.key })).body.items.length, 0);
+  const foreign = await call('PATCH', `/labs/${lab.lab_id}`, { key: b.key, body: { title: 'mine now' } });
+  assert.equal(errorOf(foreign).code, 'lab_not_found');
+  assert.deepEqual((await call('GET', '/labs', { key: b.key })).body.items, []);
+});
+
+test('GET /hub/search: full text and filters over visible releases; private ones of others are absent', async () => {
+  const found = await call('GET', '/hub/search?query=epidemic', {});
+  assert.equal(found.status, 200);
+  assert.equal(found.body.items[0].ref, 'platform/sir-epidemic@1.0.0');
+  const byTag = await call('GET', '/hub/search?tags=microbiology', {});
+  assert.deepEqual(byTag.body.items.map((i: any) => i.ref), ['platform/microbial-growth@1.0.0']);
+  const edu = await call('GET', '/hub/search?intended_use=education&compute_class=cpu&limit=100', {});
+  assert.ok(edu.body.items.length >= 1 && edu.body.items.every((i: any) => i.intended_use === 'education' && i.compute_class === 'cpu'));
+  const paged = await call('GET', '/hub/search?limit=2', {});
+  assert.equal(paged.body.items.length, 2);
+  assert.equal(paged.body.has_more, true);
+  const next = await call('GET', `/hub/search?limit=2&cursor=${encodeURIComponent(paged.body.next_cursor)}`, {});
+  assert.notDeepEqual(next.body.items.map((i: any) => i.ref), paged.body.items.map((i: any) => i.ref));
+
+  const a = await newAccount();
+  const b = await newAccount();
+  await insertRelease(testDb(), {
+    account_id: a.account.id, namespace: a.account.namespace, name: 'zebrafish-somite', version: '1.0.0', title: 'Zebrafish somite clock',
+    visibility: 'private', manifest: {}, inputs: [], outputs: [], package_sha256: sha256Hex('z'),
+  });
+  const mine = await call('GET', '/hub/search?query=zebrafish', { key: a.key });
+  assert.deepEqual(mine.body.items.map((i: any) => i.name), ['zebrafish-somite']);
+  const theirs = await call('GET', '/hub/search?query=zebrafish', { key: b.key });
+  assert.deepEqual(theirs.body.items, []);
+  const inspect = await call('GET', `/hub/releases/${encodeURIComponent(`${a.account.namespace}/zebrafish-somite@1.0.0`)}`, { key: b.key });
+  assert.equal(errorOf(inspect).code, 'release_not_found');
+});
+
+test('GET /hub/releases/{reference} inspects a release without executing it: contract, files with sha256, digest', async () => {
+  const res = await call('GET', `/hub/releases/${encodeURIComponent('platform/predator-prey@1.0.0')}`, {});
+  assert.equal(res.status, 200, res.text);
+  assert.equal(res.body.contract.ref, 'platform/predator-prey@1.0.0');
+  assert.match(res.body.package_sha256, /^sha256:[0-9a-f]{64}$/);
+  const labYaml = res.body.files.find((f: any) => f.path === 'payload/lab.yaml');
+  assert.match(labYaml.sha256, /^[0-9a-f]{64}$/);
+  assert.ok(res.body.files.some((f: any) => f.path.startsWith('payload/models/plot/')));
+  assert.equal(res.body.warnings[0].code, 'untrusted_metadata');
+  const bad = await call('GET', '/hub/releases/not-a-reference', {});
+  assert.equal(errorOf(bad).param, 'reference');
+});
