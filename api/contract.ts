@@ -1,6 +1,6 @@
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { makeAjv } from './validation.ts';
-import type { ReleaseRow } from '../storage/db/releases.ts';
+import type { ContractInput } from '../storage/db/releases.ts';
 import type { Finding } from '../storage/db/plans.ts';
 
 // value_type vocabulary of DECISIONS.md → the JSON Schema a value of it must satisfy.
@@ -22,7 +22,10 @@ const compiled = new WeakMap<object, ValidateFunction>();
 
 interface DeclaredInput { name: string; value_type?: string; required?: boolean; schema?: object }
 
-function declaredInputs(release: ReleaseRow): DeclaredInput[] {
+/** What inputs are checked against: the contract and the lab.yaml it came from. */
+export interface Contracted { inputs: ContractInput[]; manifest: Record<string, unknown> }
+
+function declaredInputs(release: Contracted): DeclaredInput[] {
   const io = (release.manifest as { io?: { inputs?: DeclaredInput[] } }).io;
   const extra = new Map((io?.inputs ?? []).map((i) => [i.name, i]));
   return release.inputs.map((i) => ({ ...extra.get(i.name), ...i }));
@@ -34,7 +37,7 @@ function declaredInputs(release: ReleaseRow): DeclaredInput[] {
  * `unknown_inputs`); missing required inputs and values that break their declared type
  * or schema are blocking findings.
  */
-export function checkInputs(release: ReleaseRow, inputs: Record<string, unknown>): { unknown: string[]; findings: Finding[] } {
+export function checkInputs(release: Contracted, inputs: Record<string, unknown>): { unknown: string[]; findings: Finding[] } {
   const declared = declaredInputs(release);
   const names = new Set(declared.map((d) => d.name));
   const unknown = Object.keys(inputs).filter((n) => !names.has(n)).sort();
@@ -57,4 +60,14 @@ export function checkInputs(release: ReleaseRow, inputs: Record<string, unknown>
     }
   }
   return { unknown, findings };
+}
+
+interface IoEntry { name: string; maps_to: string; value_type?: string; required?: boolean; public?: boolean }
+
+/** The service contract of a lab.yaml: inputs and outputs with their value types. */
+export function contractOf(manifest: { io?: { inputs?: IoEntry[]; outputs?: IoEntry[] } }) {
+  return {
+    inputs: (manifest.io?.inputs ?? []).map((i) => ({ name: i.name, value_type: i.value_type ?? 'object', required: i.required ?? false })),
+    outputs: (manifest.io?.outputs ?? []).map((o) => ({ name: o.name, value_type: o.value_type ?? 'object' })),
+  };
 }

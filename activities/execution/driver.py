@@ -9,7 +9,8 @@ and reports on stdout as JSON lines, one object per line:
   {"type": "result", "status": "completed" | "stopped", "cpu_seconds": 1.23}
   {"type": "error", "code": "...", "message": "..."}        (then a non-zero exit)
 
-Usage: python driver.py ARCHIVE WORKDIR < {"inputs": {...}, "seed": 1, "package_sha256": "<hex>"}
+Usage: python driver.py ARCHIVE|LAB_DIR WORKDIR < {"inputs": {...}, "seed": 1, "package_sha256": "<hex>"}
+(with a LAB_DIR, also "package": "<ns>/<name>" and "version"; the folder is packed first)
 SIGTERM asks the world to stop between windows; the run then ends as "stopped".
 """
 import json
@@ -104,6 +105,10 @@ def main():
     from biosimulant.pack import build_package, prepare_lab_package, unpack_package, validate_package
     from biosim.run_overrides import apply_run_overrides
 
+    if archive.is_dir():
+        # A managed run: a workspace revision's files, packed here by the runtime's packer.
+        archive = build_package(archive, output_path=workdir / "source.bsilab",
+                                package_name=request["package"], version=request["version"])
     checked = validate_package(archive)
     if not checked.valid:
         fail("package_invalid", "; ".join(checked.errors))

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import YAML from 'yaml';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { Context, CancelledFailure } from '@temporalio/activity';
 import type { Db } from '../../storage/db/knex.ts';
 import type { ObjectStore } from '../../storage/objects.ts';
-import { appendEvent, getRun } from '../../storage/db/runs.ts';
+import { appendEvent, getRun, type RunRow } from '../../storage/db/runs.ts';
 import { getComputeProfile } from '../../storage/db/computeProfiles.ts';
 import { sha256Hex } from '../../storage/digest.ts';
 import { newId } from '../../storage/ids.ts';
@@ -40,16 +41,12 @@ export function createExecutionActivities(deps: { db: Db; objects: ObjectStore; 
       const ctx = Context.current();
       const run = await getRun(deps.db, input.runId);
       if (!run || run.status !== 'running') return { status: 'skipped' };
-      const release = await deps.db('releases').where({ id: run.release_id }).first();
       const profile = (await getComputeProfile(deps.db, run.compute_profile))!;
       const scratch = await mkdtemp(path.join(tmpdir(), `silico-run-${run.id.slice(0, 8)}-`));
       try {
-        const archive = path.join(scratch, 'lab.bsilab');
-        const bytes = await deps.objects.getBytes(release.archive_key);
-        if (`blobs/sha256/${sha256Hex(bytes)}` !== release.archive_key) {
-          return { status: 'failed', error: { code: 'artifact_store_error', message: 'The stored lab archive does not match its digest.' }, computeSeconds: 0 };
-        }
-        await writeFile(archive, bytes);
+        const source = await materialize(deps, run, scratch);
+        if ('error' in source) return { status: 'failed', error: source.error, computeSeconds: 0 };
+        const { labPath: archive, manifest, request } = source;
         // Compute is charged from here: waiting for a slot or a worker costs nothing.
         await deps.db('runs').where({ id: run.id }).whereNull('started_at').update({ started_at: deps.db.fn.now() });
         await appendEvent(deps.db, run.id, 'log', `Executing ${run.resolved_ref} on ${profile.id}.`, { stream: 'worker' });
@@ -64,7 +61,7 @@ export function createExecutionActivities(deps: { db: Db; objects: ObjectStore; 
           cwd: scratch, detached: true, stdio: ['pipe', 'pipe', 'pipe'],
           env: { PATH: '/usr/bin:/bin', HOME: scratch, LANG: 'C.UTF-8', OPENBLAS_NUM_THREADS: String(profile.vcpus), OMP_NUM_THREADS: String(profile.vcpus), BIOSIM_PACKAGE_CACHE_DIR: path.join(scratch, 'cache'), PYTHONDONTWRITEBYTECODE: '1' },
         });
-        child.stdin.end(JSON.stringify({ inputs: run.inputs, seed: run.seed, package_sha256: run.package_sha256 }));
+        child.stdin.end(JSON.stringify({ inputs: run.inputs, seed: run.seed, ...request }));
         await appendEvent(deps.db, run.id, 'log', `Driver started (process group ${child.pid}).`, { stream: 'worker', pid: child.pid });
         const killGroup = (sig: NodeJS.Signals) => {
           try { process.kill(-child.pid!, sig); } catch { /* already gone */ }
@@ -129,7 +126,7 @@ export function createExecutionActivities(deps: { db: Db; objects: ObjectStore; 
         if (error || exit !== 0 || !result) {
           return { status: 'failed', error: error ?? { code: 'lab_error', message: `The lab exited with ${exit}: ${stderr.slice(-5).join('\n')}` }, computeSeconds };
         }
-        const declared = ((release.manifest.io?.outputs ?? []) as Array<{ name: string }>).map((o) => o.name);
+        const declared = ((manifest.io?.outputs ?? []) as Array<{ name: string }>).map((o) => o.name);
         const missing = declared.filter((n) => !outputs.some((o) => o.name === n && o.value !== null && o.value !== undefined));
         if (missing.length) {
           return { status: 'failed', error: { code: 'output_contract_violation', message: `Declared outputs missing: ${missing.join(', ')}.` }, computeSeconds };
@@ -142,6 +139,35 @@ export function createExecutionActivities(deps: { db: Db; objects: ObjectStore; 
       }
     },
   };
+}
+
+/**
+ * Puts what a run executes in its scratch folder, every byte checked against its content
+ * address: a release's archive, or a managed run's revision tree as a lab folder.
+ */
+async function materialize(deps: { db: Db; objects: ObjectStore }, run: RunRow, scratch: string): Promise<
+  { labPath: string; manifest: any; request: Record<string, unknown> } | { error: { code: string; message: string } }
+> {
+  const mismatch = { error: { code: 'artifact_store_error', message: 'Stored lab content does not match its digest.' } };
+  if (run.kind === 'hub') {
+    const release = await deps.db('releases').where({ id: run.release_id }).first();
+    const bytes = await deps.objects.getBytes(release.archive_key);
+    if (`blobs/sha256/${sha256Hex(bytes)}` !== release.archive_key) return mismatch;
+    const labPath = path.join(scratch, 'lab.bsilab');
+    await writeFile(labPath, bytes);
+    return { labPath, manifest: release.manifest, request: { package_sha256: run.package_sha256 } };
+  }
+  const rev = await deps.db('revisions').where({ id: run.revision_id }).first();
+  const labPath = path.join(scratch, 'lab');
+  for (const [p, f] of Object.entries(rev.tree as Record<string, { sha256: string }>)) {
+    const bytes = await deps.objects.getBytes(`blobs/sha256/${f.sha256}`);
+    if (sha256Hex(bytes) !== f.sha256) return mismatch;
+    await mkdir(path.dirname(path.join(labPath, p)), { recursive: true });
+    await writeFile(path.join(labPath, p), bytes);
+  }
+  const manifest = YAML.parse(await readFile(path.join(labPath, 'lab.yaml'), 'utf8'));
+  const [ns, name] = run.resolved_ref.split('@')[0]!.split('/');
+  return { labPath, manifest, request: { package: `${ns}/${name}`, version: `0.0.${rev.number}` } };
 }
 
 /** Writes each artifact by content address and records it once (retries are harmless). */

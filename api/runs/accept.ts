@@ -28,7 +28,7 @@ export async function acceptRun(deps: Deps, caller: Caller, proposal: RunProposa
       if (!(await reserveCompute(trx, caller.account.id, proposal.estimated_max_micros, `run:${runId}`))) throw new NotEnoughCompute();
       return insertRun(trx, {
         id: runId, account_id: caller.account.id, kind: proposal.kind, ref: proposal.ref, resolved_ref: proposal.resolved_ref,
-        release_id: proposal.release_id, package_sha256: proposal.package_sha256, inputs: proposal.inputs, metadata: opts.metadata ?? {},
+        release_id: proposal.release_id, workspace_id: proposal.workspace_id ?? null, revision_id: proposal.revision_id ?? null, package_sha256: proposal.package_sha256, inputs: proposal.inputs, metadata: opts.metadata ?? {},
         compute_profile: proposal.compute_profile, max_runtime_seconds: proposal.max_runtime_seconds,
         reserved_micros: proposal.estimated_max_micros, seed: proposal.seed, experiment_id: null, plan_id: opts.planId ?? null,
       });

@@ -4,15 +4,20 @@ import { ApiError, errors } from '../errors.ts';
 import { findLatestVisibleRelease, type ReleaseRow } from '../../storage/db/releases.ts';
 import { getComputeProfile, type ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
 import type { Finding } from '../../storage/db/plans.ts';
-import { checkInputs } from '../contract.ts';
+import YAML from 'yaml';
+import { checkInputs, contractOf } from '../contract.ts';
+import { getRevision, getWorkspace } from '../../storage/db/workspaces.ts';
+import { blobKey } from '../../storage/objects.ts';
 
 /** The approved content of a run: what a plan digests and what POST /runs executes. */
 export interface RunProposal {
   [k: string]: unknown;
-  kind: 'hub';
+  kind: 'hub' | 'managed';
   ref: string;
   resolved_ref: string;
-  release_id: string;
+  release_id: string | null;
+  workspace_id?: string;
+  revision_id?: string;
   package_sha256: string;
   inputs: Record<string, unknown>;
   compute_profile: string;
@@ -35,10 +40,38 @@ export async function resolveRelease(deps: Deps, caller: Caller, ref: string, pa
   return release as ReleaseRow;
 }
 
+
 async function profileOf(deps: Deps, id: string, param: string): Promise<ComputeProfileRow> {
   const p = await getComputeProfile(deps.db, id);
   if (!p) throw errors.validation('compute_profile_not_found', `No compute profile ${id}; see GET /v1/compute-profiles.`, param);
   return p;
+}
+
+/** What a run executes: a release, or a workspace revision seen the same way. */
+export type Runnable = Pick<ReleaseRow, 'id' | 'namespace' | 'name' | 'version' | 'inputs' | 'manifest' | 'package_sha256' | 'runtime_problems'>;
+
+/**
+ * A private workspace revision as a runnable: its lab.yaml's contract, named
+ * `<namespace>/<lab>@rev-<n>`, identified by its tree digest.
+ */
+async function resolveRevision(deps: Deps, caller: Caller, w: { workspaceId: string; revisionId: string }): Promise<Runnable> {
+  const ws = await getWorkspace(deps.db, w.workspaceId, caller.account.id);
+  if (!ws) throw errors.notFound('workspace_not_found', 'workspace', 'workspace_id');
+  const rev = await getRevision(deps.db, ws.id, w.revisionId);
+  if (!rev) throw errors.notFound('revision_not_found', 'revision', 'revision_id');
+  const lab = await deps.db('labs').where({ id: ws.lab_id }).first('name');
+  const file = rev.tree['lab.yaml'];
+  if (!file) throw errors.validation('manifest_missing', 'This revision has no lab.yaml to run.', 'revision_id');
+  let manifest: Record<string, unknown>;
+  try {
+    manifest = YAML.parse((await deps.objects.getBytes(blobKey(file.sha256))).toString('utf8'));
+  } catch (err) {
+    throw errors.validation('manifest_invalid', `lab.yaml does not parse: ${(err as Error).message.split('\n')[0]}`, 'revision_id');
+  }
+  return {
+    id: rev.id, namespace: caller.account.namespace, name: lab.name, version: `rev-${rev.number}`,
+    inputs: contractOf(manifest as never).inputs, manifest, package_sha256: rev.tree_sha256, runtime_problems: [],
+  };
 }
 
 /**
@@ -49,9 +82,12 @@ async function profileOf(deps: Deps, id: string, param: string): Promise<Compute
  */
 export async function prepareRun(
   deps: Deps, caller: Caller,
-  req: { ref: string; refParam: string; inputs: Record<string, unknown>; profileId?: string; profileParam: string; maxRuntimeSeconds?: number; seed?: number },
-): Promise<{ proposal: RunProposal; findings: Finding[]; release: ReleaseRow; profile: ComputeProfileRow }> {
-  const release = await resolveRelease(deps, caller, req.ref, req.refParam);
+  req: {
+    ref?: string; refParam: string; workspace?: { workspaceId: string; revisionId: string };
+    inputs: Record<string, unknown>; profileId?: string; profileParam: string; maxRuntimeSeconds?: number; seed?: number;
+  },
+): Promise<{ proposal: RunProposal; findings: Finding[]; release: Runnable; profile: ComputeProfileRow }> {
+  const release = req.workspace ? await resolveRevision(deps, caller, req.workspace) : await resolveRelease(deps, caller, req.ref!, req.refParam);
   const profile = await profileOf(deps, req.profileId ?? 'cpu-small', req.profileParam);
   const maxRuntime = req.maxRuntimeSeconds ?? profile.max_runtime_seconds;
   if (maxRuntime > profile.max_runtime_seconds) {
@@ -76,7 +112,9 @@ export async function prepareRun(
   return {
     release, profile, findings,
     proposal: {
-      kind: 'hub', ref: req.ref, resolved_ref: resolved, release_id: release.id, package_sha256: `sha256:${release.package_sha256}`,
+      kind: req.workspace ? 'managed' : 'hub', ref: req.ref ?? resolved, resolved_ref: resolved,
+      release_id: req.workspace ? null : release.id, ...(req.workspace ? { workspace_id: req.workspace.workspaceId, revision_id: req.workspace.revisionId } : {}),
+      package_sha256: `sha256:${release.package_sha256}`,
       inputs: req.inputs, compute_profile: profile.id, max_runtime_seconds: maxRuntime,
       estimated_max_micros: maxRuntime * profile.price_per_second_micros, seed: req.seed ?? randomInt(0, 2 ** 31 - 1),
     },

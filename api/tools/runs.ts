@@ -88,9 +88,9 @@ function eventView(e: RunEvent) {
 
 const HANDLERS: Record<string, ToolDef['handler']> = {
   async run_prepare(input, ctx) {
-    if (!input.capability_ref) throw errors.notImplemented('run_prepare for workspace revisions');
     const { proposal, findings } = await prepareRun(ctx.deps, ctx.caller, {
-      ref: input.capability_ref, refParam: 'capability_ref', inputs: input.inputs ?? {},
+      ref: input.capability_ref, refParam: 'capability_ref',
+      workspace: input.capability_ref ? undefined : { workspaceId: input.workspace_id, revisionId: input.revision_id }, inputs: input.inputs ?? {},
       profileId: input.compute_profile_id, profileParam: 'compute_profile_id', maxRuntimeSeconds: input.max_runtime_seconds, seed: input.seed,
     });
     const plan = await createPlan(ctx.deps.db, { accountId: ctx.caller.account.id, kind: 'run', proposal, findings, ttlSeconds: PLAN_TTL_SECONDS });
@@ -115,10 +115,11 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
       planId = plan.id;
       // Execution rechecks permissions and inputs: the release must still be visible and the inputs still valid.
       const again = await prepareRun(ctx.deps, ctx.caller, {
-        ref: proposal.resolved_ref, refParam: 'plan_id', inputs: proposal.inputs, profileId: proposal.compute_profile,
+        ref: proposal.kind === 'hub' ? proposal.resolved_ref : undefined, refParam: 'plan_id',
+        workspace: proposal.kind === 'managed' ? { workspaceId: proposal.workspace_id!, revisionId: proposal.revision_id! } : undefined, inputs: proposal.inputs, profileId: proposal.compute_profile,
         profileParam: 'plan_id', maxRuntimeSeconds: proposal.max_runtime_seconds, seed: proposal.seed,
       });
-      if (again.release.id !== proposal.release_id || again.findings.some((f) => f.severity === 'blocking')) {
+      if (again.release.package_sha256 !== proposal.package_sha256.replace('sha256:', '') || again.findings.some((f) => f.severity === 'blocking')) {
         throw errors.conflict('plan_unavailable', 'The capability or its contract changed since this plan was prepared; prepare it again.');
       }
     } else {

@@ -12,21 +12,12 @@ import { createAccount, findAccountByNamespace } from '../../storage/db/accounts
 import { insertRelease } from '../../storage/db/releases.ts';
 import { REPO_ROOT } from './paths.ts';
 import { labManifestProblems } from '../../api/schemas/labManifest.ts';
+import { contractOf } from '../../api/contract.ts';
 
 const run = promisify(execFile);
 export const PLATFORM_NAMESPACE = 'platform';
 export const BUILTIN_VERSION = '1.0.0';
 const PACK = path.join(REPO_ROOT, 'activities/execution/pack.py');
-
-interface IoEntry { name: string; maps_to: string; value_type?: string; required?: boolean; public?: boolean }
-
-/** The service contract of a lab.yaml: inputs and outputs with their value types. */
-export function contractOf(manifest: { io?: { inputs?: IoEntry[]; outputs?: IoEntry[] } }) {
-  return {
-    inputs: (manifest.io?.inputs ?? []).map((i) => ({ name: i.name, value_type: i.value_type ?? 'object', required: i.required ?? false })),
-    outputs: (manifest.io?.outputs ?? []).map((o) => ({ name: o.name, value_type: o.value_type ?? 'object' })),
-  };
-}
 
 /**
  * Packs one lab folder with the runtime's packer and records it as an immutable release

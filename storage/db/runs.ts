@@ -12,6 +12,8 @@ export interface RunRow {
   ref: string;
   resolved_ref: string;
   release_id: string | null;
+  workspace_id: string | null;
+  revision_id: string | null;
   package_sha256: string;
   inputs: Record<string, unknown>;
   metadata: Record<string, string>;

@@ -2,7 +2,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { call, errorOf, closeTestDb, newAccount } from '../helpers.ts';
+import { call, errorOf, closeTestDb, newAccount, waitForRun } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { digestJson, sha256Hex } from '../../storage/digest.ts';
 
@@ -139,4 +139,31 @@ test("another account's workspace is answered exactly like a missing one", async
   assert.deepEqual(list.body.items, []);
   const mine = await call('GET', '/workspaces?query=predators', { key: a.key });
   assert.deepEqual(mine.body.items.map((w: any) => w.workspace_id), [ws.workspace_id]);
+});
+
+test('a workspace revision runs as a managed run, priced like a Hub run, to the same known answer', async () => {
+  const { key } = await newAccount({ usd: 5 });
+  const ws = await workspace(key, 'My growth curve');
+  const dir = path.join(REPO_ROOT, 'labs/microbial-growth');
+  const files = ['lab.yaml', 'models/growth/model.yaml', 'models/growth/src/growth.py'];
+  const p = await prepare(key, ws.workspace_id, ws.head_revision_id, files.map((f) => ({ kind: 'file_put', path: f, content: readFileSync(path.join(dir, f), 'utf8') })));
+  const rev = (await apply(key, p.body)).body;
+  const plan = await call('POST', '/run-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, inputs: { initial_biomass: 0.5 }, max_runtime_seconds: 120 } });
+  assert.equal(plan.status, 200, plan.text);
+  assert.equal(plan.body.status, 'ready', JSON.stringify(plan.body.findings));
+  assert.equal(plan.body.estimated_max_usd, 0.0012);
+  assert.equal(plan.body.package_sha256, `sha256:${rev.tree_sha256}`);
+  const run = await call('POST', '/runs', { key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
+  assert.equal(run.status, 200, run.text);
+  assert.equal(run.body.kind, 'managed');
+  assert.match(run.body.resolved_ref, /\/my-growth-curve@rev-2$/);
+  const done = await waitForRun(key, run.body.id, 60000);
+  assert.equal(done.status, 'completed', JSON.stringify(done.error));
+  const results = await call('GET', `/runs/${run.body.id}/results`, { key });
+  const k = 0.5 + 0.5 * 10;
+  assert.ok(Math.abs(results.body.outputs.biomass - k / (1 + ((k - 0.5) / 0.5) * Math.exp(-0.5 * 24))) < 1e-9);
+  const unknown = await call('POST', '/run-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, inputs: { nope: 1 } } });
+  assert.equal(errorOf(unknown).code, 'unknown_inputs');
+  const empty = await call('POST', '/run-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: ws.head_revision_id, inputs: {} } });
+  assert.equal(errorOf(empty).code, 'manifest_missing');
 });

@@ -6,6 +6,7 @@ import * as runs from './004_runs.ts';
 import * as releaseRuntimeProblems from './005_release_runtime_problems.ts';
 import * as workspaces from './006_workspaces.ts';
 import * as releaseFiles from './007_release_files.ts';
+import * as managedRuns from './008_managed_runs.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
@@ -19,6 +20,7 @@ const migrations: Record<string, Migration> = {
   '005_release_runtime_problems': releaseRuntimeProblems,
   '006_workspaces': workspaces,
   '007_release_files': releaseFiles,
+  '008_managed_runs': managedRuns,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
