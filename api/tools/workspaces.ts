@@ -151,8 +151,20 @@ async function applyOperations(ctx: ToolContext, base: Tree, ops: Op[]): Promise
 
 const WORKSPACE_HANDLERS: Record<string, ToolDef['handler']> = {
   async workspace_create(input, ctx) {
-    if (input.fork) throw errors.notImplemented('workspace_create with fork');
-    const { workspace, revision } = await createWorkspace(ctx.deps.db, { accountId: ctx.caller.account.id, title: input.title });
+    let fork: { tree: Tree; origin: Record<string, unknown> } | undefined;
+    if (input.fork) {
+      // An exact release: its reference must resolve for the caller and match the digest they approved.
+      const m = /^([a-z][a-z0-9-]{1,38})\/([a-z][a-z0-9-]{1,62})@([0-9A-Za-z.+-]{1,64})$/.exec(input.fork.reference);
+      if (!m) throw errors.validation('parameter_invalid_format', 'fork.reference must be <namespace>/<name>@<version>.', 'fork.reference');
+      const rel = await ctx.deps.db('releases').where({ namespace: m[1], name: m[2], version: m[3] })
+        .andWhere((w) => w.where('account_id', ctx.caller.account.id).orWhere('visibility', 'public')).first();
+      if (!rel) throw errors.notFound('release_not_found', 'release', 'fork.reference');
+      if (rel.package_sha256 !== input.fork.sha256) {
+        throw errors.validation('checksum_mismatch', `fork.sha256 is not the package digest of ${input.fork.reference}.`, 'fork.sha256', { package_sha256: `sha256:${rel.package_sha256}` });
+      }
+      fork = { tree: rel.tree, origin: { kind: 'fork', reference: input.fork.reference, package_sha256: `sha256:${rel.package_sha256}`, release_id: rel.id } };
+    }
+    const { workspace, revision } = await createWorkspace(ctx.deps.db, { accountId: ctx.caller.account.id, title: input.title, tree: fork?.tree, origin: fork?.origin });
     return {
       body: { ...workspaceView(workspace), revision: revisionView(revision) },
       next_actions: [{ tool: 'workspace_change_prepare', description: 'Propose files (lab.yaml, models) as a change plan.', arguments: { workspace_id: workspace.id, base_revision_id: revision.id } }],

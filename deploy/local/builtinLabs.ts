@@ -13,11 +13,27 @@ import { insertRelease } from '../../storage/db/releases.ts';
 import { REPO_ROOT } from './paths.ts';
 import { labManifestProblems } from '../../api/schemas/labManifest.ts';
 import { contractOf } from '../../api/contract.ts';
+import type { Tree } from '../../storage/trees.ts';
 
 const run = promisify(execFile);
 export const PLATFORM_NAMESPACE = 'platform';
 export const BUILTIN_VERSION = '1.0.0';
 const PACK = path.join(REPO_ROOT, 'activities/execution/pack.py');
+
+const SKIP = /(^|\/)(__pycache__|\.pytest_cache|\.git|\.venv|dist)(\/|$)|\.pyc$/;
+
+/** The lab folder's files as a content-addressed tree (each blob stored once). */
+async function sourceTree(objects: ObjectStore, dir: string): Promise<Tree> {
+  const tree: Tree = {};
+  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const rel = path.relative(dir, path.join(entry.parentPath, entry.name)).split(path.sep).join('/');
+    if (SKIP.test(rel)) continue;
+    const bytes = await readFile(path.join(dir, rel));
+    tree[rel] = { sha256: await objects.putBlob(bytes), size: bytes.length };
+  }
+  return tree;
+}
 
 /**
  * Packs one lab folder with the runtime's packer and records it as an immutable release
@@ -34,13 +50,14 @@ export async function publishLab(
     const packed = JSON.parse(stdout.trim().split('\n').pop()!) as { archive: string; package_sha256: string; runtime_problems: string[]; files: Array<{ path: string; sha256: string }> };
     const archiveSha = await objects.putBlob(await readFile(packed.archive), 'application/zip');
     const manifest = YAML.parse(await readFile(path.join(lab.dir, 'lab.yaml'), 'utf8'));
+    const tree = await sourceTree(objects, lab.dir);
     const problems = labManifestProblems(manifest);
     if (problems.length) throw new Error(`${lab.dir}/lab.yaml: ${problems.join('; ')}`);
     return await insertRelease(db, {
       account_id: lab.accountId, namespace: lab.namespace, name: lab.name, version: lab.version,
       title: manifest.title ?? lab.name, description: manifest.description ?? '', manifest, ...contractOf(manifest),
       package_sha256: packed.package_sha256, archive_key: blobKey(archiveSha), visibility: lab.visibility, tags: manifest.tags ?? [],
-      runtime_problems: packed.runtime_problems, files: packed.files,
+      runtime_problems: packed.runtime_problems, files: packed.files, tree,
       intended_use: manifest.intended_use ?? null, compute_class: manifest.compute_class ?? 'cpu',
       // A release whose declared smoke inputs run is smoke-tested; the built-ins are checked by their own tests.
       qualification_state: 'unqualified',

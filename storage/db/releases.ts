@@ -25,14 +25,16 @@ export interface ReleaseRow {
   /** What the lab runtime cannot satisfy (Python version, dependencies); empty when runnable. */
   runtime_problems: string[];
   files: Array<{ path: string; sha256: string }>;
+  /** Source files the release was packed from, stored by sha256 (what a fork copies). */
+  tree: Record<string, { sha256: string; size: number }>;
   intended_use: string | null;
   compute_class: string;
   qualification_state: string;
   created_at: Date;
 }
 
-export type NewRelease = Omit<ReleaseRow, 'id' | 'created_at' | 'tags' | 'archive_key' | 'description' | 'package_type' | 'runtime_problems' | 'files' | 'intended_use' | 'compute_class' | 'qualification_state'> &
-  Partial<Pick<ReleaseRow, 'tags' | 'archive_key' | 'description' | 'package_type' | 'runtime_problems' | 'files' | 'intended_use' | 'compute_class' | 'qualification_state'>>;
+export type NewRelease = Omit<ReleaseRow, 'id' | 'created_at' | 'tags' | 'archive_key' | 'description' | 'package_type' | 'runtime_problems' | 'files' | 'intended_use' | 'compute_class' | 'qualification_state' | 'tree'> &
+  Partial<Pick<ReleaseRow, 'tags' | 'archive_key' | 'description' | 'package_type' | 'runtime_problems' | 'files' | 'intended_use' | 'compute_class' | 'qualification_state' | 'tree'>>;
 
 /** Records an immutable release; publishing the same coordinates twice is refused. */
 export async function insertRelease(db: Db, r: NewRelease): Promise<ReleaseRow> {
@@ -40,7 +42,7 @@ export async function insertRelease(db: Db, r: NewRelease): Promise<ReleaseRow> 
     .insert({
       id: newId('rel'), ...r,
       manifest: JSON.stringify(r.manifest), inputs: JSON.stringify(r.inputs), outputs: JSON.stringify(r.outputs),
-      runtime_problems: JSON.stringify(r.runtime_problems ?? []), files: JSON.stringify(r.files ?? []),
+      runtime_problems: JSON.stringify(r.runtime_problems ?? []), files: JSON.stringify(r.files ?? []), tree: JSON.stringify(r.tree ?? {}),
     })
     .returning('*');
   return row as ReleaseRow;

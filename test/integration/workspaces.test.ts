@@ -167,3 +167,28 @@ test('a workspace revision runs as a managed run, priced like a Hub run, to the 
   const empty = await call('POST', '/run-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: ws.head_revision_id, inputs: {} } });
   assert.equal(errorOf(empty).code, 'manifest_missing');
 });
+
+test('forking an exact Hub release copies its tree as revision 1 and records the origin', async () => {
+  const { key } = await newAccount({ usd: 5 });
+  const inspect = await call('GET', `/hub/releases/${encodeURIComponent('platform/enzyme-kinetics@1.0.0')}`, { key });
+  const sha = inspect.body.package_sha256.replace('sha256:', '');
+  const wrong = await call('POST', '/workspaces', { key, body: { title: 'Mine', fork: { reference: 'platform/enzyme-kinetics@1.0.0', sha256: 'a'.repeat(64) } } });
+  assert.equal(errorOf(wrong).code, 'checksum_mismatch');
+  assert.equal(errorOf(wrong).param, 'fork.sha256');
+  const ws = await call('POST', '/workspaces', { key, body: { title: 'My enzyme study', fork: { reference: 'platform/enzyme-kinetics@1.0.0', sha256: sha } } });
+  assert.equal(ws.status, 200, ws.text);
+  assert.equal(ws.body.origin.reference, 'platform/enzyme-kinetics@1.0.0');
+  assert.equal(ws.body.origin.package_sha256, inspect.body.package_sha256);
+  const got = await call('GET', `/workspaces/${ws.body.workspace_id}`, { key });
+  const paths = got.body.revision.files.map((f: any) => f.path);
+  assert.ok(paths.includes('lab.yaml') && paths.some((p: string) => p.endsWith('.py')), paths.join(','));
+  const labYaml = got.body.revision.files.find((f: any) => f.path === 'lab.yaml');
+  assert.equal(labYaml.content, readFileSync(path.join(REPO_ROOT, 'labs/enzyme-kinetics/lab.yaml'), 'utf8'));
+  const run = await call('POST', '/runs', { key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { ref: 'platform/enzyme-kinetics', inputs: {} } });
+  const plan = await call('POST', '/run-plans', { key, body: { workspace_id: ws.body.workspace_id, revision_id: ws.body.head_revision_id, inputs: {}, max_runtime_seconds: 60 } });
+  const managed = await call('POST', '/runs', { key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
+  const [hub, mine] = [await waitForRun(key, run.body.id), await waitForRun(key, managed.body.id)];
+  assert.equal(mine.status, 'completed', JSON.stringify(mine.error));
+  const [hr, mr] = [await call('GET', `/runs/${hub.id}/results`, { key }), await call('GET', `/runs/${mine.id}/results`, { key })];
+  assert.deepEqual(mr.body.outputs, hr.body.outputs, 'the fork computes what the release computes');
+});

@@ -7,6 +7,7 @@ import * as releaseRuntimeProblems from './005_release_runtime_problems.ts';
 import * as workspaces from './006_workspaces.ts';
 import * as releaseFiles from './007_release_files.ts';
 import * as managedRuns from './008_managed_runs.ts';
+import * as releaseTree from './009_release_tree.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
@@ -21,6 +22,7 @@ const migrations: Record<string, Migration> = {
   '006_workspaces': workspaces,
   '007_release_files': releaseFiles,
   '008_managed_runs': managedRuns,
+  '009_release_tree': releaseTree,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
