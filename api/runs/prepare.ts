@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import type { Deps, Caller } from '../tools/tool.ts';
 import { ApiError, errors } from '../errors.ts';
-import { findLatestVisibleRelease, type ReleaseRow } from '../../storage/db/releases.ts';
+import { findLatestVisibleRelease, findVisibleRelease, parseReference, type ReleaseRow } from '../../storage/db/releases.ts';
 import { getComputeProfile, type ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
 import type { Finding } from '../../storage/db/plans.ts';
 import YAML from 'yaml';
@@ -26,16 +26,13 @@ export interface RunProposal {
   seed: number;
 }
 
-const REF = /^([a-z][a-z0-9-]{1,38})\/([a-z][a-z0-9-]{1,62})(?:@([0-9A-Za-z.+-]{1,64}))?$/;
-
 /** `<ns>/<name>@<version>` (version optional: the latest accessible one). */
 export async function resolveRelease(deps: Deps, caller: Caller, ref: string, param: string): Promise<ReleaseRow> {
-  const m = REF.exec(ref);
-  if (!m) throw errors.validation('parameter_invalid_format', `${param} must look like <namespace>/<name>@<version>.`, param);
-  const [, ns, name, version] = m;
-  const release = version
-    ? await deps.db('releases').where({ namespace: ns, name, version }).andWhere((q) => q.where('account_id', caller.account.id).orWhere('visibility', 'public')).first()
-    : await findLatestVisibleRelease(deps.db, caller.account.id, ns!, name!);
+  const r = parseReference(ref, false);
+  if (!r) throw errors.validation('parameter_invalid_format', `${param} must look like <namespace>/<name>@<version>.`, param);
+  const release = r.version
+    ? await findVisibleRelease(deps.db, caller.account.id, { ...r, version: r.version })
+    : await findLatestVisibleRelease(deps.db, caller.account.id, r.namespace, r.name);
   if (!release) throw errors.notFound('capability_not_found', 'capability', param);
   return release as ReleaseRow;
 }

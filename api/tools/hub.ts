@@ -7,7 +7,7 @@ import { decodeCursor, encodeCursor, pageBody } from '../pagination.ts';
 import { isoTime } from '../../storage/ids.ts';
 
 import { toCapability } from './capabilities.ts';
-import type { ReleaseRow } from '../../storage/db/releases.ts';
+import { findVisibleRelease, parseReference, visibleTo, type ReleaseRow } from '../../storage/db/releases.ts';
 
 export const hubTools: ToolDef[] = [
   {
@@ -125,7 +125,7 @@ const SEARCH_TEXT = `to_tsvector('english', coalesce(title, '') || ' ' || coales
 const HUB_HANDLERS: Record<string, ToolDef['handler']> = {
   async hub_search(input, ctx) {
     const { db } = ctx.deps;
-    const q = db('releases').where((w) => w.where('account_id', ctx.caller.account.id).orWhere('visibility', 'public'));
+    const q = visibleTo(db, ctx.caller.account.id);
     if (input.package_type) q.andWhere({ package_type: input.package_type });
     if (input.intended_use) q.andWhere({ intended_use: input.intended_use });
     if (input.compute_class) q.andWhere({ compute_class: input.compute_class });
@@ -152,10 +152,9 @@ const HUB_HANDLERS: Record<string, ToolDef['handler']> = {
   },
 
   async hub_inspect(input, ctx) {
-    const m = /^([a-z][a-z0-9-]{1,38})\/([a-z][a-z0-9-]{1,62})@([0-9A-Za-z.+-]{1,64})$/.exec(input.reference);
-    if (!m) throw errors.validation('parameter_invalid_format', 'reference must be <namespace>/<name>@<version>.', 'reference');
-    const r: ReleaseRow | undefined = await ctx.deps.db('releases').where({ namespace: m[1], name: m[2], version: m[3] })
-      .andWhere((w) => w.where('account_id', ctx.caller.account.id).orWhere('visibility', 'public')).first();
+    const ref = parseReference(input.reference, true);
+    if (!ref) throw errors.validation('parameter_invalid_format', 'reference must be <namespace>/<name>@<version>.', 'reference');
+    const r = await findVisibleRelease(ctx.deps.db, ctx.caller.account.id, { ...ref, version: ref.version! });
     if (!r) throw errors.notFound('release_not_found', 'release', 'reference');
     return {
       body: {

@@ -9,6 +9,7 @@ import { approvedPlan, planView, PLAN_TTL_SECONDS } from '../plans.ts';
 import { decodeCursor, pageBody } from '../pagination.ts';
 import { isoTime } from '../../storage/ids.ts';
 import { namingFindings } from '../workspaces/naming.ts';
+import { findVisibleRelease, parseReference } from '../../storage/db/releases.ts';
 
 // The 255-byte bound is checked on UTF-8 bytes by normalizePath (path_too_long).
 const filePath = str(1024, { minLength: 1 });
@@ -154,10 +155,9 @@ const WORKSPACE_HANDLERS: Record<string, ToolDef['handler']> = {
     let fork: { tree: Tree; origin: Record<string, unknown> } | undefined;
     if (input.fork) {
       // An exact release: its reference must resolve for the caller and match the digest they approved.
-      const m = /^([a-z][a-z0-9-]{1,38})\/([a-z][a-z0-9-]{1,62})@([0-9A-Za-z.+-]{1,64})$/.exec(input.fork.reference);
-      if (!m) throw errors.validation('parameter_invalid_format', 'fork.reference must be <namespace>/<name>@<version>.', 'fork.reference');
-      const rel = await ctx.deps.db('releases').where({ namespace: m[1], name: m[2], version: m[3] })
-        .andWhere((w) => w.where('account_id', ctx.caller.account.id).orWhere('visibility', 'public')).first();
+      const ref = parseReference(input.fork.reference, true);
+      if (!ref) throw errors.validation('parameter_invalid_format', 'fork.reference must be <namespace>/<name>@<version>.', 'fork.reference');
+      const rel = await findVisibleRelease(ctx.deps.db, ctx.caller.account.id, { ...ref, version: ref.version! });
       if (!rel) throw errors.notFound('release_not_found', 'release', 'fork.reference');
       if (rel.package_sha256 !== input.fork.sha256) {
         throw errors.validation('checksum_mismatch', `fork.sha256 is not the package digest of ${input.fork.reference}.`, 'fork.sha256', { package_sha256: `sha256:${rel.package_sha256}` });

@@ -49,7 +49,7 @@ export async function insertRelease(db: Db, r: NewRelease): Promise<ReleaseRow> 
 }
 
 /** Releases an account may see: its own, and public ones. */
-function visibleTo(db: Db, accountId: string) {
+export function visibleTo(db: Db, accountId: string) {
   return db('releases').where((q) => q.where('account_id', accountId).orWhere('visibility', 'public'));
 }
 
@@ -58,6 +58,20 @@ export async function listVisibleReleases(
   db: Db, accountId: string, page: { limit: number; after?: Array<string | number> | null },
 ): Promise<KeysetPage<ReleaseRow>> {
   return keysetPage<ReleaseRow>(visibleTo(db, accountId), { columns: ['namespace', 'name', 'id'], direction: 'asc', ...page });
+}
+
+/** One exact release the account may see. */
+export async function findVisibleRelease(db: Db, accountId: string, ref: { namespace: string; name: string; version: string }): Promise<ReleaseRow | undefined> {
+  return visibleTo(db, accountId).andWhere({ namespace: ref.namespace, name: ref.name, version: ref.version }).first();
+}
+
+const REFERENCE = /^([a-z][a-z0-9-]{1,38})\/([a-z][a-z0-9-]{1,62})(?:@([0-9A-Za-z.+-]{1,64}))?$/;
+
+/** `<namespace>/<name>@<version>` (the version may be optional) → parts, or undefined. */
+export function parseReference(ref: string, versionRequired: boolean): { namespace: string; name: string; version?: string } | undefined {
+  const m = REFERENCE.exec(ref);
+  if (!m || (versionRequired && !m[3])) return undefined;
+  return { namespace: m[1]!, name: m[2]!, version: m[3] };
 }
 
 /** The newest (by semver) version of namespace/name the account may see. */
