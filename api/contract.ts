@@ -1,5 +1,6 @@
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { makeAjv } from './validation.ts';
+export { contractOf } from '../storage/labContract.ts';
 import type { ContractInput } from '../storage/db/releases.ts';
 import type { Finding } from '../storage/db/plans.ts';
 
@@ -60,14 +61,4 @@ export function checkInputs(release: Contracted, inputs: Record<string, unknown>
     }
   }
   return { unknown, findings };
-}
-
-interface IoEntry { name: string; maps_to: string; value_type?: string; required?: boolean; public?: boolean }
-
-/** The service contract of a lab.yaml: inputs and outputs with their value types. */
-export function contractOf(manifest: { io?: { inputs?: IoEntry[]; outputs?: IoEntry[] } }) {
-  return {
-    inputs: (manifest.io?.inputs ?? []).map((i) => ({ name: i.name, value_type: i.value_type ?? 'object', required: i.required ?? false })),
-    outputs: (manifest.io?.outputs ?? []).map((o) => ({ name: o.name, value_type: o.value_type ?? 'object' })),
-  };
 }

@@ -7,6 +7,7 @@ import { CONTROL_TASK_QUEUE, computeTaskQueue } from '../workflows/constants.ts'
 import { createRunActivities } from '../activities/runs.ts';
 import { createExecutionActivities } from '../activities/execution/execute.ts';
 import { createObjectStore } from '../storage/objects.ts';
+import { createPublicationActivities } from '../activities/publication.ts';
 import { WORKFLOWS_PATH } from './workflowBundle.ts';
 
 /**
@@ -20,6 +21,7 @@ async function main(): Promise<void> {
   const db = createDb(config.databaseUrl);
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   const objects = createObjectStore(config.s3);
+  const publication = createPublicationActivities({ db, objects, python: config.python });
   const control = await Worker.create({
     connection,
     namespace: config.temporal.namespace,
@@ -29,6 +31,7 @@ async function main(): Promise<void> {
     activities: {
       ...createMaintenanceActivities({ db, idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds }),
       ...createRunActivities({ db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount }),
+      ...publication,
     },
   });
   // One activity worker per compute profile this machine serves (GPU profiles are served
@@ -39,7 +42,7 @@ async function main(): Promise<void> {
     connection,
     namespace: config.temporal.namespace,
     taskQueue: computeTaskQueue(p),
-    activities: execution,
+    activities: { ...execution, ...publication },
     maxConcurrentActivityTaskExecutions: 2,
     // Cancellation reaches an activity with its next heartbeat: keep that prompt.
     maxHeartbeatThrottleInterval: '1 second',

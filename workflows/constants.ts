@@ -22,3 +22,8 @@ export const MAINTENANCE_SCHEDULE_ID = 'silico-maintenance';
 export function runWorkflowId(runId: string): string {
   return `run-${runId}`;
 }
+
+/** Workflow id of a publication. */
+export function publicationWorkflowId(publicationId: string): string {
+  return `publication-${publicationId}`;
+}

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { writeTree } from './labFiles.ts';
 import YAML from 'yaml';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -159,12 +160,7 @@ async function materialize(deps: { db: Db; objects: ObjectStore }, run: RunRow, 
   }
   const rev = await deps.db('revisions').where({ id: run.revision_id }).first();
   const labPath = path.join(scratch, 'lab');
-  for (const [p, f] of Object.entries(rev.tree as Record<string, { sha256: string }>)) {
-    const bytes = await deps.objects.getBytes(`blobs/sha256/${f.sha256}`);
-    if (sha256Hex(bytes) !== f.sha256) return mismatch;
-    await mkdir(path.dirname(path.join(labPath, p)), { recursive: true });
-    await writeFile(path.join(labPath, p), bytes);
-  }
+  if (!(await writeTree(deps.objects, rev.tree, labPath))) return mismatch;
   const manifest = YAML.parse(await readFile(path.join(labPath, 'lab.yaml'), 'utf8'));
   const [ns, name] = run.resolved_ref.split('@')[0]!.split('/');
   return { labPath, manifest, request: { package: `${ns}/${name}`, version: `0.0.${rev.number}` } };

@@ -49,18 +49,3 @@ export const passportTools: ToolDef[] = [
     },
   },
 ];
-
-export const publicationTools: ToolDef[] = [
-  {
-    name: 'publish_prepare', scope: 'packages:publish', readOnly: true,
-    description: 'Validate and digest a release candidate; never publishes.',
-    input: {
-      body: obj({ workspace_id: uuid, revision_id: uuid, version: str(64, { minLength: 1 }), release_notes: str(10000) }, ['workspace_id', 'revision_id', 'version']),
-    },
-  },
-  {
-    name: 'publish_execute', scope: 'packages:publish', readOnly: false,
-    description: 'Publish an approved plan directly or through a matching successful workflow grant.',
-    input: { body: planExecute },
-  },
-];

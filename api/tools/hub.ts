@@ -82,6 +82,8 @@ async function labView(ctx: ToolContext, lab: LabRow) {
     object: 'lab', lab_id: lab.id, name: lab.name, namespace: ctx.caller.account.namespace, title: lab.title, description: lab.description,
     visibility: lab.visibility, content_settings: lab.content_settings, workspace_ids: workspaces,
     releases: await labReleases(ctx.deps.db, ctx.caller.account.id, lab.name),
+    publications: (await ctx.deps.db('publications').where({ lab_id: lab.id }).orderBy('created_at').select('id', 'version', 'status', 'findings', 'created_at', 'finished_at'))
+      .map((p) => ({ publication_id: p.id, version: p.version, status: p.status, findings: p.findings, created_at: isoTime(p.created_at), finished_at: isoTime(p.finished_at) })),
     created_at: isoTime(lab.created_at), updated_at: isoTime(lab.updated_at),
   };
 }

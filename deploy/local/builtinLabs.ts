@@ -1,9 +1,7 @@
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import YAML from 'yaml';
 import type { Db } from '../../storage/db/knex.ts';
 import type { ObjectStore } from '../../storage/objects.ts';
@@ -12,13 +10,12 @@ import { createAccount, findAccountByNamespace } from '../../storage/db/accounts
 import { insertRelease } from '../../storage/db/releases.ts';
 import { REPO_ROOT } from './paths.ts';
 import { labManifestProblems } from '../../api/schemas/labManifest.ts';
-import { contractOf } from '../../api/contract.ts';
+import { contractOf } from '../../storage/labContract.ts';
 import type { Tree } from '../../storage/trees.ts';
+import { packLab } from '../../activities/execution/packLab.ts';
 
-const run = promisify(execFile);
 export const PLATFORM_NAMESPACE = 'platform';
 export const BUILTIN_VERSION = '1.0.0';
-const PACK = path.join(REPO_ROOT, 'activities/execution/pack.py');
 
 const SKIP = /(^|\/)(__pycache__|\.pytest_cache|\.git|\.venv|dist)(\/|$)|\.pyc$/;
 
@@ -46,8 +43,7 @@ export async function publishLab(
 ) {
   const tmp = await mkdtemp(path.join(tmpdir(), 'silico-pack-'));
   try {
-    const { stdout } = await run(python, [PACK, lab.dir, path.join(tmp, `${lab.name}.bsilab`), `${lab.namespace}/${lab.name}`, lab.version]);
-    const packed = JSON.parse(stdout.trim().split('\n').pop()!) as { archive: string; package_sha256: string; runtime_problems: string[]; files: Array<{ path: string; sha256: string }> };
+    const packed = await packLab(python, lab.dir, path.join(tmp, `${lab.name}.bsilab`), `${lab.namespace}/${lab.name}`, lab.version);
     const archiveSha = await objects.putBlob(await readFile(packed.archive), 'application/zip');
     const manifest = YAML.parse(await readFile(path.join(lab.dir, 'lab.yaml'), 'utf8'));
     const tree = await sourceTree(objects, lab.dir);

@@ -8,6 +8,7 @@ import * as workspaces from './006_workspaces.ts';
 import * as releaseFiles from './007_release_files.ts';
 import * as managedRuns from './008_managed_runs.ts';
 import * as releaseTree from './009_release_tree.ts';
+import * as publications from './010_publications.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
@@ -23,6 +24,7 @@ const migrations: Record<string, Migration> = {
   '007_release_files': releaseFiles,
   '008_managed_runs': managedRuns,
   '009_release_tree': releaseTree,
+  '010_publications': publications,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,89 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import YAML from 'yaml';
+import type { Db } from '../storage/db/knex.ts';
+import type { ObjectStore } from '../storage/objects.ts';
+import { blobKey } from '../storage/objects.ts';
+import { insertRelease } from '../storage/db/releases.ts';
+import type { Finding } from '../storage/db/plans.ts';
+import { contractOf } from '../storage/labContract.ts';
+import { writeTree } from './execution/labFiles.ts';
+import { packLab, smokeRun, type Packed } from './execution/packLab.ts';
+
+export interface PublicationInfo { publicationId: string; smokeInputs: Record<string, unknown> | null }
+export interface PackResult { package_sha256: string; archive_key: string; files: Packed['files']; runtime_problems: string[] }
+
+async function load(db: Db, publicationId: string) {
+  const pub = await db('publications').where({ id: publicationId }).first();
+  const rev = await db('revisions').where({ id: pub.revision_id }).first();
+  return { pub, rev };
+}
+
+/**
+ * Publication: compute-queue activities pack the revision with the runtime's packer and
+ * smoke-run it (child processes); control steps record the outcome. Nothing is released
+ * unless every check passed.
+ */
+export function createPublicationActivities(deps: { db: Db; objects: ObjectStore; python: string }) {
+  const scratch = async <T>(f: (dir: string) => Promise<T>): Promise<T> => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'silico-publish-'));
+    try {
+      return await f(dir);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  };
+  return {
+    async publicationInfo(publicationId: string): Promise<PublicationInfo> {
+      const { rev } = await load(deps.db, publicationId);
+      const manifest = YAML.parse((await deps.objects.getBytes(blobKey(rev.tree['lab.yaml'].sha256))).toString('utf8'));
+      return { publicationId, smokeInputs: manifest?.smoke?.inputs ?? null };
+    },
+
+    async packRevision(publicationId: string): Promise<PackResult> {
+      const { pub, rev } = await load(deps.db, publicationId);
+      return scratch(async (dir) => {
+        if (!(await writeTree(deps.objects, rev.tree, path.join(dir, 'lab')))) throw new Error('stored revision content does not match its digests');
+        const packed = await packLab(deps.python, path.join(dir, 'lab'), path.join(dir, 'release.bsilab'), `${pub.namespace}/${pub.name}`, pub.version);
+        const sha = await deps.objects.putBlob(await readFile(packed.archive), 'application/zip');
+        return { package_sha256: packed.package_sha256, archive_key: blobKey(sha), files: packed.files, runtime_problems: packed.runtime_problems };
+      });
+    },
+
+    async smokeTest(publicationId: string, inputs: Record<string, unknown>): Promise<{ ok: boolean; message: string }> {
+      const { pub, rev } = await load(deps.db, publicationId);
+      return scratch(async (dir) => {
+        if (!(await writeTree(deps.objects, rev.tree, path.join(dir, 'lab')))) return { ok: false, message: 'stored revision content does not match its digests' };
+        return smokeRun(deps.python, path.join(dir, 'lab'), dir, { inputs, seed: 0, package: `${pub.namespace}/${pub.name}`, version: pub.version }, 10 * 60_000);
+      });
+    },
+
+    async failPublication(publicationId: string, findings: Finding[]): Promise<void> {
+      await deps.db('publications').where({ id: publicationId, status: 'publishing' })
+        .update({ status: 'failed', findings: JSON.stringify(findings), finished_at: deps.db.fn.now() });
+    },
+
+    /** Records the immutable release and its capability, once (retries find it done). */
+    async recordRelease(publicationId: string, packed: PackResult, qualification: 'smoke_tested' | 'unqualified'): Promise<string> {
+      return deps.db.transaction(async (trx) => {
+        const pub = await trx('publications').where({ id: publicationId }).forUpdate().first();
+        if (pub.release_id) return pub.release_id as string;
+        const rev = await trx('revisions').where({ id: pub.revision_id }).first();
+        const lab = await trx('labs').where({ id: pub.lab_id }).first();
+        const manifest = YAML.parse((await deps.objects.getBytes(blobKey(rev.tree['lab.yaml'].sha256))).toString('utf8'));
+        const release = await insertRelease(trx, {
+          account_id: pub.account_id, namespace: pub.namespace, name: pub.name, version: pub.version,
+          title: manifest.title ?? lab.title, description: manifest.description ?? lab.description, manifest, ...contractOf(manifest),
+          package_sha256: packed.package_sha256, archive_key: packed.archive_key, files: packed.files, tree: rev.tree,
+          visibility: lab.visibility, tags: manifest.tags ?? [], intended_use: manifest.intended_use ?? null,
+          compute_class: manifest.compute_class ?? 'cpu', qualification_state: qualification, runtime_problems: packed.runtime_problems,
+        });
+        await trx('publications').where({ id: publicationId }).update({ status: 'published', release_id: release.id, finished_at: trx.fn.now() });
+        return release.id;
+      });
+    },
+  };
+}
+
+export type PublicationActivities = ReturnType<typeof createPublicationActivities>;

@@ -1,0 +1,124 @@
+import semver from 'semver';
+import YAML from 'yaml';
+import type { ToolDef, ToolContext } from './tool.ts';
+import { str, obj, uuid, planExecute } from '../schemas/common.ts';
+import { ApiError, errors } from '../errors.ts';
+import { getRevision, getWorkspace } from '../../storage/db/workspaces.ts';
+import { blobKey } from '../../storage/objects.ts';
+import { createPlan, consumePlan, type Finding } from '../../storage/db/plans.ts';
+import { approvedPlan, planView, PLAN_TTL_SECONDS } from '../plans.ts';
+import { namingFindings } from '../workspaces/naming.ts';
+import { checkInputs, contractOf } from '../contract.ts';
+import { newId } from '../../storage/ids.ts';
+import { publicationWorkflowId, CONTROL_TASK_QUEUE } from '../../workflows/constants.ts';
+import type { Tree } from '../../storage/trees.ts';
+
+interface Proposal { [k: string]: unknown; workspace_id: string; revision_id: string; lab_id: string; namespace: string; name: string; version: string; release_notes: string; tree_sha256: string }
+
+/** Versions of a lab already released or being published. */
+async function takenVersions(ctx: ToolContext, namespace: string, name: string): Promise<string[]> {
+  const released: string[] = await ctx.deps.db('releases').where({ namespace, name }).pluck('version');
+  const inFlight: string[] = await ctx.deps.db('publications').where({ namespace, name, status: 'publishing' }).pluck('version');
+  return [...released, ...inFlight];
+}
+
+/** Findings a release candidate gets without running anything: manifest, entrypoints, version, smoke inputs. */
+async function staticFindings(ctx: ToolContext, tree: Tree, version: string, taken: string[]): Promise<Finding[]> {
+  const text = async (p: string) => (tree[p] ? (await ctx.deps.objects.getBytes(blobKey(tree[p]!.sha256))).toString('utf8') : undefined);
+  const labYaml = await text('lab.yaml');
+  const findings = namingFindings(undefined, labYaml);
+  if (!semver.valid(version)) findings.push({ severity: 'blocking', code: 'version_invalid', message: `${version} is not a semantic version (e.g. 1.0.0).`, path: 'version' });
+  else if (taken.includes(version)) findings.push({ severity: 'blocking', code: 'version_exists', message: `${version} is already released (releases are immutable).`, path: 'version' });
+  else {
+    const last = taken.filter((v) => semver.valid(v)).sort(semver.rcompare)[0];
+    if (last && !semver.gt(version, last)) findings.push({ severity: 'blocking', code: 'version_not_greater', message: `${version} must be greater than the last release, ${last}.`, path: 'version' });
+  }
+  let manifest: any;
+  try {
+    manifest = labYaml ? YAML.parse(labYaml) : undefined;
+  } catch {
+    manifest = undefined;
+  }
+  if (!manifest) return findings;
+  for (const [i, m] of ((manifest.models ?? []) as Array<{ path?: string }>).entries()) {
+    const dir = String(m?.path ?? '').replace(/\/+$/, '');
+    const modelYaml = await text(`${dir}/model.yaml`);
+    if (!modelYaml) {
+      findings.push({ severity: 'blocking', code: 'model_missing', message: `No ${dir}/model.yaml for models[${i}].`, path: `lab.yaml#/models/${i}/path` });
+      continue;
+    }
+    let entry: string | undefined;
+    try {
+      entry = YAML.parse(modelYaml)?.biosim?.entrypoint;
+    } catch {
+      entry = undefined;
+    }
+    const module = typeof entry === 'string' ? entry.split(':')[0]! : '';
+    if (!module || !/^[A-Za-z_][\w.]*:[A-Za-z_]\w*$/.test(entry!)) {
+      findings.push({ severity: 'blocking', code: 'entrypoint_invalid', message: `${dir}/model.yaml needs biosim.entrypoint "module.path:Class".`, path: `${dir}/model.yaml#/biosim/entrypoint` });
+    } else if (!tree[`${dir}/${module.replaceAll('.', '/')}.py`]) {
+      findings.push({ severity: 'blocking', code: 'entrypoint_missing', message: `${dir}/${module.replaceAll('.', '/')}.py (entrypoint ${entry}) is not in the revision.`, path: `${dir}/model.yaml#/biosim/entrypoint` });
+    }
+  }
+  const smoke = manifest.smoke?.inputs;
+  if (smoke) {
+    const { unknown, findings: bad } = checkInputs({ inputs: contractOf(manifest).inputs, manifest }, smoke);
+    for (const u of unknown) findings.push({ severity: 'blocking', code: 'unknown_inputs', message: `smoke.inputs.${u} is not a declared input.`, path: `lab.yaml#/smoke/inputs/${u}` });
+    findings.push(...bad.map((f) => ({ ...f, path: `lab.yaml#/smoke/${f.path}` })));
+    findings.push({ severity: 'info', code: 'smoke_run_at_publication', message: 'The smoke inputs run when publishing (no charge); a failure publishes nothing.', path: 'lab.yaml#/smoke' });
+  } else {
+    findings.push({ severity: 'warning', code: 'smoke_not_declared', message: 'No smoke inputs: the release will be unqualified.', path: 'lab.yaml#/smoke' });
+  }
+  findings.push({ severity: 'info', code: 'package_checked_at_publication', message: 'Publishing packs the revision twice with the runtime and requires the same digest.', path: null });
+  return findings;
+}
+
+export const publicationTools: ToolDef[] = [
+  {
+    name: 'publish_prepare', scope: 'packages:publish', readOnly: true,
+    description: 'Validate and digest a release candidate; never publishes.',
+    input: { body: obj({ workspace_id: uuid, revision_id: uuid, version: str(64, { minLength: 1 }), release_notes: str(10000) }, ['workspace_id', 'revision_id', 'version']) },
+    async handler(input, ctx) {
+      const ws = await getWorkspace(ctx.deps.db, input.workspace_id, ctx.caller.account.id);
+      if (!ws) throw errors.notFound('workspace_not_found', 'workspace', 'workspace_id');
+      const rev = await getRevision(ctx.deps.db, ws.id, input.revision_id);
+      if (!rev) throw errors.notFound('revision_not_found', 'revision', 'revision_id');
+      const lab = await ctx.deps.db('labs').where({ id: ws.lab_id }).first();
+      const namespace = ctx.caller.account.namespace;
+      const findings = await staticFindings(ctx, rev.tree, input.version, await takenVersions(ctx, namespace, lab.name));
+      const proposal: Proposal = { workspace_id: ws.id, revision_id: rev.id, lab_id: lab.id, namespace, name: lab.name, version: input.version, release_notes: input.release_notes ?? '', tree_sha256: rev.tree_sha256 };
+      const plan = await createPlan(ctx.deps.db, { accountId: ctx.caller.account.id, kind: 'publication', proposal, findings, ttlSeconds: PLAN_TTL_SECONDS });
+      return {
+        body: { object: 'publication_plan', ...planView(plan), reference: `${namespace}/${lab.name}@${input.version}` },
+        next_actions: plan.status === 'ready' ? [{ tool: 'publish_execute', description: 'After the user approves, publish exactly this release.', arguments: { plan_id: plan.id, plan_sha256: plan.plan_sha256 } }] : [],
+      };
+    },
+  },
+  {
+    name: 'publish_execute', scope: 'packages:publish', readOnly: false,
+    description: 'Publish an approved plan: pack and smoke-test it, then record the immutable release.',
+    input: { body: planExecute },
+    async handler(input, ctx) {
+      const plan = await approvedPlan(ctx.deps.db, ctx.caller.account.id, 'publication', input.plan_id, input.plan_sha256);
+      const p = plan.proposal as Proposal;
+      const id = newId('pub');
+      await ctx.deps.db.transaction(async (trx) => {
+        if (!(await consumePlan(trx, plan.id, `publication:${id}`))) throw new ApiError(409, 'plan_unavailable', 'This plan was already used.', 'plan_id');
+        if ((await takenVersions({ ...ctx, deps: { ...ctx.deps, db: trx } }, p.namespace, p.name)).includes(p.version)) {
+          throw new ApiError(409, 'plan_unavailable', `${p.version} was released since this plan was prepared.`, 'plan_id');
+        }
+        await trx('publications').insert({
+          id, account_id: ctx.caller.account.id, plan_id: plan.id, lab_id: p.lab_id, revision_id: p.revision_id,
+          namespace: p.namespace, name: p.name, version: p.version, release_notes: p.release_notes, status: 'publishing',
+        });
+      });
+      const client = await ctx.deps.temporal.client();
+      await client.workflow.start('publicationWorkflow', { taskQueue: CONTROL_TASK_QUEUE, workflowId: publicationWorkflowId(id), args: [{ publicationId: id }] });
+      const reference = `${p.namespace}/${p.name}@${p.version}`;
+      return {
+        body: { object: 'publication', publication_id: id, status: 'publishing', reference },
+        next_actions: [{ tool: 'hub_inspect', description: 'The release appears here once packing and the smoke run pass.', arguments: { reference } }],
+      };
+    },
+  },
+];

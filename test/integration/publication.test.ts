@@ -1,0 +1,109 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { call, errorOf, closeTestDb, newAccount, waitForRun } from '../helpers.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
+
+after(closeTestDb);
+const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
+
+async function until<T>(f: () => Promise<T | undefined>, ms = 90000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}
+
+test('a lab authored from scratch runs as a managed run, is published as 1.0.0, found on the Hub, listed as a capability, and run as a Hub run', { timeout: 240_000 }, async () => {
+  const { key, account } = await newAccount({ usd: 5 });
+  const ns = account.namespace;
+  const ws = (await call('POST', '/workspaces', { key, body: { title: 'Reaction rates' } })).body;
+  const src = path.join(REPO_ROOT, 'labs/enzyme-kinetics');
+  const files = ['lab.yaml', 'README.md', 'models/michaelis_menten/model.yaml', 'models/michaelis_menten/src/enzyme.py'];
+  const change = await call('POST', `/workspaces/${ws.workspace_id}/change-plans`, { key, body: { base_revision_id: ws.head_revision_id, operations: files.map((f) => ({ kind: 'file_put', path: f, content: readFileSync(path.join(src, f), 'utf8') })) } });
+  assert.equal(change.body.status, 'ready', JSON.stringify(change.body.findings));
+  const rev = (await call('POST', '/workspace-revisions', { key, body: { plan_id: change.body.plan_id, plan_sha256: change.body.plan_sha256 } })).body;
+
+  const managed = await call('POST', '/run-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, inputs: {}, max_runtime_seconds: 60 } });
+  const mrun = await call('POST', '/runs', { key, headers: idem(), body: { plan_id: managed.body.plan_id, plan_sha256: managed.body.plan_sha256 } });
+  assert.equal((await waitForRun(key, mrun.body.id)).status, 'completed');
+
+  const prep = await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, version: '1.0.0', release_notes: 'First release.' } });
+  assert.equal(prep.status, 200, prep.text);
+  assert.equal(prep.body.status, 'ready', JSON.stringify(prep.body.findings));
+  assert.equal(prep.body.reference, `${ns}/reaction-rates@1.0.0`);
+  const pub = await call('POST', '/publications', { key, body: { plan_id: prep.body.plan_id, plan_sha256: prep.body.plan_sha256 } });
+  assert.equal(pub.status, 200, pub.text);
+  assert.equal(pub.body.status, 'publishing');
+  const release = await until(async () => {
+    const r = await call('GET', `/hub/releases/${encodeURIComponent(prep.body.reference)}`, { key });
+    return r.status === 200 ? r.body : undefined;
+  });
+  assert.equal(release.qualification_state, 'smoke_tested');
+  assert.ok(release.files.some((f: any) => f.path === 'payload/models/michaelis_menten/src/enzyme.py'));
+  const found = await call('GET', '/hub/search?query=reaction', { key });
+  assert.ok(found.body.items.some((i: any) => i.ref === prep.body.reference));
+  const caps = await call('GET', `/capabilities/${ns}/reaction-rates`, { key });
+  assert.equal(caps.body.ref, prep.body.reference);
+  assert.equal(caps.body.package_sha256, release.package_sha256);
+  const hubRun = await call('POST', '/runs', { key, headers: idem(), body: { ref: `${ns}/reaction-rates`, inputs: {}, max_runtime_seconds: 60 } });
+  const done = await waitForRun(key, hubRun.body.id);
+  assert.equal(done.kind, 'hub');
+  assert.equal(done.status, 'completed');
+  const [hubOut, managedOut] = [await call('GET', `/runs/${done.id}/results`, { key }), await call('GET', `/runs/${mrun.body.id}/results`, { key })];
+  assert.deepEqual(hubOut.body.outputs, managedOut.body.outputs, 'the release computes what its revision computed');
+  const labs = await call('GET', '/labs', { key });
+  assert.deepEqual(labs.body.items[0].releases.map((r: any) => r.ref), [prep.body.reference]);
+
+  // Releases are immutable: the same version again, or a lower one, is refused.
+  const same = await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, version: '1.0.0' } });
+  assert.ok(same.body.findings.some((f: any) => f.code === 'version_exists' && f.severity === 'blocking'));
+  assert.equal(errorOf(await call('POST', '/publications', { key, body: { plan_id: same.body.plan_id, plan_sha256: same.body.plan_sha256 } })).code, 'plan_blocked');
+  const lower = await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, version: '0.9.0' } });
+  assert.ok(lower.body.findings.some((f: any) => f.code === 'version_not_greater'));
+  const bad = await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, version: 'one' } });
+  assert.ok(bad.body.findings.some((f: any) => f.code === 'version_invalid'));
+});
+
+test('a candidate whose entrypoint file is missing is blocked before anything runs', async () => {
+  const { key } = await newAccount();
+  const ws = (await call('POST', '/workspaces', { key, body: { title: 'Broken' } })).body;
+  const src = path.join(REPO_ROOT, 'labs/enzyme-kinetics');
+  const change = await call('POST', `/workspaces/${ws.workspace_id}/change-plans`, { key, body: { base_revision_id: ws.head_revision_id, operations: ['lab.yaml', 'models/michaelis_menten/model.yaml'].map((f) => ({ kind: 'file_put', path: f, content: readFileSync(path.join(src, f), 'utf8') })) } });
+  const rev = (await call('POST', '/workspace-revisions', { key, body: { plan_id: change.body.plan_id, plan_sha256: change.body.plan_sha256 } })).body;
+  const prep = await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, version: '1.0.0' } });
+  assert.equal(prep.body.status, 'blocked');
+  const f = prep.body.findings.find((x: any) => x.code === 'entrypoint_missing');
+  assert.equal(f.path, 'models/michaelis_menten/model.yaml#/biosim/entrypoint');
+});
+
+test('a smoke run that fails publishes nothing, and says why', { timeout: 120_000 }, async () => {
+  const { key, account } = await newAccount();
+  const ws = (await call('POST', '/workspaces', { key, body: { title: 'Fragile growth' } })).body;
+  const src = path.join(REPO_ROOT, 'labs/microbial-growth');
+  const code = readFileSync(path.join(src, 'models/growth/src/growth.py'), 'utf8')
+    .replace('        t = context.window_end - context.run_start', '        raise RuntimeError("substrate exhausted the model")');
+  const ops = [
+    { kind: 'file_put', path: 'lab.yaml', content: readFileSync(path.join(src, 'lab.yaml'), 'utf8') },
+    { kind: 'file_put', path: 'models/growth/model.yaml', content: readFileSync(path.join(src, 'models/growth/model.yaml'), 'utf8') },
+    { kind: 'file_put', path: 'models/growth/src/growth.py', content: code },
+  ];
+  const change = await call('POST', `/workspaces/${ws.workspace_id}/change-plans`, { key, body: { base_revision_id: ws.head_revision_id, operations: ops } });
+  const rev = (await call('POST', '/workspace-revisions', { key, body: { plan_id: change.body.plan_id, plan_sha256: change.body.plan_sha256 } })).body;
+  const prep = await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, version: '1.0.0' } });
+  assert.equal(prep.body.status, 'ready', JSON.stringify(prep.body.findings));
+  await call('POST', '/publications', { key, body: { plan_id: prep.body.plan_id, plan_sha256: prep.body.plan_sha256 } });
+  const failed = await until(async () => {
+    const lab = (await call('GET', '/labs', { key })).body.items[0];
+    return lab.publications[0].status === 'failed' ? lab.publications[0] : undefined;
+  });
+  assert.equal(failed.findings[0].code, 'smoke_run_failed');
+  assert.match(failed.findings[0].message, /substrate exhausted the model/);
+  assert.equal((await call('GET', `/hub/releases/${encodeURIComponent(`${account.namespace}/fragile-growth@1.0.0`)}`, { key })).status, 404);
+  const again = await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, version: '1.0.0' } });
+  assert.ok(!again.body.findings.some((f: any) => f.code === 'version_exists'), 'a failed publication does not use up its version');
+});
