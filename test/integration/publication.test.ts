@@ -2,7 +2,12 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { call, errorOf, closeTestDb, newAccount, waitForRun } from '../helpers.ts';
+import { execFile } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { promisify } from 'node:util';
+import { call, errorOf, closeTestDb, newAccount, waitForRun, testDb, testObjects } from '../helpers.ts';
+import { sha256Hex } from '../../storage/digest.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 
 after(closeTestDb);
@@ -44,6 +49,20 @@ test('a lab authored from scratch runs as a managed run, is published as 1.0.0, 
     return r.status === 200 ? r.body : undefined;
   });
   assert.equal(release.qualification_state, 'smoke_tested');
+  // The stored package re-hashes to its digest: the runtime's own validator checks every
+  // entry and the logical hash, which must be the release's package_sha256.
+  const row = await testDb()('releases').where({ namespace: ns, name: 'reaction-rates', version: '1.0.0' }).first();
+  const bytes = await testObjects().getBytes(row.archive_key);
+  assert.equal(`blobs/sha256/${sha256Hex(bytes)}`, row.archive_key);
+  const dir = await mkdtemp(path.join(tmpdir(), 'release-'));
+  await writeFile(path.join(dir, 'r.bsilab'), bytes);
+  const { stdout } = await promisify(execFile)(process.env.SILICO_PYTHON!, ['-c', `import sys, json, zipfile, yaml
+from biosimulant.pack import validate_package
+v = validate_package(sys.argv[1])
+print(json.dumps({"valid": v.valid, "errors": v.errors, "sha256": yaml.safe_load(zipfile.ZipFile(sys.argv[1]).read("package.yaml"))["sha256"]}))`, path.join(dir, 'r.bsilab')]);
+  const checked = JSON.parse(stdout);
+  assert.deepEqual(checked.errors, []);
+  assert.equal(`sha256:${checked.sha256}`, release.package_sha256);
   assert.ok(release.files.some((f: any) => f.path === 'payload/models/michaelis_menten/src/enzyme.py'));
   const found = await call('GET', '/hub/search?query=reaction', { key });
   assert.ok(found.body.items.some((i: any) => i.ref === prep.body.reference));
