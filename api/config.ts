@@ -17,6 +17,7 @@ export interface Config {
     pageDefault: number;
     pageMax: number;
     bodyBytes: number;
+    uploadBytes: number;
     idempotencyTtlSeconds: number;
     idempotencyLockSeconds: number;
     concurrentRunsPerAccount: number;
@@ -75,6 +76,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       pageDefault: 20,
       pageMax: 100,
       bodyBytes: int(env, 'SILICO_MAX_JSON_BYTES', 1024 * 1024),
+      uploadBytes: int(env, 'SILICO_MAX_UPLOAD_BYTES', 256 * 1024 * 1024),
       idempotencyTtlSeconds: 24 * 3600,
       idempotencyLockSeconds: int(env, 'SILICO_IDEMPOTENCY_LOCK_SECONDS', 60),
       concurrentRunsPerAccount: int(env, 'SILICO_CONCURRENT_RUNS', 4),

@@ -54,10 +54,11 @@ function execute(route: RouteDef, tool: ToolDef, deps: Deps): Middleware {
     if (!tool.handler) throw errors.notImplemented(tool.name);
     const result = await tool.handler(ctx.state.input, {
       deps, caller: ctx.state.caller, requestId: ctx.state.requestId,
-      http: { accept: ctx.get('Accept'), lastEventId: ctx.get('Last-Event-ID') || undefined },
+      http: { accept: ctx.get('Accept'), lastEventId: ctx.get('Last-Event-ID') || undefined, range: ctx.get('Range') || undefined, request: ctx.req },
     });
     ctx.status = route.success;
     if (result.raw) {
+      if (result.raw.status) ctx.status = result.raw.status;
       for (const [k, v] of Object.entries(result.raw.headers ?? {})) ctx.set(k, v);
       ctx.type = result.raw.contentType;
       ctx.body = result.raw.body;

@@ -1,7 +1,9 @@
 
 import {
-  S3Client, CreateBucketCommand, HeadBucketCommand, PutObjectCommand, GetObjectCommand, HeadObjectCommand,
+  S3Client, CreateBucketCommand, HeadBucketCommand, PutObjectCommand, GetObjectCommand, HeadObjectCommand, CopyObjectCommand, DeleteObjectCommand,
 } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import type { Readable } from 'node:stream';
 import { sha256Hex } from './digest.ts';
 
 export interface ObjectStoreConfig { endpoint: string; region: string; accessKeyId: string; secretAccessKey: string; bucket: string }
@@ -21,6 +23,13 @@ export interface ObjectStore {
   putObject(key: string, bytes: Uint8Array, contentType?: string): Promise<void>;
   getBytes(key: string): Promise<Buffer>;
   exists(key: string): Promise<boolean>;
+  /** Streams bytes to `key` (multipart, bounded memory); `signal` aborts and removes the upload. */
+  putStream(key: string, body: Readable, contentType: string, signal?: AbortSignal): Promise<void>;
+  /** Moves an object to its content address (server-side copy), unless already there. */
+  promote(tmpKey: string, sha256: string): Promise<string>;
+  delete(key: string): Promise<void>;
+  /** A byte stream of an object, optionally a `bytes=a-b` range; with its size. */
+  getStream(key: string, range?: string): Promise<{ body: Readable; size: number; contentRange?: string }>;
   /** True when the bucket answers (readiness). */
   ping(): Promise<boolean>;
 }
@@ -72,6 +81,24 @@ export function createObjectStore(cfg: ObjectStoreConfig): ObjectStore {
         if (status === 404) return false;
         throw err;
       }
+    },
+    async putStream(key, body, contentType, signal) {
+      const upload = new Upload({ client, params: { Bucket: cfg.bucket, Key: key, Body: body, ContentType: contentType }, queueSize: 2, partSize: 8 * 1024 * 1024 });
+      signal?.addEventListener('abort', () => void upload.abort().catch(() => undefined));
+      await upload.done();
+    },
+    async promote(tmpKey, sha256) {
+      const key = blobKey(sha256);
+      if (!(await store.exists(key))) await client.send(new CopyObjectCommand({ Bucket: cfg.bucket, Key: key, CopySource: `${cfg.bucket}/${tmpKey}` }));
+      await store.delete(tmpKey);
+      return key;
+    },
+    async delete(key) {
+      await client.send(new DeleteObjectCommand({ Bucket: cfg.bucket, Key: key }));
+    },
+    async getStream(key, range) {
+      const out = await client.send(new GetObjectCommand({ Bucket: cfg.bucket, Key: key, Range: range }));
+      return { body: out.Body as Readable, size: Number(out.ContentLength ?? 0), contentRange: out.ContentRange };
     },
     async ping() {
       await client.send(new HeadBucketCommand({ Bucket: cfg.bucket }));

@@ -30,7 +30,7 @@ export interface ToolContext {
   caller: Caller;
   requestId: string;
   /** Present when called over REST: the request headers an operation may honour. */
-  http?: { accept: string; lastEventId?: string };
+  http?: { accept: string; lastEventId?: string; range?: string; request?: import('node:http').IncomingMessage };
 }
 
 /** A suggested next step (the envelope's next_actions item, before the route is filled in). */
@@ -39,7 +39,7 @@ export interface NextStep { tool: string; description: string; arguments: Record
 export interface ToolResult {
   body: Record<string, unknown>;
   /** REST-only raw answer (bytes or a stream) instead of the JSON envelope. */
-  raw?: { body: Buffer | NodeJS.ReadableStream; contentType: string; headers?: Record<string, string> };
+  raw?: { body: Buffer | NodeJS.ReadableStream; contentType: string; headers?: Record<string, string>; status?: number };
   warnings?: Array<Record<string, unknown>>;
   next_actions?: NextStep[];
   links?: Record<string, unknown>;

@@ -9,6 +9,7 @@ import * as releaseFiles from './007_release_files.ts';
 import * as managedRuns from './008_managed_runs.ts';
 import * as releaseTree from './009_release_tree.ts';
 import * as publications from './010_publications.ts';
+import * as files from './011_files.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
@@ -25,6 +26,7 @@ const migrations: Record<string, Migration> = {
   '008_managed_runs': managedRuns,
   '009_release_tree': releaseTree,
   '010_publications': publications,
+  '011_files': files,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
