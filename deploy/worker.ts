@@ -8,6 +8,7 @@ import { createRunActivities } from '../activities/runs.ts';
 import { createExecutionActivities } from '../activities/execution/execute.ts';
 import { createObjectStore } from '../storage/objects.ts';
 import { createPublicationActivities } from '../activities/publication.ts';
+import { createDatasetActivities } from '../activities/datasets.ts';
 import { WORKFLOWS_PATH } from './workflowBundle.ts';
 
 /**
@@ -32,6 +33,7 @@ async function main(): Promise<void> {
       ...createMaintenanceActivities({ db, idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds }),
       ...createRunActivities({ db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount }),
       ...publication,
+      ...createDatasetActivities({ db, objects }),
     },
   });
   // One activity worker per compute profile this machine serves (GPU profiles are served

@@ -23,6 +23,11 @@ export function runWorkflowId(runId: string): string {
   return `run-${runId}`;
 }
 
+/** Workflow id of a dataset version's registration. */
+export function datasetWorkflowId(datasetId: string): string {
+  return `dataset-${datasetId}`;
+}
+
 /** Workflow id of a publication. */
 export function publicationWorkflowId(publicationId: string): string {
   return `publication-${publicationId}`;

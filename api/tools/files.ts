@@ -7,7 +7,10 @@ import { blobKey } from '../../storage/objects.ts';
 import { sha256Hex as hashBytes } from '../../storage/digest.ts';
 import { sniffFormat } from '../../storage/formats.ts';
 import { decodeCursor, pageBody } from '../pagination.ts';
-import { isoTime, newUuid } from '../../storage/ids.ts';
+import { isoTime, newId, newUuid } from '../../storage/ids.ts';
+import { ApiError } from '../errors.ts';
+import { datasetManifest, splitLeaks, type Member } from '../../storage/datasets.ts';
+import { CONTROL_TASK_QUEUE, datasetWorkflowId } from '../../workflows/constants.ts';
 import { str, nullableStr, limit, cursor, offset, arr, obj, uuid, sha256Hex, id } from '../schemas/common.ts';
 
 const member = obj({
@@ -149,6 +152,67 @@ const FILE_HANDLERS: Record<string, ToolDef['handler']> = {
     return { body: { items: [fileView(f)] }, warnings: run.status === 'completed' ? [] : [{ code: 'run_not_completed', message: `Copied from a ${run.status} run; copying does not change its scientific status.` }] };
   },
 };
+
+function datasetView(d: any) {
+  return {
+    object: 'dataset', dataset_id: d.id, name: d.name, version: d.version, status: d.status, manifest_sha256: d.manifest_sha256,
+    manifest: d.manifest, problems: d.problems, created_at: isoTime(d.created_at), registered_at: isoTime(d.registered_at),
+  };
+}
+
+/** How long POST /datasets waits for a short registration before answering `registering`. */
+const REGISTRATION_WAIT_MS = 10_000;
+
+const DATASET_HANDLERS: Record<string, ToolDef['handler']> = {
+  async dataset_register(input, ctx) {
+    const members = input.members as Member[];
+    const leaks = splitLeaks(members);
+    if (leaks.length) {
+      throw errors.validation('split_leakage', `The same ${[...new Set(leaks.map((l) => l.kind))].join(', ')} appears in more than one split.`, 'members', { offenders: leaks });
+    }
+    const { manifest, manifest_sha256 } = datasetManifest(input as never);
+    const { db } = ctx.deps;
+    const latest = await db('datasets').where({ account_id: ctx.caller.account.id, name: input.name }).whereNot({ status: 'failed' }).orderBy('version', 'desc').first();
+    if (latest && latest.manifest_sha256 === manifest_sha256) {
+      return { body: datasetView(latest), warnings: [{ code: 'unchanged', message: `Identical to version ${latest.version}; no new version was made.` }] };
+    }
+    const id = newId('ds');
+    const max = await db('datasets').where({ account_id: ctx.caller.account.id, name: input.name }).max<{ max: number | null }>('version as max').first();
+    await db('datasets').insert({ id, account_id: ctx.caller.account.id, name: input.name, version: (max?.max ?? 0) + 1, status: 'registering', manifest: JSON.stringify(manifest), manifest_sha256 })
+      .catch((err: { code?: string }) => {
+        if (err.code === '23505') throw errors.conflict('revision_conflict', 'Another version of this dataset was registered at the same moment; send the request again.');
+        throw err;
+      });
+    const client = await ctx.deps.temporal.client();
+    const handle = await client.workflow.start('datasetRegistrationWorkflow', { taskQueue: CONTROL_TASK_QUEUE, workflowId: datasetWorkflowId(id), args: [{ datasetId: id }] });
+    // A short registration is awaited (bounded); a long one answers `registering` and completes on its own.
+    await Promise.race([handle.result().catch(() => undefined), new Promise((r) => setTimeout(r, REGISTRATION_WAIT_MS))]);
+    const row = await db('datasets').where({ id }).first();
+    if (row.status === 'failed') {
+      throw new ApiError(422, 'member_mismatch', 'Some members do not match their stored files; nothing was registered.', 'members', { mismatches: row.problems, dataset_id: id });
+    }
+    return { body: datasetView(row) };
+  },
+
+  async dataset_list(input, ctx) {
+    const limit = input.limit ?? ctx.deps.config.limits.pageDefault;
+    const offset = input.offset ?? 0;
+    const rows = await ctx.deps.db('datasets').where({ account_id: ctx.caller.account.id }).whereNot({ status: 'failed' })
+      .orderBy([{ column: 'name' }, { column: 'version', order: 'desc' }]).offset(offset).limit(limit + 1);
+    return { body: { items: rows.slice(0, limit).map(datasetView), has_more: rows.length > limit, limit, offset } };
+  },
+
+  async dataset_get(input, ctx) {
+    const row = await ctx.deps.db('datasets').where({ id: input.dataset_id, account_id: ctx.caller.account.id }).first();
+    if (!row) throw errors.notFound('dataset_not_found', 'dataset', 'dataset_id');
+    return { body: datasetView(row), warnings: [{ code: 'not_validation', message: 'A manifest records retained file identity, not biological validation.' }] };
+  },
+};
+
+for (const t of fileTools) {
+  const d = DATASET_HANDLERS[t.name];
+  if (d) t.handler = d;
+}
 
 for (const t of fileTools) {
   const h = FILE_HANDLERS[t.name];

@@ -10,6 +10,7 @@ import * as managedRuns from './008_managed_runs.ts';
 import * as releaseTree from './009_release_tree.ts';
 import * as publications from './010_publications.ts';
 import * as files from './011_files.ts';
+import * as datasets from './012_datasets.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
@@ -27,6 +28,7 @@ const migrations: Record<string, Migration> = {
   '009_release_tree': releaseTree,
   '010_publications': publications,
   '011_files': files,
+  '012_datasets': datasets,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
