@@ -1,3 +1,4 @@
+import { pipeline } from 'node:stream/promises';
 import { Context } from '@temporalio/activity';
 import type { Db } from '../storage/db/knex.ts';
 import type { ObjectStore } from '../storage/objects.ts';
@@ -26,7 +27,9 @@ export function createDatasetActivities(deps: { db: Db; objects: ObjectStore }) 
         if (!actual) {
           const { body } = await deps.objects.getStream(blobKey(f.sha256));
           const hash = new HashingStream();
-          for await (const _ of body.pipe(hash)) Context.current().heartbeat();
+          // Drain the hashing stream, heartbeating as bytes go by (large files take a while).
+          hash.on('data', () => Context.current().heartbeat());
+          await pipeline(body, hash);
           actual = { sha256: hash.digest(), size: hash.bytes };
           checked.set(f.id, actual);
         }
