@@ -83,7 +83,8 @@ export function createObjectStore(cfg: ObjectStoreConfig): ObjectStore {
       }
     },
     async putStream(key, body, contentType, signal) {
-      const upload = new Upload({ client, params: { Bucket: cfg.bucket, Key: key, Body: body, ContentType: contentType }, queueSize: 2, partSize: 8 * 1024 * 1024 });
+      // Parts of 5 MiB (S3's minimum), two in flight: memory per upload stays ~10 MiB whatever the size.
+      const upload = new Upload({ client, params: { Bucket: cfg.bucket, Key: key, Body: body, ContentType: contentType }, queueSize: 2, partSize: 5 * 1024 * 1024 });
       signal?.addEventListener('abort', () => void upload.abort().catch(() => undefined));
       await upload.done();
     },
