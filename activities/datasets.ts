@@ -2,7 +2,6 @@ import { pipeline } from 'node:stream/promises';
 import { Context } from '@temporalio/activity';
 import type { Db } from '../storage/db/knex.ts';
 import type { ObjectStore } from '../storage/objects.ts';
-import { blobKey } from '../storage/objects.ts';
 import { HashingStream } from '../storage/digest.ts';
 import type { Member } from '../storage/datasets.ts';
 
@@ -25,7 +24,7 @@ export function createDatasetActivities(deps: { db: Db; objects: ObjectStore }) 
         }
         let actual = checked.get(f.id);
         if (!actual) {
-          const { body } = await deps.objects.getStream(blobKey(f.sha256));
+          const { body } = await deps.objects.getStream(f.object_key);
           const hash = new HashingStream();
           // Drain the hashing stream, heartbeating as bytes go by (large files take a while).
           hash.on('data', () => Context.current().heartbeat());

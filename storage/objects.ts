@@ -1,6 +1,6 @@
 
 import {
-  S3Client, CreateBucketCommand, HeadBucketCommand, PutObjectCommand, GetObjectCommand, HeadObjectCommand, CopyObjectCommand, DeleteObjectCommand,
+  S3Client, CreateBucketCommand, HeadBucketCommand, PutObjectCommand, GetObjectCommand, HeadObjectCommand, DeleteObjectCommand,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { Readable } from 'node:stream';
@@ -25,8 +25,6 @@ export interface ObjectStore {
   exists(key: string): Promise<boolean>;
   /** Streams bytes to `key` (multipart, bounded memory); `signal` aborts and removes the upload. */
   putStream(key: string, body: Readable, contentType: string, signal?: AbortSignal): Promise<void>;
-  /** Moves an object to its content address (server-side copy), unless already there. */
-  promote(tmpKey: string, sha256: string): Promise<string>;
   delete(key: string): Promise<void>;
   /** A byte stream of an object, optionally a `bytes=a-b` range; with its size. */
   getStream(key: string, range?: string): Promise<{ body: Readable; size: number; contentRange?: string }>;
@@ -87,12 +85,6 @@ export function createObjectStore(cfg: ObjectStoreConfig): ObjectStore {
       const upload = new Upload({ client, params: { Bucket: cfg.bucket, Key: key, Body: body, ContentType: contentType }, queueSize: 2, partSize: 5 * 1024 * 1024 });
       signal?.addEventListener('abort', () => void upload.abort().catch(() => undefined));
       await upload.done();
-    },
-    async promote(tmpKey, sha256) {
-      const key = blobKey(sha256);
-      if (!(await store.exists(key))) await client.send(new CopyObjectCommand({ Bucket: cfg.bucket, Key: key, CopySource: `${cfg.bucket}/${tmpKey}` }));
-      await store.delete(tmpKey);
-      return key;
     },
     async delete(key) {
       await client.send(new DeleteObjectCommand({ Bucket: cfg.bucket, Key: key }));

@@ -21,7 +21,9 @@ export async function receiveUpload(ctx: ToolContext): Promise<FileRow> {
   const type = req.headers['content-type'] ?? '';
   if (!type.toLowerCase().startsWith('multipart/form-data')) throw errors.unsupportedMediaType(type, 'multipart/form-data with a `file` part');
   const limit = ctx.deps.config.limits.uploadBytes;
-  const tmpKey = `uploads/tmp/${newUuid()}`;
+  const fileId = newUuid();
+  // Streamed to its final key; the digest is known only at the end, so it is recorded, not used as the key.
+  const objectKey = `files/${fileId}`;
   const abort = new AbortController();
   let parser: busboy.Busboy;
   try {
@@ -65,7 +67,7 @@ export async function receiveUpload(ctx: ToolContext): Promise<FileRow> {
       hash.pipe(body);
       stream.pipe(hash);
       result = { name: (info.filename || 'upload').slice(0, 255), head: Buffer.alloc(0), hash };
-      upload = ctx.deps.objects.putStream(tmpKey, body, 'application/octet-stream', abort.signal).then(() => {
+      upload = ctx.deps.objects.putStream(objectKey, body, 'application/octet-stream', abort.signal).then(() => {
         result!.head = Buffer.concat(chunks);
       });
       upload.catch(() => fail(errors.serviceUnavailable('object store')));
@@ -79,14 +81,13 @@ export async function receiveUpload(ctx: ToolContext): Promise<FileRow> {
     req.on('aborted', () => fail(errors.invalidRequest('The upload was interrupted.', 'file')));
     req.pipe(parser);
   }).catch(async (err) => {
-    await ctx.deps.objects.delete(tmpKey).catch(() => undefined);
+    await ctx.deps.objects.delete(objectKey).catch(() => undefined);
     throw err;
   });
   const sha256 = received.hash.digest();
-  await ctx.deps.objects.promote(tmpKey, sha256);
   const { format, content_type } = await sniffFormat(received.head, received.name);
   const row = await insertFile(ctx.deps.db, {
-    id: newUuid(), account_id: ctx.caller.account.id, name: received.name, format, content_type, size_bytes: received.hash.bytes, sha256,
+    id: fileId, account_id: ctx.caller.account.id, name: received.name, format, content_type, size_bytes: received.hash.bytes, sha256, object_key: objectKey,
   });
   return row!;
 }

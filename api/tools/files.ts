@@ -98,7 +98,7 @@ const FILE_HANDLERS: Record<string, ToolDef['handler']> = {
     const f = await ownedFile(ctx, input.file_id);
     if (!input.include_content) return { body: fileView(f) };
     const size = Number(f.size_bytes);
-    const { body } = await ctx.deps.objects.getStream(blobKey(f.sha256), size > 0 ? `bytes=0-${Math.min(size, READ_BOUND) - 1}` : undefined);
+    const { body } = await ctx.deps.objects.getStream(f.object_key, size > 0 ? `bytes=0-${Math.min(size, READ_BOUND) - 1}` : undefined);
     const chunks: Buffer[] = [];
     for await (const c of body) chunks.push(c as Buffer);
     const head = Buffer.concat(chunks);
@@ -122,10 +122,10 @@ const FILE_HANDLERS: Record<string, ToolDef['handler']> = {
       if (start >= size || start > end) {
         return { body: {}, raw: { status: 416, contentType: 'application/octet-stream', body: Buffer.alloc(0), headers: { ...headers, 'Content-Range': `bytes */${size}` } } };
       }
-      const part = await ctx.deps.objects.getStream(blobKey(f.sha256), `bytes=${start}-${end}`);
+      const part = await ctx.deps.objects.getStream(f.object_key, `bytes=${start}-${end}`);
       return { body: {}, raw: { status: 206, contentType: f.content_type, body: part.body, headers: { ...headers, 'Content-Range': `bytes ${start}-${end}/${size}`, 'Content-Length': String(end - start + 1) } } };
     }
-    const whole = await ctx.deps.objects.getStream(blobKey(f.sha256));
+    const whole = await ctx.deps.objects.getStream(f.object_key);
     return { body: {}, raw: { contentType: f.content_type, body: whole.body, headers: { ...headers, 'Content-Length': String(size) } } };
   },
 
@@ -145,7 +145,7 @@ const FILE_HANDLERS: Record<string, ToolDef['handler']> = {
     }
     const { format, content_type } = await sniffFormat(bytes.subarray(0, 4100), a.file_name);
     const row = await insertFile(ctx.deps.db, {
-      id: newUuid(), account_id: ctx.caller.account.id, name: a.file_name, format, content_type, size_bytes: bytes.length, sha256: actual,
+      id: newUuid(), account_id: ctx.caller.account.id, name: a.file_name, format, content_type, size_bytes: bytes.length, sha256: actual, object_key: blobKey(actual),
       origin: { kind: 'run_artifact', run_id: run.id, artifact_id: a.id, run_status: run.status, resolved_ref: run.resolved_ref }, origin_key: originKey,
     });
     const f = row ?? (await fileByOrigin(ctx.deps.db, ctx.caller.account.id, originKey))!;

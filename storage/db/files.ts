@@ -3,7 +3,7 @@ import { keysetPage, type KeysetPage } from './pagination.ts';
 
 export interface FileRow {
   id: string; account_id: string; name: string; format: string; content_type: string; size_bytes: number;
-  sha256: string; origin: Record<string, unknown> | null; created_at: Date;
+  sha256: string; object_key: string; origin: Record<string, unknown> | null; created_at: Date;
 }
 
 export async function insertFile(db: Db, f: Omit<FileRow, 'created_at' | 'origin'> & { origin?: Record<string, unknown> | null; origin_key?: string | null }): Promise<FileRow | undefined> {

@@ -13,9 +13,9 @@ async function upload(key: string, name: string, bytes: Buffer, base = BASE_URL)
   return { status: res.status, body: await res.json() as any };
 }
 
-async function tmpObjects(): Promise<number> {
+async function uploadedObjects(): Promise<number> {
   const o = testObjects();
-  const out = await o.client.send(new ListObjectsV2Command({ Bucket: o.bucket, Prefix: 'uploads/tmp/' }));
+  const out = await o.client.send(new ListObjectsV2Command({ Bucket: o.bucket, Prefix: 'files/' }));
   return out.KeyCount ?? 0;
 }
 
@@ -57,6 +57,7 @@ test('a large upload is bounded: past the limit 413 and nothing stored; a trunca
   const small = await spawnApi({ SILICO_MAX_UPLOAD_BYTES: String(1024 * 1024) });
   try {
     const { key: k, account } = await newAccount();
+    const objectsBefore = await uploadedObjects();
     const big = await upload(k, 'big.bin', Buffer.alloc(3 * 1024 * 1024, 7), small.base);
     assert.equal(big.status, 413);
     assert.equal(big.body.error.code, 'payload_too_large');
@@ -70,7 +71,7 @@ test('a large upload is bounded: past the limit 413 and nothing stored; a trunca
     const rows = await testDb()('files').where({ account_id: account.id });
     assert.deepEqual(rows.map((r) => r.name), ['fits.bin'], 'only the upload that fit was recorded');
     await new Promise((r) => setTimeout(r, 300));
-    assert.equal(await tmpObjects(), 0, 'no partial upload left in the store');
+    assert.equal(await uploadedObjects(), objectsBefore + 1, 'only the upload that fit left an object; no partial upload remains');
     const none = await call('POST', '/files', { key: k, base: small.base, rawBody: 'x', headers: { 'Content-Type': 'text/plain' } });
     assert.equal(errorOf(none).code, 'unsupported_media_type');
   } finally {

@@ -11,6 +11,7 @@ import * as releaseTree from './009_release_tree.ts';
 import * as publications from './010_publications.ts';
 import * as files from './011_files.ts';
 import * as datasets from './012_datasets.ts';
+import * as fileObjectKey from './013_file_object_key.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
@@ -29,6 +30,7 @@ const migrations: Record<string, Migration> = {
   '010_publications': publications,
   '011_files': files,
   '012_datasets': datasets,
+  '013_file_object_key': fileObjectKey,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
