@@ -83,3 +83,21 @@ export async function waitFor(what: string, probe: () => Promise<boolean>, timeo
     await new Promise((r) => setTimeout(r, 200));
   }
 }
+
+/**
+ * Fails fast when a port is taken: a service that cannot bind would otherwise look
+ * "ready" by answering from whatever already listens there (another stack, say).
+ */
+export async function assertPortsFree(ports: Array<{ port: number; what: string; envVar: string }>): Promise<void> {
+  const { createServer } = await import('node:net');
+  const taken: string[] = [];
+  for (const p of ports) {
+    const free = await new Promise<boolean>((resolve) => {
+      const srv = createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(p.port, '127.0.0.1', () => srv.close(() => resolve(true)));
+    });
+    if (!free) taken.push(`${p.what} port ${p.port} is in use (set ${p.envVar} to another port, or stop what listens there)`);
+  }
+  if (taken.length) throw new Error(taken.join('; '));
+}

@@ -6,7 +6,7 @@ import { resolveBinary } from './binaries.ts';
 import { startPostgres } from './postgres.ts';
 import { startTemporal } from './temporal.ts';
 import { startMinio } from './minio.ts';
-import { Supervisor, waitFor, type LogSink } from './processes.ts';
+import { Supervisor, waitFor, assertPortsFree, type LogSink } from './processes.ts';
 import { bootstrap, REPO_ROOT } from './bootstrap.ts';
 import { ensureRuntime } from './runtime.ts';
 import { buildWorkflowBundle } from '../workflowBundle.ts';
@@ -67,6 +67,14 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   const fast = opts.mode === 'test';
   try {
     const [temporalBin, minioBin, python] = await Promise.all([resolveBinary('temporal', say), resolveBinary('minio', say), ensureRuntime(say)]);
+    await assertPortsFree([
+      { port: opts.ports.api, what: 'api', envVar: 'SILICO_API_PORT' },
+      ...(process.env.DATABASE_URL ? [] : [{ port: opts.ports.postgres, what: 'Postgres', envVar: 'SILICO_PG_PORT' }]),
+      { port: opts.ports.temporal, what: 'Temporal', envVar: 'TEMPORAL_PORT' },
+      ...(opts.ports.temporalUi === null ? [] : [{ port: opts.ports.temporalUi, what: 'Temporal UI', envVar: 'TEMPORAL_UI_PORT' }]),
+      { port: opts.ports.minio, what: 'MinIO', envVar: 'MINIO_PORT' },
+      { port: opts.ports.minioConsole, what: 'MinIO console', envVar: 'MINIO_CONSOLE_PORT' },
+    ]);
     say('starting postgres, minio and temporal');
     const [pg, minio, temporal] = await Promise.all([
       startPostgres(sup, { dataDir: opts.dataDir, port: opts.ports.postgres, fast, log: say }),
