@@ -65,12 +65,13 @@ def fail(code, message):
 
 
 def die_with_parent():
-    """If the worker that started us dies (even by SIGKILL), stop too: the retried run
-    must not race an orphan. Linux only; elsewhere the worker's own kill covers it."""
+    """If the worker that started us dies (even by SIGKILL), die too, at once: nobody is
+    left to read our results, and the retried run must not race an orphan. Linux only;
+    elsewhere the worker's own kill covers it."""
     try:
         import ctypes
         PR_SET_PDEATHSIG = 1
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         pass
 
