@@ -11,6 +11,7 @@ import { ROUTES } from './routeTable.ts';
 import { TOOLS } from './tools/index.ts';
 import { buildOpsRouter } from './ops.ts';
 import { errors } from './errors.ts';
+import { mcpEndpoint } from './mcp/endpoint.ts';
 
 export interface App {
   koa: Koa;
@@ -21,10 +22,10 @@ export interface App {
 /**
  * Assembles the API without listening, so tests and benchmarks can drive
  * `app.koa.callback()` as well as a real port. Order: request id and logs, the error
- * envelope, operational routes, then for /v1: authentication, rate limits, the routes
+ * envelope, operational routes, the MCP endpoint (/mcp, with its own auth and limits), then for /v1: authentication, rate limits, the routes
  * of the table, and 404/405 for anything else.
  */
-export function createApp(deps: Deps, opts: { log?: Logger; table?: RouteTable } = {}): App {
+export function createApp(deps: Deps, opts: { log?: Logger; table?: RouteTable; version?: string } = {}): App {
   const log = opts.log ?? pino({ level: deps.config.logLevel, base: { process: 'api' } });
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -43,6 +44,7 @@ export function createApp(deps: Deps, opts: { log?: Logger; table?: RouteTable }
   koa.use(requestContext(log, duration));
   koa.use(errorEnvelope());
   koa.use(ops.routes());
+  koa.use(mcpEndpoint(deps, table, opts.version ?? '0.1.0'));
   koa.use(async (ctx, next) => {
     if (ctx.path !== '/v1' && !ctx.path.startsWith('/v1/')) throw errors.routeNotFound(ctx.method, ctx.path);
     const m = matchRoute(api, table.routes, ctx.path, ctx.method);

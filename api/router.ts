@@ -5,10 +5,10 @@ import { ROUTES, type RouteDef } from './routeTable.ts';
 import { TOOLS } from './tools/index.ts';
 import { jsonBodySchema, type Deps, type ToolDef } from './tools/tool.ts';
 import { authorize, requireCaller } from './middleware/auth.ts';
+import { renderBody, runOperation } from './operation.ts';
+import { errors } from './errors.ts';
 import { idempotency } from './middleware/idempotency.ts';
 import { check, compileInput } from './validation.ts';
-import { errors } from './errors.ts';
-import { successEnvelope } from './envelope.ts';
 
 export interface RouteTable { routes: readonly RouteDef[]; tools: ReadonlyMap<string, ToolDef> }
 
@@ -22,7 +22,7 @@ function hasBody(ctx: Context): boolean {
 }
 
 /** JSON bodies only; a body of any other type is a 415, a malformed one a 400. */
-function jsonBody(limitBytes: number): Middleware {
+export function jsonBody(limitBytes: number): Middleware {
   const parse = bodyParser({ enableTypes: ['json'], jsonLimit: limitBytes, jsonStrict: true, encoding: 'utf-8' });
   return async (ctx, next) => {
     if (hasBody(ctx) && !ctx.is('application/json', '+json')) {
@@ -51,8 +51,7 @@ function validateInput(tool: ToolDef): Middleware {
 /** Runs the operation (or answers 501 while it is not built) and renders its envelope. */
 function execute(route: RouteDef, tool: ToolDef, deps: Deps): Middleware {
   return async (ctx) => {
-    if (!tool.handler) throw errors.notImplemented(tool.name);
-    const result = await tool.handler(ctx.state.input, {
+    const result = await runOperation(tool, ctx.state.input, {
       deps, caller: ctx.state.caller, requestId: ctx.state.requestId,
       http: { accept: ctx.get('Accept'), lastEventId: ctx.get('Last-Event-ID') || undefined, range: ctx.get('Range') || undefined, request: ctx.req },
     });
@@ -64,7 +63,7 @@ function execute(route: RouteDef, tool: ToolDef, deps: Deps): Middleware {
       ctx.body = result.raw.body;
       return;
     }
-    ctx.body = route.plain ? { ...result.body, request_id: ctx.state.requestId } : successEnvelope(result, ctx.state.requestId);
+    ctx.body = renderBody(route, result, ctx.state.requestId);
   };
 }
 

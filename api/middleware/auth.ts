@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import type { KeyResolver } from '../../storage/db/keyCache.ts';
 import { ApiError, errors } from '../errors.ts';
+import { authorizeCall } from '../operation.ts';
 import type { RouteDef } from '../routeTable.ts';
 import type { ToolDef } from '../tools/tool.ts';
 
@@ -41,12 +42,10 @@ export function requireCaller(): Middleware {
   };
 }
 
-/** 403 `insufficient_scope` unless the key holds the tool's scope; then the gateway rule. */
+/** The shared scope and gateway check, as route middleware. */
 export function authorize(route: RouteDef, tool: ToolDef): Middleware {
   return async (ctx, next) => {
-    const { key, account } = ctx.state.caller;
-    if (tool.scope !== 'any' && !key.scopes.includes(tool.scope)) throw errors.insufficientScope(tool.scope);
-    if (route.gateway && !account.gateway_enabled) throw errors.gatewayNotEnabled();
+    authorizeCall(ctx.state.caller, route, tool);
     await next();
   };
 }

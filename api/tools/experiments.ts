@@ -18,7 +18,7 @@ export const experimentTools: ToolDef[] = [
     input: { body: obj({ name: str(200, { minLength: 1 }), goal: str(2000), arms: arr(arm, { minItems: 1, maxItems: 20 }) }, ['name', 'arms']) },
   },
   {
-    name: 'experiment_create', scope: 'runs:write', readOnly: false,
+    name: 'experiment_create', scope: 'runs:write', readOnly: false, idempotent: true,
     description: 'Open the approved study and queue exactly its arms under that approval.',
     input: { body: planExecute },
   },
@@ -28,7 +28,7 @@ export const experimentTools: ToolDef[] = [
     input: { path: { experiment_id: id('exp') } },
   },
   {
-    name: 'experiment_update', scope: 'runs:write', readOnly: false,
+    name: 'experiment_update', scope: 'runs:write', readOnly: false, idempotent: true, destructive: true,
     description: 'Rename, re-goal or close a study, or detach runs; deletes nothing.',
     input: {
       path: { experiment_id: id('exp') },

@@ -8,7 +8,7 @@ export const hostingTools: ToolDef[] = [
     input: { path: { lab_id: id('lab') } },
   },
   {
-    name: 'hosting_update', scope: 'runs:write', readOnly: false,
+    name: 'hosting_update', scope: 'runs:write', readOnly: false, destructive: true,
     description: 'Record an authorized hosting lifecycle change (pause, resume, retire); workers apply it asynchronously.',
     input: { path: { lab_id: id('lab') }, body: obj({ revision: { type: 'integer', minimum: 0 }, action: { enum: ['pause', 'resume', 'retire'] } }, ['revision', 'action']) },
   },
@@ -25,7 +25,7 @@ export const hostingTools: ToolDef[] = [
     },
   },
   {
-    name: 'hosting_execute', scope: 'runs:write', readOnly: false,
+    name: 'hosting_execute', scope: 'runs:write', readOnly: false, idempotent: true,
     description: 'Execute an approved hosting plan through the existing hosted-lab lifecycle.',
     input: { body: planExecute },
   },
@@ -40,7 +40,7 @@ export const hostingTools: ToolDef[] = [
     input: { body: obj({ reference: str(300), sha256: sha256Hex, inputs: { type: 'object' } }, ['reference', 'sha256']) },
   },
   {
-    name: 'hosted_invocation_execute', scope: 'runs:write', readOnly: false,
+    name: 'hosted_invocation_execute', scope: 'runs:write', readOnly: false, idempotent: true,
     description: 'Recheck permissions and inputs, then enqueue once in the hosted worker.',
     input: { body: planExecute },
   },
@@ -50,7 +50,7 @@ export const hostingTools: ToolDef[] = [
     input: { path: { invocation_id: id('inv') } },
   },
   {
-    name: 'hosted_invocation_cancel', scope: 'runs:write', readOnly: false,
+    name: 'hosted_invocation_cancel', scope: 'runs:write', readOnly: false, idempotent: true, destructive: true,
     description: 'Record cancellation and revoke the lease; terminal invocations stay unchanged.',
     input: { path: { invocation_id: id('inv') } },
   },

@@ -32,12 +32,12 @@ export const hubTools: ToolDef[] = [
 
 export const biologyTools: ToolDef[] = [
   {
-    name: 'biology_search', scope: 'biology:read', readOnly: true,
+    name: 'biology_search', scope: 'biology:read', readOnly: true, openWorld: true,
     description: 'Search approved biology sources; fetch before treating a hit as exact pinned evidence.',
     input: { body: obj({ source_ids: arr({ enum: ['uniprot', 'pdb', 'ncbi_nucleotide'] }, { minItems: 1, maxItems: 3 }), query: str(500, { minLength: 1 }) }, ['source_ids', 'query']) },
   },
   {
-    name: 'biology_fetch', scope: 'biology:read', readOnly: false,
+    name: 'biology_fetch', scope: 'biology:read', readOnly: false, openWorld: true,
     description: 'Persist exact records or one model artifact as opaque resources; does not pin a revision.',
     input: {
       body: obj({
@@ -56,7 +56,7 @@ export const labTools: ToolDef[] = [
     input: { query: { query: nullableStr(200), visibility: { enum: ['private', 'team', 'public', null] }, limit, cursor } },
   },
   {
-    name: 'lab_update', scope: 'packages:publish', readOnly: false,
+    name: 'lab_update', scope: 'packages:publish', readOnly: false, idempotent: true, destructive: true,
     description: 'Update an editable lab (title, description, content settings); Hub listing cannot be changed here.',
     input: {
       path: { lab_id: id('lab') },
@@ -64,7 +64,7 @@ export const labTools: ToolDef[] = [
     },
   },
   {
-    name: 'lab_visibility_set', scope: 'packages:publish', readOnly: false,
+    name: 'lab_visibility_set', scope: 'packages:publish', readOnly: false, idempotent: true, destructive: true,
     description: 'Re-scope an owned lab without releasing a new version; deletes nothing.',
     input: { path: { lab_id: id('lab') }, body: obj({ visibility: { enum: ['private', 'team', 'public'] } }, ['visibility']) },
   },

@@ -95,7 +95,7 @@ export const publicationTools: ToolDef[] = [
     },
   },
   {
-    name: 'publish_execute', scope: 'packages:publish', readOnly: false,
+    name: 'publish_execute', scope: 'packages:publish', readOnly: false, idempotent: true,
     description: 'Publish an approved plan: pack and smoke-test it, then record the immutable release.',
     input: { body: planExecute },
     async handler(input, ctx) {

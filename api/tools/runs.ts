@@ -38,7 +38,7 @@ export const runTools: ToolDef[] = [
     },
   },
   {
-    name: 'run_create', scope: 'runs:write', readOnly: false,
+    name: 'run_create', scope: 'runs:write', readOnly: false, idempotent: true,
     description: 'Start an approved simulation: an approved plan {plan_id, plan_sha256}, or a direct request {ref, inputs, compute_profile, metadata} prepared and executed in one step. Requires Idempotency-Key.',
     input: {
       body: {
@@ -57,7 +57,7 @@ export const runTools: ToolDef[] = [
     input: { query: { status: runStatus, capability: nullableStr(200), experiment_id: nullableStr(64), limit, cursor }, queryPatterns: { '^metadata\\[[^\\]]{1,40}\\]$': { type: 'string', maxLength: 500 } } },
   },
   { name: 'run_get', scope: 'runs:read', readOnly: true, description: 'Check simulation progress and results.', input: { path: runPath } },
-  { name: 'run_cancel', scope: 'runs:write', readOnly: false, description: 'Cancel a simulation; only elapsed compute is charged. Terminal runs are unchanged.', input: { path: runPath } },
+  { name: 'run_cancel', scope: 'runs:write', readOnly: false, idempotent: true, destructive: true, description: 'Cancel a simulation; only elapsed compute is charged. Terminal runs are unchanged.', input: { path: runPath } },
   {
     name: 'run_events', scope: 'runs:read', readOnly: true,
     description: "Read a simulation's log as ordered events (or stream them as server-sent events).",

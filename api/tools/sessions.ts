@@ -21,7 +21,7 @@ export const sessionTools: ToolDef[] = [
     name: 'session_execution_prepare', scope: 'workspaces:write', readOnly: true, description: 'Propose an external execution plan; returns a plan digest.',
     input: { path: sessionPath, body: obj({ steps: arr(step, { minItems: 1, maxItems: 200 }) }, ['steps']) },
   },
-  { name: 'session_change_apply', scope: 'workspaces:write', readOnly: false, description: 'Apply approved session state (a contract or execution plan).', input: { body: planExecute } },
+  { name: 'session_change_apply', scope: 'workspaces:write', readOnly: false, idempotent: true, description: 'Apply approved session state (a contract or execution plan).', input: { body: planExecute } },
   {
     name: 'session_progress_record', scope: 'workspaces:write', readOnly: false, description: 'Record external plan progress.',
     input: { path: sessionPath, body: obj({ step_id: str(64, { minLength: 1 }), status: { enum: ['pending', 'in_progress', 'done', 'skipped'] }, note: str(2000) }, ['step_id', 'status']) },

@@ -68,6 +68,16 @@ export interface ToolDef {
   /** Schema of the tool's own result fields (the envelope is added around them). */
   output?: JsonSchema;
   readOnly: boolean;
+  /**
+   * MCP hints for tools that change state (read-only tools are idempotent and never
+   * destructive): calling again with the same arguments has no further effect (a plan
+   * is consumed once, a cancel is final) ...
+   */
+  idempotent?: boolean;
+  /** ... or the call can end or narrow something that existed (cancel, retire, re-scope). */
+  destructive?: boolean;
+  /** Reaches sources outside the service. */
+  openWorld?: boolean;
   /** Absent while the operation is specified but not built: the route answers 501. */
   handler?: (input: Record<string, any>, ctx: ToolContext) => Promise<ToolResult>;
 }

@@ -54,7 +54,7 @@ export const workspaceTools: ToolDef[] = [
     },
   },
   {
-    name: 'workspace_change_apply', scope: 'workspaces:write', readOnly: false,
+    name: 'workspace_change_apply', scope: 'workspaces:write', readOnly: false, idempotent: true,
     description: 'After explicit user confirmation, apply one exact plan as a new immutable revision.',
     input: { body: planExecute },
   },

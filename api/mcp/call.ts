@@ -1,0 +1,78 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Logger } from 'pino';
+import { ApiError, errorBody, errors } from '../errors.ts';
+import { idempotent } from '../middleware/idempotency.ts';
+import { authorizeCall, renderBody, runOperation } from '../operation.ts';
+import type { Caller, Deps } from '../tools/tool.ts';
+import { jsonBodySchema } from '../tools/tool.ts';
+import { check } from '../validation.ts';
+import { IDEMPOTENCY_ARGUMENT, type CatalogEntry } from './catalog.ts';
+
+interface Parts { path: Record<string, unknown>; query: Record<string, unknown>; body: Record<string, unknown>; key?: string }
+
+/** Puts each argument where its route would carry it, so each part is checked by its own schema. */
+function splitArguments(entry: CatalogEntry, args: Record<string, unknown>): Parts {
+  const { input } = entry.tool;
+  const patterns = Object.keys(input.queryPatterns ?? {}).map((p) => new RegExp(p));
+  const parts: Parts = { path: {}, query: {}, body: {} };
+  const hasBody = Boolean(jsonBodySchema(entry.tool));
+  for (const [k, v] of Object.entries(args)) {
+    if (k === IDEMPOTENCY_ARGUMENT && entry.route.idempotency) {
+      if (typeof v !== 'string') throw errors.validation('parameter_invalid_type', `${k} must be of type string.`, k);
+      parts.key = v;
+    } else if (input.path && k in input.path) parts.path[k] = v;
+    else if ((input.query && k in input.query) || patterns.some((p) => p.test(k))) parts.query[k] = v;
+    else if (hasBody) parts.body[k] = v;
+    else throw errors.validation('parameter_unknown', `${k} is not a known parameter here.`, k);
+  }
+  return parts;
+}
+
+/** Query values as REST receives them (text), so a key means the same request through either door. */
+function asQueryText(query: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(query).map(([k, v]) => [k, Array.isArray(v) ? v.map(String) : String(v)]));
+}
+
+function toolResult(body: unknown, isError: boolean): CallToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body as Record<string, unknown>, ...(isError ? { isError: true } : {}) };
+}
+
+/**
+ * One `tools/call`: the same scope and gateway rule, validation, idempotency and
+ * operation as the REST route, answered with the same body as `structuredContent`
+ * (and as text for clients that read only content). Errors are `isError` results
+ * carrying the spec's error envelope.
+ */
+export async function callTool(
+  entry: CatalogEntry, args: Record<string, unknown>,
+  ctx: { deps: Deps; caller: Caller; requestId: string; log?: Logger },
+): Promise<CallToolResult> {
+  const { route, tool, compiled } = entry;
+  try {
+    authorizeCall(ctx.caller, route, tool);
+    const parts = splitArguments(entry, args);
+    check(compiled.path, parts.path);
+    const queryText = asQueryText(parts.query);
+    check(compiled.query, parts.query);
+    if (jsonBodySchema(tool)) check(compiled.body, parts.body);
+    const input = { ...parts.body, ...parts.query, ...parts.path };
+    const answer = await idempotent(ctx.deps.db, route, ctx.deps.config.limits, {
+      accountId: ctx.caller.account.id, key: parts.key, keyParam: IDEMPOTENCY_ARGUMENT, requestId: ctx.requestId,
+      request: { path: parts.path, query: queryText, body: jsonBodySchema(tool) ? parts.body : null },
+    }, async () => {
+      const result = await runOperation(tool, input, { deps: ctx.deps, caller: ctx.caller, requestId: ctx.requestId });
+      if (result.raw) throw errors.internal('raw_result', `${tool.name} answered bytes, which only its REST route can carry.`);
+      return { status: route.success, body: renderBody(route, result, ctx.requestId) };
+    });
+    return toolResult(answer.body, answer.status >= 400);
+  } catch (raw) {
+    let err = raw;
+    if (!(err instanceof ApiError)) {
+      ctx.log?.error({ err: raw, tool: tool.name }, 'unhandled error in tool call');
+      err = errors.internal();
+    } else if (err.status >= 500) {
+      ctx.log?.error({ err: raw, tool: tool.name, code: err.code }, 'server error in tool call');
+    }
+    return toolResult(errorBody(err as ApiError, ctx.requestId, Boolean(route.gateway)), true);
+  }
+}

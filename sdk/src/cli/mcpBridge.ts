@@ -1,0 +1,53 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+
+/** The service's MCP endpoint for a REST base URL (`https://host/v1` → `https://host/mcp`). */
+export function mcpUrl(baseUrl: string): URL {
+  const url = new URL(baseUrl);
+  url.pathname = url.pathname.replace(/\/v1\/?$/, '') + '/mcp';
+  return url;
+}
+
+/**
+ * `silico mcp`: an MCP server on stdio for agents that launch tools as processes. It is
+ * a bridge, not a second implementation: every list and call goes to the service's
+ * /mcp endpoint with the key from SILICO_API_KEY, so scopes, limits and the gateway rule
+ * are the service's own. An HTTP-level refusal (401, 429, ...) comes back as an
+ * `isError` result carrying the service's error envelope.
+ */
+export async function serveMcpOverStdio(opts: { baseUrl: string; apiKey: string; version: string }): Promise<void> {
+  let lastRefusal: unknown;
+  const remote = new Client({ name: 'silico-cli', version: opts.version });
+  await remote.connect(new StreamableHTTPClientTransport(mcpUrl(opts.baseUrl), {
+    requestInit: { headers: { Authorization: `Bearer ${opts.apiKey}` } },
+    fetch: async (input, init) => {
+      const res = await fetch(input, init);
+      if (!res.ok && res.headers.get('content-type')?.includes('application/json')) {
+        lastRefusal = await res.clone().json().catch(() => undefined);
+      }
+      return res;
+    },
+  }));
+  const server = new Server(
+    { name: 'silico', version: opts.version },
+    { capabilities: { tools: { listChanged: false } }, instructions: remote.getInstructions() },
+  );
+  server.setRequestHandler(ListToolsRequestSchema, async (req) => remote.listTools(req.params));
+  server.setRequestHandler(CallToolRequestSchema, async (req): Promise<CallToolResult> => {
+    lastRefusal = undefined;
+    try {
+      return (await remote.callTool(req.params)) as CallToolResult;
+    } catch (err) {
+      const body = (lastRefusal as { error?: unknown } | undefined)?.error
+        ? lastRefusal as Record<string, unknown>
+        : { error: { type: 'api_connection_error', code: 'connection_failed', message: (err as Error).message, param: null, details: {}, request_id: null } };
+      return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body, isError: true };
+    }
+  });
+  const stdio = new StdioServerTransport();
+  stdio.onclose = () => void remote.close();
+  await server.connect(stdio);
+}

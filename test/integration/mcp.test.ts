@@ -1,0 +1,172 @@
+import { test, after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { BASE_URL, call, closeTestDb, newAccount } from '../helpers.ts';
+import { ROUTES } from '../../api/routeTable.ts';
+import { REPO_ROOT } from '../../deploy/local/bootstrap.ts';
+
+after(closeTestDb);
+
+const MCP_URL = new URL(BASE_URL.replace(/\/v1$/, '/mcp'));
+const clients: Client[] = [];
+after(async () => {
+  await Promise.allSettled(clients.map((c) => c.close()));
+});
+
+async function httpClient(key: string): Promise<Client> {
+  const client = new Client({ name: 'silico-test', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(MCP_URL, { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
+  clients.push(client);
+  return client;
+}
+
+async function stdioClient(key: string): Promise<Client> {
+  const client = new Client({ name: 'silico-test', version: '1.0.0' });
+  await client.connect(new StdioClientTransport({
+    command: process.execPath,
+    args: [path.join(REPO_ROOT, 'sdk/bin/silico.js'), 'mcp'],
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', SILICO_API_KEY: key, SILICO_BASE_URL: BASE_URL },
+    stderr: 'inherit',
+  }));
+  clients.push(client);
+  return client;
+}
+
+/** A tool's result envelope, with request_id set aside (it names each request). */
+async function tool(client: Client, name: string, args: Record<string, unknown> = {}) {
+  const res = await client.callTool({ name, arguments: args });
+  const body = res.structuredContent as Record<string, any>;
+  assert.ok(body, `${name} returned structuredContent`);
+  assert.deepEqual(JSON.parse((res.content as Array<{ text: string }>)[0]!.text), body, 'text content is the same envelope');
+  return { isError: Boolean(res.isError), body };
+}
+
+const withoutRequestId = (b: Record<string, any>) => {
+  if (b.error) return { ...b, error: { ...b.error, request_id: undefined, details: { ...b.error.details, gateway_request_id: undefined } } };
+  return { ...b, request_id: undefined };
+};
+
+const EXPECTED_TOOLS = ROUTES.filter((r) => !r.restOnly).map((r) => r.tool).sort();
+
+let key = '';
+before(async () => {
+  key = (await newAccount({ usd: 5 })).key;
+});
+
+test('over streamable HTTP, tools/list is exactly the route table\'s tools, with hints and REST schemas', async () => {
+  const client = await httpClient(key);
+  const { tools } = await client.listTools();
+  assert.deepEqual(tools.map((t) => t.name).sort(), EXPECTED_TOOLS);
+  assert.ok(!tools.some((t) => ['file_upload', 'file_content', 'run_artifact_download'].includes(t.name)));
+  const byName = new Map(tools.map((t) => [t.name, t]));
+  assert.deepEqual(byName.get('run_get')!.annotations, { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false });
+  assert.equal(byName.get('run_cancel')!.annotations!.destructiveHint, true);
+  assert.equal(byName.get('workspace_create')!.annotations!.destructiveHint, false);
+  const create = byName.get('run_create')!.inputSchema as any;
+  assert.ok(create.required.includes('idempotency_key'));
+  assert.ok(create.properties.plan_id && create.properties.ref && create.oneOf, 'the body schema, its one-of rule and the key');
+  assert.deepEqual((byName.get('run_get')!.inputSchema as any).required, ['run_id']);
+  assert.match(client.getInstructions() ?? '', /prepare/);
+});
+
+test('run_prepare + run_create + run_get run a built-in lab to completion, and each envelope equals REST\'s', async () => {
+  const client = await httpClient(key);
+  const plan = await tool(client, 'run_prepare', { capability_ref: 'platform/microbial-growth@1.0.0', inputs: { growth_rate: 0.3 }, max_runtime_seconds: 120 });
+  assert.equal(plan.isError, false, JSON.stringify(plan.body));
+  assert.equal(plan.body.status, 'ready');
+  for (const k of ['schema_version', 'request_id', 'warnings', 'next_actions', 'links']) assert.ok(k in plan.body, k);
+  const idempotency_key = crypto.randomUUID();
+  const created = await tool(client, 'run_create', { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256, idempotency_key });
+  assert.equal(created.isError, false, JSON.stringify(created.body));
+  const again = await tool(client, 'run_create', { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256, idempotency_key });
+  assert.equal(again.body.id, created.body.id, 'the same key replays the same run');
+  let run = created.body;
+  const deadline = Date.now() + 120000;
+  while (!['completed', 'failed', 'cancelled', 'timed_out'].includes(run.status)) {
+    assert.ok(Date.now() < deadline, `run stayed ${run.status}`);
+    await new Promise((r) => setTimeout(r, 300));
+    run = (await tool(client, 'run_get', { run_id: created.body.id })).body;
+  }
+  assert.equal(run.status, 'completed', JSON.stringify(run.error));
+  const rest = await call('GET', `/runs/${run.id}`, { key });
+  assert.deepEqual(withoutRequestId(run), withoutRequestId(rest.body));
+  const results = await tool(client, 'run_results', { run_id: run.id });
+  assert.deepEqual(withoutRequestId(results.body), withoutRequestId((await call('GET', `/runs/${run.id}/results`, { key })).body));
+  assert.ok(results.body.outputs.biomass > 0);
+  const page = await tool(client, 'run_list', { limit: 5 });
+  assert.ok(page.body.items.some((r: any) => r.id === run.id), 'typed arguments for query parameters');
+});
+
+test('errors are isError results carrying the same envelope as REST: scope, validation, not found, not implemented', async () => {
+  const readOnly = await newAccount({ scopes: ['hub:read'] });
+  const client = await httpClient(readOnly.key);
+  const scoped = await tool(client, 'run_list', {});
+  assert.equal(scoped.isError, true);
+  assert.equal(scoped.body.error.code, 'insufficient_scope');
+  assert.deepEqual(withoutRequestId(scoped.body), withoutRequestId((await call('GET', '/runs', { key: readOnly.key })).body));
+
+  const full = await httpClient(key);
+  const cases: Array<[string, Record<string, unknown>, string, string, unknown?]> = [
+    ['run_get', { run_id: 'nope' }, 'GET', '/runs/nope'],
+    ['run_get', { run_id: crypto.randomUUID() }, 'GET', '/runs/00000000-0000-4000-8000-000000000000'],
+    ['run_list', { limit: 0 }, 'GET', '/runs?limit=0'],
+    ['run_list', { bogus: 1 }, 'GET', '/runs?bogus=1'],
+    ['experiment_list', {}, 'GET', '/experiments'],
+    ['run_prepare', { capability_ref: 'platform/microbial-growth@1.0.0', inputs: { nope: 1 } }, 'POST', '/run-plans', { capability_ref: 'platform/microbial-growth@1.0.0', inputs: { nope: 1 } }],
+  ];
+  for (const [name, args, method, route, body] of cases) {
+    const viaMcp = await tool(full, name, args);
+    const viaRest = await call(method, route, { key, body });
+    assert.equal(viaMcp.isError, true, name);
+    assert.equal(viaMcp.body.error.code, viaRest.body.error.code, `${name} ${JSON.stringify(args)}`);
+    assert.equal(viaMcp.body.error.param, viaRest.body.error.param, `${name} ${JSON.stringify(args)}`);
+    assert.equal(viaMcp.body.error.type, viaRest.body.error.type);
+  }
+  const missingKey = await tool(full, 'run_create', { ref: 'platform/microbial-growth' });
+  assert.equal(missingKey.body.error.code, 'idempotency_key_required');
+  assert.equal(missingKey.body.error.param, 'idempotency_key');
+  await assert.rejects(full.callTool({ name: 'file_upload', arguments: {} }), /Unknown tool/);
+});
+
+test('/mcp is behind the same Bearer auth: no key or a bad key is a 401 envelope; only POST is served', async () => {
+  const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
+  const headers = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' };
+  for (const auth of [undefined, 'Bearer sk_notarealkeynotarealkey00']) {
+    const res = await fetch(MCP_URL, { method: 'POST', headers: { ...headers, ...(auth ? { Authorization: auth } : {}) }, body: JSON.stringify(init) });
+    assert.equal(res.status, 401);
+    assert.match(res.headers.get('www-authenticate') ?? '', /Bearer/);
+    const body = await res.json();
+    assert.equal(body.error.type, 'authentication_error');
+  }
+  const get = await fetch(MCP_URL, { headers: { Authorization: `Bearer ${key}` } });
+  assert.equal(get.status, 405);
+  assert.equal(get.headers.get('allow'), 'POST');
+  const ok = await fetch(MCP_URL, { method: 'POST', headers: { ...headers, Authorization: `Bearer ${key}` }, body: JSON.stringify(init) });
+  assert.equal(ok.status, 200);
+  assert.ok(ok.headers.get('ratelimit-limit'), 'rate-limit headers like /v1');
+  assert.equal((await ok.json()).result.serverInfo.name, 'silico');
+});
+
+test('over stdio (`silico mcp`), the same tools and envelopes, keyed by SILICO_API_KEY', async () => {
+  const client = await stdioClient(key);
+  const { tools } = await client.listTools();
+  assert.deepEqual(tools.map((t) => t.name).sort(), EXPECTED_TOOLS);
+  const account = await tool(client, 'account_get');
+  assert.equal(account.isError, false);
+  const restAccount = (await call('GET', '/account', { key })).body;
+  // Each request counts: the REST call came one request later.
+  assert.equal(restAccount.usage.requests_today.this_key, account.body.usage.requests_today.this_key + 1);
+  const stable = (b: any) => ({ ...withoutRequestId(b), usage: { ...b.usage, requests_today: undefined } });
+  assert.deepEqual(stable(account.body), stable(restAccount));
+  const cap = await tool(client, 'capability_get', { namespace: 'platform', name: 'sir-epidemic' });
+  assert.deepEqual(withoutRequestId(cap.body), withoutRequestId((await call('GET', '/capabilities/platform/sir-epidemic', { key })).body));
+
+  const readOnly = await newAccount({ scopes: ['hub:read'] });
+  const limited = await stdioClient(readOnly.key);
+  const refused = await tool(limited, 'run_prepare', { capability_ref: 'platform/sir-epidemic@1.0.0', inputs: {} });
+  assert.equal(refused.isError, true);
+  assert.equal(refused.body.error.code, 'insufficient_scope');
+});
