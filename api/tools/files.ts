@@ -9,6 +9,7 @@ import { sniffFormat } from '../../storage/formats.ts';
 import { decodeCursor, pageBody } from '../pagination.ts';
 import { isoTime, newId, newUuid } from '../../storage/ids.ts';
 import { ApiError } from '../errors.ts';
+import { ArchiveError, readZipMembers } from '../../storage/archives.ts';
 import { datasetManifest, splitLeaks, type Member } from '../../storage/datasets.ts';
 import { CONTROL_TASK_QUEUE, datasetWorkflowId } from '../../workflows/constants.ts';
 import { str, nullableStr, limit, cursor, offset, arr, obj, uuid, sha256Hex, id } from '../schemas/common.ts';
@@ -22,8 +23,13 @@ const member = obj({
 export const fileTools: ToolDef[] = [
   {
     name: 'file_import_from_run', scope: 'workspaces:write', readOnly: false,
-    description: 'Copy verified artifact bytes into private reusable files, keeping their run origin.',
-    input: { body: obj({ run_id: uuid, artifact_id: id('art'), expected_sha256: sha256Hex }, ['run_id', 'artifact_id', 'expected_sha256']) },
+    description: 'Copy verified artifact bytes into private reusable files, keeping their run origin. With `members`, copy files from inside a ZIP artifact instead (needs the zip_member_import feature); every requested member is verified before any is stored.',
+    input: {
+      body: obj({
+        run_id: uuid, artifact_id: id('art'), expected_sha256: sha256Hex,
+        members: arr(str(1024, { minLength: 1 }), { minItems: 1, maxItems: 100, uniqueItems: true }),
+      }, ['run_id', 'artifact_id', 'expected_sha256']),
+    },
   },
   {
     name: 'file_list', scope: 'workspaces:read', readOnly: true,
@@ -134,24 +140,82 @@ const FILE_HANDLERS: Record<string, ToolDef['handler']> = {
     if (!run) throw errors.notFound('run_not_found', 'run', 'run_id');
     const a = await getArtifact(ctx.deps.db, run.id, input.artifact_id);
     if (!a) throw errors.notFound('artifact_not_found', 'artifact', 'artifact_id');
-    const originKey = `run:${run.id}:${a.id}`;
-    const existing = await fileByOrigin(ctx.deps.db, ctx.caller.account.id, originKey);
-    if (existing) return { body: { items: [fileView(existing)] } };
+    if (input.members && !ctx.caller.account.features?.[ZIP_MEMBER_IMPORT]) throw errors.featureNotEnabled(ZIP_MEMBER_IMPORT);
+    const origin = { kind: 'run_artifact', run_id: run.id, artifact_id: a.id, run_status: run.status, resolved_ref: run.resolved_ref };
+    const warnings = run.status === 'completed' ? [] : [{ code: 'run_not_completed', message: `Copied from a ${run.status} run; copying does not change its scientific status.` }];
+    const paths: string[] = input.members ?? [];
+    const originKey = (member?: string) => `run:${run.id}:${a.id}${member === undefined ? '' : `:${member}`}`;
+    const existing = await Promise.all((paths.length ? paths : [undefined]).map((m) => fileByOrigin(ctx.deps.db, ctx.caller.account.id, originKey(m))));
+    if (existing.every(Boolean)) return { body: { items: existing.map((f) => fileView(f!)) }, warnings };
     // Re-hash the stored bytes: the copy is made only of bytes that are what was approved.
     const bytes = await ctx.deps.objects.getBytes(blobKey(a.sha256));
     const actual = hashBytes(bytes);
     if (actual !== input.expected_sha256 || actual !== a.sha256) {
       throw errors.validation('checksum_mismatch', 'The artifact\'s stored bytes do not hash to expected_sha256; nothing was copied.', 'expected_sha256', { actual_sha256: actual });
     }
-    const { format, content_type } = await sniffFormat(bytes.subarray(0, 4100), a.file_name);
-    const row = await insertFile(ctx.deps.db, {
-      id: newUuid(), account_id: ctx.caller.account.id, name: a.file_name, format, content_type, size_bytes: bytes.length, sha256: actual, object_key: blobKey(actual),
-      origin: { kind: 'run_artifact', run_id: run.id, artifact_id: a.id, run_status: run.status, resolved_ref: run.resolved_ref }, origin_key: originKey,
-    });
-    const f = row ?? (await fileByOrigin(ctx.deps.db, ctx.caller.account.id, originKey))!;
-    return { body: { items: [fileView(f)] }, warnings: run.status === 'completed' ? [] : [{ code: 'run_not_completed', message: `Copied from a ${run.status} run; copying does not change its scientific status.` }] };
+    if (!paths.length) {
+      const { format, content_type } = await sniffFormat(bytes.subarray(0, 4100), a.file_name);
+      const row = await insertFile(ctx.deps.db, {
+        id: newUuid(), account_id: ctx.caller.account.id, name: a.file_name, format, content_type, size_bytes: bytes.length, sha256: actual, object_key: blobKey(actual),
+        origin, origin_key: originKey(),
+      });
+      const f = row ?? (await fileByOrigin(ctx.deps.db, ctx.caller.account.id, originKey()))!;
+      return { body: { items: [fileView(f)] }, warnings };
+    }
+    return { body: { items: await importMembers(ctx, bytes, paths, { ...origin, archive_sha256: actual }, originKey) }, warnings };
   },
 };
+
+const ZIP_MEMBER_IMPORT = 'zip_member_import';
+
+/** Archive problems as validation errors on the field that named the member. */
+function archiveError(err: ArchiveError): ApiError {
+  if (err.kind === 'not_an_archive') return errors.validation('not_an_archive', err.message, 'artifact_id');
+  const code = err.kind === 'members_missing' ? 'archive_member_not_found' : err.kind === 'member_too_large' ? 'archive_member_too_large' : 'archive_member_corrupt';
+  return errors.validation(code, err.message, 'members', { members: err.members });
+}
+
+/**
+ * Copies members of a ZIP artifact into files. Every requested member is read and
+ * verified first; then each is stored and recorded in turn. If the store fails part way,
+ * the files already made are kept and listed in the error, and a retry of the same
+ * request reuses them (each member's origin key is unique per account).
+ */
+async function importMembers(
+  ctx: ToolContext, bytes: Buffer, paths: string[], origin: Record<string, unknown>, originKey: (member: string) => string,
+) {
+  let members: Map<string, Buffer>;
+  try {
+    members = await readZipMembers(bytes, paths, ctx.deps.config.limits.uploadBytes);
+  } catch (err) {
+    throw err instanceof ArchiveError ? archiveError(err) : err;
+  }
+  const done: ReturnType<typeof fileView>[] = [];
+  for (const path of paths) {
+    const data = members.get(path)!;
+    const name = path.split('/').pop()!;
+    try {
+      const found = await fileByOrigin(ctx.deps.db, ctx.caller.account.id, originKey(path));
+      if (found) {
+        done.push(fileView(found));
+        continue;
+      }
+      const { format, content_type } = await sniffFormat(data.subarray(0, 4100), name);
+      const sha = await ctx.deps.objects.putBlob(data, content_type);
+      const row = await insertFile(ctx.deps.db, {
+        id: newUuid(), account_id: ctx.caller.account.id, name, format, content_type, size_bytes: data.length, sha256: sha, object_key: blobKey(sha),
+        origin: { ...origin, kind: 'run_artifact_member', member: path }, origin_key: originKey(path),
+      });
+      done.push(fileView(row ?? (await fileByOrigin(ctx.deps.db, ctx.caller.account.id, originKey(path)))!));
+    } catch (err) {
+      // The cause rides along so the server log (5xx are logged) says what the store answered.
+      throw Object.assign(new ApiError(503, 'storage_unavailable', `Storing ${path} failed; the ${done.length} file(s) already copied are kept and listed. Retry the same request to finish.`, 'members', {
+        completed_files: done, failed_member: path, retryable: true,
+      }, { 'Retry-After': '5' }), { cause: err });
+    }
+  }
+  return done;
+}
 
 function datasetView(d: any) {
   return {

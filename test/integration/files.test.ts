@@ -3,6 +3,11 @@ import assert from 'node:assert/strict';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { call, errorOf, closeTestDb, newAccount, testDb, testObjects, spawnApi, waitForRun, BASE_URL } from '../helpers.ts';
 import { sha256Hex } from '../../storage/digest.ts';
+import http from 'node:http';
+import yazl from 'yazl';
+import { newId } from '../../storage/ids.ts';
+import { setFeature } from '../../storage/db/accounts.ts';
+import { loadConfig } from '../../api/config.ts';
 
 after(closeTestDb);
 
@@ -98,4 +103,117 @@ test('from-run copies verified artifact bytes once, keeping the run origin; a wr
   const other = await newAccount();
   assert.equal(errorOf(await call('GET', `/files/${file.file_id}`, { key: other.key })).code, 'file_not_found');
   assert.equal(errorOf(await call('POST', '/files/from-run', { key: other.key, body: { run_id: run.id, artifact_id: art.id, expected_sha256: art.sha256 } })).code, 'run_not_found');
+});
+
+/** A ZIP archive (yazl) of the given members. */
+async function zipOf(members: Record<string, Buffer>): Promise<Buffer> {
+  const zip = new yazl.ZipFile();
+  for (const [name, data] of Object.entries(members)) zip.addBuffer(data, name);
+  zip.end();
+  const chunks: Buffer[] = [];
+  for await (const c of zip.outputStream) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/** Adds a ZIP artifact to an owned run, the way the execution activity records one. */
+async function zipArtifact(runId: string, bytes: Buffer, fileName: string) {
+  const sha = await testObjects().putBlob(bytes, 'application/zip');
+  const id = newId('art');
+  await testDb()('run_artifacts').insert({ id, run_id: runId, role: 'bundle', file_name: fileName, content_type: 'application/zip', format: 'zip', size_bytes: bytes.length, sha256: sha, public: true });
+  return { id, sha256: sha };
+}
+
+test('from-run with members copies verified files out of a ZIP artifact, only with zip_member_import', async () => {
+  const owner = await newAccount({ usd: 2 });
+  const res = await call('POST', '/runs', { key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { ref: 'platform/microbial-growth', inputs: {}, max_runtime_seconds: 60 } });
+  const run = await waitForRun(owner.key, res.body.id);
+  const a = Buffer.from('t,x\n0,1\n1,2\n');
+  const b = Buffer.from(JSON.stringify({ ok: true }));
+  const art = await zipArtifact(run.id, await zipOf({ 'tables/a.csv': a, 'b.json': b, 'c.txt': Buffer.from('not asked for') }), 'bundle.zip');
+  const body = { run_id: run.id, artifact_id: art.id, expected_sha256: art.sha256, members: ['tables/a.csv', 'b.json'] };
+
+  const off = await call('POST', '/files/from-run', { key: owner.key, body });
+  assert.equal(off.status, 403);
+  assert.equal(errorOf(off).code, 'feature_not_enabled');
+  await setFeature(testDb(), owner.account.id, 'zip_member_import', true);
+  await new Promise((r) => setTimeout(r, 300)); // the key cache hears the change by NOTIFY
+
+  const before = (await call('GET', '/files?limit=100', { key: owner.key })).body.items.length;
+  const missing = await call('POST', '/files/from-run', { key: owner.key, body: { ...body, members: ['b.json', 'nope.csv'] } });
+  assert.equal(errorOf(missing).code, 'archive_member_not_found');
+  assert.deepEqual(missing.body.error.details.members, ['nope.csv']);
+  assert.equal((await call('GET', '/files?limit=100', { key: owner.key })).body.items.length, before, 'one missing member: nothing stored');
+  const wrong = await call('POST', '/files/from-run', { key: owner.key, body: { ...body, expected_sha256: 'c'.repeat(64) } });
+  assert.equal(errorOf(wrong).code, 'checksum_mismatch');
+
+  const copied = await call('POST', '/files/from-run', { key: owner.key, body });
+  assert.equal(copied.status, 201, copied.text);
+  const [fa, fb] = copied.body.items;
+  assert.equal(fa.sha256, sha256Hex(a));
+  assert.equal(fa.name, 'a.csv');
+  assert.equal(fa.format, 'csv');
+  assert.equal(fb.sha256, sha256Hex(b));
+  assert.deepEqual({ kind: fa.origin.kind, member: fa.origin.member, archive: fa.origin.archive_sha256 }, { kind: 'run_artifact_member', member: 'tables/a.csv', archive: art.sha256 });
+  const bytes = await fetch(`${BASE_URL}/files/${fa.file_id}/content`, { headers: { Authorization: `Bearer ${owner.key}` } });
+  assert.deepEqual(Buffer.from(await bytes.arrayBuffer()), a);
+  const again = await call('POST', '/files/from-run', { key: owner.key, body });
+  assert.deepEqual(again.body.items.map((f: any) => f.file_id), [fa.file_id, fb.file_id], 'a retry returns the same files');
+
+  // A member whose bytes no longer match its CRC-32 stops the whole batch before any store.
+  const good = await zipOf({ 'x.csv': Buffer.from('a,b\n1,2\n'.repeat(50)), 'y.csv': Buffer.from('c\n3\n') });
+  const bad = Buffer.from(good);
+  bad[40] = bad[40]! ^ 0xff; // inside x.csv's compressed data
+  const corrupt = await zipArtifact(run.id, bad, 'corrupt.zip');
+  const refused = await call('POST', '/files/from-run', { key: owner.key, body: { run_id: run.id, artifact_id: corrupt.id, expected_sha256: corrupt.sha256, members: ['y.csv', 'x.csv'] } });
+  assert.equal(errorOf(refused).code, 'archive_member_corrupt');
+  const notZip = await call('POST', '/files/from-run', { key: owner.key, body: { run_id: run.id, artifact_id: (await zipArtifact(run.id, Buffer.from('plain text'), 'n.zip')).id, expected_sha256: sha256Hex(Buffer.from('plain text')), members: ['a'] } });
+  assert.equal(errorOf(notZip).code, 'not_an_archive');
+  assert.equal(notZip.body.error.param, 'artifact_id');
+  assert.equal((await call('GET', '/files?limit=100', { key: owner.key })).body.items.length, before + 2);
+});
+
+test('a storage failure part way through a ZIP import keeps the copied files, lists them, and a retry finishes', async () => {
+  const owner = await newAccount({ usd: 2 });
+  await setFeature(testDb(), owner.account.id, 'zip_member_import', true);
+  const res = await call('POST', '/runs', { key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { ref: 'platform/microbial-growth', inputs: {}, max_runtime_seconds: 60 } });
+  const run = await waitForRun(owner.key, res.body.id);
+  const parts = { 'one.txt': Buffer.from(`first ${crypto.randomUUID()}`), 'two.txt': Buffer.from(`second ${crypto.randomUUID()}`) };
+  const art = await zipArtifact(run.id, await zipOf(parts), 'two.zip');
+  // An S3 endpoint that refuses the upload of the second member: a proxy in front of MinIO.
+  const secondKey = `blobs/${sha256Hex(parts['two.txt'])}`;
+  const upstream = new URL(loadConfig().s3.endpoint);
+  let failing = true;
+  const proxy = http.createServer((req, resp) => {
+    if (failing && req.method === 'PUT' && req.url?.includes(secondKey.split('/').pop()!)) {
+      req.resume();
+      resp.writeHead(503, { 'Content-Type': 'application/xml' }).end('<Error><Code>ServiceUnavailable</Code></Error>');
+      return;
+    }
+    const out = http.request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (r) => {
+      resp.writeHead(r.statusCode ?? 502, r.headers);
+      r.pipe(resp);
+    });
+    req.pipe(out);
+  });
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+  const replica = await spawnApi({ S3_ENDPOINT: `http://127.0.0.1:${(proxy.address() as { port: number }).port}` });
+  try {
+    const body = { run_id: run.id, artifact_id: art.id, expected_sha256: art.sha256, members: ['one.txt', 'two.txt'] };
+    const failed = await call('POST', '/files/from-run', { key: owner.key, body, base: replica.base });
+    assert.equal(failed.status, 503, failed.text);
+    const e = errorOf(failed);
+    assert.equal(e.code, 'storage_unavailable');
+    assert.equal((e.details.completed_files as any[]).length, 1);
+    const kept = (e.details.completed_files as any[])[0];
+    assert.equal(kept.sha256, sha256Hex(parts['one.txt']));
+    assert.equal((await call('GET', `/files/${kept.file_id}`, { key: owner.key })).status, 200, 'the completed file is kept');
+    failing = false;
+    const retried = await call('POST', '/files/from-run', { key: owner.key, body, base: replica.base });
+    assert.equal(retried.status, 201, retried.text);
+    assert.equal(retried.body.items[0].file_id, kept.file_id, 'the retry reuses the completed file');
+    assert.equal(retried.body.items[1].sha256, sha256Hex(parts['two.txt']));
+  } finally {
+    await replica.stop();
+    proxy.close();
+  }
 });
