@@ -41,6 +41,11 @@ export function createObjectStore(cfg: ObjectStoreConfig): ObjectStore {
     region: cfg.region,
     forcePathStyle: true,
     credentials: { accessKeyId: cfg.accessKeyId, secretAccessKey: cfg.secretAccessKey },
+    // Every byte we store or serve is already SHA-256 hashed by us while it streams
+    // (uploads, artifacts, members), and served with that digest as its ETag; the SDK's
+    // own CRC on each request and response would hash it all a second time in JS.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
   });
   const store: ObjectStore = {
     bucket: cfg.bucket,
