@@ -357,7 +357,7 @@ export type paths = {
         put?: never;
         /**
          * Copy verified artifact bytes into private reusable files, keeping their run origin
-         * @description Copy verified artifact bytes into private reusable files, keeping their run origin.
+         * @description Copy verified artifact bytes into private reusable files, keeping their run origin. With `members`, copy files from inside a ZIP artifact instead (needs the zip_member_import feature); every requested member is verified before any is stored.
          *
          *     Scope: `workspaces:write`.
          */
@@ -1345,7 +1345,7 @@ export type components = {
         Error: {
             error: {
                 code: string;
-                details: Record<string, never>;
+                details: Record<string, unknown>;
                 message: string;
                 param: string | null;
                 /** Format: uuid */
@@ -1508,7 +1508,7 @@ export interface operations {
                             /** Format: date-time */
                             created_at?: string;
                             display_name?: string;
-                            features?: Record<string, never>;
+                            features?: Record<string, unknown>;
                             gateway_enabled?: boolean;
                             /** @description identifier (acct_...) */
                             id?: string;
@@ -1516,14 +1516,14 @@ export interface operations {
                             kind?: "personal" | "team";
                             namespace?: string;
                         };
-                        holdings?: Record<string, never>;
+                        holdings?: Record<string, unknown>;
                         /** @constant */
                         object?: "account";
-                        usage?: Record<string, never>;
+                        usage?: Record<string, unknown>;
                     } & {
-                        links: Record<string, never>;
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -1535,7 +1535,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -1571,10 +1571,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -1586,7 +1586,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -1625,10 +1625,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -1640,7 +1640,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -1786,9 +1786,9 @@ export interface operations {
                             vcpus?: number;
                         }[];
                     } & {
-                        links: Record<string, never>;
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -1800,7 +1800,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -1829,10 +1829,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -1844,7 +1844,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -1894,10 +1894,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -1909,7 +1909,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -1942,10 +1942,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -1957,7 +1957,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -1985,7 +1985,7 @@ export interface operations {
                 "application/json": {
                     arms: {
                         compute_profile_id?: string;
-                        inputs?: Record<string, never>;
+                        inputs?: Record<string, unknown>;
                         label: string;
                         replicates?: number;
                         /** Format: uuid */
@@ -2006,10 +2006,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -2021,7 +2021,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -2058,10 +2058,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -2073,7 +2073,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -2110,10 +2110,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -2125,7 +2125,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -2159,10 +2159,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -2174,7 +2174,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -2215,10 +2215,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -2230,7 +2230,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -2268,10 +2268,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -2283,7 +2283,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -2317,10 +2317,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -2332,7 +2332,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -2365,10 +2365,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -2380,7 +2380,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -2436,6 +2436,7 @@ export interface operations {
                     artifact_id: string;
                     /** @description 64 lowercase hex characters */
                     expected_sha256: string;
+                    members?: string[];
                     /** Format: uuid */
                     run_id: string;
                 };
@@ -2448,10 +2449,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -2463,7 +2464,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -2492,7 +2493,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    inputs?: Record<string, never>;
+                    inputs?: Record<string, unknown>;
                     reference: string;
                     /** @description 64 lowercase hex characters */
                     sha256: string;
@@ -2506,10 +2507,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -2521,7 +2522,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -2562,10 +2563,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -2577,7 +2578,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -2611,10 +2612,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -2626,7 +2627,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -2660,10 +2661,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -2675,7 +2676,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -2706,10 +2707,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -2721,7 +2722,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -2756,10 +2757,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -2771,7 +2772,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -2809,10 +2810,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -2824,7 +2825,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -2858,10 +2859,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -2873,7 +2874,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -2910,10 +2911,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -2925,7 +2926,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -2957,10 +2958,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -2972,7 +2973,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -2996,7 +2997,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    content_settings?: Record<string, never>;
+                    content_settings?: Record<string, unknown>;
                     description?: string;
                     title?: string;
                 };
@@ -3009,10 +3010,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -3024,7 +3025,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -3058,10 +3059,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -3073,7 +3074,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -3112,10 +3113,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -3127,7 +3128,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -3180,10 +3181,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -3195,7 +3196,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -3237,10 +3238,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -3252,7 +3253,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -3289,10 +3290,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -3304,7 +3305,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -3346,10 +3347,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -3361,7 +3362,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -3401,10 +3402,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -3416,7 +3417,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -3444,7 +3445,7 @@ export interface operations {
                 "application/json": {
                     capability_ref?: string;
                     compute_profile_id?: string;
-                    inputs?: Record<string, never>;
+                    inputs?: Record<string, unknown>;
                     max_runtime_seconds?: number;
                     /** Format: uuid */
                     revision_id?: string;
@@ -3461,10 +3462,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -3476,7 +3477,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -3513,10 +3514,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -3528,7 +3529,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -3554,7 +3555,7 @@ export interface operations {
             content: {
                 "application/json": {
                     compute_profile?: string;
-                    inputs?: Record<string, never>;
+                    inputs?: Record<string, unknown>;
                     max_runtime_seconds?: number;
                     metadata?: {
                         [key: string]: string;
@@ -3575,10 +3576,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -3590,7 +3591,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -3623,10 +3624,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -3638,7 +3639,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -3699,10 +3700,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -3714,7 +3715,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -3744,10 +3745,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -3759,7 +3760,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -3794,10 +3795,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -3809,7 +3810,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -3839,10 +3840,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -3854,7 +3855,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -3891,10 +3892,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -3906,7 +3907,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -3942,10 +3943,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -3957,7 +3958,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -3992,10 +3993,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -4007,7 +4008,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -4041,10 +4042,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -4056,7 +4057,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -4081,7 +4082,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": Record<string, unknown>;
             };
         };
         responses: {
@@ -4091,10 +4092,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -4106,7 +4107,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -4151,10 +4152,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -4166,7 +4167,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -4212,10 +4213,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -4227,7 +4228,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -4271,10 +4272,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -4286,7 +4287,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -4330,10 +4331,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -4345,7 +4346,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -4389,10 +4390,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -4404,7 +4405,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -4445,10 +4446,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -4460,7 +4461,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -4510,9 +4511,9 @@ export interface operations {
                             version?: string;
                         }[];
                     } & {
-                        links: Record<string, never>;
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -4524,7 +4525,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -4577,9 +4578,9 @@ export interface operations {
                         /** @constant */
                         verified?: true;
                     } & {
-                        links: Record<string, never>;
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -4591,7 +4592,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -4628,10 +4629,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -4643,7 +4644,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -4678,10 +4679,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -4693,7 +4694,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -4734,10 +4735,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -4749,7 +4750,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -4784,10 +4785,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -4799,7 +4800,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
@@ -4849,10 +4850,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never> & {
-                        links: Record<string, never>;
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
                         next_actions: {
-                            arguments: Record<string, never>;
+                            arguments: Record<string, unknown>;
                             description: string;
                             http: {
                                 method: string;
@@ -4864,7 +4865,7 @@ export interface operations {
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
-                        warnings: Record<string, never>[];
+                        warnings: Record<string, unknown>[];
                     };
                 };
             };
