@@ -1,0 +1,203 @@
+/**
+ * Every failure the SDK raises is a SilicoError. API answers become an ApiError subclass
+ * chosen by status (and code, for the cases a caller handles differently), so callers
+ * branch with `instanceof` instead of comparing strings; transport failures are a
+ * separate ConnectionError because no API answer exists for them.
+ */
+import type { Run } from './models.ts';
+import type { RunHandle } from './runHandle.ts';
+
+/** The base of every error the SDK throws. */
+export class SilicoError extends Error {
+  override name = 'SilicoError';
+}
+
+/** The error envelope's fields, as the API sends them. */
+export interface ApiErrorBody {
+  type: string;
+  code: string;
+  message: string;
+  param: string | null;
+  details: Record<string, unknown>;
+  request_id: string | null;
+}
+
+/** An error answer of the API (any non-2xx status). */
+export class ApiError extends SilicoError {
+  override name = 'ApiError';
+  /** HTTP status. */
+  readonly status: number;
+  /** Broad class, e.g. `validation_error`. */
+  readonly type: string;
+  /** Stable machine code, e.g. `unknown_inputs`. */
+  readonly code: string;
+  /** The offending field, when one is named. */
+  readonly param: string | null;
+  readonly details: Record<string, unknown>;
+  /** Keep it for support: the server logs everything under it. */
+  readonly requestId: string | null;
+  readonly headers: Headers;
+  /** The parsed body (or its text when it was not JSON). */
+  readonly raw: unknown;
+
+  constructor(status: number, body: ApiErrorBody, headers: Headers, raw: unknown) {
+    super(body.message);
+    this.status = status;
+    this.type = body.type;
+    this.code = body.code;
+    this.param = body.param;
+    this.details = body.details;
+    this.requestId = body.request_id;
+    this.headers = headers;
+    this.raw = raw;
+  }
+
+  /** Alias of `status` (stripe-node's name for it). */
+  get statusCode(): number {
+    return this.status;
+  }
+}
+
+/** 400 or 422: the request is wrong as sent; retrying it unchanged fails again. */
+export class ValidationError extends ApiError {
+  override name = 'ValidationError';
+}
+/** 401: missing, invalid, expired or revoked API key. */
+export class AuthenticationError extends ApiError {
+  override name = 'AuthenticationError';
+}
+/** 402: the account's available compute cannot cover the run's reservation. */
+export class InsufficientCreditsError extends ApiError {
+  override name = 'InsufficientCreditsError';
+}
+/** 403: the key lacks the scope (`insufficient_scope`) or the gateway is off (`gateway_not_enabled`). */
+export class PermissionError extends ApiError {
+  override name = 'PermissionError';
+}
+/** 404: no such record for this account (another account's records look the same). */
+export class NotFoundError extends ApiError {
+  override name = 'NotFoundError';
+}
+/** 409: a plan or idempotency conflict. */
+export class ConflictError extends ApiError {
+  override name = 'ConflictError';
+}
+/** 409 `idempotency_conflict`: the key was used with a different request; never retried. */
+export class IdempotencyConflictError extends ConflictError {
+  override name = 'IdempotencyConflictError';
+}
+/** 429: a rate or daily fair-use limit; `retryAfterSeconds` says how long to wait. */
+export class RateLimitError extends ApiError {
+  override name = 'RateLimitError';
+  get retryAfterSeconds(): number | null {
+    const header = this.headers.get('retry-after');
+    if (header !== null && /^\d+$/.test(header.trim())) return Number(header.trim());
+    const detail = this.details.retry_after_seconds;
+    return typeof detail === 'number' ? detail : null;
+  }
+}
+/** 501: the operation is in the contract but not built on this server yet. */
+export class NotImplementedError extends ApiError {
+  override name = 'NotImplementedError';
+}
+/** 5xx other than 501: the service could not complete the request. */
+export class ServerError extends ApiError {
+  override name = 'ServerError';
+}
+
+/** The request never got an HTTP answer (DNS, refused, reset, timeout). */
+export class ConnectionError extends SilicoError {
+  override name = 'ConnectionError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+/** No answer within the client's `timeoutMs`. */
+export class ConnectionTimeoutError extends ConnectionError {
+  override name = 'ConnectionTimeoutError';
+}
+
+/** Downloaded bytes do not hash (or measure) to the recorded identity; nothing was kept. */
+export class IntegrityError extends SilicoError {
+  override name = 'IntegrityError';
+  constructor(
+    readonly resource: string,
+    readonly expectedSha256: string,
+    readonly actualSha256: string,
+    readonly expectedSize: number | null,
+    readonly actualSize: number,
+  ) {
+    super(`${resource}: downloaded bytes hash to ${actualSha256} (${actualSize} bytes), expected ${expectedSha256}` +
+      `${expectedSize === null ? '' : ` (${expectedSize} bytes)`}; the partial file was deleted`);
+  }
+}
+
+/** A waited-for run ended failed, cancelled or timed out. */
+export class RunFailed extends SilicoError {
+  override name = 'RunFailed';
+  constructor(readonly run: Run, readonly handle: RunHandle) {
+    super(`run ${run.id} ended ${run.status}${run.error ? `: ${run.error.code}: ${run.error.message}` : ''}`);
+  }
+  get status(): Run['status'] {
+    return this.run.status;
+  }
+}
+
+/** The caller's wait timed out; the run goes on, and `handle` can wait for it again. */
+export class RunTimeout extends SilicoError {
+  override name = 'RunTimeout';
+  constructor(readonly handle: RunHandle, readonly run: Run | undefined, readonly timeoutMs: number) {
+    super(`run ${handle.id} was still ${run?.status ?? 'unknown'} after ${timeoutMs} ms; it keeps running (wait on error.handle to continue)`);
+  }
+}
+
+const BY_STATUS: Record<number, typeof ApiError> = {
+  400: ValidationError, 401: AuthenticationError, 402: InsufficientCreditsError, 403: PermissionError,
+  404: NotFoundError, 409: ConflictError, 422: ValidationError, 429: RateLimitError, 501: NotImplementedError,
+};
+
+/** The error class of an answer: by code where it matters to the caller, else by status. */
+export function errorClassFor(status: number, code: string): typeof ApiError {
+  if (status === 409 && code === 'idempotency_conflict') return IdempotencyConflictError;
+  return BY_STATUS[status] ?? (status >= 500 ? ServerError : ApiError);
+}
+
+const TYPE_BY_STATUS: Record<number, string> = {
+  400: 'validation_error', 401: 'authentication_error', 402: 'insufficient_credits_error', 403: 'permission_error',
+  404: 'not_found_error', 409: 'conflict_error', 422: 'validation_error', 429: 'rate_limit_error', 501: 'not_implemented_error',
+};
+
+/**
+ * Builds the ApiError of a non-2xx answer. Bodies that are not the error envelope (a
+ * proxy's HTML page, an empty 502) still give a typed error with the status and a
+ * snippet, so callers never have to parse anything themselves.
+ */
+export function errorFromResponse(status: number, headers: Headers, text: string): ApiError {
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : text;
+  } catch {
+    // not JSON: keep the text
+  }
+  const e = (parsed as { error?: Partial<ApiErrorBody> } | null)?.error;
+  const requestId = headers.get('x-request-id') ?? headers.get('request-id');
+  const body: ApiErrorBody = e && typeof e === 'object'
+    ? {
+      type: String(e.type ?? TYPE_BY_STATUS[status] ?? 'api_error'),
+      code: String(e.code ?? `http_${status}`),
+      message: String(e.message ?? `HTTP ${status}`),
+      param: typeof e.param === 'string' ? e.param : null,
+      details: e.details && typeof e.details === 'object' ? e.details : {},
+      request_id: typeof e.request_id === 'string' ? e.request_id : requestId,
+    }
+    : {
+      type: TYPE_BY_STATUS[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error'),
+      code: `http_${status}`,
+      message: `HTTP ${status}${text ? `: ${text.slice(0, 200)}` : ''}`,
+      param: null,
+      details: {},
+      request_id: requestId,
+    };
+  const Cls = errorClassFor(status, body.code);
+  return new Cls(status, body, headers, parsed);
+}

@@ -1,0 +1,153 @@
+/**
+ * Records the OpenAPI document does not describe yet (the run tools declare no output
+ * schema, so their generated response types are "any object + envelope"). These mirror
+ * the published design decisions for runs, events, results, plans and files; when the
+ * server adds output schemas, these should become aliases of the generated types.
+ */
+import type { QueryParams } from './types.ts';
+
+/** A run's state: queued, running, cancelling, completed, failed, cancelled, timed_out. */
+export type RunStatus = NonNullable<QueryParams<'run_list'>['status']>;
+
+/** States a run never leaves. */
+export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'timed_out'];
+
+export function isTerminalStatus(status: string): status is RunStatus {
+  return (TERMINAL_RUN_STATUSES as readonly string[]).includes(status);
+}
+
+/** A run record (GET /runs/{run_id}, POST /runs, list items). */
+export interface Run {
+  id: string;
+  /** The same UUID as `id`. */
+  run_id: string;
+  object: 'run';
+  /** `hub` (a published release) or `managed` (a private workspace revision). */
+  kind: 'hub' | 'managed';
+  status: RunStatus;
+  /** The reference as requested (may omit the version). */
+  ref: string;
+  /** The exact `<namespace>/<name>@<version>` that ran. */
+  resolved_ref: string;
+  package_sha256: string;
+  inputs: Record<string, unknown>;
+  metadata: Record<string, string>;
+  compute_profile: string;
+  max_runtime_seconds: number;
+  /** US dollars reserved at acceptance. */
+  credits_reserved: number;
+  /** US dollars charged; null until the run is terminal. */
+  credits_settled: number | null;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  /** Why a failed or timed-out run ended (`lab_error`, `capacity_unavailable`, ...). */
+  error: { code: string; message: string } | null;
+  /** 0 to 1. */
+  progress: number | null;
+  artifact_count: number;
+  experiment_id: string | null;
+  plan_id: string | null;
+}
+
+/** One stored artifact of a run, as results and the metadata route show it. */
+export interface RunArtifact {
+  id: string;
+  artifact_id: string;
+  /** The output port that produced it. */
+  role: string;
+  /** Untrusted: the SDK never uses it as a path without sanitising it. */
+  file_name: string;
+  content_type: string;
+  format: string;
+  size_bytes: number;
+  /** Lowercase hex SHA-256 of the bytes; downloads are verified against it. */
+  sha256: string;
+  status: string;
+  download_url: string;
+}
+
+/** GET /runs/{run_id}/results. */
+export interface RunResults {
+  run_id: string;
+  status: RunStatus;
+  /** Bounded JSON of the contract's outputs. */
+  outputs: Record<string, unknown>;
+  artifacts: RunArtifact[];
+  provenance: {
+    ref: string;
+    resolved_ref: string;
+    package_sha256: string;
+    inputs_sha256: string;
+    compute_profile: string;
+    seed: number | null;
+    started_at: string | null;
+    finished_at: string | null;
+  };
+}
+
+/** Known event types; others may be added by the server. */
+export type RunEventType = 'state_changed' | 'log' | 'progress' | 'artifact_stored' | 'charge_settled' | 'warning';
+
+/** One entry of a run's log (GET /runs/{run_id}/events). */
+export interface RunEvent {
+  /** 1, 2, 3, ... without gaps. */
+  seq: number;
+  at: string;
+  type: RunEventType | (string & {});
+  message: string;
+  data: Record<string, unknown>;
+}
+
+/** One page of a run's events. */
+export interface RunEventPage {
+  items: RunEvent[];
+  has_more: boolean;
+  /** Pass as `after` to read the next page. */
+  next_after: number;
+}
+
+/** A finding of a plan (prepare routes). */
+export interface Finding {
+  severity: 'info' | 'warning' | 'blocking';
+  code: string;
+  message: string;
+  path: string | null;
+}
+
+/** POST /run-plans: a priced, digested proposal to approve before POST /runs. */
+export interface RunPlan {
+  object: 'run_plan';
+  plan_id: string;
+  plan_sha256: string;
+  expires_at: string;
+  status: 'ready' | 'blocked';
+  findings: Finding[];
+  /** The exact object `plan_sha256` digests (RFC 8785 canonical JSON), to recompute it. */
+  digest_input: Record<string, unknown>;
+  estimated_max_usd: number;
+  resolved_ref: string;
+  package_sha256: string;
+  compute_profile: string;
+  max_runtime_seconds: number;
+}
+
+/** An uploaded (or imported) input file. */
+export interface FileRecord {
+  object: 'file';
+  file_id: string;
+  name: string;
+  format: string;
+  content_type: string;
+  size_bytes: number;
+  sha256: string;
+  origin: Record<string, unknown> | null;
+  created_at: string;
+}
+
+/** The list shape of cursor-paginated routes. */
+export interface CursorPageBody<T> {
+  items: T[];
+  has_more: boolean;
+  next_cursor: string | null;
+}

@@ -1,0 +1,116 @@
+/**
+ * Runs: prepare (POST /run-plans), create, read, list, cancel, events, results and
+ * artifacts, plus the handle-based helpers (start, wait, verified downloads).
+ */
+import type { RequestOptions } from '../core/http.ts';
+import type { PageRequest } from '../core/pagination.ts';
+import { path } from '../core/url.ts';
+import { saveVerified, type VerifiedFile } from '../core/download.ts';
+import type { CursorPageBody, Run, RunArtifact, RunEventPage, RunPlan, RunResults } from '../models.ts';
+import type { QueryParams, RequestBody, WithEnvelope } from '../types.ts';
+import { RunHandle, type WaitOptions } from '../runHandle.ts';
+import { Resource } from './resource.ts';
+
+export type RunPrepareParams = RequestBody<'run_prepare'>;
+/** Either an approved plan `{plan_id, plan_sha256}` or a direct request `{ref, inputs, ...}`. */
+export type RunCreateParams = RequestBody<'run_create'>;
+/** The list filters, plus `metadata: {key: value}` (sent as `metadata[key]=value`). */
+export type RunListParams = QueryParams<'run_list'> & { metadata?: Record<string, string> };
+export type RunEventsParams = QueryParams<'run_events'>;
+
+/** A direct run request in SDK spelling (see `Runs.start` and `Silico.run`). */
+export interface RunStartOptions {
+  inputs?: Record<string, unknown>;
+  /** A compute profile id (`cpu-small` when omitted). */
+  computeProfile?: string;
+  /** Up to 32 string pairs, filterable with `runs.list({metadata})`. */
+  metadata?: Record<string, string>;
+  maxRuntimeSeconds?: number;
+  seed?: number;
+  /** Your own key for this logical request (a retry of yours must send the same one). */
+  idempotencyKey?: string;
+  signal?: AbortSignal;
+}
+
+/** An artifact of a run after a verified download. */
+export interface DownloadedArtifact extends VerifiedFile {
+  artifact: RunArtifact;
+}
+
+export class Runs extends Resource {
+  /** POST /run-plans: validate and price a run; returns a plan to approve by its digest. Starts nothing. */
+  prepare(params: RunPrepareParams, opts?: RequestOptions): Promise<WithEnvelope<RunPlan>> {
+    return this.postJson('/run-plans', params, opts);
+  }
+
+  /** POST /runs (always with an Idempotency-Key, reused by retries). Returns the run record. */
+  create(params: RunCreateParams, opts?: RequestOptions): Promise<WithEnvelope<Run>> {
+    return this.postJson('/runs', params, opts);
+  }
+
+  /** Starts a run of `ref` (the version may be omitted) in the direct form; returns its handle without waiting. */
+  async start(ref: string, options: RunStartOptions = {}): Promise<RunHandle> {
+    const run = await this.create({
+      ref,
+      inputs: options.inputs ?? {},
+      ...(options.computeProfile !== undefined ? { compute_profile: options.computeProfile } : {}),
+      ...(options.metadata !== undefined ? { metadata: options.metadata } : {}),
+      ...(options.maxRuntimeSeconds !== undefined ? { max_runtime_seconds: options.maxRuntimeSeconds } : {}),
+      ...(options.seed !== undefined ? { seed: options.seed } : {}),
+    }, { idempotencyKey: options.idempotencyKey, signal: options.signal });
+    return new RunHandle(this, run.id, run);
+  }
+
+  /** A handle on an existing run (no request is made). */
+  handle(runId: string): RunHandle {
+    return new RunHandle(this, runId);
+  }
+
+  /** Waits for a run: the completed run, or RunFailed / RunTimeout (which carries a handle to wait again). */
+  wait(runId: string, options?: WaitOptions): Promise<Run> {
+    return this.handle(runId).wait(options);
+  }
+
+  /** GET /runs/{id}: status, progress and charges. */
+  get(runId: string, opts?: RequestOptions): Promise<WithEnvelope<Run>> {
+    return this.getJson(path`/runs/${runId}`, undefined, opts);
+  }
+
+  /** GET /runs, newest first. Await for one page; `for await` for every run. */
+  list(params: RunListParams = {}, opts?: RequestOptions): PageRequest<Run, WithEnvelope<CursorPageBody<Run>>> {
+    return this.cursorList<Run>('/runs', params, opts);
+  }
+
+  /** POST /runs/{id}/cancel: only elapsed compute is charged; a terminal run is unchanged. */
+  cancel(runId: string, opts?: RequestOptions): Promise<WithEnvelope<Run>> {
+    return this.postJson(path`/runs/${runId}/cancel`, undefined, opts);
+  }
+
+  /** GET /runs/{id}/results: outputs, hashed artifacts and provenance. */
+  results(runId: string, opts?: RequestOptions): Promise<WithEnvelope<RunResults>> {
+    return this.getJson(path`/runs/${runId}/results`, undefined, opts);
+  }
+
+  /** One page of a run's events after `after` (see RunHandle.events to iterate or follow). */
+  listEvents(runId: string, params: RunEventsParams = {}, opts?: RequestOptions): Promise<WithEnvelope<RunEventPage>> {
+    return this.getJson(path`/runs/${runId}/events`, params, opts);
+  }
+
+  /** GET /runs/{id}/artifacts/{artifact_id}/metadata. */
+  artifact(runId: string, artifactId: string, opts?: RequestOptions): Promise<WithEnvelope<RunArtifact & { public: boolean; created_at: string }>> {
+    return this.getJson(path`/runs/${runId}/artifacts/${artifactId}/metadata`, undefined, opts);
+  }
+
+  /**
+   * Downloads one artifact to `dest`, verified against its recorded sha256 and size
+   * while streaming (IntegrityError and no file on a mismatch). Pass the artifact from
+   * `results()` or just its id (its metadata is read first). The bytes are fetched from
+   * this client's base URL, never from the answer's `download_url`: the API key only
+   * goes to the host the caller configured.
+   */
+  async downloadArtifact(runId: string, artifact: RunArtifact | string, dest: string, opts?: RequestOptions): Promise<VerifiedFile> {
+    const meta = typeof artifact === 'string' ? await this.artifact(runId, artifact, opts) : artifact;
+    const res = await this.http.stream({ method: 'GET', path: path`/runs/${runId}/artifacts/${meta.artifact_id}`, accept: '*/*' }, opts);
+    return saveVerified(res, dest, { sha256: meta.sha256, size: meta.size_bytes }, `artifact ${meta.artifact_id} of run ${runId}`);
+  }
+}
