@@ -1,15 +1,176 @@
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Silico, SDK_VERSION } from '../client.ts';
+import { resolveSettings, configFile, readSettings, writeSettings, type Settings } from './config.ts';
+import { EXIT, UsageError, makeOut, reportFailure, type Out } from './output.ts';
+import { runCommand } from './commands/run.ts';
+import * as r from './commands/resources.ts';
 import { serveMcpOverStdio } from './mcpBridge.ts';
 
-// Placeholder entry until the CLI lands: only `silico mcp`.
-const [cmd] = process.argv.slice(2);
-if (cmd === 'mcp') {
-  const apiKey = process.env.SILICO_API_KEY;
-  if (!apiKey) {
-    console.error('silico mcp: set SILICO_API_KEY');
-    process.exit(2);
-  }
-  await serveMcpOverStdio({ baseUrl: process.env.SILICO_BASE_URL ?? 'http://localhost:8080/v1', apiKey, version: '0.1.0' });
-} else {
-  console.error('usage: silico mcp');
-  process.exit(2);
+const collect = (v: string, acc: string[]) => [...acc, v];
+const positiveInt = (v: string) => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
+  return n;
+};
+const anyInt = (v: string) => {
+  const n = Number(v);
+  if (!Number.isInteger(n)) throw new InvalidArgumentError('must be an integer');
+  return n;
+};
+
+interface Globals { baseUrl?: string; apiKey?: string; json?: boolean }
+
+/** The settings in force, and a client for them (a missing key is a usage error). */
+function connect(cmd: Command): { client: Silico; out: Out; settings: Settings } {
+  const g = cmd.optsWithGlobals<Globals>();
+  const settings = resolveSettings({ baseUrl: g.baseUrl, apiKey: g.apiKey });
+  if (!settings.apiKey) throw new UsageError(`no API key: run \`silico configure --api-key sk_...\`, set SILICO_API_KEY, or pass --api-key`);
+  return { client: new Silico({ apiKey: settings.apiKey, baseUrl: settings.baseUrl }), out: makeOut(Boolean(g.json)), settings };
 }
+
+let exitCode: number = EXIT.ok;
+
+/** Wraps a command body: its exit code, or the failure's. */
+function action<A extends unknown[]>(body: (cmd: Command, ...args: A) => Promise<number>) {
+  return async (...args: unknown[]) => {
+    const cmd = args[args.length - 1] as Command;
+    try {
+      // commander passes the positional arguments, then the options, then the command.
+      exitCode = await body(cmd, ...(args.slice(0, -2) as A));
+    } catch (err) {
+      exitCode = reportFailure(err, makeOut(Boolean(cmd.optsWithGlobals<Globals>().json)));
+    }
+  };
+}
+
+export function buildProgram(): Command {
+  const program = new Command('silico')
+    .description('Silico from the terminal: run labs, follow runs, move files, and serve MCP on stdio.')
+    .version(SDK_VERSION)
+    .option('--base-url <url>', 'API base URL ending in /v1 (default: SILICO_BASE_URL, then the saved configuration)')
+    .option('--api-key <key>', 'API key (default: SILICO_API_KEY, then the saved configuration)')
+    .option('--json', 'print machine-readable JSON (errors as the API\'s error envelope)')
+    .showHelpAfterError()
+    .exitOverride();
+
+  program.command('configure')
+    .description(`save --base-url and --api-key (in ${configFile()}, readable only by you); without them, show what is saved`)
+    .action(action(async (cmd) => {
+      const g = cmd.optsWithGlobals<Globals>();
+      const o: Settings = { baseUrl: g.baseUrl, apiKey: g.apiKey };
+      const next = { ...readSettings(), ...(o.baseUrl ? { baseUrl: o.baseUrl } : {}), ...(o.apiKey ? { apiKey: o.apiKey } : {}) };
+      if (o.baseUrl || o.apiKey) writeSettings(next);
+      const shown = { base_url: next.baseUrl ?? null, api_key: next.apiKey ? `${next.apiKey.slice(0, 10)}…` : null, file: configFile() };
+      makeOut(Boolean(g.json)).result(shown, () => `base_url ${shown.base_url ?? '(unset)'}\napi_key  ${shown.api_key ?? '(unset)'}\nfile     ${shown.file}`);
+      return EXIT.ok;
+    }));
+
+  program.command('capabilities')
+    .description('list runnable lab versions with their contracts')
+    .option('--limit <n>', 'how many', positiveInt, 50)
+    .action(action(async (cmd) => {
+      const { client, out } = connect(cmd);
+      return r.capabilities(client, cmd.opts(), out);
+    }));
+
+  const hub = program.command('hub').description('the Hub of published labs and models');
+  hub.command('search [query]')
+    .description('full-text search of accessible releases')
+    .option('--tag <tag>', 'filter by tag (repeatable)', collect, [])
+    .addOption(new Option('--package-type <type>', 'lab or model').choices(['lab', 'model']))
+    .option('--limit <n>', 'how many', positiveInt, 20)
+    .action(action(async (cmd, query?: string) => {
+      const { client, out } = connect(cmd);
+      return r.hubSearch(client, query, cmd.opts(), out);
+    }));
+
+  program.command('run <ref>')
+    .description('prepare a run, show its findings and price, confirm, execute, follow it and print its results')
+    .option('-i, --input <name=value>', 'an input (repeatable); values are JSON where they parse (0.3, true, [1,2]), else text', collect, [])
+    .option('--inputs-file <file.json>', 'inputs from a JSON object (flags win)')
+    .option('--profile <id>', 'compute profile id (see the account\'s compute profiles)')
+    .option('--max-runtime <seconds>', 'stop and charge at most this long', positiveInt)
+    .option('--seed <n>', 'random seed', anyInt)
+    .option('-y, --yes', 'run without asking (required when stdin is not a terminal)')
+    .option('--download <dir>', 'download the artifacts here, each verified against its sha256')
+    .option('--no-progress', 'no progress bar')
+    .action(action(async (cmd, ref: string) => {
+      const { client, out } = connect(cmd);
+      return runCommand(client, ref, cmd.opts(), out);
+    }));
+
+  const runs = program.command('runs').description('your runs');
+  runs.command('list')
+    .description('newest first')
+    .option('--status <status>', 'queued, running, cancelling, completed, failed, cancelled or timed_out')
+    .option('--metadata <key=value>', 'filter by metadata (repeatable)', collect, [])
+    .option('--limit <n>', 'how many', positiveInt, 20)
+    .action(action(async (cmd) => {
+      const { client, out } = connect(cmd);
+      return r.runsList(client, cmd.opts(), out);
+    }));
+  runs.command('get <run_id>').description('status, progress and charges of one run').action(action(async (cmd, id: string) => {
+    const { client, out } = connect(cmd);
+    return r.runsGet(client, id, out);
+  }));
+  runs.command('cancel <run_id>').description('cancel a run; only elapsed compute is charged').action(action(async (cmd, id: string) => {
+    const { client, out } = connect(cmd);
+    return r.runsCancel(client, id, out);
+  }));
+  runs.command('events <run_id>')
+    .description('a run\'s log; --follow reads until the run ends')
+    .option('-f, --follow', 'keep reading until the terminal event')
+    .option('--after <seq>', 'only events after this sequence number', anyInt)
+    .action(action(async (cmd, id: string) => {
+      const { client, out } = connect(cmd);
+      return r.runsEvents(client, id, cmd.opts(), out);
+    }));
+
+  const files = program.command('files').description('your input files');
+  files.command('upload <path>')
+    .description('upload a file (streamed)')
+    .option('--name <name>', 'the name to record (default: the file\'s own)')
+    .action(action(async (cmd, file: string) => {
+      const { client, out } = connect(cmd);
+      return r.filesUpload(client, file, cmd.opts(), out);
+    }));
+  files.command('download <file_id> [dest]')
+    .description('download a file, verified against its sha256 (default dest: its name)')
+    .action(action(async (cmd, id: string, dest?: string) => {
+      const { client, out } = connect(cmd);
+      return r.filesDownload(client, id, dest, out);
+    }));
+
+  program.command('account').description('the connected account, this key\'s access, usage and compute').action(action(async (cmd) => {
+    const { client, out } = connect(cmd);
+    return r.account(client, out);
+  }));
+
+  program.command('mcp')
+    .description('serve the service\'s MCP tools on stdio (for agents), with the key from SILICO_API_KEY or the configuration')
+    .action(action(async (cmd) => {
+      const g = cmd.optsWithGlobals<Globals>();
+      const settings = resolveSettings({ baseUrl: g.baseUrl, apiKey: g.apiKey });
+      if (!settings.apiKey) throw new UsageError('silico mcp needs an API key: set SILICO_API_KEY');
+      await serveMcpOverStdio({ baseUrl: settings.baseUrl, apiKey: settings.apiKey, version: SDK_VERSION });
+      return -1; // keeps serving until stdin closes
+    }));
+  return program;
+}
+
+/** Runs the CLI: exit 0 completed, 1 run failed or cancelled, 2 usage, 3 API error. */
+export async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      process.exitCode = err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+      return;
+    }
+    throw err;
+  }
+  if (exitCode >= 0) process.exitCode = exitCode;
+}
+
+await main(process.argv);
