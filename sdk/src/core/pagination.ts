@@ -52,18 +52,35 @@ export class Page<T, B extends { items: T[]; has_more: boolean } = { items: T[];
   }
 }
 
-/** A lazy list call: await it for the first page, iterate it for every item. */
-export class PageRequest<T, B extends { items: T[]; has_more: boolean } = { items: T[]; has_more: boolean }> implements PromiseLike<Page<T, B>>, AsyncIterable<T> {
+/**
+ * A lazy list call: await it for the first page, iterate it for every item. It is a
+ * full Promise of the first page (then/catch/finally), so it also works wherever a
+ * Promise is expected (Promise.all, assert.rejects).
+ */
+export class PageRequest<T, B extends { items: T[]; has_more: boolean } = { items: T[]; has_more: boolean }> implements Promise<Page<T, B>>, AsyncIterable<T> {
   private promise: Promise<Page<T, B>> | undefined;
+  readonly [Symbol.toStringTag] = 'PageRequest';
 
   constructor(private readonly first: () => Promise<Page<T, B>>) {}
+
+  private started(): Promise<Page<T, B>> {
+    this.promise ??= this.first();
+    return this.promise;
+  }
 
   then<R1 = Page<T, B>, R2 = never>(
     onfulfilled?: ((page: Page<T, B>) => R1 | PromiseLike<R1>) | null,
     onrejected?: ((reason: unknown) => R2 | PromiseLike<R2>) | null,
   ): Promise<R1 | R2> {
-    this.promise ??= this.first();
-    return this.promise.then(onfulfilled, onrejected);
+    return this.started().then(onfulfilled, onrejected);
+  }
+
+  catch<R = never>(onrejected?: ((reason: unknown) => R | PromiseLike<R>) | null): Promise<Page<T, B> | R> {
+    return this.started().catch(onrejected);
+  }
+
+  finally(onfinally?: (() => void) | null): Promise<Page<T, B>> {
+    return this.started().finally(onfinally);
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<T> {
