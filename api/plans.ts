@@ -25,9 +25,21 @@ export function planView(p: PlanRow) {
  * not expired (409 plan_expired), and it is not blocked (409 plan_blocked).
  */
 export async function approvedPlan(db: Db, accountId: string, kind: string, planId: string, planSha256: string): Promise<PlanRow> {
+  return usablePlan(db, accountId, kind, planId, planSha256);
+}
+
+/**
+ * The same checks without the digest: for an execution approved by a standing grant
+ * instead (publication's workflow grant), which the caller checks against the plan.
+ */
+export async function grantablePlan(db: Db, accountId: string, kind: string, planId: string): Promise<PlanRow> {
+  return usablePlan(db, accountId, kind, planId, undefined);
+}
+
+async function usablePlan(db: Db, accountId: string, kind: string, planId: string, planSha256: string | undefined): Promise<PlanRow> {
   const plan = await getPlan(db, planId, accountId);
   if (!plan || plan.kind !== kind) throw errors.notFound('plan_not_found', 'plan', 'plan_id');
-  if (plan.plan_sha256 !== planSha256) {
+  if (planSha256 !== undefined && plan.plan_sha256 !== planSha256) {
     throw new ApiError(409, 'plan_digest_mismatch', 'plan_sha256 is not the digest of this plan; prepare again or send the exact digest it returned.', 'plan_sha256');
   }
   if (plan.consumed_at) {

@@ -7,6 +7,8 @@ import { createKey, getKey, listKeys, revokeKey, rotateKey, SCOPES } from '../st
 import { getBalances, grantCompute, microsToUsd, usdToMicros } from '../storage/ledger.ts';
 import { isoTime, newUuid } from '../storage/ids.ts';
 import { REPO_ROOT } from './local/bootstrap.ts';
+import semver from 'semver';
+import { createGrant, getGrant, listGrants, revokeGrant, type GrantRow } from '../storage/db/publicationGrants.ts';
 
 /**
  * Operator CLI: `npm run admin -- <group> <command> [options] [--json]`. Talks to
@@ -24,6 +26,13 @@ const USAGE = `usage: npm run admin -- <command> [options] [--json]
   compute grant --account NS --usd AMOUNT [--ref TEXT]
   gateway on|off --account NS
   features set --account NS --flag NAME (--on | --off)
+  grants create --account NS --lab NAME|* [--versions RANGE] [--expires ISO-TIME | --expires-in DAYS] [--note TEXT]
+  grants list [--account NS]
+  grants revoke GRANT_ID
+
+A grant (a workflow grant) lets the account's automated pipeline publish plans of that
+lab whose version is in RANGE (semver, default *) with POST /v1/publications
+{plan_id, grant_id} instead of approving each plan's digest.
 
 scopes: ${SCOPES.join(', ')}`;
 
@@ -54,6 +63,11 @@ const accountView = (a: AccountRow) => ({
   account_id: a.id, namespace: a.namespace, kind: a.kind, display_name: a.display_name, gateway_enabled: a.gateway_enabled, features: a.features, created_at: isoTime(a.created_at),
 });
 
+const grantView = (g: GrantRow) => ({
+  grant_id: g.id, account_id: g.account_id, lab_name: g.lab_name, version_range: g.version_range, note: g.note,
+  expires_at: isoTime(g.expires_at), revoked_at: isoTime(g.revoked_at), uses: g.uses, last_used_at: isoTime(g.last_used_at), created_at: isoTime(g.created_at),
+});
+
 function expiry(v: Record<string, string | boolean | undefined>): Date | null {
   if (typeof v.expires === 'string') {
     const d = new Date(v.expires);
@@ -76,6 +90,7 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
       gateway: { type: 'boolean' }, account: { type: 'string' }, scopes: { type: 'string' }, expires: { type: 'string' },
       'expires-in': { type: 'string' }, usd: { type: 'string' }, ref: { type: 'string' }, flag: { type: 'string' },
       on: { type: 'boolean' }, off: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+      lab: { type: 'string' }, versions: { type: 'string' }, note: { type: 'string' },
     },
   });
   const [group, cmd, arg] = positionals;
@@ -137,6 +152,21 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
       if (Boolean(v.on) === Boolean(v.off)) throw new UsageError('give exactly one of --on or --off');
       await setFeature(db, a.id, v.flag, Boolean(v.on));
       return accountView((await findAccountByNamespace(db, a.namespace))!);
+    }
+    case 'grants create': {
+      const a = await account(db, v.account);
+      if (!v.lab || !(v.lab === '*' || /^[a-z][a-z0-9-]{0,62}$/.test(v.lab))) throw new UsageError('--lab must be a lab name or *');
+      const range = v.versions ?? '*';
+      if (!semver.validRange(range)) throw new UsageError(`--versions ${range} is not a semver range`);
+      return grantView(await createGrant(db, { accountId: a.id, labName: v.lab, versionRange: range, note: v.note, expiresAt: expiry(v) }));
+    }
+    case 'grants list':
+      return (await listGrants(db, v.account ? (await account(db, v.account)).id : undefined)).map(grantView);
+    case 'grants revoke': {
+      if (!arg) throw new UsageError('grants revoke GRANT_ID');
+      if (!(await getGrant(db, arg))) throw new UsageError(`no grant ${arg}`);
+      await revokeGrant(db, arg);
+      return grantView((await getGrant(db, arg))!);
     }
     default:
       throw new UsageError(what ? `unknown command: ${what}` : 'no command given');

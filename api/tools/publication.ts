@@ -1,12 +1,14 @@
 import semver from 'semver';
 import YAML from 'yaml';
 import type { ToolDef, ToolContext } from './tool.ts';
-import { str, obj, uuid, planExecute } from '../schemas/common.ts';
+import { str, obj, uuid, sha256Hex, id } from '../schemas/common.ts';
 import { ApiError, errors } from '../errors.ts';
 import { getRevision, getWorkspace } from '../../storage/db/workspaces.ts';
 import { blobKey } from '../../storage/objects.ts';
 import { createPlan, consumePlan, type Finding } from '../../storage/db/plans.ts';
-import { approvedPlan, planView, PLAN_TTL_SECONDS } from '../plans.ts';
+import { approvedPlan, grantablePlan, planView, PLAN_TTL_SECONDS } from '../plans.ts';
+import { countGrantUse, grantRefusal, lockGrant } from '../../storage/db/publicationGrants.ts';
+import type { Db } from '../../storage/db/knex.ts';
 import { namingFindings } from '../workspaces/naming.ts';
 import { checkInputs, contractOf } from '../contract.ts';
 import { newId } from '../../storage/ids.ts';
@@ -14,6 +16,23 @@ import { publicationWorkflowId, CONTROL_TASK_QUEUE } from '../../workflows/const
 import type { Tree } from '../../storage/trees.ts';
 
 interface Proposal { [k: string]: unknown; workspace_id: string; revision_id: string; lab_id: string; namespace: string; name: string; version: string; release_notes: string; tree_sha256: string }
+
+/**
+ * A workflow grant stands in for the digest approval when it belongs to the caller's
+ * account, is neither revoked nor expired, and covers this lab and version; its use is
+ * counted in the publication's own transaction.
+ */
+async function useGrant(trx: Db, accountId: string, grantId: string, p: Proposal): Promise<void> {
+  const grant = await lockGrant(trx, grantId, accountId);
+  if (!grant) throw errors.notFound('grant_not_found', 'workflow grant', 'grant_id');
+  const refusal = grantRefusal(grant, p.name, p.version);
+  if (refusal) {
+    throw new ApiError(409, refusal.code, `Workflow grant ${grant.id} cannot publish ${p.name}@${p.version}: ${refusal.reason}.`, 'grant_id', {
+      lab_name: grant.lab_name, version_range: grant.version_range, reason: refusal.reason,
+    });
+  }
+  await countGrantUse(trx, grant.id);
+}
 
 /** Versions of a lab already released or being published. */
 async function takenVersions(ctx: ToolContext, namespace: string, name: string): Promise<string[]> {
@@ -96,27 +115,35 @@ export const publicationTools: ToolDef[] = [
   },
   {
     name: 'publish_execute', scope: 'packages:publish', readOnly: false, idempotent: true,
-    description: 'Publish an approved plan: pack and smoke-test it, then record the immutable release.',
-    input: { body: planExecute },
+    description: 'Publish a plan: approved by its exact digest {plan_id, plan_sha256}, or by a matching workflow grant {plan_id, grant_id} that an operator issued for an automated pipeline. Packs and smoke-tests it, then records the immutable release.',
+    input: {
+      body: obj({ plan_id: uuid, plan_sha256: sha256Hex, grant_id: id('grant') }, ['plan_id'], {
+        oneOf: [{ required: ['plan_sha256'] }, { required: ['grant_id'] }],
+      }),
+    },
     async handler(input, ctx) {
-      const plan = await approvedPlan(ctx.deps.db, ctx.caller.account.id, 'publication', input.plan_id, input.plan_sha256);
+      const plan = input.grant_id
+        ? await grantablePlan(ctx.deps.db, ctx.caller.account.id, 'publication', input.plan_id)
+        : await approvedPlan(ctx.deps.db, ctx.caller.account.id, 'publication', input.plan_id, input.plan_sha256);
       const p = plan.proposal as Proposal;
       const id = newId('pub');
+      const approval = input.grant_id ? { kind: 'workflow_grant', grant_id: input.grant_id } : { kind: 'plan_digest', plan_sha256: plan.plan_sha256 };
       await ctx.deps.db.transaction(async (trx) => {
+        if (input.grant_id) await useGrant(trx, ctx.caller.account.id, input.grant_id, p);
         if (!(await consumePlan(trx, plan.id, `publication:${id}`))) throw new ApiError(409, 'plan_unavailable', 'This plan was already used.', 'plan_id');
         if ((await takenVersions({ ...ctx, deps: { ...ctx.deps, db: trx } }, p.namespace, p.name)).includes(p.version)) {
           throw new ApiError(409, 'plan_unavailable', `${p.version} was released since this plan was prepared.`, 'plan_id');
         }
         await trx('publications').insert({
           id, account_id: ctx.caller.account.id, plan_id: plan.id, lab_id: p.lab_id, revision_id: p.revision_id,
-          namespace: p.namespace, name: p.name, version: p.version, release_notes: p.release_notes, status: 'publishing',
+          namespace: p.namespace, name: p.name, version: p.version, release_notes: p.release_notes, status: 'publishing', approval,
         });
       });
       const client = await ctx.deps.temporal.client();
       await client.workflow.start('publicationWorkflow', { taskQueue: CONTROL_TASK_QUEUE, workflowId: publicationWorkflowId(id), args: [{ publicationId: id }] });
       const reference = `${p.namespace}/${p.name}@${p.version}`;
       return {
-        body: { object: 'publication', publication_id: id, status: 'publishing', reference },
+        body: { object: 'publication', publication_id: id, status: 'publishing', reference, approval },
         next_actions: [{ tool: 'hub_inspect', description: 'The release appears here once packing and the smoke run pass.', arguments: { reference } }],
       };
     },

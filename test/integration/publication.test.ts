@@ -126,3 +126,50 @@ test('a smoke run that fails publishes nothing, and says why', { timeout: 120_00
   const again = await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, version: '1.0.0' } });
   assert.ok(!again.body.findings.some((f: any) => f.code === 'version_exists'), 'a failed publication does not use up its version');
 });
+
+/** `npm run admin -- ...` against the test stack's database, parsed from --json. */
+async function admin(...args: string[]): Promise<any> {
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'deploy/admin.ts'), ...args, '--json'], { cwd: REPO_ROOT, env: process.env });
+  return JSON.parse(stdout);
+}
+
+test('a workflow grant publishes a matching plan without its digest; a mismatched, foreign or revoked grant publishes nothing', { timeout: 180_000 }, async () => {
+  const { key, account } = await newAccount();
+  const ws = (await call('POST', '/workspaces', { key, body: { title: 'Pipeline growth' } })).body;
+  const src = path.join(REPO_ROOT, 'labs/microbial-growth');
+  const ops = ['lab.yaml', 'models/growth/model.yaml', 'models/growth/src/growth.py'].map((f) => ({ kind: 'file_put', path: f, content: readFileSync(path.join(src, f), 'utf8') }));
+  const change = await call('POST', `/workspaces/${ws.workspace_id}/change-plans`, { key, body: { base_revision_id: ws.head_revision_id, operations: ops } });
+  const rev = (await call('POST', '/workspace-revisions', { key, body: { plan_id: change.body.plan_id, plan_sha256: change.body.plan_sha256 } })).body;
+  const prepare = async (version: string) => (await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, version } })).body;
+
+  const grant = await admin('grants', 'create', '--account', account.namespace, '--lab', 'pipeline-growth', '--versions', '^1.0.0', '--note', 'CI');
+  assert.match(grant.grant_id, /^grant_/);
+  const v2 = await prepare('2.0.0');
+  const outside = await call('POST', '/publications', { key, body: { plan_id: v2.plan_id, grant_id: grant.grant_id } });
+  assert.equal(errorOf(outside).code, 'grant_mismatch');
+  assert.equal(outside.body.error.param, 'grant_id');
+  const both = await call('POST', '/publications', { key, body: { plan_id: v2.plan_id, plan_sha256: v2.plan_sha256, grant_id: grant.grant_id } });
+  assert.equal(errorOf(both).code, 'parameter_invalid_combination');
+
+  const other = await newAccount();
+  const foreign = await admin('grants', 'create', '--account', other.account.namespace, '--lab', '*');
+  const v1 = await prepare('1.0.0');
+  assert.equal(errorOf(await call('POST', '/publications', { key, body: { plan_id: v1.plan_id, grant_id: foreign.grant_id } })).code, 'grant_not_found');
+
+  const pub = await call('POST', '/publications', { key, body: { plan_id: v1.plan_id, grant_id: grant.grant_id } });
+  assert.equal(pub.status, 200, pub.text);
+  assert.deepEqual(pub.body.approval, { kind: 'workflow_grant', grant_id: grant.grant_id });
+  await until(async () => ((await call('GET', `/hub/releases/${encodeURIComponent(`${account.namespace}/pipeline-growth@1.0.0`)}`, { key })).status === 200 ? true : undefined));
+  const [listed] = await admin('grants', 'list', '--account', account.namespace);
+  assert.equal(listed.uses, 1);
+
+  await admin('grants', 'revoke', grant.grant_id);
+  const v11 = await prepare('1.1.0');
+  const revoked = await call('POST', '/publications', { key, body: { plan_id: v11.plan_id, grant_id: grant.grant_id } });
+  assert.equal(errorOf(revoked).code, 'grant_inactive');
+  assert.equal(revoked.body.error.details.reason, 'revoked');
+  // Nothing was consumed by the refusals: the same plans still publish by their digests.
+  const byDigest = await call('POST', '/publications', { key, body: { plan_id: v11.plan_id, plan_sha256: v11.plan_sha256 } });
+  assert.equal(byDigest.status, 200, byDigest.text);
+  assert.equal(byDigest.body.approval.kind, 'plan_digest');
+});

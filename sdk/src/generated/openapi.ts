@@ -758,8 +758,8 @@ export type paths = {
         get?: never;
         put?: never;
         /**
-         * Publish an approved plan: pack and smoke-test it, then record the immutable release
-         * @description Publish an approved plan: pack and smoke-test it, then record the immutable release.
+         * Publish a plan: approved by its exact digest {plan_id, plan_sha256}, or by a matching workflow grant {plan_id, grant_id} that an operator issued for an automated pipeline
+         * @description Publish a plan: approved by its exact digest {plan_id, plan_sha256}, or by a matching workflow grant {plan_id, grant_id} that an operator issued for an automated pipeline. Packs and smoke-tests it, then records the immutable release.
          *
          *     Scope: `packages:publish`. Requires managed operations (the agent gateway) for the account.
          */
@@ -3388,11 +3388,13 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description identifier (grant_...) */
+                    grant_id?: string;
                     /** Format: uuid */
                     plan_id: string;
                     /** @description 64 lowercase hex characters */
-                    plan_sha256: string;
-                };
+                    plan_sha256?: string;
+                } & (unknown | unknown);
             };
         };
         responses: {

@@ -12,6 +12,7 @@ import * as publications from './010_publications.ts';
 import * as files from './011_files.ts';
 import * as datasets from './012_datasets.ts';
 import * as fileObjectKey from './013_file_object_key.ts';
+import * as publicationGrants from './014_publication_grants.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
@@ -31,6 +32,7 @@ const migrations: Record<string, Migration> = {
   '011_files': files,
   '012_datasets': datasets,
   '013_file_object_key': fileObjectKey,
+  '014_publication_grants': publicationGrants,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
