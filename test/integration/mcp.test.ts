@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { BASE_URL, call, closeTestDb, newAccount } from '../helpers.ts';
+import { BASE_URL, call, closeTestDb, newAccount, spawnApi } from '../helpers.ts';
 import { ROUTES } from '../../api/routeTable.ts';
 import { REPO_ROOT } from '../../deploy/local/bootstrap.ts';
 
@@ -129,6 +129,29 @@ test('errors are isError results carrying the same envelope as REST: scope, vali
   assert.equal(missingKey.body.error.code, 'idempotency_key_required');
   assert.equal(missingKey.body.error.param, 'idempotency_key');
   await assert.rejects(full.callTool({ name: 'file_upload', arguments: {} }), /Unknown tool/);
+
+  const noGateway = await newAccount({ gateway: false, usd: 1 });
+  const gated = await tool(await httpClient(noGateway.key), 'run_create', { ref: 'platform/microbial-growth', idempotency_key: crypto.randomUUID() });
+  assert.equal(gated.body.error.code, 'gateway_not_enabled');
+  assert.equal(gated.body.error.details.retryable, false, 'managed-lab details, as over REST');
+});
+
+test('/mcp shares the per-key rate limits with /v1: run-creating calls draw from the run bucket', async () => {
+  const replica = await spawnApi({ SILICO_RATE_READS_PER_MIN: '50', SILICO_RATE_RUNS_PER_MIN: '1', SILICO_RATE_DAILY: '100' });
+  try {
+    const { key: k } = await newAccount({ usd: 1 });
+    const client = new Client({ name: 'silico-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(replica.base.replace(/\/v1$/, '/mcp')), { requestInit: { headers: { Authorization: `Bearer ${k}` } } }));
+    clients.push(client);
+    const args = { ref: 'platform/microbial-growth', inputs: {}, max_runtime_seconds: 30 };
+    assert.equal((await tool(client, 'run_create', { ...args, idempotency_key: crypto.randomUUID() })).isError, false);
+    await assert.rejects(client.callTool({ name: 'run_create', arguments: { ...args, idempotency_key: crypto.randomUUID() } }), /429|rate_limited/);
+    assert.equal((await tool(client, 'account_get')).isError, false, 'reads have their own bucket');
+    const rest = await call('POST', '/runs', { key: k, base: replica.base, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: args });
+    assert.equal(rest.status, 429, 'the same bucket as REST');
+  } finally {
+    await replica.stop();
+  }
 });
 
 test('/mcp is behind the same Bearer auth: no key or a bad key is a 401 envelope; only POST is served', async () => {
