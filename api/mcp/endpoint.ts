@@ -9,7 +9,7 @@ import type { Deps } from '../tools/tool.ts';
 import { authenticate, requireCaller } from '../middleware/auth.ts';
 import { rateLimit } from '../middleware/rateLimit.ts';
 import { errors } from '../errors.ts';
-import { buildCatalog, type CatalogEntry } from './catalog.ts';
+import { buildCatalog } from './catalog.ts';
 import { callTool } from './call.ts';
 
 export const MCP_PATH = '/mcp';
@@ -81,4 +81,3 @@ export function mcpEndpoint(deps: Deps, table: RouteTable, version: string): Mid
   };
 }
 
-export type { CatalogEntry };

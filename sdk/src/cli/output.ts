@@ -1,4 +1,4 @@
-import { ApiError, ConnectionError, IntegrityError, RunFailed, RunTimeout, SilicoError } from '../errors.ts';
+import { ApiError, RunFailed, RunTimeout, SilicoError } from '../errors.ts';
 
 /** The CLI's exit codes. */
 export const EXIT = { ok: 0, runFailed: 1, usage: 2, api: 3 } as const;
@@ -47,7 +47,7 @@ export function reportFailure(err: unknown, out: Out): number {
     else process.stderr.write(`error ${err.status} ${err.code}: ${err.message}${err.param ? ` (param: ${err.param})` : ''}${err.requestId ? ` [request ${err.requestId}]` : ''}\n`);
     return EXIT.api;
   }
-  if (err instanceof IntegrityError || err instanceof ConnectionError || err instanceof SilicoError) {
+  if (err instanceof SilicoError) { // transport, integrity and configuration failures
     process.stderr.write(`error: ${err.message}\n`);
     return EXIT.api;
   }
