@@ -9,6 +9,7 @@ import { grantCompute } from '../storage/ledger.ts';
 import { createObjectStore, type ObjectStore } from '../storage/objects.ts';
 import { loadConfig } from '../api/config.ts';
 import { REPO_ROOT } from '../deploy/local/bootstrap.ts';
+import { publishLab } from '../deploy/local/builtinLabs.ts';
 
 /** The stack `npm test` started (test/run.ts puts its addresses in the environment). */
 export const BASE_URL = process.env.SILICO_TEST_BASE_URL ?? '';
@@ -191,4 +192,13 @@ export function groupAlive(pgid: number): boolean {
     }
   }
   return false;
+}
+
+/** Publishes a fixture lab (test/fixtures/labs/<name>) as a private 1.0.0 release of the account; returns its exact ref. */
+export async function publishFixtureLab(owner: { account: { id: string; namespace: string } }, name: 'slow-lab' | 'needs-scipy'): Promise<string> {
+  const rel = await publishLab(testDb(), testObjects(), process.env.SILICO_PYTHON!, {
+    dir: path.join(REPO_ROOT, 'test/fixtures/labs', name), accountId: owner.account.id, namespace: owner.account.namespace,
+    name, version: '1.0.0', visibility: 'private',
+  });
+  return `${rel.namespace}/${rel.name}@${rel.version}`;
 }

@@ -5,8 +5,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { BASE_URL, call, closeTestDb, newAccount, testDb, testObjects } from '../helpers.ts';
-import { publishLab } from '../../deploy/local/builtinLabs.ts';
+import { BASE_URL, call, closeTestDb, newAccount, publishFixtureLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/bootstrap.ts';
 
 after(closeTestDb);
@@ -48,11 +47,7 @@ let owner: Awaited<ReturnType<typeof newAccount>>;
 let slowRef = '';
 before(async () => {
   owner = await newAccount({ usd: 10 });
-  const rel = await publishLab(testDb(), testObjects(), process.env.SILICO_PYTHON!, {
-    dir: path.join(REPO_ROOT, 'test/fixtures/labs/slow-lab'), accountId: owner.account.id, namespace: owner.account.namespace,
-    name: 'slow-lab', version: '1.0.0', visibility: 'private',
-  });
-  slowRef = `${rel.namespace}/${rel.name}@${rel.version}`;
+  slowRef = await publishFixtureLab(owner, 'slow-lab');
 });
 
 test('in a terminal, `silico run ... --yes --download out/` runs the lab with a progress bar and verified files, exit 0', async () => {

@@ -1,9 +1,6 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
-import { call, errorOf, closeTestDb, newAccount, testDb, testObjects, spawnWorker, waitForRun, driverPid, processAlive } from '../helpers.ts';
-import { publishLab } from '../../deploy/local/builtinLabs.ts';
-import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { call, errorOf, closeTestDb, newAccount, testDb, spawnWorker, waitForRun, driverPid, processAlive, publishFixtureLab } from '../helpers.ts';
 import { getBalances } from '../../storage/ledger.ts';
 
 after(closeTestDb);
@@ -20,11 +17,7 @@ let slowRef = '';
 before(async () => {
   await testDb()('compute_profiles').insert(PROFILES).onConflict('id').ignore();
   owner = await newAccount({ usd: 20 });
-  const rel = await publishLab(testDb(), testObjects(), process.env.SILICO_PYTHON!, {
-    dir: path.join(REPO_ROOT, 'test/fixtures/labs/slow-lab'), accountId: owner.account.id, namespace: owner.account.namespace,
-    name: 'slow-lab', version: '1.0.0', visibility: 'private',
-  });
-  slowRef = `${rel.namespace}/${rel.name}@${rel.version}`;
+  slowRef = await publishFixtureLab(owner, 'slow-lab');
 });
 after(async () => {
   await testDb()('compute_profiles').whereIn('id', PROFILES.map((p) => p.id)).delete().catch(() => undefined);

@@ -1,9 +1,6 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
-import { call, errorOf, closeTestDb, newAccount, testDb, testObjects, waitForRun, driverPid, groupAlive, type Res } from '../helpers.ts';
-import { publishLab } from '../../deploy/local/builtinLabs.ts';
-import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { call, errorOf, closeTestDb, newAccount, testDb, waitForRun, driverPid, groupAlive, type Res, publishFixtureLab } from '../helpers.ts';
 import { sha256Hex, digestJson } from '../../storage/digest.ts';
 import { getBalances } from '../../storage/ledger.ts';
 
@@ -28,11 +25,7 @@ let slowRef = '';
 let owner: Awaited<ReturnType<typeof newAccount>>;
 before(async () => {
   owner = await newAccount({ usd: 10 });
-  const rel = await publishLab(testDb(), testObjects(), process.env.SILICO_PYTHON!, {
-    dir: path.join(REPO_ROOT, 'test/fixtures/labs/slow-lab'), accountId: owner.account.id, namespace: owner.account.namespace,
-    name: 'slow-lab', version: '1.0.0', visibility: 'private',
-  });
-  slowRef = `${rel.namespace}/${rel.name}@${rel.version}`;
+  slowRef = await publishFixtureLab(owner, 'slow-lab');
 });
 
 test('a plan, approved by its digest, runs microbial-growth to its known answer with hashed artifacts', async () => {
@@ -206,17 +199,14 @@ test("another account's run is answered exactly like a missing one", async () =>
 });
 
 test('a lab whose dependencies the runtime cannot satisfy is refused at plan time', async () => {
-  const rel = await publishLab(testDb(), testObjects(), process.env.SILICO_PYTHON!, {
-    dir: path.join(REPO_ROOT, 'test/fixtures/labs/needs-scipy'), accountId: owner.account.id, namespace: owner.account.namespace,
-    name: 'needs-scipy', version: '1.0.0', visibility: 'private',
-  });
-  const p = await call('POST', '/run-plans', { key: owner.key, body: { capability_ref: `${rel.namespace}/needs-scipy@1.0.0`, inputs: {} } });
+  const ref = await publishFixtureLab(owner, 'needs-scipy');
+  const p = await call('POST', '/run-plans', { key: owner.key, body: { capability_ref: ref, inputs: {} } });
   assert.equal(p.status, 200, p.text);
   assert.equal(p.body.status, 'blocked');
   const f = p.body.findings.find((x: any) => x.code === 'runtime_unsatisfiable');
   assert.equal(f.severity, 'blocking');
   assert.match(f.message, /scipy==1\.14\.1 is not installed/);
-  const direct = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: `${rel.namespace}/needs-scipy`, inputs: {} } });
+  const direct = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: ref.replace(/@.*$/, ''), inputs: {} } });
   assert.equal(direct.status, 422);
   assert.equal(errorOf(direct).code, 'runtime_unsatisfiable');
 });

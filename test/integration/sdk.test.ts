@@ -9,10 +9,8 @@ import {
   ApiError, AuthenticationError, IdempotencyConflictError, InsufficientCreditsError, IntegrityError, NotFoundError, NotImplementedError,
   PermissionError, RunFailed, RunTimeout, Silico, ValidationError, type RunEvent, type RunResults,
 } from '../../sdk/src/index.ts';
-import { BASE_URL, closeTestDb, newAccount, testDb, testObjects } from '../helpers.ts';
+import { BASE_URL, closeTestDb, newAccount, publishFixtureLab } from '../helpers.ts';
 import { FaultProxy, errorEnvelope } from '../faultProxy.ts';
-import { publishLab } from '../../deploy/local/builtinLabs.ts';
-import { REPO_ROOT } from '../../deploy/local/paths.ts';
 
 // The SDK against the real API, directly and through a fault-injecting proxy. Every
 // wait is generous: runs start Python processes on a 2-core machine.
@@ -159,11 +157,8 @@ test('RunTimeout carries a live handle; waiting on it later resolves with the co
 });
 
 test('a run that ends cancelled makes wait() throw RunFailed with the run and its handle', LONG, async () => {
-  const rel = await publishLab(testDb(), testObjects(), process.env.SILICO_PYTHON!, {
-    dir: path.join(REPO_ROOT, 'test/fixtures/labs/slow-lab'), accountId: owner.account.id, namespace: owner.account.namespace,
-    name: 'slow-lab', version: '1.0.0', visibility: 'private',
-  });
-  const handle = await client.runs.start(`${rel.namespace}/slow-lab`, { inputs: { seconds_per_window: 0.5 }, maxRuntimeSeconds: 600 });
+  const slowRef = await publishFixtureLab(owner, 'slow-lab');
+  const handle = await client.runs.start(slowRef.replace(/@.*$/, ''), { inputs: { seconds_per_window: 0.5 }, maxRuntimeSeconds: 600 });
   await handle.cancel();
   await assert.rejects(handle.wait({ timeoutMs: 120_000 }), (e: unknown) => {
     assert.ok(e instanceof RunFailed, String(e));
