@@ -5,7 +5,9 @@ import { createApp } from './app.ts';
 import { createDb, createPgPool } from '../storage/db/knex.ts';
 import { createObjectStore } from '../storage/objects.ts';
 import { createTemporalGateway } from './temporal.ts';
-import { createKeyResolver } from '../storage/db/keyCache.ts';
+import { AUTH_CHANNEL, createKeyResolver } from '../storage/db/keyCache.ts';
+import { createNotificationListener } from '../storage/db/notifications.ts';
+import { RUN_EVENTS_CHANNEL, createRunEventWatcher } from '../storage/db/runEventWatch.ts';
 
 /** The api process: builds its dependencies once from the environment and listens. */
 async function main(): Promise<void> {
@@ -15,8 +17,10 @@ async function main(): Promise<void> {
   const pool = createPgPool(config.databaseUrl, 10);
   const objects = createObjectStore(config.s3);
   const temporal = createTemporalGateway(config.temporal);
-  const keys = await createKeyResolver(db, config.databaseUrl);
-  const app = createApp({ config, db, pool, objects, temporal, keys }, { log });
+  const listener = await createNotificationListener(config.databaseUrl, [AUTH_CHANNEL, RUN_EVENTS_CHANNEL]);
+  const keys = createKeyResolver(db, listener);
+  const runEvents = createRunEventWatcher(listener);
+  const app = createApp({ config, db, pool, objects, temporal, keys, runEvents }, { log });
   const server = createServer(app.koa.callback());
   server.keepAliveTimeout = 65000;
   server.listen(config.apiPort, config.apiHost, () => log.info({ url: config.baseUrl }, 'api listening'));
@@ -28,7 +32,7 @@ async function main(): Promise<void> {
     const force = setTimeout(() => server.closeAllConnections(), 10_000);
     await drained;
     clearTimeout(force);
-    await Promise.allSettled([keys.close(), temporal.close()]);
+    await Promise.allSettled([listener.close(), temporal.close()]);
     await Promise.allSettled([db.destroy(), pool.end()]);
     process.exit(0);
   };

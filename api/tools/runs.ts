@@ -226,17 +226,25 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
 /**
  * Server-sent events: every event after `after`, then new ones as they are appended,
  * each with `id: <seq>` so a client resumes with Last-Event-ID; closes after the run's
- * terminal state event.
+ * terminal state event. The stream subscribes to the run's append notices before its
+ * first read and reads again on each one, so events reach the client as they commit;
+ * while nothing happens it sends a keep-alive comment and re-reads every 15 s.
  */
+const SSE_PAGE = 200;
+const SSE_IDLE_MS = 15_000;
 function eventStream(ctx: ToolContext, runId: string, after: number): NodeJS.ReadableStream {
   const out = new PassThrough();
+  const sub = ctx.deps.runEvents.subscribe(runId);
   let closed = false;
-  out.on('close', () => (closed = true));
+  out.on('close', () => {
+    closed = true;
+    sub.close();
+  });
   void (async () => {
     let last = after;
     const deadline = Date.now() + 2 * 3600_000;
     while (!closed && Date.now() < deadline) {
-      const events = await listEvents(ctx.deps.db, runId, last, 200);
+      const events = await listEvents(ctx.deps.db, runId, last, SSE_PAGE);
       let ended = false;
       for (const e of events) {
         out.write(`id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(eventView(e))}\n\n`);
@@ -244,13 +252,11 @@ function eventStream(ctx: ToolContext, runId: string, after: number): NodeJS.Rea
         if (e.type === 'state_changed' && TERMINAL.includes(e.data.status as never)) ended = true;
       }
       if (ended) break;
-      if (!events.length) {
-        out.write(': keep-alive\n\n');
-        await new Promise((r) => setTimeout(r, 500));
-      }
+      if (events.length === SSE_PAGE) continue;
+      if (!(await sub.next(SSE_IDLE_MS)) && !closed) out.write(': keep-alive\n\n');
     }
     out.end();
-  })().catch(() => out.end());
+  })().catch(() => out.end()).finally(() => sub.close());
   return out;
 }
 

@@ -7,6 +7,7 @@ import type { Config } from '../config.ts';
 import type { JsonSchema } from '../schemas/common.ts';
 import type { TemporalGateway } from '../temporal.ts';
 import type { KeyResolver } from '../../storage/db/keyCache.ts';
+import type { RunEventWatcher } from '../../storage/db/runEventWatch.ts';
 
 /** Services an operation may use; injected once by createApp. */
 export interface Deps {
@@ -17,6 +18,8 @@ export interface Deps {
   objects: ObjectStore;
   temporal: TemporalGateway;
   keys: KeyResolver;
+  /** Wakes a run's event streams when an event is appended (Postgres NOTIFY). */
+  runEvents: RunEventWatcher;
 }
 
 /** Who is calling, resolved from the API key. */

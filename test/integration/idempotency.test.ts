@@ -6,7 +6,9 @@ import { call, errorOf, closeTestDb, newAccount, testDb, testObjects } from '../
 import { createApp } from '../../api/app.ts';
 import { loadConfig } from '../../api/config.ts';
 import { createTemporalGateway } from '../../api/temporal.ts';
-import { createKeyResolver, type KeyResolver } from '../../storage/db/keyCache.ts';
+import { AUTH_CHANNEL, createKeyResolver } from '../../storage/db/keyCache.ts';
+import { createNotificationListener, type NotificationListener } from '../../storage/db/notifications.ts';
+import { RUN_EVENTS_CHANNEL, createRunEventWatcher } from '../../storage/db/runEventWatch.ts';
 import { createPgPool } from '../../storage/db/knex.ts';
 import type { RouteDef } from '../../api/routeTable.ts';
 import type { ToolDef } from '../../api/tools/tool.ts';
@@ -32,13 +34,14 @@ const route: RouteDef = { method: 'POST', path: '/probes', tool: 'probe_create',
 let server: Server;
 let base: string;
 const temporal = createTemporalGateway(loadConfig().temporal);
-let keys: KeyResolver;
+let listener: NotificationListener;
 const pool = createPgPool(process.env.DATABASE_URL!, 4);
 
 before(async () => {
   const config = { ...loadConfig(), logLevel: 'silent' };
-  keys = await createKeyResolver(testDb(), config.databaseUrl);
-  const app = createApp({ config, db: testDb(), pool, objects: testObjects(), temporal, keys }, { table: { routes: [...ROUTES, route], tools: new Map([...TOOLS, [probe.name, probe]]) } });
+  listener = await createNotificationListener(config.databaseUrl, [AUTH_CHANNEL, RUN_EVENTS_CHANNEL]);
+  const deps = { config, db: testDb(), pool, objects: testObjects(), temporal, keys: createKeyResolver(testDb(), listener), runEvents: createRunEventWatcher(listener) };
+  const app = createApp(deps, { table: { routes: [...ROUTES, route], tools: new Map([...TOOLS, [probe.name, probe]]) } });
   server = createServer(app.koa.callback());
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
@@ -46,7 +49,7 @@ before(async () => {
 after(async () => {
   server?.close();
   await temporal.close();
-  await keys?.close();
+  await listener?.close();
   await pool.end();
   await closeTestDb();
 });

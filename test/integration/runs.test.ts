@@ -186,6 +186,17 @@ test('server-sent events resume after Last-Event-ID with exactly the missed even
   assert.deepEqual(ids, all.filter((e: any) => e.seq > 3).map((e: any) => e.seq));
 });
 
+test('a client following server-sent events from the start gets every event as it happens, then the stream closes', async () => {
+  const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: 'platform/microbial-growth@1.0.0', inputs: {}, max_runtime_seconds: 60 } });
+  const sse = await fetch(`${process.env.SILICO_TEST_BASE_URL}/runs/${res.body.id}/events`, { headers: { Authorization: `Bearer ${owner.key}`, Accept: 'text/event-stream' } });
+  const text = await sse.text(); // ends only when the server closes after the terminal event
+  const run = (await call('GET', `/runs/${res.body.id}`, { key: owner.key })).body;
+  assert.equal(run.status, 'completed');
+  const all = (await call('GET', `/runs/${res.body.id}/events?limit=1000`, { key: owner.key })).body.items;
+  assert.deepEqual([...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1])), all.map((e: any) => e.seq));
+  assert.deepEqual(all.map((e: any) => e.seq), all.map((_: unknown, i: number) => i + 1), 'no gaps');
+});
+
 test("another account's run is answered exactly like a missing one", async () => {
   const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: 'platform/microbial-growth@1.0.0', inputs: {}, max_runtime_seconds: 60 } });
   const other = await newAccount();

@@ -13,6 +13,7 @@ import * as files from './011_files.ts';
 import * as datasets from './012_datasets.ts';
 import * as fileObjectKey from './013_file_object_key.ts';
 import * as publicationGrants from './014_publication_grants.ts';
+import * as runEventNotify from './015_run_event_notify.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
@@ -33,6 +34,7 @@ const migrations: Record<string, Migration> = {
   '012_datasets': datasets,
   '013_file_object_key': fileObjectKey,
   '014_publication_grants': publicationGrants,
+  '015_run_event_notify': runEventNotify,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
