@@ -51,6 +51,11 @@ export class Supervisor {
     }
   }
 
+  /** The children started so far (benchmarks read their CPU time from /proc). */
+  get processes(): readonly Supervised[] {
+    return this.procs;
+  }
+
   get isStopping(): boolean {
     return this.stopping;
   }

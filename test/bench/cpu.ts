@@ -1,0 +1,56 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import type { Supervisor } from '../../deploy/local/processes.ts';
+
+/**
+ * CPU time by stack process, read from /proc, so a benchmark can say where its cycles
+ * went. A process's time includes its whole live tree (Postgres backends, a child's
+ * children) and the children it has already reaped (cutime/cstime).
+ */
+const TICK_MS = 10; // USER_HZ is 100 on Linux
+
+function procTable(): Map<number, { ppid: number; ticks: number }> {
+  const table = new Map<number, { ppid: number; ticks: number }>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      // The command may contain spaces and parentheses: fields start after the last ')'.
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      table.set(Number(name), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]) });
+    } catch { /* exited while we read */ }
+  }
+  return table;
+}
+
+function treeMs(table: Map<number, { ppid: number; ticks: number }>, root: number): number {
+  let ticks = 0;
+  const todo = [root];
+  while (todo.length) {
+    const pid = todo.pop()!;
+    ticks += table.get(pid)?.ticks ?? 0;
+    for (const [child, p] of table) if (p.ppid === pid) todo.push(child);
+  }
+  return ticks * TICK_MS;
+}
+
+export type CpuSample = Record<string, number>;
+
+/** CPU milliseconds used so far by each supervised process (with its tree) and by this one. */
+export function cpuSample(sup: Supervisor, extra: Record<string, number> = {}): CpuSample {
+  const table = procTable();
+  const out: CpuSample = {};
+  for (const p of sup.processes) if (p.child.pid) out[p.name] = treeMs(table, p.child.pid);
+  for (const [name, pid] of Object.entries(extra)) out[name] = treeMs(table, pid);
+  const self = process.cpuUsage();
+  out.bench = (self.user + self.system) / 1000;
+  return out;
+}
+
+/** "api 12.3 ms, worker 4.5 ms, ..." per unit of work between two samples, largest first. */
+export function cpuPerUnit(before: CpuSample, after: CpuSample, units: number): string {
+  return Object.keys(after)
+    .map((k) => [k, (after[k]! - (before[k] ?? 0)) / units] as const)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, ms]) => `${k} ${ms.toFixed(1)}`)
+    .join(', ');
+}
