@@ -20,7 +20,7 @@ const DRIVER = fileURLToPath(new URL('./driver.py', import.meta.url));
 const MAX_LOG_EVENTS = 500;
 
 export interface ExecutionResult {
-  status: 'completed' | 'failed' | 'timed_out' | 'skipped';
+  status: 'completed' | 'failed' | 'timed_out' | 'cancelled' | 'skipped';
   error?: { code: string; message: string } | null;
   computeSeconds?: number;
   outputs?: Record<string, unknown>;
@@ -41,6 +41,10 @@ export function createExecutionActivities(deps: { db: Db; objects: ObjectStore; 
     async executeLab(input: { runId: string }): Promise<ExecutionResult> {
       const ctx = Context.current();
       const run = await getRun(deps.db, input.runId);
+      // Cancelled between taking its slot and starting here: the run still has to end,
+      // as cancelled with nothing charged (execution never began). A run that has already
+      // ended (a retry after the fact) is skipped and left as it is.
+      if (run?.status === 'cancelling') return { status: 'cancelled', error: null };
       if (!run || run.status !== 'running') return { status: 'skipped' };
       const profile = (await getComputeProfile(deps.db, run.compute_profile))!;
       const scratch = await mkdtemp(path.join(tmpdir(), `silico-run-${run.id.slice(0, 8)}-`));
