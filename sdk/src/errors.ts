@@ -117,6 +117,16 @@ export class ConnectionTimeoutError extends ConnectionError {
   override name = 'ConnectionTimeoutError';
 }
 
+/**
+ * The server (or a proxy in front of it) does not serve an event stream: a 404, 406 or
+ * 501 to the stream request, another content type, or no headers or no first byte
+ * within the request timeout (a buffering proxy). Run waiting and following catch it
+ * and poll instead.
+ */
+export class EventStreamUnavailableError extends SilicoError {
+  override name = 'EventStreamUnavailableError';
+}
+
 /** Downloaded bytes do not hash (or measure) to the recorded identity; nothing was kept. */
 export class IntegrityError extends SilicoError {
   override name = 'IntegrityError';

@@ -10,7 +10,7 @@ export { RunHandle, type WaitOptions, type EventsOptions } from './runHandle.ts'
 export {
   SilicoError, ApiError, ValidationError, AuthenticationError, InsufficientCreditsError, PermissionError, NotFoundError,
   ConflictError, IdempotencyConflictError, RateLimitError, NotImplementedError, ServerError, ConnectionError,
-  ConnectionTimeoutError, IntegrityError, RunFailed, RunTimeout, errorClassFor, errorFromResponse, type ApiErrorBody,
+  ConnectionTimeoutError, EventStreamUnavailableError, IntegrityError, RunFailed, RunTimeout, errorClassFor, errorFromResponse, type ApiErrorBody,
 } from './errors.ts';
 export type { RequestOptions } from './core/http.ts';
 export { Page, PageRequest } from './core/pagination.ts';

@@ -17,6 +17,7 @@ import { FaultProxy, errorEnvelope } from '../faultProxy.ts';
 const LONG = { timeout: 300_000 };
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const GROWTH = 'platform/microbial-growth';
+const EVENTS_PATH = /\/runs\/[^/]+\/events$/;
 
 let owner: Awaited<ReturnType<typeof newAccount>>;
 let client: Silico;
@@ -156,9 +157,12 @@ test('RunTimeout carries a live handle; waiting on it later resolves with the co
   assert.ok(run.credits_settled !== null && run.credits_settled <= run.credits_reserved);
 });
 
+// Published once, for the tests that need a run that stays live until it is cancelled.
+let slowLabRef: Promise<string> | undefined;
+const slowLab = async () => (await (slowLabRef ??= publishFixtureLab(owner, 'slow-lab'))).replace(/@.*$/, '');
+
 test('a run that ends cancelled makes wait() throw RunFailed with the run and its handle', LONG, async () => {
-  const slowRef = await publishFixtureLab(owner, 'slow-lab');
-  const handle = await client.runs.start(slowRef.replace(/@.*$/, ''), { inputs: { seconds_per_window: 0.5 }, maxRuntimeSeconds: 600 });
+  const handle = await client.runs.start(await slowLab(), { inputs: { seconds_per_window: 0.5 }, maxRuntimeSeconds: 600 });
   await handle.cancel();
   await assert.rejects(handle.wait({ timeoutMs: 120_000 }), (e: unknown) => {
     assert.ok(e instanceof RunFailed, String(e));
@@ -166,6 +170,20 @@ test('a run that ends cancelled makes wait() throw RunFailed with the run and it
     assert.equal(e.handle.id, handle.id);
     return true;
   });
+});
+
+test('wait() on a live run follows its event stream instead of polling, and returns at the terminal event', LONG, async () => {
+  const handle = await proxied.runs.start(await slowLab(), { inputs: { seconds_per_window: 0.5 }, maxRuntimeSeconds: 600 });
+  const mark = proxy.seen.length;
+  // A short poll interval, so any fallback to polling would show as many status reads.
+  const waiting = handle.wait({ timeoutMs: 120_000, pollIntervalMs: 50 });
+  // Cancel only once the stream is open, so the run is certainly live while wait() streams.
+  for (const until = Date.now() + 60_000; !proxy.requests('GET', EVENTS_PATH, mark).length && Date.now() < until;) await new Promise((r) => setTimeout(r, 20));
+  await client.runs.cancel(handle.id);
+  await assert.rejects(waiting, (e: unknown) => e instanceof RunFailed && e.run.status === 'cancelled');
+  const streams = proxy.requests('GET', EVENTS_PATH, mark);
+  assert.deepEqual(streams.map((r) => r.headers.accept), ['text/event-stream'], 'one stream request');
+  assert.equal(proxy.requests('GET', new RegExp(`/runs/${handle.id}$`), mark).length, 2, 'one read before streaming, one after the terminal event');
 });
 
 test('a tampered artifact or file download raises IntegrityError and leaves no file behind', LONG, async () => {

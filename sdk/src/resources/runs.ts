@@ -1,12 +1,16 @@
 /**
- * Runs: prepare (POST /run-plans), create, read, list, cancel, events, results and
- * artifacts, plus the handle-based helpers (start, wait, verified downloads).
+ * Runs: prepare (POST /run-plans), create, read, list, cancel, events (pages or the
+ * live stream), results and artifacts, plus the handle-based helpers (start, wait,
+ * verified downloads).
  */
 import type { RequestOptions } from '../core/http.ts';
 import type { PageRequest } from '../core/pagination.ts';
+import { backoffDelayMs } from '../core/retry.ts';
+import { openEventStream } from '../core/sse.ts';
+import { SilicoError } from '../errors.ts';
 import { path } from '../core/url.ts';
 import { saveVerified, type VerifiedFile } from '../core/download.ts';
-import type { CursorPageBody, Run, RunArtifact, RunEventPage, RunPlan, RunResults } from '../models.ts';
+import type { CursorPageBody, Run, RunArtifact, RunEvent, RunEventPage, RunPlan, RunResults } from '../models.ts';
 import type { QueryParams, RequestBody, WithEnvelope } from '../types.ts';
 import { RunHandle, type WaitOptions } from '../runHandle.ts';
 import { Resource } from './resource.ts';
@@ -94,6 +98,33 @@ export class Runs extends Resource {
   /** One page of a run's events after `after` (see RunHandle.events to iterate or follow). */
   listEvents(runId: string, params: RunEventsParams = {}, opts?: RequestOptions): Promise<WithEnvelope<RunEventPage>> {
     return this.getJson(path`/runs/${runId}/events`, params, opts);
+  }
+
+  /**
+   * GET /runs/{id}/events as a live stream (one connection): the events after `after`,
+   * then each new one as it is recorded, ending when the server closes the stream after
+   * the terminal state event, or early if the connection is lost (resume with the last
+   * seq as `after`; RunHandle.events({follow}) does that for you). Throws
+   * EventStreamUnavailableError where no event stream is served.
+   */
+  async *streamEvents(runId: string, after = 0, opts: RequestOptions = {}): AsyncGenerator<RunEvent, void, undefined> {
+    // Last-Event-ID is how SSE resumes, so a proxy that understands SSE sees it too.
+    const headers = after > 0 ? { ...opts.headers, 'Last-Event-ID': String(after) } : opts.headers;
+    const req = { method: 'GET', path: path`/runs/${runId}/events` } as const;
+    for await (const message of openEventStream(this.http, req, { ...opts, headers })) {
+      let event: RunEvent;
+      try {
+        event = JSON.parse(message.data) as RunEvent;
+      } catch (err) {
+        throw new SilicoError(`event ${message.id ?? '?'} of run ${runId} is not JSON`, { cause: err });
+      }
+      yield event;
+    }
+  }
+
+  /** How long to wait before reconnecting to a run's event stream after `drops` drops in a row: the client's retry backoff. */
+  reconnectDelayMs(drops: number): number {
+    return backoffDelayMs(drops, this.http.config.retry);
   }
 
   /** GET /runs/{id}/artifacts/{artifact_id}/metadata. */
