@@ -240,6 +240,9 @@ function eventStream(ctx: ToolContext, runId: string, after: number): NodeJS.Rea
     closed = true;
     sub.close();
   });
+  // Sent at once, so the headers leave now: a client (or proxy) that hears nothing for a
+  // while would otherwise take the stream for a buffered one.
+  out.write(': stream open\n\n');
   void (async () => {
     let last = after;
     const deadline = Date.now() + 2 * 3600_000;
