@@ -65,15 +65,18 @@ export async function listRuns(
 
 /**
  * Appends an event with the next sequence number of its run. The counter lives on the
- * run row and is bumped in the same transaction, so sequence numbers have no gaps.
+ * run row and is bumped by the same statement that inserts the event (one implicit
+ * transaction, one round trip): the row lock serialises appenders, so sequence numbers
+ * have no gaps and each becomes visible only after the one before it.
  */
 export async function appendEvent(db: Db, runId: string, type: string, message: string, data: Record<string, unknown> = {}): Promise<number> {
-  return db.transaction(async (trx) => {
-    const [r] = await trx('runs').where({ id: runId }).increment('event_seq', 1).returning('event_seq');
-    const seq = r.event_seq as number;
-    await trx('run_events').insert({ run_id: runId, seq, type, message: message.slice(0, 4000), data: JSON.stringify(data) });
-    return seq;
-  });
+  const { rows } = await db.raw<{ rows: Array<{ seq: number }> }>(
+    `WITH s AS (UPDATE runs SET event_seq = event_seq + 1 WHERE id = ? RETURNING event_seq)
+     INSERT INTO run_events (run_id, seq, type, message, data) SELECT ?, event_seq, ?, ?, ?::jsonb FROM s RETURNING seq`,
+    [runId, runId, type, message.slice(0, 4000), JSON.stringify(data)],
+  );
+  if (!rows.length) throw new Error(`no run ${runId}`);
+  return rows[0]!.seq;
 }
 
 export async function listEvents(db: Db, runId: string, after: number, limit: number): Promise<RunEvent[]> {

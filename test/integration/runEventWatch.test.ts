@@ -71,3 +71,12 @@ test('a dropped listening connection wakes every follower, and the listener come
     sub.close();
   }
 });
+
+test('concurrent appends to one run get consecutive sequence numbers, none lost or repeated', async () => {
+  const before = Number((await testDb()('runs').where({ id: runId }).first('event_seq')).event_seq);
+  const seqs = await Promise.all(Array.from({ length: 40 }, (_, i) => appendEvent(testDb(), runId, 'log', `concurrent ${i}`)));
+  assert.deepEqual([...seqs].sort((a, b) => a - b), Array.from({ length: 40 }, (_, i) => before + i + 1));
+  const stored = await testDb()('run_events').where({ run_id: runId }).andWhere('seq', '>', before).orderBy('seq').pluck('seq');
+  assert.deepEqual(stored, [...seqs].sort((a, b) => a - b));
+  await assert.rejects(appendEvent(testDb(), '00000000-0000-0000-0000-000000000000', 'log', 'no such run'), /no run/);
+});
