@@ -1,30 +1,17 @@
-import { test, before, after } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { fileURLToPath } from 'node:url';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker, Runtime, DefaultLogger } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
+import { useWorkflowEnvironment, workflowsPath } from './env.ts';
 import { maintenanceWorkflow } from '../../workflows/maintenance.ts';
 import { createMaintenanceActivities } from '../../activities/maintenance.ts';
 import { closeTestDb, newAccount, testDb } from '../helpers.ts';
 
-// Workflow tests run against a local Temporal server started from the binary the stack
-// built (never skipped for lack of it), with activities stubbed or real as each test says.
-let env: TestWorkflowEnvironment;
-const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
-
-before(async () => {
-  Runtime.install({ logger: new DefaultLogger('WARN') });
-  env = await TestWorkflowEnvironment.createLocal({
-    server: { executable: { type: 'existing-path', path: process.env.SILICO_TEST_TEMPORAL_BIN! }, extraArgs: ['--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=OFF'] },
-  });
-});
-after(async () => {
-  await env?.teardown();
-  await closeTestDb();
-});
+const testEnv = useWorkflowEnvironment();
+after(closeTestDb);
 
 async function runWith(activities: object): Promise<unknown> {
   const taskQueue = `test-${crypto.randomUUID()}`;
+  const env = testEnv();
   const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowsPath, activities });
   return worker.runUntil(env.client.workflow.execute(maintenanceWorkflow, { taskQueue, workflowId: `maintenance-${crypto.randomUUID()}` }));
 }

@@ -1,0 +1,50 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Worker } from '@temporalio/worker';
+import { useWorkflowEnvironment, workflowsPath } from './env.ts';
+import { runWorkflow } from '../../workflows/run.ts';
+import { computeTaskQueue } from '../../workflows/constants.ts';
+import type { Finish } from '../../storage/runLifecycle.ts';
+import type { ExecutionResult } from '../../activities/execution/execute.ts';
+
+// runWorkflow with every activity stubbed: what it does with each execution result.
+const testEnv = useWorkflowEnvironment();
+
+async function runWith(result: ExecutionResult): Promise<{ returned: string; finished: Finish[] }> {
+  const id = crypto.randomUUID();
+  const profile = `p-${id.slice(0, 8)}`;
+  const finished: Finish[] = [];
+  const env = testEnv();
+  const control = await Worker.create({
+    connection: env.nativeConnection, taskQueue: `test-${id}`, workflowsPath,
+    activities: {
+      async runSchedule() { return { profile, maxRuntimeSeconds: 60, scheduleToStartSeconds: 30 }; },
+      async acquireSlot() { return 'running'; },
+      async finish(f: Finish) { finished.push(f); return f.status; },
+    },
+  });
+  const compute = await Worker.create({ connection: env.nativeConnection, taskQueue: computeTaskQueue(profile), activities: { async executeLab() { return result; } } });
+  const returned = await compute.runUntil(control.runUntil(env.client.workflow.execute(runWorkflow, { taskQueue: `test-${id}`, workflowId: `run-${id}`, args: [{ runId: id }] })));
+  return { returned, finished };
+}
+
+test('a completed execution is settled with its measured compute and outputs', async () => {
+  const { returned, finished } = await runWith({ status: 'completed', computeSeconds: 1.5, outputs: { x: 1 } });
+  assert.equal(returned, 'completed');
+  assert.equal(finished.length, 1);
+  assert.deepEqual({ ...finished[0], runId: undefined }, { runId: undefined, status: 'completed', error: null, computeSeconds: 1.5, outputs: { x: 1 } });
+});
+
+test('an execution that found its run cancelled before it began ends the run as cancelled', async () => {
+  const { returned, finished } = await runWith({ status: 'cancelled', error: null });
+  assert.equal(returned, 'cancelled');
+  assert.equal(finished.length, 1);
+  assert.equal(finished[0]!.status, 'cancelled');
+  assert.equal(finished[0]!.computeSeconds, undefined, 'no measure: only time since execution began is charged, none here');
+});
+
+test('an execution skipped because the run had already ended settles nothing', async () => {
+  const { returned, finished } = await runWith({ status: 'skipped' });
+  assert.equal(returned, 'skipped');
+  assert.deepEqual(finished, []);
+});
