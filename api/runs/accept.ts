@@ -1,47 +1,40 @@
 import type { Deps, Caller } from '../tools/tool.ts';
 import { ApiError, errors } from '../errors.ts';
-import { consumePlan } from '../../storage/db/plans.ts';
-import { reserveCompute } from '../../storage/ledger.ts';
-import { appendEvent, insertRun, type RunRow } from '../../storage/db/runs.ts';
+import { insertAcceptedRun, type RunRow } from '../../storage/db/runs.ts';
+import { isSqlState, SQLSTATE } from '../../storage/db/sqlStates.ts';
 import { finishRun } from '../../storage/runLifecycle.ts';
 import { newUuid } from '../../storage/ids.ts';
 import { CONTROL_TASK_QUEUE, runWorkflowId } from '../../workflows/constants.ts';
 import { runSearchAttributes } from '../../workflows/searchAttributes.ts';
 import type { RunProposal } from './prepare.ts';
 
-class NotEnoughCompute extends Error {}
-
 /**
  * Accepts an approved run: in one transaction the plan is consumed (if any), the
  * proposal's maximum price is reserved (or 402 and nothing happens), and the run is
- * recorded as queued; then its workflow `run-<id>` starts. The workflow id is the
- * natural dedupe of everything after the claim.
+ * recorded as queued with its first event; then its workflow `run-<id>` starts. The
+ * workflow id is the natural dedupe of everything after the claim.
  */
 export async function acceptRun(deps: Deps, caller: Caller, proposal: RunProposal, opts: { planId?: string; metadata?: Record<string, string> }): Promise<RunRow> {
   const runId = newUuid();
   let run: RunRow;
   try {
-    run = await deps.db.transaction(async (trx) => {
-      if (opts.planId && !(await consumePlan(trx, opts.planId, `run:${runId}`))) {
-        throw new ApiError(409, 'plan_unavailable', 'This plan was already used; one approval authorizes one result.', 'plan_id');
-      }
-      if (!(await reserveCompute(trx, caller.account.id, proposal.estimated_max_micros, `run:${runId}`))) throw new NotEnoughCompute();
-      return insertRun(trx, {
-        id: runId, account_id: caller.account.id, kind: proposal.kind, ref: proposal.ref, resolved_ref: proposal.resolved_ref,
-        release_id: proposal.release_id, workspace_id: proposal.workspace_id ?? null, revision_id: proposal.revision_id ?? null, package_sha256: proposal.package_sha256, inputs: proposal.inputs, metadata: opts.metadata ?? {},
-        compute_profile: proposal.compute_profile, max_runtime_seconds: proposal.max_runtime_seconds,
-        reserved_micros: proposal.estimated_max_micros, seed: proposal.seed, experiment_id: null, plan_id: opts.planId ?? null,
-      });
+    run = await insertAcceptedRun(deps.db, {
+      id: runId, account_id: caller.account.id, kind: proposal.kind, ref: proposal.ref, resolved_ref: proposal.resolved_ref,
+      release_id: proposal.release_id, workspace_id: proposal.workspace_id ?? null, revision_id: proposal.revision_id ?? null, package_sha256: proposal.package_sha256, inputs: proposal.inputs, metadata: opts.metadata ?? {},
+      compute_profile: proposal.compute_profile, max_runtime_seconds: proposal.max_runtime_seconds,
+      reserved_micros: proposal.estimated_max_micros, seed: proposal.seed, experiment_id: null, plan_id: opts.planId ?? null,
     });
   } catch (err) {
-    if (err instanceof NotEnoughCompute) {
+    if (isSqlState(err, SQLSTATE.planUsed)) {
+      throw new ApiError(409, 'plan_unavailable', 'This plan was already used; one approval authorizes one result.', 'plan_id');
+    }
+    if (isSqlState(err, SQLSTATE.insufficientCompute)) {
       throw new ApiError(402, 'insufficient_credits', `Available compute cannot cover this run's maximum of $${proposal.estimated_max_micros / 1e6}.`, null, {
         required_usd: proposal.estimated_max_micros / 1e6, resolution: 'Add compute to the account or lower max_runtime_seconds.', retryable: false,
       });
     }
     throw err;
   }
-  await appendEvent(deps.db, runId, 'state_changed', 'Run accepted and queued.', { status: 'queued' });
   try {
     const client = await deps.temporal.client();
     await client.workflow.start('runWorkflow', {

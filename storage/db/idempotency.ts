@@ -7,26 +7,28 @@ export type ClaimResult =
   | { kind: 'in_progress'; retryAfterSeconds: number };
 
 /**
- * Claims an idempotency key in one transaction (after brandur's rocket-rides-atomic):
- * a new key is inserted as in progress; an existing one is replayed when completed with
- * the same request, refused when the request differs, and reported in progress while
- * its lock is fresh. A lock older than `lockSeconds` belonged to a request that died and
- * is taken over. Keys older than `ttlSeconds` are forgotten.
+ * Claims an idempotency key (after brandur's rocket-rides-atomic). A new key, or one
+ * older than `ttlSeconds` (forgotten), is taken as in progress by one upsert: the common
+ * case is one round trip. An existing key is then read under its row lock: replayed when
+ * completed with the same request, refused when the request differs, and reported in
+ * progress while its lock is fresh; a lock older than `lockSeconds` belonged to a request
+ * that died and is taken over.
  */
 export async function claimIdempotencyKey(
   db: Db,
   c: { accountId: string; key: string; route: string; requestSha256: string; ttlSeconds: number; lockSeconds: number },
 ): Promise<ClaimResult> {
+  const { rows } = await db.raw<{ rows: unknown[] }>(
+    `INSERT INTO idempotency_keys AS k (account_id, key, route, request_sha256, state, locked_at) VALUES (?, ?, ?, ?, 'in_progress', now())
+     ON CONFLICT (account_id, key) DO UPDATE
+       SET route = EXCLUDED.route, request_sha256 = EXCLUDED.request_sha256, state = 'in_progress',
+           response_status = NULL, response_body = NULL, locked_at = now(), created_at = now()
+       WHERE k.created_at < now() - make_interval(secs => ?)
+     RETURNING k.key`,
+    [c.accountId, c.key, c.route, c.requestSha256, c.ttlSeconds],
+  );
+  if (rows.length) return { kind: 'claimed' };
   return db.transaction(async (trx) => {
-    await trx('idempotency_keys')
-      .where({ account_id: c.accountId, key: c.key })
-      .andWhere('created_at', '<', trx.raw(`now() - make_interval(secs => ?)`, [c.ttlSeconds]))
-      .delete();
-    const inserted = await trx('idempotency_keys')
-      .insert({ account_id: c.accountId, key: c.key, route: c.route, request_sha256: c.requestSha256, state: 'in_progress', locked_at: trx.fn.now() })
-      .onConflict(['account_id', 'key']).ignore()
-      .returning('key');
-    if (inserted.length) return { kind: 'claimed' };
     const row = await trx('idempotency_keys')
       .where({ account_id: c.accountId, key: c.key })
       .forUpdate()

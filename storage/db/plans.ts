@@ -55,6 +55,6 @@ export async function getPlan(db: Db, id: string, accountId: string): Promise<Pl
 
 /** Marks a plan used by `resultRef`; false when it was already used (one approval, one result). */
 export async function consumePlan(db: Db, id: string, resultRef: string): Promise<boolean> {
-  const n = await db('plans').where({ id }).whereNull('consumed_at').update({ consumed_at: db.fn.now(), result_ref: resultRef });
-  return n === 1;
+  const { rows } = await db.raw<{ rows: Array<{ ok: boolean }> }>('SELECT silico_consume_plan(?, ?) AS ok', [id, resultRef]);
+  return rows[0]!.ok;
 }

@@ -35,11 +35,18 @@ export interface RunRow {
 
 export interface RunEvent { seq: number; at: Date; type: string; message: string; data: Record<string, unknown> }
 
-export async function insertRun(db: Db, run: Omit<RunRow, 'status' | 'progress' | 'artifact_count' | 'settled_micros' | 'outputs' | 'error' | 'created_at' | 'started_at' | 'finished_at'>): Promise<RunRow> {
-  const [row] = await db('runs')
-    .insert({ ...run, status: 'queued', inputs: JSON.stringify(run.inputs), metadata: JSON.stringify(run.metadata) })
-    .returning('*');
-  return row as RunRow;
+/** The columns a new run is recorded with; the rest take their defaults. */
+export type NewRun = Omit<RunRow, 'status' | 'progress' | 'artifact_count' | 'settled_micros' | 'outputs' | 'error' | 'created_at' | 'started_at' | 'finished_at'>;
+
+/**
+ * Records a run as accepted, all or nothing (silico_accept_run, migration 016): consumes
+ * its plan if it has one, reserves `reserved_micros` under `run:<id>`, inserts it queued
+ * and appends its first event. Raises SQLSTATE.planUsed or SQLSTATE.insufficientCompute
+ * (storage/db/sqlStates.ts) and changes nothing when it cannot.
+ */
+export async function insertAcceptedRun(db: Db, run: NewRun): Promise<RunRow> {
+  const { rows } = await db.raw<{ rows: RunRow[] }>('SELECT * FROM silico_accept_run(?::jsonb, ?)', [JSON.stringify({ ...run, status: 'queued' }), run.plan_id]);
+  return rows[0]!;
 }
 
 /** A run of this account, or undefined (another account's run is the same as none). */
@@ -64,18 +71,13 @@ export async function listRuns(
 }
 
 /**
- * Appends an event with the next sequence number of its run. The counter lives on the
- * run row and is bumped by the same statement that inserts the event (one implicit
- * transaction, one round trip): the row lock serialises appenders, so sequence numbers
- * have no gaps and each becomes visible only after the one before it.
+ * Appends an event with the next sequence number of its run, in one statement
+ * (silico_append_run_event, migration 016): the counter on the run row is bumped by the
+ * same transaction that inserts the event, so sequence numbers have no gaps and each
+ * becomes visible only after the one before it.
  */
 export async function appendEvent(db: Db, runId: string, type: string, message: string, data: Record<string, unknown> = {}): Promise<number> {
-  const { rows } = await db.raw<{ rows: Array<{ seq: number }> }>(
-    `WITH s AS (UPDATE runs SET event_seq = event_seq + 1 WHERE id = ? RETURNING event_seq)
-     INSERT INTO run_events (run_id, seq, type, message, data) SELECT ?, event_seq, ?, ?, ?::jsonb FROM s RETURNING seq`,
-    [runId, runId, type, message.slice(0, 4000), JSON.stringify(data)],
-  );
-  if (!rows.length) throw new Error(`no run ${runId}`);
+  const { rows } = await db.raw<{ rows: Array<{ seq: number }> }>('SELECT silico_append_run_event(?, ?, ?, ?::jsonb) AS seq', [runId, type, message, JSON.stringify(data)]);
   return rows[0]!.seq;
 }
 

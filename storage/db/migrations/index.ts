@@ -14,6 +14,7 @@ import * as datasets from './012_datasets.ts';
 import * as fileObjectKey from './013_file_object_key.ts';
 import * as publicationGrants from './014_publication_grants.ts';
 import * as runEventNotify from './015_run_event_notify.ts';
+import * as runPathFunctions from './016_run_path_functions.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
@@ -35,6 +36,7 @@ const migrations: Record<string, Migration> = {
   '013_file_object_key': fileObjectKey,
   '014_publication_grants': publicationGrants,
   '015_run_event_notify': runEventNotify,
+  '016_run_path_functions': runPathFunctions,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,15 @@
+/**
+ * SQLSTATEs our database functions raise (migration 016) for outcomes a caller answers
+ * as API errors rather than as failures. Class `SL` is ours: no standard class uses it.
+ */
+export const SQLSTATE = {
+  /** The plan was already used (409 plan_unavailable). */
+  planUsed: 'SL409',
+  /** Available compute cannot cover the reservation (402 insufficient_credits). */
+  insufficientCompute: 'SL402',
+} as const;
+
+/** True when `err` is a Postgres error raised with `code`. */
+export function isSqlState(err: unknown, code: string): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === code;
+}
