@@ -26,6 +26,7 @@ import { startStack, type Stack } from '../../deploy/local/stack.ts';
 import { createDb } from '../../storage/db/knex.ts';
 import { computeTaskQueue } from '../../workflows/constants.ts';
 import { cpuSample, cpuPerUnit } from './cpu.ts';
+import { createHttpClient } from './httpClient.ts';
 
 const N = Number(process.env.BENCH_RUNS ?? 300);
 const C = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -63,6 +64,7 @@ async function main(): Promise<void> {
   let stack: Stack | undefined;
   const workers: Worker[] = [];
   const running: Promise<void>[] = [];
+  const clients: Array<{ close(): void }> = [];
   try {
     const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
     stack = await startStack({
@@ -84,20 +86,14 @@ async function main(): Promise<void> {
     running.push(...workers.map((w) => w.run()));
     const client = new Client({ connection: await Connection.connect({ address: stack.info.temporal_address }) });
 
-    const base = stack.info.base_url.replace('//localhost:', '//127.0.0.1:');
-    const auth = { Authorization: `Bearer ${stack.info.api_key}`, 'Content-Type': 'application/json' };
-    const post = async (p: string, body: unknown, extra: Record<string, string> = {}) => {
-      const r = await fetch(`${base}${p}`, { method: 'POST', headers: { ...auth, ...extra }, body: JSON.stringify(body) });
-      const j = await r.json() as any;
-      if (!r.ok) throw new Error(`${p}: ${r.status} ${JSON.stringify(j)}`);
-      return j;
-    };
+    const http = createHttpClient(stack.info.base_url.replace('//localhost:', '//127.0.0.1:'), { Authorization: `Bearer ${stack.info.api_key}` });
+    clients.push(http);
     const ours = async () => {
-      const plan = await post('/run-plans', { capability_ref: 'platform/microbial-growth@1.0.0', inputs: {}, compute_profile_id: PROFILE, max_runtime_seconds: 60 });
-      const run = await post('/runs', { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, { 'Idempotency-Key': crypto.randomUUID() });
+      const plan = await http.json('POST', '/run-plans', { capability_ref: 'platform/microbial-growth@1.0.0', inputs: {}, compute_profile_id: PROFILE, max_runtime_seconds: 60 });
+      const run = await http.json('POST', '/runs', { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, { 'Idempotency-Key': crypto.randomUUID() });
       if (POLL_MS > 0) {
         for (;;) {
-          const r = await (await fetch(`${base}/runs/${run.id}`, { headers: auth })).json() as any;
+          const r = await http.json('GET', `/runs/${run.id}`);
           if (r.status === 'completed') return;
           if (['failed', 'cancelled', 'timed_out'].includes(r.status)) throw new Error(`run ${run.id} ${r.status}: ${JSON.stringify(r.error)}`);
           await new Promise((res) => setTimeout(res, POLL_MS));
@@ -105,8 +101,8 @@ async function main(): Promise<void> {
       }
       // As the SDK waits: follow the run's event stream, which the server closes after
       // the terminal event, then read the run once.
-      await (await fetch(`${base}/runs/${run.id}/events`, { headers: { ...auth, Accept: 'text/event-stream' } })).text();
-      const r = await (await fetch(`${base}/runs/${run.id}`, { headers: auth })).json() as any;
+      await http.text(`/runs/${run.id}/events`, { Accept: 'text/event-stream' });
+      const r = await http.json('GET', `/runs/${run.id}`);
       if (r.status !== 'completed') throw new Error(`run ${run.id} ${r.status}: ${JSON.stringify(r.error)}`);
     };
     const bare = async () => {
@@ -140,6 +136,7 @@ async function main(): Promise<void> {
     console.error(err);
     process.exitCode = 1;
   } finally {
+    for (const c of clients) c.close();
     for (const w of workers) w.shutdown();
     await Promise.allSettled(running);
     await stack?.stop();
