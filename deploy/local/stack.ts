@@ -12,6 +12,7 @@ import { ensureRuntime } from './runtime.ts';
 import { buildWorkflowBundle } from '../workflowBundle.ts';
 import { createTemporalGateway } from '../../api/temporal.ts';
 import { CONTROL_TASK_QUEUE } from '../../workflows/constants.ts';
+import { SERVICE_PROCESS_ENV } from './serviceProcess.ts';
 
 export interface StackPorts { api: number; postgres: number; temporal: number; temporalUi: number | null; minio: number; minioConsole: number }
 
@@ -105,7 +106,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       await db.destroy();
     }
     if (opts.mode === 'dev') env.SILICO_WORKFLOW_BUNDLE = await buildWorkflowBundle(path.join(opts.dataDir, 'workflow-bundle.js'));
-    const childEnv = { ...process.env, ...env };
+    const childEnv = { ...process.env, ...SERVICE_PROCESS_ENV, ...env };
     const node = (name: string, script: string) => sup.start(name, process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, script)], { cwd: REPO_ROOT, env: childEnv });
     const worker = node('worker', 'deploy/worker.ts');
     const api = node('api', 'api/server.ts');

@@ -23,6 +23,7 @@ import getPort from 'get-port';
 import MultipartForm from 'form-data';
 import { startStack, type Stack } from '../../deploy/local/stack.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { SERVICE_PROCESS_ENV } from '../../deploy/local/serviceProcess.ts';
 import { createObjectStore } from '../../storage/objects.ts';
 import { cpuSample, cpuPerUnit, type CpuSample } from './cpu.ts';
 
@@ -46,7 +47,7 @@ async function main(): Promise<void> {
     const port = await getPort();
     api = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'api/server.ts')], {
       cwd: REPO_ROOT, stdio: 'ignore',
-      env: { ...process.env, ...stack.env, SILICO_API_PORT: String(port), SILICO_MAX_UPLOAD_BYTES: String(SIZE + MIB), LOG_LEVEL: 'warn' },
+      env: { ...process.env, ...SERVICE_PROCESS_ENV, ...stack.env, SILICO_API_PORT: String(port), SILICO_MAX_UPLOAD_BYTES: String(SIZE + MIB), LOG_LEVEL: 'warn' },
     });
     const base = `http://127.0.0.1:${port}/v1`;
     for (let i = 0; ; i++) {
