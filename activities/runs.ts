@@ -1,13 +1,13 @@
 import type { Db } from '../storage/db/knex.ts';
 import { acquireRunSlot, finishRun, type Finish } from '../storage/runLifecycle.ts';
+import { runPrepared, statement } from '../storage/db/prepared.ts';
 
 /** Control-queue activities of a run: its plan of work, slot, and ending. */
 export function createRunActivities(deps: { db: Db; maxConcurrentRuns: number }) {
   return {
     /** What the workflow needs to schedule the run. */
     async runSchedule(runId: string): Promise<{ profile: string; maxRuntimeSeconds: number; scheduleToStartSeconds: number }> {
-      const row = await deps.db('runs as r').join('compute_profiles as p', 'p.id', 'r.compute_profile').where('r.id', runId)
-        .first('p.id as profile', 'r.max_runtime_seconds', 'p.schedule_to_start_seconds');
+      const [row] = await runPrepared<{ profile: string; max_runtime_seconds: number; schedule_to_start_seconds: number }>(deps.db, RUN_SCHEDULE, [runId]);
       if (!row) throw new Error(`no run ${runId}`);
       return { profile: row.profile, maxRuntimeSeconds: row.max_runtime_seconds, scheduleToStartSeconds: row.schedule_to_start_seconds };
     },
@@ -19,5 +19,9 @@ export function createRunActivities(deps: { db: Db; maxConcurrentRuns: number })
     },
   };
 }
+
+const RUN_SCHEDULE = statement('run-schedule', `
+  SELECT p.id AS profile, r.max_runtime_seconds, p.schedule_to_start_seconds
+    FROM runs r JOIN compute_profiles p ON p.id = r.compute_profile WHERE r.id = $1`);
 
 export type RunActivities = ReturnType<typeof createRunActivities>;

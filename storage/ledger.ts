@@ -1,4 +1,5 @@
 import type { Db } from './db/knex.ts';
+import { runPrepared, statement } from './db/prepared.ts';
 
 /**
  * The compute ledger. Every movement is a transaction with entries over four books
@@ -27,8 +28,8 @@ export function usdToMicros(usd: number): number {
 /** Adds compute to an account (operator grant or confirmed purchase); once per ref. */
 export async function grantCompute(db: Db, accountId: string, micros: number, ref: string, memo?: string): Promise<boolean> {
   if (!Number.isInteger(micros) || micros <= 0) throw new Error('grant must be a positive whole number of micro-dollars');
-  const { rows } = await db.raw<{ rows: Array<{ ok: boolean }> }>('SELECT silico_grant_compute(?, ?, ?, ?) AS ok', [accountId, micros, ref, memo ?? null]);
-  return rows[0]!.ok;
+  const [row] = await runPrepared<{ ok: boolean }>(db, GRANT, [accountId, micros, ref, memo ?? null]);
+  return row!.ok;
 }
 
 /**
@@ -39,8 +40,8 @@ export async function grantCompute(db: Db, accountId: string, micros: number, re
  */
 export async function reserveCompute(db: Db, accountId: string, micros: number, ref: string): Promise<boolean> {
   if (!Number.isInteger(micros) || micros < 0) throw new Error('reservation must be a whole, non-negative number of micro-dollars');
-  const { rows } = await db.raw<{ rows: Array<{ ok: boolean }> }>('SELECT silico_reserve_compute(?, ?, ?) AS ok', [accountId, micros, ref]);
-  return rows[0]!.ok;
+  const [row] = await runPrepared<{ ok: boolean }>(db, RESERVE, [accountId, micros, ref]);
+  return row!.ok;
 }
 
 /**
@@ -50,10 +51,13 @@ export async function reserveCompute(db: Db, accountId: string, micros: number, 
  */
 export async function settleCompute(db: Db, accountId: string, ref: string, actualMicros: number): Promise<{ charged_micros: number; released_micros: number }> {
   if (!Number.isInteger(actualMicros) || actualMicros < 0) throw new Error('charge must be a whole, non-negative number of micro-dollars');
-  const { rows } = await db.raw<{ rows: Array<{ charged_micros: number; released_micros: number }> }>(
-    'SELECT charged_micros, released_micros FROM silico_settle_compute(?, ?, ?)', [accountId, ref, actualMicros]);
-  return rows[0]!;
+  const [row] = await runPrepared<{ charged_micros: number; released_micros: number }>(db, SETTLE, [accountId, ref, actualMicros]);
+  return row!;
 }
+
+const GRANT = statement('grant-compute', 'SELECT silico_grant_compute($1, $2, $3, $4) AS ok');
+const RESERVE = statement('reserve-compute', 'SELECT silico_reserve_compute($1, $2, $3) AS ok');
+const SETTLE = statement('settle-compute', 'SELECT charged_micros, released_micros FROM silico_settle_compute($1, $2, $3)');
 
 export async function getBalances(db: Db, accountId: string): Promise<Balances> {
   const row = await db('compute_balances').where({ account_id: accountId }).first('available_micros', 'reserved_micros', 'spent_micros');

@@ -1,5 +1,6 @@
 import type { Db } from './db/knex.ts';
 import type { RunStatus } from './db/runs.ts';
+import { runPrepared, statement } from './db/prepared.ts';
 
 /**
  * A run's transitions after acceptance, each one database function (migration 016), so
@@ -13,9 +14,10 @@ import type { RunStatus } from './db/runs.ts';
  * or before), 'wait', or the cancelling / terminal status that makes waiting pointless.
  */
 export async function acquireRunSlot(db: Db, runId: string, maxConcurrent: number): Promise<RunStatus | 'wait'> {
-  const { rows } = await db.raw<{ rows: Array<{ status: RunStatus | 'wait' }> }>('SELECT silico_acquire_run_slot(?, ?) AS status', [runId, maxConcurrent]);
-  return rows[0]!.status;
+  const [row] = await runPrepared<{ status: RunStatus | 'wait' }>(db, ACQUIRE_SLOT, [runId, maxConcurrent]);
+  return row!.status;
 }
+const ACQUIRE_SLOT = statement('acquire-run-slot', 'SELECT silico_acquire_run_slot($1, $2) AS status');
 
 export interface Finish {
   runId: string;
@@ -33,8 +35,9 @@ export interface Finish {
  * is left unchanged, so retries and races are harmless. Returns the status afterwards.
  */
 export async function finishRun(db: Db, f: Finish): Promise<RunStatus> {
-  const { rows } = await db.raw<{ rows: Array<{ status: RunStatus }> }>('SELECT silico_finish_run(?, ?, ?::jsonb, ?, ?::jsonb) AS status', [
+  const [row] = await runPrepared<{ status: RunStatus }>(db, FINISH_RUN, [
     f.runId, f.status, f.error ? JSON.stringify(f.error) : null, f.computeSeconds ?? null, f.outputs ? JSON.stringify(f.outputs) : null,
   ]);
-  return rows[0]!.status;
+  return row!.status;
 }
+const FINISH_RUN = statement('finish-run', 'SELECT silico_finish_run($1, $2, $3::jsonb, $4, $5::jsonb) AS status');

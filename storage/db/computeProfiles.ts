@@ -1,4 +1,5 @@
 import type { Db } from './knex.ts';
+import { runPrepared, statement } from './prepared.ts';
 
 export interface ComputeProfileRow {
   id: string;
@@ -17,5 +18,7 @@ export async function listComputeProfiles(db: Db): Promise<ComputeProfileRow[]> 
 }
 
 export async function getComputeProfile(db: Db, id: string): Promise<ComputeProfileRow | undefined> {
-  return db('compute_profiles').where({ id }).first();
+  const [row] = await runPrepared<ComputeProfileRow>(db, GET_PROFILE, [id]);
+  return row;
 }
+const GET_PROFILE = statement('get-compute-profile', 'SELECT * FROM compute_profiles WHERE id = $1');

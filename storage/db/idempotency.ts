@@ -1,4 +1,5 @@
 import type { Db } from './knex.ts';
+import { runPrepared, statement } from './prepared.ts';
 
 export type ClaimResult =
   | { kind: 'claimed' }
@@ -18,15 +19,7 @@ export async function claimIdempotencyKey(
   db: Db,
   c: { accountId: string; key: string; route: string; requestSha256: string; ttlSeconds: number; lockSeconds: number },
 ): Promise<ClaimResult> {
-  const { rows } = await db.raw<{ rows: unknown[] }>(
-    `INSERT INTO idempotency_keys AS k (account_id, key, route, request_sha256, state, locked_at) VALUES (?, ?, ?, ?, 'in_progress', now())
-     ON CONFLICT (account_id, key) DO UPDATE
-       SET route = EXCLUDED.route, request_sha256 = EXCLUDED.request_sha256, state = 'in_progress',
-           response_status = NULL, response_body = NULL, locked_at = now(), created_at = now()
-       WHERE k.created_at < now() - make_interval(secs => ?)
-     RETURNING k.key`,
-    [c.accountId, c.key, c.route, c.requestSha256, c.ttlSeconds],
-  );
+  const rows = await runPrepared(db, CLAIM_KEY, [c.accountId, c.key, c.route, c.requestSha256, c.ttlSeconds]);
   if (rows.length) return { kind: 'claimed' };
   return db.transaction(async (trx) => {
     const row = await trx('idempotency_keys')
@@ -45,12 +38,21 @@ export async function claimIdempotencyKey(
   });
 }
 
+const CLAIM_KEY = statement('claim-idempotency-key', `
+  INSERT INTO idempotency_keys AS k (account_id, key, route, request_sha256, state, locked_at) VALUES ($1, $2, $3, $4, 'in_progress', now())
+  ON CONFLICT (account_id, key) DO UPDATE
+    SET route = EXCLUDED.route, request_sha256 = EXCLUDED.request_sha256, state = 'in_progress',
+        response_status = NULL, response_body = NULL, locked_at = now(), created_at = now()
+    WHERE k.created_at < now() - make_interval(secs => $5)
+  RETURNING k.key`);
+
 /** Stores the response of a claimed key so later requests replay it. */
 export async function completeIdempotencyKey(db: Db, accountId: string, key: string, status: number, body: unknown): Promise<void> {
-  await db('idempotency_keys')
-    .where({ account_id: accountId, key })
-    .update({ state: 'completed', response_status: status, response_body: JSON.stringify(body), locked_at: null });
+  await runPrepared(db, COMPLETE_KEY, [accountId, key, status, JSON.stringify(body)]);
 }
+const COMPLETE_KEY = statement('complete-idempotency-key', `
+  UPDATE idempotency_keys SET state = 'completed', response_status = $3, response_body = $4::jsonb, locked_at = NULL
+   WHERE account_id = $1 AND key = $2`);
 
 /** Frees a claimed key whose request failed on our side, so the client may retry it. */
 export async function releaseIdempotencyKey(db: Db, accountId: string, key: string): Promise<void> {

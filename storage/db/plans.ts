@@ -1,6 +1,7 @@
 import type { Db } from './knex.ts';
 import { newUuid } from '../ids.ts';
 import { digestJson } from '../digest.ts';
+import { runPrepared, statement } from './prepared.ts';
 
 export interface Finding {
   severity: 'info' | 'warning' | 'blocking';
@@ -38,23 +39,26 @@ export async function createPlan(
 ): Promise<PlanRow> {
   const expires = new Date(Date.now() + p.ttlSeconds * 1000);
   const row = { kind: p.kind, account_id: p.accountId, proposal: p.proposal, expires_at: expires };
-  const [saved] = await db('plans')
-    .insert({
-      id: newUuid(), account_id: p.accountId, kind: p.kind, proposal: JSON.stringify(p.proposal), findings: JSON.stringify(p.findings),
-      status: p.findings.some((f) => f.severity === 'blocking') ? 'blocked' : 'ready',
-      plan_sha256: digestJson(digestInput(row)), expires_at: expires,
-    })
-    .returning('*');
-  return saved as PlanRow;
+  const [saved] = await runPrepared<PlanRow>(db, INSERT_PLAN, [
+    newUuid(), p.accountId, p.kind, JSON.stringify(p.proposal), JSON.stringify(p.findings),
+    p.findings.some((f) => f.severity === 'blocking') ? 'blocked' : 'ready', digestJson(digestInput(row)), expires,
+  ]);
+  return saved!;
 }
+const INSERT_PLAN = statement('insert-plan', `
+  INSERT INTO plans (id, account_id, kind, proposal, findings, status, plan_sha256, expires_at)
+  VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7, $8) RETURNING *`);
 
 /** A plan of this account, or undefined (another account's plan is the same as none). */
 export async function getPlan(db: Db, id: string, accountId: string): Promise<PlanRow | undefined> {
-  return db('plans').where({ id, account_id: accountId }).first();
+  const [row] = await runPrepared<PlanRow>(db, GET_PLAN, [id, accountId]);
+  return row;
 }
+const GET_PLAN = statement('get-plan', 'SELECT * FROM plans WHERE id = $1 AND account_id = $2');
 
 /** Marks a plan used by `resultRef`; false when it was already used (one approval, one result). */
 export async function consumePlan(db: Db, id: string, resultRef: string): Promise<boolean> {
-  const { rows } = await db.raw<{ rows: Array<{ ok: boolean }> }>('SELECT silico_consume_plan(?, ?) AS ok', [id, resultRef]);
-  return rows[0]!.ok;
+  const [row] = await runPrepared<{ ok: boolean }>(db, CONSUME_PLAN, [id, resultRef]);
+  return row!.ok;
 }
+const CONSUME_PLAN = statement('consume-plan', 'SELECT silico_consume_plan($1, $2) AS ok');

@@ -1,5 +1,6 @@
 import type { Db } from './knex.ts';
 import { keysetPage, type KeysetPage } from './pagination.ts';
+import { runPrepared, statement } from './prepared.ts';
 
 export type RunStatus = 'queued' | 'running' | 'cancelling' | 'completed' | 'failed' | 'cancelled' | 'timed_out';
 export const TERMINAL: readonly RunStatus[] = ['completed', 'failed', 'cancelled', 'timed_out'];
@@ -45,16 +46,18 @@ export type NewRun = Omit<RunRow, 'status' | 'progress' | 'artifact_count' | 'se
  * (storage/db/sqlStates.ts) and changes nothing when it cannot.
  */
 export async function insertAcceptedRun(db: Db, run: NewRun): Promise<RunRow> {
-  const { rows } = await db.raw<{ rows: RunRow[] }>('SELECT * FROM silico_accept_run(?::jsonb, ?)', [JSON.stringify({ ...run, status: 'queued' }), run.plan_id]);
-  return rows[0]!;
+  const [row] = await runPrepared<RunRow>(db, ACCEPT_RUN, [JSON.stringify({ ...run, status: 'queued' }), run.plan_id]);
+  return row!;
 }
+const ACCEPT_RUN = statement('accept-run', 'SELECT * FROM silico_accept_run($1::jsonb, $2)');
 
 /** A run of this account, or undefined (another account's run is the same as none). */
 export async function getRun(db: Db, id: string, accountId?: string): Promise<RunRow | undefined> {
-  const q = db('runs').where({ id });
-  if (accountId) q.andWhere({ account_id: accountId });
-  return q.first();
+  const [row] = accountId ? await runPrepared<RunRow>(db, GET_OWN_RUN, [id, accountId]) : await runPrepared<RunRow>(db, GET_RUN, [id]);
+  return row;
 }
+const GET_RUN = statement('get-run', 'SELECT * FROM runs WHERE id = $1');
+const GET_OWN_RUN = statement('get-own-run', 'SELECT * FROM runs WHERE id = $1 AND account_id = $2');
 
 /** Newest first, filtered; keyset-paginated on (created_at, id). */
 export async function listRuns(
@@ -77,13 +80,15 @@ export async function listRuns(
  * becomes visible only after the one before it.
  */
 export async function appendEvent(db: Db, runId: string, type: string, message: string, data: Record<string, unknown> = {}): Promise<number> {
-  const { rows } = await db.raw<{ rows: Array<{ seq: number }> }>('SELECT silico_append_run_event(?, ?, ?, ?::jsonb) AS seq', [runId, type, message, JSON.stringify(data)]);
-  return rows[0]!.seq;
+  const [row] = await runPrepared<{ seq: number }>(db, APPEND_EVENT, [runId, type, message, JSON.stringify(data)]);
+  return row!.seq;
 }
+const APPEND_EVENT = statement('append-run-event', 'SELECT silico_append_run_event($1, $2, $3, $4::jsonb) AS seq');
 
 export async function listEvents(db: Db, runId: string, after: number, limit: number): Promise<RunEvent[]> {
-  return db('run_events').where({ run_id: runId }).andWhere('seq', '>', after).orderBy('seq').limit(limit).select('seq', 'at', 'type', 'message', 'data');
+  return runPrepared<RunEvent>(db, LIST_EVENTS, [runId, after, limit]);
 }
+const LIST_EVENTS = statement('list-run-events', 'SELECT seq, at, type, message, data FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3');
 
 export interface ArtifactRow {
   id: string; run_id: string; role: string; file_name: string; content_type: string; format: string;
