@@ -40,11 +40,16 @@ export function compileInput(tool: ToolDef): CompiledInput {
   return out;
 }
 
+/** `['arms', '0', 'label']` → `arms[0].label`. */
+function fieldPath(parts: string[]): string {
+  return parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
+}
+
 /** `/arms/0/label` → `arms[0].label`. */
 function paramPath(instancePath: string, extra?: string): string {
   const parts = instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (extra !== undefined) parts.push(extra);
-  return parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
+  return fieldPath(parts);
 }
 
 /** One ajv error as the spec's validation error: a precise code and the offending field. */
@@ -99,10 +104,44 @@ export function toApiError(err: ErrorObject, prefix?: string) {
   }
 }
 
+/**
+ * Where the first string holding U+0000 is (a value, or an object key), as the segments
+ * of its path; undefined when none does. Postgres text and jsonb cannot store that
+ * character, so a request carrying it would otherwise fail at the database.
+ */
+export function nulAt(data: unknown, at: string[] = []): string[] | undefined {
+  if (typeof data === 'string') return data.includes('\u0000') ? at : undefined;
+  if (Array.isArray(data)) {
+    for (const [i, v] of data.entries()) {
+      const found = nulAt(v, [...at, String(i)]);
+      if (found) return found;
+    }
+  } else if (data && typeof data === 'object') {
+    for (const [k, v] of Object.entries(data)) {
+      const found = k.includes('\u0000') ? [...at, k.replace(/\u0000/g, '\\u0000')] : nulAt(v, [...at, k]);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
+/** For documents a client stores (lab.yaml): why one holding U+0000 is refused, or undefined. */
+export function nulProblem(doc: unknown): string | undefined {
+  const at = nulAt(doc);
+  return at && `holds the NUL character (U+0000) at ${fieldPath(at) || 'its root'}, which cannot be stored`;
+}
+
 /** Validates (and for queries coerces in place) one part; throws the first error. */
 export function check(validate: ValidateFunction | undefined, data: unknown, prefix?: string): void {
   if (!validate) return;
-  if (validate(data)) return;
+  if (validate(data)) {
+    const nul = nulAt(data);
+    if (nul) {
+      const p = nul.length ? fieldPath(nul) : prefix ?? null;
+      throw errors.validation('parameter_invalid_format', `${p ?? 'body'} must not contain the NUL character (U+0000).`, p);
+    }
+    return;
+  }
   const errs = validate.errors!;
   // A failed oneOf reports each branch's miss first; the combination is the real error.
   const first = errs[0]!;

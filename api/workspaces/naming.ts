@@ -1,6 +1,7 @@
 import YAML from 'yaml';
 import type { Finding } from '../../storage/db/plans.ts';
 import { labManifestProblems } from '../schemas/labManifest.ts';
+import { nulProblem } from '../validation.ts';
 
 const ALIAS = /^[a-z][a-z0-9_]{0,62}$/;
 
@@ -17,9 +18,12 @@ function parse(text: string | undefined): { manifest?: Manifest; error?: string 
   if (text === undefined) return {};
   try {
     const v = YAML.parse(text);
-    return v && typeof v === 'object' ? { manifest: v as Manifest } : { error: 'lab.yaml is not a mapping' };
+    if (!v || typeof v !== 'object') return { error: 'is not a mapping' };
+    // Findings quote the manifest's names, and plans are stored: U+0000 stops it here.
+    const nul = nulProblem(v);
+    return nul ? { error: nul } : { manifest: v as Manifest };
   } catch (err) {
-    return { error: (err as Error).message.split('\n')[0] };
+    return { error: `does not parse: ${(err as Error).message.split('\n')[0]}` };
   }
 }
 
@@ -32,7 +36,7 @@ function parse(text: string | undefined): { manifest?: Manifest; error?: string 
 export function namingFindings(before: string | undefined, after: string | undefined): Finding[] {
   if (after === undefined) return before === undefined ? [] : [{ severity: 'blocking', code: 'manifest_missing', message: 'A lab needs a lab.yaml at its root.', path: 'lab.yaml' }];
   const { manifest: m, error } = parse(after);
-  if (!m) return [{ severity: 'blocking', code: 'manifest_invalid', message: `lab.yaml does not parse: ${error}`, path: 'lab.yaml' }];
+  if (!m) return [{ severity: 'blocking', code: 'manifest_invalid', message: `lab.yaml ${error}.`, path: 'lab.yaml' }];
   const findings: Finding[] = labManifestProblems(m).map((p) => ({ severity: 'blocking', code: 'manifest_invalid', message: `lab.yaml ${p}`, path: `lab.yaml#${p.split(':')[0]}` }));
   const seen = new Map<string, string>();
   for (const [group, list] of [['models', m.models ?? []], ['children', m.children ?? []]] as const) {

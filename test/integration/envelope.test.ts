@@ -95,6 +95,25 @@ test('schema failures name a precise code and param', async () => {
   }
 });
 
+test('a string holding U+0000, which Postgres cannot store, is refused with the field named, never a 500', async () => {
+  const run = (body: unknown) => call('POST', '/runs', { body, headers: { 'Idempotency-Key': crypto.randomUUID() } });
+  const ref = 'platform/microbial-growth@1.0.0';
+  const cases: Array<[Promise<Awaited<ReturnType<typeof call>>>, string]> = [
+    [run({ ref, inputs: {}, metadata: { note: 'a\u0000b' } }), 'metadata.note'],
+    [run({ ref, inputs: {}, metadata: { 'no\u0000te': 'ab' } }), 'metadata.no\\u0000te'],
+    [call('POST', '/run-plans', { body: { capability_ref: ref, inputs: { rates: ['x', 'y\u0000'] } } }), 'inputs.rates[1]'],
+    [call('GET', '/runs?capability=a%00b'), 'capability'],
+    [call('GET', '/runs?metadata[note]=a%00b'), 'metadata[note]'],
+    [call('GET', '/files?query=%00'), 'query'],
+  ];
+  for (const [pending, param] of cases) {
+    const res = await pending;
+    assert.equal(res.status, 422, res.text);
+    assert.equal(errorOf(res).code, 'parameter_invalid_format');
+    assert.equal(errorOf(res).param, param);
+  }
+});
+
 test('managed-lab route errors carry resolution, retryable and gateway_request_id', async () => {
   const res = await call('POST', '/runs', { body: { ref: 'platform/x' } });
   assert.equal(res.status, 400);

@@ -79,6 +79,8 @@ test('naming: duplicate and invalid aliases block; a full rename passes; a renam
   assert.deepEqual(await codes(base.replaceAll('prey', 'rabbit')), [], 'alias, wiring and io renamed together');
   assert.ok((await codes(base.replace('alias: prey', 'alias: rabbit'))).includes('blocking:alias_missing'));
   assert.deepEqual(await codes(base.replace('title: Two', 'title: Three')), ['info:title_changed']);
+  // YAML's "\0" is U+0000, which no plan or release could store: one blocking finding, no 500.
+  assert.deepEqual(await codes(base.replace('alias: predator', 'alias: "pred\\0ator"')), ['blocking:manifest_invalid']);
 });
 
 test('paths and content are refused with precise codes', async () => {
@@ -90,6 +92,7 @@ test('paths and content are refused with precise codes', async () => {
     [{ kind: 'file_put', path: 'a//b.txt', content: 'x' }, 'path_invalid', 'operations[0].path'],
     [{ kind: 'file_put', path: `${'é'.repeat(130)}.txt`, content: 'x' }, 'path_too_long', 'operations[0].path'],
     [{ kind: 'file_put', path: 'bin.dat', content: 'ok\ud800' }, 'content_not_utf8', 'operations[0].content'],
+    [{ kind: 'file_put', path: 'nul.txt', content: 'a\u0000b' }, 'parameter_invalid_format', 'operations[0].content'],
     [{ kind: 'file_put', path: 'bin.dat', content_base64: 'not base64!' }, 'content_base64_invalid', 'operations[0].content_base64'],
     [{ kind: 'file_put', path: 'x.txt', content: 'a', content_base64: 'YQ==' }, 'parameter_invalid_combination', 'operations[0].content'],
     [{ kind: 'file_delete', path: 'missing.txt' }, 'path_not_found', 'operations[0].path'],
