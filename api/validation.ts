@@ -104,41 +104,55 @@ export function toApiError(err: ErrorObject, prefix?: string) {
   }
 }
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 /**
- * Where the first string holding U+0000 is (a value, or an object key), as the segments
- * of its path; undefined when none does. Postgres text and jsonb cannot store that
- * character, so a request carrying it would otherwise fail at the database.
+ * Why a string cannot be stored as Postgres text or jsonb, or undefined: the database
+ * refuses U+0000, and jsonb refuses a lone surrogate (JSON can escape one; UTF-8 cannot
+ * encode it).
  */
-export function nulAt(data: unknown, at: string[] = []): string[] | undefined {
-  if (typeof data === 'string') return data.includes('\u0000') ? at : undefined;
+function textProblem(s: string): string | undefined {
+  if (s.includes('\u0000')) return 'must not contain the NUL character (U+0000)';
+  if (LONE_SURROGATE.test(s)) return 'must be valid UTF-8 text, without a lone surrogate (send binary data base64-encoded where the field allows it)';
+  return undefined;
+}
+
+/** The first string (a value, or an object key) that could not be stored: where, and why. */
+export function unstorableAt(data: unknown, at: string[] = []): { at: string[]; problem: string } | undefined {
+  if (typeof data === 'string') {
+    const problem = textProblem(data);
+    return problem ? { at, problem } : undefined;
+  }
   if (Array.isArray(data)) {
     for (const [i, v] of data.entries()) {
-      const found = nulAt(v, [...at, String(i)]);
+      const found = unstorableAt(v, [...at, String(i)]);
       if (found) return found;
     }
   } else if (data && typeof data === 'object') {
     for (const [k, v] of Object.entries(data)) {
-      const found = k.includes('\u0000') ? [...at, k.replace(/\u0000/g, '\\u0000')] : nulAt(v, [...at, k]);
+      const problem = textProblem(k);
+      // The key itself is the offender; named with its unprintable part escaped.
+      const found = problem ? { at: [...at, JSON.stringify(k).slice(1, -1)], problem } : unstorableAt(v, [...at, k]);
       if (found) return found;
     }
   }
   return undefined;
 }
 
-/** For documents a client stores (lab.yaml): why one holding U+0000 is refused, or undefined. */
-export function nulProblem(doc: unknown): string | undefined {
-  const at = nulAt(doc);
-  return at && `holds the NUL character (U+0000) at ${fieldPath(at) || 'its root'}, which cannot be stored`;
+/** For documents a client stores (lab.yaml): why one is refused, or undefined. */
+export function unstorableProblem(doc: unknown): string | undefined {
+  const found = unstorableAt(doc);
+  return found && `has a string at ${fieldPath(found.at) || 'its root'} that ${found.problem}`;
 }
 
 /** Validates (and for queries coerces in place) one part; throws the first error. */
 export function check(validate: ValidateFunction | undefined, data: unknown, prefix?: string): void {
   if (!validate) return;
   if (validate(data)) {
-    const nul = nulAt(data);
-    if (nul) {
-      const p = nul.length ? fieldPath(nul) : prefix ?? null;
-      throw errors.validation('parameter_invalid_format', `${p ?? 'body'} must not contain the NUL character (U+0000).`, p);
+    const bad = unstorableAt(data);
+    if (bad) {
+      const p = bad.at.length ? fieldPath(bad.at) : prefix ?? null;
+      throw errors.validation('parameter_invalid_format', `${p ?? 'body'} ${bad.problem}.`, p);
     }
     return;
   }

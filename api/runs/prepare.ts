@@ -8,7 +8,7 @@ import YAML from 'yaml';
 import { checkInputs, contractOf } from '../contract.ts';
 import { getRevision, getWorkspace } from '../../storage/db/workspaces.ts';
 import { blobKey } from '../../storage/objects.ts';
-import { nulProblem } from '../validation.ts';
+import { unstorableProblem } from '../validation.ts';
 
 /** The approved content of a run: what a plan digests and what POST /runs executes. */
 export interface RunProposal {
@@ -66,8 +66,8 @@ async function resolveRevision(deps: Deps, caller: Caller, w: { workspaceId: str
   } catch (err) {
     throw errors.validation('manifest_invalid', `lab.yaml does not parse: ${(err as Error).message.split('\n')[0]}`, 'revision_id');
   }
-  const nul = nulProblem(manifest);
-  if (nul) throw errors.validation('manifest_invalid', `lab.yaml ${nul}.`, 'revision_id');
+  const bad = unstorableProblem(manifest);
+  if (bad) throw errors.validation('manifest_invalid', `lab.yaml ${bad}.`, 'revision_id');
   return {
     id: rev.id, namespace: caller.account.namespace, name: lab.name, version: `rev-${rev.number}`,
     inputs: contractOf(manifest as never).inputs, manifest, package_sha256: rev.tree_sha256, runtime_problems: [],

@@ -10,7 +10,7 @@ import { approvedPlan, grantablePlan, planView, PLAN_TTL_SECONDS } from '../plan
 import { countGrantUse, grantRefusal, lockGrant } from '../../storage/db/publicationGrants.ts';
 import type { Db } from '../../storage/db/knex.ts';
 import { namingFindings } from '../workspaces/naming.ts';
-import { nulProblem } from '../validation.ts';
+import { unstorableProblem } from '../validation.ts';
 import { checkInputs, contractOf } from '../contract.ts';
 import { newId } from '../../storage/ids.ts';
 import { publicationWorkflowId, CONTROL_TASK_QUEUE } from '../../workflows/constants.ts';
@@ -59,8 +59,8 @@ async function staticFindings(ctx: ToolContext, tree: Tree, version: string, tak
   } catch {
     manifest = undefined;
   }
-  // namingFindings has reported a manifest holding U+0000; nothing of it is quoted further.
-  if (!manifest || nulProblem(manifest)) return findings;
+  // namingFindings has reported a manifest Postgres could not store; nothing of it is quoted further.
+  if (!manifest || unstorableProblem(manifest)) return findings;
   for (const [i, m] of ((manifest.models ?? []) as Array<{ path?: string }>).entries()) {
     const dir = String(m?.path ?? '').replace(/\/+$/, '');
     const modelYaml = await text(`${dir}/model.yaml`);

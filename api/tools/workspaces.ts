@@ -83,13 +83,6 @@ function revisionView(r: RevisionRow) {
   };
 }
 
-/** UTF-8 bytes of a JSON string; a lone surrogate cannot be UTF-8 and is refused. */
-function utf8(content: string, param: string): Buffer {
-  if (/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(content)) {
-    throw errors.validation('content_not_utf8', 'content must be valid UTF-8 text; send binary as content_base64.', param);
-  }
-  return Buffer.from(content, 'utf8');
-}
 
 function strictBase64(s: string, param: string): Buffer {
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(s) || s.length % 4 !== 0) throw errors.validation('content_base64_invalid', 'content_base64 is not valid base64.', param);
@@ -122,7 +115,8 @@ async function applyOperations(ctx: ToolContext, base: Tree, ops: Op[]): Promise
       const given = ['content', 'content_base64', 'file_id'].filter((k) => (op as unknown as Record<string, unknown>)[k] !== undefined);
       if (given.length !== 1) throw errors.validation('parameter_invalid_combination', 'file_put takes exactly one of content, content_base64 or file_id.', at('content'));
       if (op.file_id !== undefined) throw errors.notFound('file_not_found', 'file', at('file_id'));
-      const bytes = op.content !== undefined ? utf8(op.content, at('content')) : strictBase64(op.content_base64!, at('content_base64'));
+      // Validation has refused text that is not well-formed (api/validation.ts).
+      const bytes = op.content !== undefined ? Buffer.from(op.content, 'utf8') : strictBase64(op.content_base64!, at('content_base64'));
       const sha = await ctx.deps.objects.putBlob(bytes);
       tree[p] = { sha256: sha, size: bytes.length };
       normalized.push({ kind: 'file_put', path: p, sha256: sha, size: bytes.length });

@@ -1,7 +1,7 @@
 import YAML from 'yaml';
 import type { Finding } from '../../storage/db/plans.ts';
 import { labManifestProblems } from '../schemas/labManifest.ts';
-import { nulProblem } from '../validation.ts';
+import { unstorableProblem } from '../validation.ts';
 
 const ALIAS = /^[a-z][a-z0-9_]{0,62}$/;
 
@@ -19,9 +19,9 @@ function parse(text: string | undefined): { manifest?: Manifest; error?: string 
   try {
     const v = YAML.parse(text);
     if (!v || typeof v !== 'object') return { error: 'is not a mapping' };
-    // Findings quote the manifest's names, and plans are stored: U+0000 stops it here.
-    const nul = nulProblem(v);
-    return nul ? { error: nul } : { manifest: v as Manifest };
+    // Findings quote the manifest's names and plans are stored: what Postgres cannot store stops here.
+    const bad = unstorableProblem(v);
+    return bad ? { error: bad } : { manifest: v as Manifest };
   } catch (err) {
     return { error: `does not parse: ${(err as Error).message.split('\n')[0]}` };
   }

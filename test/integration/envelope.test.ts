@@ -95,7 +95,7 @@ test('schema failures name a precise code and param', async () => {
   }
 });
 
-test('a string holding U+0000, which Postgres cannot store, is refused with the field named, never a 500', async () => {
+test('a string Postgres cannot store (U+0000, or a lone surrogate in jsonb) is refused with the field named, never a 500', async () => {
   const run = (body: unknown) => call('POST', '/runs', { body, headers: { 'Idempotency-Key': crypto.randomUUID() } });
   const ref = 'platform/microbial-growth@1.0.0';
   const cases: Array<[Promise<Awaited<ReturnType<typeof call>>>, string]> = [
@@ -105,6 +105,8 @@ test('a string holding U+0000, which Postgres cannot store, is refused with the 
     [call('GET', '/runs?capability=a%00b'), 'capability'],
     [call('GET', '/runs?metadata[note]=a%00b'), 'metadata[note]'],
     [call('GET', '/files?query=%00'), 'query'],
+    [call('POST', '/runs', { rawBody: `{"ref":"${ref}","inputs":{},"metadata":{"note":"\\ud800"}}`, headers: { 'Content-Type': 'application/json', 'Idempotency-Key': crypto.randomUUID() } }), 'metadata.note'],
+    [call('POST', '/runs', { rawBody: `{"ref":"${ref}","inputs":{},"metadata":{"\\udc00":"x"}}`, headers: { 'Content-Type': 'application/json', 'Idempotency-Key': crypto.randomUUID() } }), 'metadata.\\udc00'],
   ];
   for (const [pending, param] of cases) {
     const res = await pending;

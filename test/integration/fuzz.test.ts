@@ -9,8 +9,9 @@ import { jsonBodySchema } from '../../api/tools/tool.ts';
 after(closeTestDb);
 
 const printable = fc.string({ unit: 'grapheme-ascii', maxLength: 80 });
-const anyText = fc.oneof(printable, fc.string({ maxLength: 40 }), fc.constantFrom('', 'null', '-1', '0', '1e309', '../../etc', '%00', '{}', '[]', 'true'));
-const json = fc.jsonValue({ maxDepth: 4 });
+// 'binary' strings reach every code point: U+0000 and lone surrogates included.
+const anyText = fc.oneof(printable, fc.string({ maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 20 }), fc.constantFrom('', 'null', '-1', '0', '1e309', '../../etc', '%00', '{}', '[]', 'true'));
+const json = fc.oneof(fc.jsonValue({ maxDepth: 4 }), fc.jsonValue({ maxDepth: 3, stringUnit: 'binary' }));
 
 /** A body: random JSON, a random object with plausible field names, or raw junk. */
 function bodyArb(fields: string[]) {

@@ -91,7 +91,7 @@ test('paths and content are refused with precise codes', async () => {
     [{ kind: 'file_put', path: '/abs.txt', content: 'x' }, 'path_absolute', 'operations[0].path'],
     [{ kind: 'file_put', path: 'a//b.txt', content: 'x' }, 'path_invalid', 'operations[0].path'],
     [{ kind: 'file_put', path: `${'é'.repeat(130)}.txt`, content: 'x' }, 'path_too_long', 'operations[0].path'],
-    [{ kind: 'file_put', path: 'bin.dat', content: 'ok\ud800' }, 'content_not_utf8', 'operations[0].content'],
+    [{ kind: 'file_put', path: 'bin.dat', content: 'ok\ud800' }, 'parameter_invalid_format', 'operations[0].content'],
     [{ kind: 'file_put', path: 'nul.txt', content: 'a\u0000b' }, 'parameter_invalid_format', 'operations[0].content'],
     [{ kind: 'file_put', path: 'bin.dat', content_base64: 'not base64!' }, 'content_base64_invalid', 'operations[0].content_base64'],
     [{ kind: 'file_put', path: 'x.txt', content: 'a', content_base64: 'YQ==' }, 'parameter_invalid_combination', 'operations[0].content'],
