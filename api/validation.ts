@@ -117,23 +117,32 @@ function textProblem(s: string): string | undefined {
   return undefined;
 }
 
-/** The first string (a value, or an object key) that could not be stored: where, and why. */
-export function unstorableAt(data: unknown, at: string[] = []): { at: string[]; problem: string } | undefined {
-  if (typeof data === 'string') {
-    const problem = textProblem(data);
-    return problem ? { at, problem } : undefined;
-  }
-  if (Array.isArray(data)) {
-    for (const [i, v] of data.entries()) {
-      const found = unstorableAt(v, [...at, String(i)]);
-      if (found) return found;
+/** How deep a request's JSON may nest (a body is level 0, its fields level 1). */
+export const MAX_NESTING = 32;
+
+/**
+ * The first thing in a request part that could not be handled, with where and why: a
+ * string (value or object key) Postgres could not store, or nesting deeper than
+ * MAX_NESTING (JSON.stringify, digests and jsonb all recurse). Walked with an explicit
+ * stack, so no depth can overflow this walk itself.
+ */
+export function unstorableAt(data: unknown): { at: string[]; problem: string; code: 'parameter_invalid_format' | 'parameter_too_deep' } | undefined {
+  const stack: Array<{ value: unknown; at: string[] }> = [{ value: data, at: [] }];
+  while (stack.length) {
+    const { value, at } = stack.pop()!;
+    if (typeof value === 'string') {
+      const problem = textProblem(value);
+      if (problem) return { at, problem, code: 'parameter_invalid_format' };
+      continue;
     }
-  } else if (data && typeof data === 'object') {
-    for (const [k, v] of Object.entries(data)) {
-      const problem = textProblem(k);
-      // The key itself is the offender; named with its unprintable part escaped.
-      const found = problem ? { at: [...at, JSON.stringify(k).slice(1, -1)], problem } : unstorableAt(v, [...at, k]);
-      if (found) return found;
+    if (!value || typeof value !== 'object') continue;
+    if (at.length >= MAX_NESTING) return { at, problem: `nests deeper than ${MAX_NESTING} levels`, code: 'parameter_too_deep' };
+    const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);
+    for (const [k, v] of entries.reverse()) {
+      const problem = Array.isArray(value) ? undefined : textProblem(k);
+      // An offending key is named with its unprintable part escaped.
+      if (problem) return { at: [...at, JSON.stringify(k).slice(1, -1)], problem, code: 'parameter_invalid_format' };
+      stack.push({ value: v, at: [...at, k] });
     }
   }
   return undefined;
@@ -152,7 +161,7 @@ export function check(validate: ValidateFunction | undefined, data: unknown, pre
     const bad = unstorableAt(data);
     if (bad) {
       const p = bad.at.length ? fieldPath(bad.at) : prefix ?? null;
-      throw errors.validation('parameter_invalid_format', `${p ?? 'body'} ${bad.problem}.`, p);
+      throw errors.validation(bad.code, `${p ?? 'body'} ${bad.problem}.`, p);
     }
     return;
   }

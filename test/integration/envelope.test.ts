@@ -116,6 +116,19 @@ test('a string Postgres cannot store (U+0000, or a lone surrogate in jsonb) is r
   }
 });
 
+test('JSON nested deeper than 32 levels is refused where it gets too deep (it overflowed JSON.stringify: a 500)', async () => {
+  for (const depth of [33, 100_000]) {
+    const deep = `${'['.repeat(depth)}${']'.repeat(depth)}`;
+    const res = await call('POST', '/run-plans', { rawBody: `{"capability_ref":"platform/microbial-growth@1.0.0","inputs":{"x":${deep}}}`, headers: { 'Content-Type': 'application/json' } });
+    assert.equal(res.status, 422, res.text.slice(0, 300));
+    assert.equal(errorOf(res).code, 'parameter_too_deep');
+    assert.equal(errorOf(res).param, `inputs.x${'[0]'.repeat(30)}`);
+  }
+  const fine = `${'['.repeat(30)}1${']'.repeat(30)}`;
+  const res = await call('POST', '/run-plans', { rawBody: `{"capability_ref":"platform/microbial-growth@1.0.0","inputs":{"x":${fine}}}`, headers: { 'Content-Type': 'application/json' } });
+  assert.equal(errorOf(res).code, 'unknown_inputs', 'within the bound, the request goes on to its own checks');
+});
+
 test('managed-lab route errors carry resolution, retryable and gateway_request_id', async () => {
   const res = await call('POST', '/runs', { body: { ref: 'platform/x' } });
   assert.equal(res.status, 400);
