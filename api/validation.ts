@@ -111,7 +111,7 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * refuses U+0000, and jsonb refuses a lone surrogate (JSON can escape one; UTF-8 cannot
  * encode it).
  */
-function textProblem(s: string): string | undefined {
+export function textProblem(s: string): string | undefined {
   if (s.includes('\u0000')) return 'must not contain the NUL character (U+0000)';
   if (LONE_SURROGATE.test(s)) return 'must be valid UTF-8 text, without a lone surrogate (send binary data base64-encoded where the field allows it)';
   return undefined;

@@ -2,6 +2,7 @@ import busboy from 'busboy';
 import { PassThrough } from 'node:stream';
 import type { ToolContext } from '../tools/tool.ts';
 import { ApiError, errors } from '../errors.ts';
+import { textProblem } from '../validation.ts';
 import { HashingStream } from '../../storage/digest.ts';
 import { newUuid } from '../../storage/ids.ts';
 import { sniffFormat } from '../../storage/formats.ts';
@@ -46,6 +47,13 @@ export async function receiveUpload(ctx: ToolContext): Promise<FileRow> {
     parser.on('file', (field, stream, info) => {
       if (field !== 'file' || result) {
         stream.resume();
+        return;
+      }
+      // busboy decodes RFC 5987 names (filename*=UTF-8''...), so a name can hold U+0000.
+      const nameProblem = info.filename ? textProblem(info.filename) : undefined;
+      if (nameProblem) {
+        stream.resume();
+        fail(errors.validation('parameter_invalid_format', `The file name ${nameProblem}.`, 'file'));
         return;
       }
       const hash = new HashingStream();

@@ -58,7 +58,7 @@ test('an upload is streamed, hashed, sniffed, listed, and read back as metadata,
   assert.equal(past.status, 416);
 });
 
-test('a large upload is bounded: past the limit 413 and nothing stored; a truncated body 400 and nothing stored', async () => {
+test('a large upload is bounded: past the limit 413 and nothing stored; a truncated body 400 and a name holding U+0000 422, nothing stored', async () => {
   const small = await spawnApi({ SILICO_MAX_UPLOAD_BYTES: String(1024 * 1024) });
   try {
     const { key: k, account } = await newAccount();
@@ -73,6 +73,11 @@ test('a large upload is bounded: past the limit 413 and nothing stored; a trunca
     const cut = await fetch(`${small.base}/files`, { method: 'POST', headers: { Authorization: `Bearer ${k}`, 'Content-Type': `multipart/form-data; boundary=${boundary}` }, body: truncated });
     assert.equal(cut.status, 400);
     assert.equal(((await cut.json()) as any).error.param, 'file');
+    // An RFC 5987 name decodes to U+0000, which the files table cannot hold: 422, nothing stored.
+    const nul = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename*=UTF-8''a%00b.txt\r\nContent-Type: text/plain\r\n\r\nhello\r\n--${boundary}--\r\n`;
+    const named = await fetch(`${small.base}/files`, { method: 'POST', headers: { Authorization: `Bearer ${k}`, 'Content-Type': `multipart/form-data; boundary=${boundary}` }, body: nul });
+    assert.equal(named.status, 422);
+    assert.deepEqual(((await named.json()) as any).error.code, 'parameter_invalid_format');
     const rows = await testDb()('files').where({ account_id: account.id });
     assert.deepEqual(rows.map((r) => r.name), ['fits.bin'], 'only the upload that fit was recorded');
     await new Promise((r) => setTimeout(r, 300));
