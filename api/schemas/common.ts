@@ -9,7 +9,9 @@ export const sha256Hex: JsonSchema = { type: 'string', pattern: '^[0-9a-f]{64}$'
 export const packageSha256: JsonSchema = { type: 'string', pattern: '^sha256:[0-9a-f]{64}$' };
 export const limit: JsonSchema = { type: 'integer', minimum: 1, maximum: 100, default: 20, description: 'page size (default 20, max 100)' };
 export const cursor: JsonSchema = { type: ['string', 'null'], maxLength: 512, description: 'opaque next_cursor of the previous page' };
-export const offset: JsonSchema = { type: 'integer', minimum: 0, default: 0 };
+/** Counts and sizes: whole numbers a double holds exactly and a Postgres bigint can take. */
+export const count: JsonSchema = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER };
+export const offset: JsonSchema = { ...count, default: 0 };
 export const time: JsonSchema = { type: 'string', format: 'date-time' };
 export const id = (prefix: string): JsonSchema => ({ type: 'string', minLength: 1, maxLength: 64, description: `identifier (${prefix}_...)` });
 

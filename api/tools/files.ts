@@ -12,10 +12,10 @@ import { ApiError } from '../errors.ts';
 import { ArchiveError, readZipMembers } from '../../storage/archives.ts';
 import { datasetManifest, splitLeaks, type Member } from '../../storage/datasets.ts';
 import { CONTROL_TASK_QUEUE, datasetWorkflowId } from '../../workflows/constants.ts';
-import { str, nullableStr, limit, cursor, offset, arr, obj, uuid, sha256Hex, id } from '../schemas/common.ts';
+import { str, nullableStr, limit, cursor, offset, count, arr, obj, uuid, sha256Hex, id } from '../schemas/common.ts';
 
 const member = obj({
-  file_id: uuid, sha256: sha256Hex, size_bytes: { type: 'integer', minimum: 0 }, sample_id: str(200, { minLength: 1 }),
+  file_id: uuid, sha256: sha256Hex, size_bytes: count, sample_id: str(200, { minLength: 1 }),
   group_id: str(200, { minLength: 1 }), role: { enum: ['image', 'label', 'mask', 'sequence', 'structure', 'table', 'other'] },
   split: { enum: ['train', 'validation', 'test'] },
 }, ['file_id', 'sha256', 'size_bytes', 'sample_id', 'group_id', 'role', 'split']);

@@ -6,7 +6,7 @@ import { acceptRun } from '../runs/accept.ts';
 import { runView, artifactView } from '../runs/view.ts';
 import { approvedPlan, planView, PLAN_TTL_SECONDS } from '../plans.ts';
 import { createPlan } from '../../storage/db/plans.ts';
-import { getRun, listRuns, listEvents, listArtifacts, getArtifact, TERMINAL, type RunEvent } from '../../storage/db/runs.ts';
+import { getRun, listRuns, listEvents, listArtifacts, getArtifact, TERMINAL, MAX_EVENT_SEQ, type RunEvent } from '../../storage/db/runs.ts';
 import { digestJson } from '../../storage/digest.ts';
 import { isoTime } from '../../storage/ids.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
@@ -61,7 +61,7 @@ export const runTools: ToolDef[] = [
   {
     name: 'run_events', scope: 'runs:read', readOnly: true,
     description: "Read a simulation's log as ordered events (or stream them as server-sent events).",
-    input: { path: runPath, query: { after: { type: 'integer', minimum: 0 }, limit: { type: 'integer', minimum: 1, maximum: 1000 } } },
+    input: { path: runPath, query: { after: { type: 'integer', minimum: 0, maximum: MAX_EVENT_SEQ }, limit: { type: 'integer', minimum: 1, maximum: 1000 } } },
   },
   { name: 'run_results', scope: 'runs:read', readOnly: true, description: 'Get the public results of a run: outputs, hashed artifacts and provenance.', input: { path: runPath } },
   {
@@ -176,8 +176,9 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
 
   async run_events(input, ctx) {
     const run = await ownedRun(ctx, input.run_id);
+    // A Last-Event-ID that no event of ours could carry is ignored, as a browser would send none.
     const lastId = Number(ctx.http?.lastEventId);
-    const after = Number.isInteger(lastId) && lastId >= 0 ? lastId : (input.after ?? 0);
+    const after = Number.isInteger(lastId) && lastId >= 0 && lastId <= MAX_EVENT_SEQ ? lastId : (input.after ?? 0);
     if (ctx.http?.accept.includes('text/event-stream')) return { body: {}, raw: { contentType: 'text/event-stream', headers: { 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' }, body: eventStream(ctx, run.id, after) } };
     const limit = input.limit ?? 100;
     const items = await listEvents(ctx.deps.db, run.id, after, limit + 1);

@@ -34,6 +34,9 @@ export interface RunRow {
   finished_at: Date | null;
 }
 
+/** The largest event sequence number (run_events.seq is a Postgres integer). */
+export const MAX_EVENT_SEQ = 2 ** 31 - 1;
+
 export interface RunEvent { seq: number; at: Date; type: string; message: string; data: Record<string, unknown> }
 
 /** The columns a new run is recorded with; the rest take their defaults. */

@@ -184,6 +184,13 @@ test('server-sent events resume after Last-Event-ID with exactly the missed even
   const text = await sse.text();
   const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
   assert.deepEqual(ids, all.filter((e: any) => e.seq > 3).map((e: any) => e.seq));
+  // Past any sequence number (an integer column): `after` is out of range; a Last-Event-ID
+  // no event could carry is ignored. Both were 500s.
+  const far = await call('GET', `/runs/${res.body.id}/events?after=2147483648`, { key: owner.key });
+  assert.equal(far.status, 422);
+  assert.equal(errorOf(far).code, 'parameter_out_of_range');
+  const bogus = await fetch(`${process.env.SILICO_TEST_BASE_URL}/runs/${res.body.id}/events`, { headers: { Authorization: `Bearer ${owner.key}`, Accept: 'text/event-stream', 'Last-Event-ID': '99999999999' } });
+  assert.deepEqual([...(await bogus.text()).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1])), all.map((e: any) => e.seq));
 });
 
 test('a client following server-sent events from the start gets every event as it happens, then the stream closes', async () => {
