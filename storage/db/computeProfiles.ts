@@ -21,4 +21,6 @@ export async function getComputeProfile(db: Db, id: string): Promise<ComputeProf
   const [row] = await runPrepared<ComputeProfileRow>(db, GET_PROFILE, [id]);
   return row;
 }
-const GET_PROFILE = statement('get-compute-profile', 'SELECT * FROM compute_profiles WHERE id = $1');
+const GET_PROFILE = statement('get-compute-profile', `
+  SELECT id, title, kind, vcpus, memory_mib, gpu, price_per_second_micros, max_runtime_seconds, schedule_to_start_seconds
+    FROM compute_profiles WHERE id = $1`);

@@ -24,6 +24,9 @@ export interface PlanRow {
   created_at: Date;
 }
 
+/** PlanRow's columns, named for prepared statements (storage/db/prepared.ts). */
+const PLAN_COLUMNS = 'id, account_id, kind, proposal, findings, status, plan_sha256, expires_at, consumed_at, result_ref, created_at';
+
 /** The exact object whose RFC 8785 SHA-256 is the plan digest (returned to clients as-is). */
 export function digestInput(plan: Pick<PlanRow, 'kind' | 'account_id' | 'proposal' | 'expires_at'>) {
   return { kind: plan.kind, account: plan.account_id, proposal: plan.proposal, expires_at: new Date(plan.expires_at).toISOString() };
@@ -47,14 +50,14 @@ export async function createPlan(
 }
 const INSERT_PLAN = statement('insert-plan', `
   INSERT INTO plans (id, account_id, kind, proposal, findings, status, plan_sha256, expires_at)
-  VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7, $8) RETURNING *`);
+  VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6, $7, $8) RETURNING ${PLAN_COLUMNS}`);
 
 /** A plan of this account, or undefined (another account's plan is the same as none). */
 export async function getPlan(db: Db, id: string, accountId: string): Promise<PlanRow | undefined> {
   const [row] = await runPrepared<PlanRow>(db, GET_PLAN, [id, accountId]);
   return row;
 }
-const GET_PLAN = statement('get-plan', 'SELECT * FROM plans WHERE id = $1 AND account_id = $2');
+const GET_PLAN = statement('get-plan', `SELECT ${PLAN_COLUMNS} FROM plans WHERE id = $1 AND account_id = $2`);
 
 /** Marks a plan used by `resultRef`; false when it was already used (one approval, one result). */
 export async function consumePlan(db: Db, id: string, resultRef: string): Promise<boolean> {

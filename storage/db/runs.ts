@@ -37,6 +37,11 @@ export interface RunRow {
 /** The largest event sequence number (run_events.seq is a Postgres integer). */
 export const MAX_EVENT_SEQ = 2 ** 31 - 1;
 
+/** RunRow's columns, named for prepared statements (storage/db/prepared.ts). */
+const RUN_COLUMNS = `id, account_id, kind, status, ref, resolved_ref, release_id, workspace_id, revision_id, package_sha256, inputs,
+  metadata, compute_profile, max_runtime_seconds, reserved_micros, settled_micros, seed, progress, artifact_count, outputs, error,
+  experiment_id, plan_id, created_at, started_at, finished_at`;
+
 export interface RunEvent { seq: number; at: Date; type: string; message: string; data: Record<string, unknown> }
 
 /** The columns a new run is recorded with; the rest take their defaults. */
@@ -52,15 +57,15 @@ export async function insertAcceptedRun(db: Db, run: NewRun): Promise<RunRow> {
   const [row] = await runPrepared<RunRow>(db, ACCEPT_RUN, [JSON.stringify({ ...run, status: 'queued' }), run.plan_id]);
   return row!;
 }
-const ACCEPT_RUN = statement('accept-run', 'SELECT * FROM silico_accept_run($1::jsonb, $2)');
+const ACCEPT_RUN = statement('accept-run', `SELECT ${RUN_COLUMNS} FROM silico_accept_run($1::jsonb, $2)`);
 
 /** A run of this account, or undefined (another account's run is the same as none). */
 export async function getRun(db: Db, id: string, accountId?: string): Promise<RunRow | undefined> {
   const [row] = accountId ? await runPrepared<RunRow>(db, GET_OWN_RUN, [id, accountId]) : await runPrepared<RunRow>(db, GET_RUN, [id]);
   return row;
 }
-const GET_RUN = statement('get-run', 'SELECT * FROM runs WHERE id = $1');
-const GET_OWN_RUN = statement('get-own-run', 'SELECT * FROM runs WHERE id = $1 AND account_id = $2');
+const GET_RUN = statement('get-run', `SELECT ${RUN_COLUMNS} FROM runs WHERE id = $1`);
+const GET_OWN_RUN = statement('get-own-run', `SELECT ${RUN_COLUMNS} FROM runs WHERE id = $1 AND account_id = $2`);
 
 /** Newest first, filtered; keyset-paginated on (created_at, id). */
 export async function listRuns(

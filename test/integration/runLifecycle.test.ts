@@ -7,6 +7,8 @@ import { acquireRunSlot, finishRun } from '../../storage/runLifecycle.ts';
 import { getBalances } from '../../storage/ledger.ts';
 import { isSqlState, SQLSTATE } from '../../storage/db/sqlStates.ts';
 import { newUuid } from '../../storage/ids.ts';
+import { getRun } from '../../storage/db/runs.ts';
+import { createDb } from '../../storage/db/knex.ts';
 
 // The run transitions are database functions (migration 016); these tests hold them to
 // their promises under concurrency, straight against Postgres.
@@ -115,4 +117,22 @@ test('an ending without a measure charges wall time since execution began, and n
   assert.ok(settled >= 2 * price && settled <= Math.min(3 * price, 1_000_000), `charged ${settled} for about 2 s at ${price}/s`);
   const last = (await events(began.id)).at(-1)!;
   assert.deepEqual(last.data, { status: 'failed', error: { code: 'worker_lost', message: 'gone' } });
+});
+
+test('prepared statements survive a migration that adds a column (they name their columns)', async () => {
+  const { account } = await newAccount({ usd: 1 });
+  const run = await insertAcceptedRun(testDb(), newRun(account.id));
+  // One connection, so the second read reuses the statement the first one prepared.
+  const one = createDb(process.env.DATABASE_URL!, { poolMax: 1 });
+  try {
+    assert.equal((await getRun(one, run.id))?.id, run.id);
+    await testDb().raw('ALTER TABLE runs ADD COLUMN probe_added_later integer');
+    try {
+      assert.equal((await getRun(one, run.id))?.id, run.id, 'with SELECT * Postgres refuses: cached plan must not change result type');
+    } finally {
+      await testDb().raw('ALTER TABLE runs DROP COLUMN probe_added_later');
+    }
+  } finally {
+    await one.destroy();
+  }
 });
