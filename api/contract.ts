@@ -28,8 +28,23 @@ export interface Contracted { inputs: ContractInput[]; manifest: Record<string, 
 
 function declaredInputs(release: Contracted): DeclaredInput[] {
   const io = (release.manifest as { io?: { inputs?: DeclaredInput[] } }).io;
-  const extra = new Map((io?.inputs ?? []).map((i) => [i.name, i]));
+  const extra = new Map((Array.isArray(io?.inputs) ? io.inputs : []).map((i) => [i?.name, i]));
   return release.inputs.map((i) => ({ ...extra.get(i.name), ...i }));
+}
+
+/** A compiled validator for a declared schema (compiled once), or why it cannot be compiled. */
+function validatorOf(schema: unknown): ValidateFunction | string {
+  if (!schema || typeof schema !== 'object') return 'a schema must be an object';
+  let validate = compiled.get(schema);
+  if (!validate) {
+    try {
+      validate = ajv.compile(schema);
+    } catch (err) {
+      return (err as Error).message.split('\n')[0]!;
+    }
+    compiled.set(schema, validate);
+  }
+  return validate;
 }
 
 /**
@@ -49,11 +64,11 @@ export function checkInputs(release: Contracted, inputs: Record<string, unknown>
       if (d.required) findings.push({ severity: 'blocking', code: 'missing_inputs', message: `Input ${d.name} is required.`, path });
       continue;
     }
-    const schema = d.schema ?? VALUE_TYPES[d.value_type ?? 'object'] ?? {};
-    let validate = compiled.get(schema);
-    if (!validate) {
-      validate = ajv.compile(schema);
-      compiled.set(schema, validate);
+    const validate = validatorOf(d.schema ?? VALUE_TYPES[d.value_type ?? 'object'] ?? {});
+    if (typeof validate === 'string') {
+      // The lab's own contract is at fault, not the caller: nothing can satisfy the input.
+      findings.push({ severity: 'blocking', code: 'input_schema_invalid', message: `Input ${d.name} declares a schema that cannot be used: ${validate}.`, path });
+      continue;
     }
     if (!validate(inputs[d.name])) {
       const e = validate.errors?.[0];

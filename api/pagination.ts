@@ -1,4 +1,5 @@
 import { errors } from './errors.ts';
+import { textProblem } from './validation.ts';
 import type { KeysetPage } from '../storage/db/pagination.ts';
 
 /**
@@ -9,7 +10,21 @@ export function encodeCursor(values: Array<string | number>): string {
   return Buffer.from(JSON.stringify(values)).toString('base64url');
 }
 
-export function decodeCursor(cursor: string | null | undefined, arity: number): Array<string | number> | null {
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * What each position of a cursor may hold, as its list's sort columns take it: text (a
+ * name, a text id, or a timestamp rendered as text), a uuid id, or an offset. A cursor
+ * is decoded from client bytes, so each value is checked before it meets the database.
+ */
+const CURSOR_VALUE = {
+  text: (v: unknown) => typeof v === 'string' && v.length <= 512 && !textProblem(v),
+  uuid: (v: unknown) => typeof v === 'string' && UUID.test(v),
+  offset: (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0,
+};
+export type CursorShape = ReadonlyArray<keyof typeof CURSOR_VALUE>;
+
+export function decodeCursor(cursor: string | null | undefined, shape: CursorShape): Array<string | number> | null {
   if (cursor === null || cursor === undefined || cursor === '') return null;
   let values: unknown;
   try {
@@ -17,7 +32,7 @@ export function decodeCursor(cursor: string | null | undefined, arity: number): 
   } catch {
     values = undefined;
   }
-  if (!Array.isArray(values) || values.length !== arity || !values.every((v) => typeof v === 'string' || typeof v === 'number')) {
+  if (!Array.isArray(values) || values.length !== shape.length || !values.every((v, i) => CURSOR_VALUE[shape[i]!](v))) {
     throw errors.validation('invalid_cursor', 'cursor is not a next_cursor returned by this list.', 'cursor');
   }
   return values as Array<string | number>;

@@ -28,7 +28,16 @@ export function jsonBody(limitBytes: number): Middleware {
     if (hasBody(ctx) && !ctx.is('application/json', '+json')) {
       throw errors.unsupportedMediaType(ctx.get('Content-Type'), 'application/json');
     }
-    await parse(ctx as never, async () => undefined);
+    try {
+      await parse(ctx as never, async () => undefined);
+    } catch (err) {
+      // A body that claims a Content-Encoding it does not have fails in zlib, with no HTTP status.
+      const e = err as { status?: number; statusCode?: number; message?: string };
+      if ((e.status ?? e.statusCode) === undefined && ctx.get('Content-Encoding')) {
+        throw errors.invalidRequest(`The request body could not be decoded as ${ctx.get('Content-Encoding')}: ${e.message ?? 'decoding failed'}.`);
+      }
+      throw err;
+    }
     await next();
   };
 }

@@ -122,11 +122,11 @@ export const MAX_NESTING = 32;
 
 /**
  * The first thing in a request part that could not be handled, with where and why: a
- * string (value or object key) Postgres could not store, or nesting deeper than
- * MAX_NESTING (JSON.stringify, digests and jsonb all recurse). Walked with an explicit
- * stack, so no depth can overflow this walk itself.
+ * string (value or object key) Postgres could not store, a number beyond a double, or
+ * nesting deeper than MAX_NESTING (JSON.stringify, digests and jsonb all recurse).
+ * Walked with an explicit stack, so no depth can overflow this walk itself.
  */
-export function unstorableAt(data: unknown): { at: string[]; problem: string; code: 'parameter_invalid_format' | 'parameter_too_deep' } | undefined {
+export function unstorableAt(data: unknown): { at: string[]; problem: string; code: 'parameter_invalid_format' | 'parameter_too_deep' | 'parameter_out_of_range' } | undefined {
   const stack: Array<{ value: unknown; at: string[] }> = [{ value: data, at: [] }];
   while (stack.length) {
     const { value, at } = stack.pop()!;
@@ -135,6 +135,8 @@ export function unstorableAt(data: unknown): { at: string[]; problem: string; co
       if (problem) return { at, problem, code: 'parameter_invalid_format' };
       continue;
     }
+    // JSON.parse reads 1e400 as Infinity, which no digest (RFC 8785) or jsonb can hold.
+    if (typeof value === 'number' && !Number.isFinite(value)) return { at, problem: 'must be a finite number (a double)', code: 'parameter_out_of_range' };
     if (!value || typeof value !== 'object') continue;
     if (at.length >= MAX_NESTING) return { at, problem: `nests deeper than ${MAX_NESTING} levels`, code: 'parameter_too_deep' };
     const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);

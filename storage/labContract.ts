@@ -3,8 +3,10 @@ interface IoEntry { name: string; maps_to: string; value_type?: string; required
 
 /** The service contract of a lab.yaml: inputs and outputs with their value types. */
 export function contractOf(manifest: { io?: { inputs?: IoEntry[]; outputs?: IoEntry[] } }) {
+  // A workspace's lab.yaml may be malformed (reported as findings); read only what is there.
+  const entries = (list: IoEntry[] | undefined) => (Array.isArray(list) ? list : []).filter((e) => e && typeof e === 'object');
   return {
-    inputs: (manifest.io?.inputs ?? []).map((i) => ({ name: i.name, value_type: i.value_type ?? 'object', required: i.required ?? false })),
-    outputs: (manifest.io?.outputs ?? []).map((o) => ({ name: o.name, value_type: o.value_type ?? 'object' })),
+    inputs: entries(manifest.io?.inputs).map((i) => ({ name: i.name, value_type: i.value_type ?? 'object', required: i.required ?? false })),
+    outputs: entries(manifest.io?.outputs).map((o) => ({ name: o.name, value_type: o.value_type ?? 'object' })),
   };
 }

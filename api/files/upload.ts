@@ -28,7 +28,8 @@ export async function receiveUpload(ctx: ToolContext): Promise<FileRow> {
   const abort = new AbortController();
   let parser: busboy.Busboy;
   try {
-    parser = busboy({ headers: req.headers, limits: { files: 1, fileSize: limit, fields: 20, parts: 25 } });
+    // Browsers and fetch send a file name as raw UTF-8 (busboy would read it as latin1).
+    parser = busboy({ headers: req.headers, defParamCharset: 'utf8', limits: { files: 1, fileSize: limit, fields: 20, parts: 25 } });
   } catch {
     throw errors.invalidRequest('The multipart body has no boundary.', 'file');
   }

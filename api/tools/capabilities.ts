@@ -36,7 +36,7 @@ export const capabilityList: ToolDef = {
   async handler(input, { deps, caller }) {
     const page = await listVisibleReleases(deps.db, caller.account.id, {
       limit: input.limit ?? deps.config.limits.pageDefault,
-      after: decodeCursor(input.cursor, 3),
+      after: decodeCursor(input.cursor, ['text', 'text', 'text']),
     });
     return { body: pageBody(page, page.rows.map(toCapability)) };
   },

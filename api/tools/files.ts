@@ -13,6 +13,8 @@ import { ArchiveError, readZipMembers } from '../../storage/archives.ts';
 import { datasetManifest, splitLeaks, type Member } from '../../storage/datasets.ts';
 import { CONTROL_TASK_QUEUE, datasetWorkflowId } from '../../workflows/constants.ts';
 import { str, nullableStr, limit, cursor, offset, count, arr, obj, uuid, sha256Hex, id } from '../schemas/common.ts';
+// RFC 6266: an ASCII fallback name plus the exact name as filename* (RFC 5987).
+import contentDisposition from 'content-disposition';
 
 const member = obj({
   file_id: uuid, sha256: sha256Hex, size_bytes: count, sample_id: str(200, { minLength: 1 }),
@@ -96,7 +98,7 @@ const FILE_HANDLERS: Record<string, ToolDef['handler']> = {
   },
 
   async file_list(input, ctx) {
-    const page = await listFiles(ctx.deps.db, ctx.caller.account.id, { query: input.query, format: input.format, limit: input.limit ?? ctx.deps.config.limits.pageDefault, after: decodeCursor(input.cursor, 2) });
+    const page = await listFiles(ctx.deps.db, ctx.caller.account.id, { query: input.query, format: input.format, limit: input.limit ?? ctx.deps.config.limits.pageDefault, after: decodeCursor(input.cursor, ['text', 'uuid']) });
     return { body: pageBody(page, page.rows.map(fileView)) };
   },
 
@@ -121,7 +123,7 @@ const FILE_HANDLERS: Record<string, ToolDef['handler']> = {
     const size = Number(f.size_bytes);
     const range = ctx.http?.range;
     const m = range ? /^bytes=(\d*)-(\d*)$/.exec(range) : null;
-    const headers: Record<string, string> = { ETag: `"${f.sha256}"`, 'Accept-Ranges': 'bytes', 'Content-Disposition': `attachment; filename="${f.name.replace(/["\\\r\n]/g, '_')}"`, 'X-Content-Type-Options': 'nosniff' };
+    const headers: Record<string, string> = { ETag: `"${f.sha256}"`, 'Accept-Ranges': 'bytes', 'Content-Disposition': contentDisposition(f.name), 'X-Content-Type-Options': 'nosniff' };
     if (m && (m[1] || m[2])) {
       const start = m[1] ? Number(m[1]) : Math.max(0, size - Number(m[2]));
       const end = m[1] && m[2] ? Math.min(Number(m[2]), size - 1) : size - 1;

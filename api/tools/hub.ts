@@ -90,7 +90,7 @@ async function labView(ctx: ToolContext, lab: LabRow) {
 
 const LAB_HANDLERS: Record<string, ToolDef['handler']> = {
   async lab_list(input, ctx) {
-    const page = await listLabs(ctx.deps.db, ctx.caller.account.id, { query: input.query, visibility: input.visibility, limit: input.limit ?? ctx.deps.config.limits.pageDefault, after: decodeCursor(input.cursor, 2) });
+    const page = await listLabs(ctx.deps.db, ctx.caller.account.id, { query: input.query, visibility: input.visibility, limit: input.limit ?? ctx.deps.config.limits.pageDefault, after: decodeCursor(input.cursor, ['text', 'text']) });
     return { body: pageBody(page, await Promise.all(page.rows.map((l) => labView(ctx, l)))) };
   },
   async lab_update(input, ctx) {
@@ -141,8 +141,7 @@ const HUB_HANDLERS: Record<string, ToolDef['handler']> = {
     }
     q.orderBy([{ column: 'namespace' }, { column: 'name' }, { column: 'id', order: 'desc' }]);
     const limit = input.limit ?? ctx.deps.config.limits.pageDefault;
-    const [offset] = (decodeCursor(input.cursor, 1) ?? [0]) as [number];
-    if (typeof offset !== 'number' || !Number.isInteger(offset) || offset < 0) throw errors.validation('invalid_cursor', 'cursor is not a next_cursor returned by this list.', 'cursor');
+    const [offset] = (decodeCursor(input.cursor, ['offset']) ?? [0]) as [number];
     const rows: ReleaseRow[] = await q.offset(offset).limit(limit + 1);
     const items = rows.slice(0, limit).map(releaseSummary);
     const labs = new Set(items.map((i) => `${i.namespace}/${i.name}`));

@@ -13,6 +13,8 @@ import { microsToUsd } from '../../storage/ledger.ts';
 import { decodeCursor, pageBody } from '../pagination.ts';
 import { runWorkflowId } from '../../workflows/constants.ts';
 import { str, uuid, sha256Hex, limit, cursor, nullableStr, id } from '../schemas/common.ts';
+// RFC 6266: an ASCII fallback name plus the exact name as filename* (RFC 5987).
+import contentDisposition from 'content-disposition';
 
 /** Inputs of a run: an object keyed by the capability's declared input names. */
 const inputs = { type: 'object', maxProperties: 256 };
@@ -159,7 +161,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     }
     const page = await listRuns(ctx.deps.db, ctx.caller.account.id, {
       status: input.status, capability: input.capability ?? undefined, experimentId: input.experiment_id ?? undefined, metadata,
-      limit: input.limit ?? ctx.deps.config.limits.pageDefault, after: decodeCursor(input.cursor, 2),
+      limit: input.limit ?? ctx.deps.config.limits.pageDefault, after: decodeCursor(input.cursor, ['text', 'uuid']),
     });
     return { body: pageBody(page, page.rows.map(runView)) };
   },
@@ -218,7 +220,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
       body: {},
       raw: {
         contentType: a.content_type, body: bytes,
-        headers: { ETag: `"${a.sha256}"`, Digest: `sha-256=${Buffer.from(a.sha256, 'hex').toString('base64')}`, 'Content-Disposition': `attachment; filename="${a.file_name}"` },
+        headers: { ETag: `"${a.sha256}"`, Digest: `sha-256=${Buffer.from(a.sha256, 'hex').toString('base64')}`, 'Content-Disposition': contentDisposition(a.file_name) },
       },
     };
   },

@@ -166,7 +166,7 @@ const WORKSPACE_HANDLERS: Record<string, ToolDef['handler']> = {
   },
 
   async workspace_list(input, ctx) {
-    const page = await listWorkspaces(ctx.deps.db, ctx.caller.account.id, { query: input.query, limit: input.limit ?? ctx.deps.config.limits.pageDefault, after: decodeCursor(input.cursor, 2) });
+    const page = await listWorkspaces(ctx.deps.db, ctx.caller.account.id, { query: input.query, limit: input.limit ?? ctx.deps.config.limits.pageDefault, after: decodeCursor(input.cursor, ['text', 'uuid']) });
     return { body: pageBody(page, page.rows.map(workspaceView)) };
   },
 

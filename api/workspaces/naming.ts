@@ -27,6 +27,11 @@ function parse(text: string | undefined): { manifest?: Manifest; error?: string 
   }
 }
 
+/** A manifest list as written, or none: a value of another type is already a manifest_invalid finding. */
+function listOf<T>(value: T[] | undefined): T[] {
+  return Array.isArray(value) ? value : [];
+}
+
 /**
  * The naming findings of a proposed lab.yaml (the naming skill's rules): invalid or
  * duplicate sibling aliases block; wiring or io `maps_to` naming an alias that does not
@@ -39,7 +44,7 @@ export function namingFindings(before: string | undefined, after: string | undef
   if (!m) return [{ severity: 'blocking', code: 'manifest_invalid', message: `lab.yaml ${error}.`, path: 'lab.yaml' }];
   const findings: Finding[] = labManifestProblems(m).map((p) => ({ severity: 'blocking', code: 'manifest_invalid', message: `lab.yaml ${p}`, path: `lab.yaml#${p.split(':')[0]}` }));
   const seen = new Map<string, string>();
-  for (const [group, list] of [['models', m.models ?? []], ['children', m.children ?? []]] as const) {
+  for (const [group, list] of [['models', listOf(m.models)], ['children', listOf(m.children)]] as const) {
     list.forEach((entry, i) => {
       const at = `lab.yaml#/${group}/${i}/alias`;
       const alias = entry?.alias;
@@ -54,12 +59,12 @@ export function namingFindings(before: string | undefined, after: string | undef
     const alias = typeof value === 'string' ? value.split('.')[0]! : '';
     if (!seen.has(alias)) findings.push({ severity: 'blocking', code: 'alias_missing', message: `${JSON.stringify(value)} names no model or child lab; update wiring and io together with a rename.`, path: at });
   };
-  (m.wiring ?? []).forEach((w, i) => {
+  listOf(m.wiring).forEach((w, i) => {
     ref(w?.from, `lab.yaml#/wiring/${i}/from`);
     (Array.isArray(w?.to) ? w.to : [w?.to]).forEach((t, j) => ref(t, `lab.yaml#/wiring/${i}/to/${j}`));
   });
   for (const side of ['inputs', 'outputs'] as const) {
-    (m.io?.[side] ?? []).forEach((e, i) => ref(e?.maps_to, `lab.yaml#/io/${side}/${i}/maps_to`));
+    listOf(m.io?.[side]).forEach((e, i) => ref(e?.maps_to, `lab.yaml#/io/${side}/${i}/maps_to`));
   }
   const old = parse(before).manifest;
   if (old && old.title !== m.title) findings.push({ severity: 'info', code: 'title_changed', message: `Title changes from ${JSON.stringify(old.title)} to ${JSON.stringify(m.title)}.`, path: 'lab.yaml#/title' });

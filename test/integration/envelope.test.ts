@@ -129,6 +129,22 @@ test('JSON nested deeper than 32 levels is refused where it gets too deep (it ov
   assert.equal(errorOf(res).code, 'unknown_inputs', 'within the bound, the request goes on to its own checks');
 });
 
+test('forged cursors, a body that lies about its encoding, and numbers past a double are client errors, never 500s', async () => {
+  const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+  for (const [path, cursor] of [['/runs', b64(['x', 'y'])], ['/files', b64([1, 2])], ['/workspaces', b64(['2020-01-01T00:00:00.000000', 'not-a-uuid'])], ['/labs', b64(['a\u0000', 'b'])], ['/hub/search', b64([2 ** 63])]] as const) {
+    const res = await call('GET', `${path}?cursor=${cursor}`);
+    assert.equal(res.status, 422, `${path}: ${res.text}`);
+    assert.equal(errorOf(res).code, 'invalid_cursor');
+  }
+  const gz = await call('POST', '/workspaces', { rawBody: '{"title":"a"}', headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' } });
+  assert.equal(gz.status, 400, gz.text);
+  assert.equal(errorOf(gz).code, 'invalid_request');
+  const inf = await call('POST', '/runs', { rawBody: '{"ref":"platform/enzyme-kinetics@1.0.0","inputs":{"initial_substrate":1e400}}', headers: { 'Content-Type': 'application/json', 'Idempotency-Key': crypto.randomUUID() } });
+  assert.equal(inf.status, 422, inf.text);
+  assert.equal(errorOf(inf).code, 'parameter_out_of_range');
+  assert.equal(errorOf(inf).param, 'inputs.initial_substrate');
+});
+
 test('managed-lab route errors carry resolution, retryable and gateway_request_id', async () => {
   const res = await call('POST', '/runs', { body: { ref: 'platform/x' } });
   assert.equal(res.status, 400);

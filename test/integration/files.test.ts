@@ -41,6 +41,13 @@ test('an upload is streamed, hashed, sniffed, listed, and read back as metadata,
   assert.equal(img.body.format, 'png', 'sniffed from the bytes, not the name');
   const list = await call('GET', '/files', { key });
   assert.deepEqual(list.body.items.map((f: any) => f.file_id), [img.body.file_id, up.body.file_id], 'newest first');
+  // A name a header cannot carry as is (CJK, emoji) goes out as RFC 6266's filename*: no 500.
+  const named = await upload(key, '細胞😀.csv', csv);
+  const bytes = await fetch(`${BASE_URL}/files/${named.body.file_id}/content`, { headers: { Authorization: `Bearer ${key}` } });
+  assert.equal(bytes.status, 200);
+  assert.equal(bytes.headers.get('content-disposition'), `attachment; filename="????.csv"; filename*=UTF-8''${encodeURIComponent('細胞😀')}.csv`);
+  assert.equal(named.body.name, '細胞😀.csv', 'a raw UTF-8 file name, as browsers and fetch send it, is read as UTF-8');
+  await testDb()('files').where({ id: named.body.file_id }).delete();
   assert.deepEqual((await call('GET', '/files?format=csv', { key })).body.items.map((f: any) => f.name), ['growth.csv']);
   const got = await call('GET', `/files/${up.body.file_id}?include_content=true`, { key });
   assert.equal(got.body.content.data, csv.toString());

@@ -79,6 +79,10 @@ test('naming: duplicate and invalid aliases block; a full rename passes; a renam
   assert.deepEqual(await codes(base.replaceAll('prey', 'rabbit')), [], 'alias, wiring and io renamed together');
   assert.ok((await codes(base.replace('alias: prey', 'alias: rabbit'))).includes('blocking:alias_missing'));
   assert.deepEqual(await codes(base.replace('title: Two', 'title: Three')), ['info:title_changed']);
+  // Lists of the wrong type are findings, not crashes.
+  for (const bad of ['models: abc', 'models: 5', 'wiring: 5', 'io: {inputs: 5}', 'io: {outputs: {a: 1}}', 'children: 7']) {
+    assert.ok((await codes(`schema_version: "2.0"\ntitle: T\n${bad}\n`)).includes('blocking:manifest_invalid'), bad);
+  }
   // YAML's "\0" is U+0000, which no plan or release could store: one blocking finding, no 500.
   assert.deepEqual(await codes(base.replace('alias: predator', 'alias: "pred\\0ator"')), ['blocking:manifest_invalid']);
 });
@@ -165,6 +169,15 @@ test('a workspace revision runs as a managed run, priced like a Hub run, to the 
   const results = await call('GET', `/runs/${run.body.id}/results`, { key });
   const k = 0.5 + 0.5 * 10;
   assert.ok(Math.abs(results.body.outputs.biomass - k / (1 + ((k - 0.5) / 0.5) * Math.exp(-0.5 * 24))) < 1e-9);
+  // An input schema ajv cannot compile is the lab's fault: a blocking finding, not a 500.
+  const broken = readFileSync(path.join(dir, 'lab.yaml'), 'utf8').replace('schema: { type: number, exclusiveMinimum: 0, maximum: 1000 }', 'schema: { type: bogus }');
+  assert.notEqual(broken, readFileSync(path.join(dir, 'lab.yaml'), 'utf8'));
+  const bp = await prepare(key, ws.workspace_id, rev.revision_id, [{ kind: 'file_put', path: 'lab.yaml', content: broken }]);
+  assert.equal(bp.body.status, 'ready', JSON.stringify(bp.body.findings));
+  const brokenRev = (await apply(key, bp.body)).body;
+  const badPlan = await call('POST', '/run-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: brokenRev.revision_id, inputs: { initial_biomass: 0.5 } } });
+  assert.equal(badPlan.status, 200, badPlan.text);
+  assert.ok(badPlan.body.findings.some((f: any) => f.code === 'input_schema_invalid' && f.severity === 'blocking'), JSON.stringify(badPlan.body.findings));
   const unknown = await call('POST', '/run-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, inputs: { nope: 1 } } });
   assert.equal(errorOf(unknown).code, 'unknown_inputs');
   const empty = await call('POST', '/run-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: ws.head_revision_id, inputs: {} } });

@@ -37,10 +37,20 @@ test('query values are coerced to their declared types; bad ones are refused', (
   assert.equal(errorFor('hosted_release_get', 'query', {}).param, 'sha256');
 });
 
-test('cursors round-trip; anything else is a 422 on cursor', () => {
-  assert.deepEqual(decodeCursor(encodeCursor(['a', 3, 'id']), 3), ['a', 3, 'id']);
-  assert.equal(decodeCursor(null, 3), null);
-  for (const bad of ['x', encodeCursor(['a']), Buffer.from('{"a":1}').toString('base64url'), Buffer.from('[{}, 1, 2]').toString('base64url')]) {
-    assert.throws(() => decodeCursor(bad, 3), (e: ApiError) => e.status === 422 && e.code === 'invalid_cursor' && e.param === 'cursor');
+test('cursors round-trip; anything else, or a value its sort column cannot take, is a 422 on cursor', () => {
+  const id = '7d1c6a52-3a43-4d8e-9c1a-1e0f4a1b2c3d';
+  assert.deepEqual(decodeCursor(encodeCursor(['2026-11-22T06:02:00.000000', id]), ['text', 'uuid']), ['2026-11-22T06:02:00.000000', id]);
+  assert.deepEqual(decodeCursor(encodeCursor([40]), ['offset']), [40]);
+  assert.equal(decodeCursor(null, ['text', 'uuid']), null);
+  const forged = [
+    'x', encodeCursor(['a']), Buffer.from('{"a":1}').toString('base64url'), Buffer.from('[{}, 1]').toString('base64url'),
+    encodeCursor(['x', 'y']), encodeCursor([1, 2]), encodeCursor(['a\u0000', id]), encodeCursor(['x'.repeat(513), id]),
+    Buffer.from([0x5b, 0x22, 0xff, 0xfe, 0x22, 0x2c, 0x22, 0x61, 0x22, 0x5d]).toString('base64url'),
+  ];
+  for (const bad of forged) {
+    assert.throws(() => decodeCursor(bad, ['text', 'uuid']), (e: ApiError) => e.status === 422 && e.code === 'invalid_cursor' && e.param === 'cursor', bad);
+  }
+  for (const bad of [encodeCursor([2 ** 63]), encodeCursor([-1]), encodeCursor([1.5]), encodeCursor(['1'])]) {
+    assert.throws(() => decodeCursor(bad, ['offset']), (e: ApiError) => e.code === 'invalid_cursor', bad);
   }
 });
