@@ -150,10 +150,13 @@ export function unstorableAt(data: unknown): { at: string[]; problem: string; co
   return undefined;
 }
 
-/** For documents a client stores (lab.yaml): why one is refused, or undefined. */
+/**
+ * For documents a client stores (lab.yaml): why one is refused, or undefined. YAML's
+ * `.inf` and `.nan` are refused too: jsonb would keep them as null, silently.
+ */
 export function unstorableProblem(doc: unknown): string | undefined {
   const found = unstorableAt(doc);
-  return found && `has a string at ${fieldPath(found.at) || 'its root'} that ${found.problem}`;
+  return found && `has a value at ${fieldPath(found.at) || 'its root'} that ${found.problem}`;
 }
 
 /** Validates (and for queries coerces in place) one part; throws the first error. */
