@@ -38,7 +38,9 @@ export function mcpEndpoint(deps: Deps, table: RouteTable, version: string): Mid
   const listing = [...catalog.values()].map((e) => e.listing);
   const parse = jsonBody(deps.config.limits.bodyBytes);
   const auth = authenticate(deps.keys);
-  const limit = rateLimit(deps.pool, deps.config.limits, (ctx) => (ctx.state.mcpRunCreation ? 'runs' : 'reads'));
+  // A JSON-RPC batch draws one point per message, so batching cannot stretch a limit.
+  const limit = rateLimit(deps.pool, deps.config.limits, (ctx) => (ctx.state.mcpRunCreation ? 'runs' : 'reads'),
+    (ctx) => (Array.isArray(ctx.request.body) ? ctx.request.body.length : 1));
   const require = requireCaller();
 
   const serve = async (ctx: Context): Promise<void> => {

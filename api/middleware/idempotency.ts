@@ -4,6 +4,7 @@ import { claimIdempotencyKey, completeIdempotencyKey, releaseIdempotencyKey } fr
 import { digestJson } from '../../storage/digest.ts';
 import type { Config } from '../config.ts';
 import { ApiError, errorBody, errors } from '../errors.ts';
+import { textProblem } from '../validation.ts';
 import type { RouteDef } from '../routeTable.ts';
 
 const MAX_KEY = 255;
@@ -41,7 +42,11 @@ export async function idempotent(
     }
     return { ...(await work()), replayed: false };
   }
-  if (key.length > MAX_KEY) throw errors.validation('parameter_invalid_length', `${keyParam} must be at most ${MAX_KEY} characters.`, keyParam);
+  // Counted in code points, as JSON Schema's maxLength (the MCP door's schema) counts.
+  if ([...key].length > MAX_KEY) throw errors.validation('parameter_invalid_length', `${keyParam} must be at most ${MAX_KEY} characters.`, keyParam);
+  // Over MCP the key is a JSON string and may hold what the keys table cannot store.
+  const problem = textProblem(key);
+  if (problem) throw errors.validation('parameter_invalid_format', `${keyParam} ${problem}.`, keyParam);
   const requestSha256 = digestJson({ route: routeId, path: call.request.path, query: call.request.query, body: call.request.body ?? null });
   const claim = await claimIdempotencyKey(db, {
     accountId, key, route: routeId, requestSha256, ttlSeconds: limits.idempotencyTtlSeconds, lockSeconds: limits.idempotencyLockSeconds,

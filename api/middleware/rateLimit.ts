@@ -13,9 +13,14 @@ interface View { name: string; limit: number; count: number; resetSeconds: numbe
  * guessing is throttled too. Every response gets RateLimit-* headers for the bucket
  * nearest its limit; a spent daily allowance outranks a spent minute.
  */
-export function rateLimit(pool: pg.Pool, limits: Config['limits'], bucketOf: (ctx: Parameters<Middleware>[0]) => 'reads' | 'runs'): Middleware {
+export function rateLimit(
+  pool: pg.Pool, limits: Config['limits'], bucketOf: (ctx: Parameters<Middleware>[0]) => 'reads' | 'runs',
+  /** How many calls the request makes (an MCP JSON-RPC batch makes several); 1 by default. */
+  callsOf: (ctx: Parameters<Middleware>[0]) => number = () => 1,
+): Middleware {
   const counters = createCounters(pool);
   return async (ctx, next) => {
+    const points = Math.max(1, callsOf(ctx));
     const caller = ctx.state.caller;
     const now = new Date();
     const bucket = caller ? bucketOf(ctx) : 'anonymous';
@@ -23,9 +28,9 @@ export function rateLimit(pool: pg.Pool, limits: Config['limits'], bucketOf: (ct
     const perMinute = bucket === 'runs' ? limits.runCreationPerMinute : limits.readsPerMinute;
     const minuteKey = `${bucket === 'runs' ? 'runs' : bucket === 'reads' ? 'reads' : 'anon'}:${who}`;
     const midnight = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
-    const requests = [{ key: minuteKey, windowMs: 60_000 }];
+    const requests = [{ key: minuteKey, windowMs: 60_000, points }];
     // The day is part of the daily key; its window outlives the day so the row expires after it.
-    if (caller) requests.push({ key: dailyCounterKey(who, utcDay(now)), windowMs: 2 * 86400_000 });
+    if (caller) requests.push({ key: dailyCounterKey(who, utcDay(now)), windowMs: 2 * 86400_000, points });
     let counts;
     try {
       counts = await counters.increment(requests, now.getTime());

@@ -32,7 +32,7 @@ export const runTools: ToolDef[] = [
       body: {
         type: 'object', additionalProperties: false,
         properties: {
-          capability_ref: str(200), workspace_id: uuid, revision_id: uuid, inputs,
+          capability_ref: str(200, { minLength: 1 }), workspace_id: uuid, revision_id: uuid, inputs,
           compute_profile_id: str(64), max_runtime_seconds: { type: 'integer', minimum: 1 }, seed,
         },
         oneOf: [{ required: ['capability_ref'] }, { required: ['workspace_id', 'revision_id'] }],
@@ -46,7 +46,7 @@ export const runTools: ToolDef[] = [
       body: {
         type: 'object', additionalProperties: false,
         properties: {
-          plan_id: uuid, plan_sha256: sha256Hex, ref: str(200), inputs, compute_profile: str(64), metadata,
+          plan_id: uuid, plan_sha256: sha256Hex, ref: str(200, { minLength: 1 }), inputs, compute_profile: str(64), metadata,
           max_runtime_seconds: { type: 'integer', minimum: 1 }, seed,
         },
         oneOf: [{ required: ['plan_id', 'plan_sha256'] }, { required: ['ref'] }],
@@ -92,7 +92,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
   async run_prepare(input, ctx) {
     const { proposal, findings } = await prepareRun(ctx.deps, ctx.caller, {
       ref: input.capability_ref, refParam: 'capability_ref',
-      workspace: input.capability_ref ? undefined : { workspaceId: input.workspace_id, revisionId: input.revision_id }, inputs: input.inputs ?? {},
+      workspace: input.capability_ref !== undefined ? undefined : { workspaceId: input.workspace_id, revisionId: input.revision_id }, inputs: input.inputs ?? {},
       profileId: input.compute_profile_id, profileParam: 'compute_profile_id', maxRuntimeSeconds: input.max_runtime_seconds, seed: input.seed,
     });
     const plan = await createPlan(ctx.deps.db, { accountId: ctx.caller.account.id, kind: 'run', proposal, findings, ttlSeconds: PLAN_TTL_SECONDS });

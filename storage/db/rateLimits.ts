@@ -23,7 +23,8 @@ export function dailyCounterKey(keyId: string, day: string): string {
   return `${DAILY_PREFIX}:${keyId}:${day}`;
 }
 
-export interface CounterRequest { key: string; windowMs: number }
+/** One counter to draw `points` from (1 by default: one request). */
+export interface CounterRequest { key: string; windowMs: number; points?: number }
 export interface CounterState { key: string; count: number; resetMs: number }
 
 interface Pending { counters: CounterRequest[]; now: number; resolve: (s: CounterState[]) => void; reject: (e: unknown) => void }
@@ -44,8 +45,8 @@ export function createCounters(pool: pg.Pool): { increment(counters: CounterRequ
     for (const p of batch) {
       for (const c of p.counters) {
         const t = totals.get(c.key);
-        if (t) t.n += 1;
-        else totals.set(c.key, { n: 1, expire: p.now + c.windowMs });
+        if (t) t.n += c.points ?? 1;
+        else totals.set(c.key, { n: c.points ?? 1, expire: p.now + c.windowMs });
       }
     }
     const keys = [...totals.keys()].sort();
@@ -66,7 +67,7 @@ export function createCounters(pool: pg.Pool): { increment(counters: CounterRequ
       for (const p of batch) {
         p.resolve(p.counters.map((c) => {
           const slot = next.get(c.key)!;
-          slot.at += 1;
+          slot.at += c.points ?? 1;
           return { key: c.key, count: slot.at, resetMs: Math.max(0, slot.expire - p.now) };
         }));
       }

@@ -116,6 +116,8 @@ test('errors are isError results carrying the same envelope as REST: scope, vali
     ['run_list', { bogus: 1 }, 'GET', '/runs?bogus=1'],
     ['experiment_list', {}, 'GET', '/experiments'],
     ['run_prepare', { capability_ref: 'platform/microbial-growth@1.0.0', inputs: { nope: 1 } }, 'POST', '/run-plans', { capability_ref: 'platform/microbial-growth@1.0.0', inputs: { nope: 1 } }],
+    // An empty reference took the workspace branch with no ids: a 500 on both doors.
+    ['run_prepare', { capability_ref: '' }, 'POST', '/run-plans', { capability_ref: '' }],
   ];
   for (const [name, args, method, route, body] of cases) {
     const viaMcp = await tool(full, name, args);
@@ -128,6 +130,12 @@ test('errors are isError results carrying the same envelope as REST: scope, vali
   const missingKey = await tool(full, 'run_create', { ref: 'platform/microbial-growth' });
   assert.equal(missingKey.body.error.code, 'idempotency_key_required');
   assert.equal(missingKey.body.error.param, 'idempotency_key');
+  // Over MCP the key is a JSON string: one the keys table cannot store is refused, not a 500.
+  for (const bad of ['a\u0000b', 'a\ud800']) {
+    const refused = await tool(full, 'run_create', { ref: 'platform/microbial-growth', idempotency_key: bad });
+    assert.equal(refused.body.error.code, 'parameter_invalid_format', JSON.stringify(refused.body));
+    assert.equal(refused.body.error.param, 'idempotency_key');
+  }
   await assert.rejects(full.callTool({ name: 'file_upload', arguments: {} }), /Unknown tool/);
 
   const noGateway = await newAccount({ gateway: false, usd: 1 });
@@ -149,6 +157,13 @@ test('/mcp shares the per-key rate limits with /v1: run-creating calls draw from
     assert.equal((await tool(client, 'account_get')).isError, false, 'reads have their own bucket');
     const rest = await call('POST', '/runs', { key: k, base: replica.base, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: args });
     assert.equal(rest.status, 429, 'the same bucket as REST');
+    // A JSON-RPC batch draws a point per message: 60 reads in one request pass no limit of 50.
+    const batch = Array.from({ length: 60 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'account_get', arguments: {} } }));
+    const batched = await fetch(replica.base.replace(/\/v1$/, '/mcp'), {
+      method: 'POST', body: JSON.stringify(batch),
+      headers: { Authorization: `Bearer ${k}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+    });
+    assert.equal(batched.status, 429, (await batched.text()).slice(0, 300));
   } finally {
     await replica.stop();
   }
