@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -14,6 +14,14 @@ import { REPO_ROOT } from '../deploy/local/bootstrap.ts';
  * `node --test`, tears the stack down whatever happened, and exits with the runner's code.
  * Arguments narrow the files: `npm test -- test/unit`.
  */
+/** A test child is stopped when this process exits (a signal stops the stack, then exits). */
+function endsWithUs(child: ChildProcess): ChildProcess {
+  const stop = () => child.kill('SIGTERM');
+  process.once('exit', stop);
+  child.once('exit', () => process.removeListener('exit', stop));
+  return child;
+}
+
 async function testFiles(roots: string[]): Promise<string[]> {
   const out: string[] = [];
   const walk = async (p: string): Promise<void> => {
@@ -39,7 +47,7 @@ async function main(): Promise<number> {
   };
   const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
   const started = Date.now();
-  const stack = await startStack({ dataDir, ports, mode: 'test', sink, serviceEnv: { LOG_LEVEL: 'warn', SILICO_RATE_READS_PER_MIN: '100000', SILICO_RATE_RUNS_PER_MIN: '100000', SILICO_RATE_DAILY: '1000000' } });
+  const stack = await startStack({ dataDir, ports, mode: 'test', exitOnSignal: true, sink, serviceEnv: { LOG_LEVEL: 'warn', SILICO_RATE_READS_PER_MIN: '100000', SILICO_RATE_RUNS_PER_MIN: '100000', SILICO_RATE_DAILY: '1000000' } });
   process.stdout.write(`[stack] ready in ${Math.round((Date.now() - started) / 1000)}s; logs: ${logFile}\n`);
   let code = 1;
   try {
@@ -53,11 +61,11 @@ async function main(): Promise<number> {
     };
     // The built-in labs' own known-answer tests, in the lab runtime environment.
     const pytest = await new Promise<number>((resolve) => {
-      const child = spawn(stack.env.SILICO_PYTHON!, ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'labs'], { cwd: REPO_ROOT, env, stdio: 'inherit' });
+      const child = endsWithUs(spawn(stack.env.SILICO_PYTHON!, ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'labs'], { cwd: REPO_ROOT, env, stdio: 'inherit' }));
       child.on('exit', (c) => resolve(c ?? 1));
     });
     code = await new Promise<number>((resolve) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=1', ...files], { cwd: REPO_ROOT, env, stdio: 'inherit' });
+      const child = endsWithUs(spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=1', ...files], { cwd: REPO_ROOT, env, stdio: 'inherit' }));
       child.on('exit', (c) => resolve(c ?? 1));
     });
     if (pytest !== 0) {

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { constants } from 'node:os';
 
 export interface Supervised {
   name: string;
@@ -22,7 +23,21 @@ export function prefixedSink(out: NodeJS.WritableStream = process.stdout): LogSi
 export class Supervisor {
   private readonly procs: Supervised[] = [];
   private stopping = false;
-  constructor(private readonly sink: LogSink) {}
+  private static readonly SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  /** Stops the children, then ends this process as the signal would have. */
+  private readonly onSignal = (signal: NodeJS.Signals): void => {
+    this.sink('stack', `${signal}: stopping the stack`);
+    void this.stopAll(3000).finally(() => process.exit(128 + (constants.signals[signal] ?? 15)));
+  };
+
+  /**
+   * `exitOnSignal`: a signal to this process (Ctrl-C, `timeout`, a cancelled CI job) stops
+   * the children before it exits, so no server outlives a test run or a benchmark. Off
+   * for `npm start`, which handles its signals itself.
+   */
+  constructor(private readonly sink: LogSink, opts: { exitOnSignal?: boolean } = {}) {
+    if (opts.exitOnSignal) for (const s of Supervisor.SIGNALS) process.once(s, this.onSignal);
+  }
 
   /** Spawns a child whose stdout/stderr lines go to the sink under its name. */
   start(name: string, command: string, args: string[], opts: SpawnOptions = {}): Supervised {
@@ -63,6 +78,7 @@ export class Supervisor {
   /** Stops every child, newest first; resolves when all have exited. */
   async stopAll(graceMs = 10000): Promise<void> {
     this.stopping = true;
+    for (const s of Supervisor.SIGNALS) process.removeListener(s, this.onSignal);
     for (const p of [...this.procs].reverse()) {
       if (p.child.exitCode !== null || p.child.signalCode !== null) continue;
       p.child.kill('SIGTERM');

@@ -24,6 +24,8 @@ export interface StackOptions {
   sink: LogSink;
   /** Extra environment for the api and worker (limits for tests, log level...). */
   serviceEnv?: Record<string, string>;
+  /** Stop the stack and exit when this process gets SIGINT, SIGTERM or SIGHUP (tests, benchmarks). */
+  exitOnSignal?: boolean;
 }
 
 export interface StackInfo {
@@ -64,7 +66,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   await mkdir(opts.dataDir, { recursive: true });
   // The postgres user must be able to reach its folder inside ours.
   await chmod(opts.dataDir, 0o755);
-  const sup = new Supervisor(opts.sink);
+  const sup = new Supervisor(opts.sink, { exitOnSignal: opts.exitOnSignal });
   const fast = opts.mode === 'test';
   try {
     const [temporalBin, minioBin, python] = await Promise.all([resolveBinary('temporal', say), resolveBinary('minio', say), ensureRuntime(say)]);

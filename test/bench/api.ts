@@ -92,7 +92,7 @@ async function main(): Promise<void> {
     const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
     console.log(`starting stack in ${dir} (log: ${logFile})`);
     stack = await startStack({
-      dataDir: dir, mode: 'test', ports,
+      exitOnSignal: true, dataDir: dir, mode: 'test', ports,
       sink: (source, line) => logStream.write(`[${source}] ${line}\n`),
       serviceEnv: { SILICO_RATE_READS_PER_MIN: '100000000', SILICO_RATE_DAILY: '100000000', LOG_LEVEL: 'warn' },
     });

@@ -42,7 +42,7 @@ async function main(): Promise<void> {
   let api: ReturnType<typeof spawn> | undefined;
   try {
     const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
-    stack = await startStack({ dataDir: dir, mode: 'test', ports, sink: (s, l) => log.write(`[${s}] ${l}\n`), serviceEnv: { LOG_LEVEL: 'warn' } });
+    stack = await startStack({ dataDir: dir, mode: 'test', exitOnSignal: true, ports, sink: (s, l) => log.write(`[${s}] ${l}\n`), serviceEnv: { LOG_LEVEL: 'warn' } });
     // Our own api process on this stack, so its peak RSS is ours alone to read.
     const port = await getPort();
     api = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'api/server.ts')], {
