@@ -1,6 +1,7 @@
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { makeAjv } from './validation.ts';
 export { contractOf } from '../storage/labContract.ts';
+import { listOf } from '../storage/labContract.ts';
 import type { ContractInput } from '../storage/db/releases.ts';
 import type { Finding } from '../storage/db/plans.ts';
 
@@ -28,7 +29,7 @@ export interface Contracted { inputs: ContractInput[]; manifest: Record<string, 
 
 function declaredInputs(release: Contracted): DeclaredInput[] {
   const io = (release.manifest as { io?: { inputs?: DeclaredInput[] } }).io;
-  const extra = new Map((Array.isArray(io?.inputs) ? io.inputs : []).map((i) => [i?.name, i]));
+  const extra = new Map(listOf(io?.inputs).map((i) => [i?.name, i]));
   return release.inputs.map((i) => ({ ...extra.get(i.name), ...i }));
 }
 

@@ -2,6 +2,7 @@ import YAML from 'yaml';
 import type { Finding } from '../../storage/db/plans.ts';
 import { labManifestProblems } from '../schemas/labManifest.ts';
 import { unstorableProblem } from '../validation.ts';
+import { listOf } from '../../storage/labContract.ts';
 
 const ALIAS = /^[a-z][a-z0-9_]{0,62}$/;
 
@@ -25,11 +26,6 @@ function parse(text: string | undefined): { manifest?: Manifest; error?: string 
   } catch (err) {
     return { error: `does not parse: ${(err as Error).message.split('\n')[0]}` };
   }
-}
-
-/** A manifest list as written, or none: a value of another type is already a manifest_invalid finding. */
-function listOf<T>(value: T[] | undefined): T[] {
-  return Array.isArray(value) ? value : [];
 }
 
 /**
