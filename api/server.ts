@@ -8,6 +8,7 @@ import { createTemporalGateway } from './temporal.ts';
 import { AUTH_CHANNEL, createKeyResolver } from '../storage/db/keyCache.ts';
 import { createNotificationListener } from '../storage/db/notifications.ts';
 import { RUN_EVENTS_CHANNEL, createRunEventWatcher } from '../storage/db/runEventWatch.ts';
+import { readRuntimeLock } from '../storage/runtimePins.ts';
 
 /** The api process: builds its dependencies once from the environment and listens. */
 async function main(): Promise<void> {
@@ -20,7 +21,7 @@ async function main(): Promise<void> {
   const listener = await createNotificationListener(config.databaseUrl, [AUTH_CHANNEL, RUN_EVENTS_CHANNEL]);
   const keys = createKeyResolver(db, listener);
   const runEvents = createRunEventWatcher(listener);
-  const app = createApp({ config, db, pool, objects, temporal, keys, runEvents }, { log });
+  const app = createApp({ config, db, pool, objects, temporal, keys, runEvents, runtimeLock: readRuntimeLock() }, { log });
   const server = createServer(app.koa.callback());
   server.keepAliveTimeout = 65000;
   server.listen(config.apiPort, config.apiHost, () => log.info({ url: config.baseUrl }, 'api listening'));

@@ -9,6 +9,8 @@ import { checkInputs, contractOf } from '../contract.ts';
 import { getRevision, getWorkspace } from '../../storage/db/workspaces.ts';
 import { blobKey } from '../../storage/objects.ts';
 import { unstorableProblem } from '../validation.ts';
+import { readLabManifests } from '../../storage/labManifests.ts';
+import { runtimePinFindings } from '../../storage/runtimePins.ts';
 
 /** The approved content of a run: what a plan digests and what POST /runs executes. */
 export interface RunProposal {
@@ -46,7 +48,19 @@ async function profileOf(deps: Deps, id: string, param: string): Promise<Compute
 }
 
 /** What a run executes: a release, or a workspace revision seen the same way. */
-export type Runnable = Pick<ReleaseRow, 'id' | 'namespace' | 'name' | 'version' | 'inputs' | 'manifest' | 'package_sha256' | 'runtime_problems'>;
+export type Runnable = Pick<ReleaseRow, 'id' | 'namespace' | 'name' | 'version' | 'inputs' | 'manifest' | 'package_sha256' | 'runtime_problems' | 'tree'>;
+
+/**
+ * Nothing is installed during a run, so a lab's pins are checked here against the runtime
+ * lock, for releases and revisions alike, from the source files they run. A release
+ * recorded without its source tree keeps the problems found when it was packed.
+ */
+async function runtimeFindings(deps: Deps, runnable: Runnable): Promise<Finding[]> {
+  if (!runnable.tree?.['lab.yaml']) {
+    return (runnable.runtime_problems ?? []).map((problem) => ({ severity: 'blocking', code: 'runtime_unsatisfiable', message: `This lab cannot run in the platform runtime: ${problem}.`, path: 'capability_ref' }));
+  }
+  return runtimePinFindings(deps.runtimeLock, await readLabManifests(deps.objects, runnable.tree, runnable.manifest));
+}
 
 /**
  * A private workspace revision as a runnable: its lab.yaml's contract, named
@@ -70,7 +84,7 @@ async function resolveRevision(deps: Deps, caller: Caller, w: { workspaceId: str
   if (bad) throw errors.validation('manifest_invalid', `lab.yaml ${bad}.`, 'revision_id');
   return {
     id: rev.id, namespace: caller.account.namespace, name: lab.name, version: `rev-${rev.number}`,
-    inputs: contractOf(manifest as never).inputs, manifest, package_sha256: rev.tree_sha256, runtime_problems: [],
+    inputs: contractOf(manifest as never).inputs, manifest, package_sha256: rev.tree_sha256, runtime_problems: [], tree: rev.tree,
   };
 }
 
@@ -94,10 +108,7 @@ export async function prepareRun(
     throw errors.validation('parameter_out_of_range', `max_runtime_seconds must be at most ${profile.max_runtime_seconds} on ${profile.id}.`, 'max_runtime_seconds');
   }
   const { unknown, findings } = checkInputs(release, req.inputs);
-  // Nothing is installed during a run: a lab the runtime cannot satisfy is refused here.
-  for (const problem of release.runtime_problems ?? []) {
-    findings.push({ severity: 'blocking', code: 'runtime_unsatisfiable', message: `This lab cannot run in the platform runtime: ${problem}.`, path: 'capability_ref' });
-  }
+  findings.push(...await runtimeFindings(deps, release));
   if (unknown.length) {
     throw new ApiError(422, 'unknown_inputs', `Inputs not declared by ${release.namespace}/${release.name}@${release.version}: ${unknown.join(', ')}.`, 'inputs', { unknown });
   }

@@ -8,6 +8,7 @@ import type { JsonSchema } from '../schemas/common.ts';
 import type { TemporalGateway } from '../temporal.ts';
 import type { KeyResolver } from '../../storage/db/keyCache.ts';
 import type { RunEventWatcher } from '../../storage/db/runEventWatch.ts';
+import type { RuntimeLock } from '../../storage/runtimePins.ts';
 
 /** Services an operation may use; injected once by createApp. */
 export interface Deps {
@@ -20,6 +21,8 @@ export interface Deps {
   keys: KeyResolver;
   /** Wakes a run's event streams when an event is appended (Postgres NOTIFY). */
   runEvents: RunEventWatcher;
+  /** The lab runtime's installed set (the committed lock), read once: plan-time pin checks. */
+  runtimeLock: RuntimeLock;
 }
 
 /** Who is calling, resolved from the API key. */

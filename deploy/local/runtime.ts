@@ -5,30 +5,37 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { createHash } from 'node:crypto';
 import { cacheDir } from './binaries.ts';
-import { REPO_ROOT } from './paths.ts';
+import { RUNTIME_LOCK_FILE, parseRuntimeLock } from '../../storage/runtimePins.ts';
 
 const run = promisify(execFile);
-export const REQUIREMENTS = path.join(REPO_ROOT, 'activities/execution/requirements.txt');
 
 /**
- * The lab runtime: one virtualenv with the pinned `biosimulant` and numpy, created once
- * in the per-user cache (keyed by the requirements' digest, so a pin change makes a new
- * one) and never during a run. Returns its Python interpreter.
+ * The lab runtime: one virtualenv holding exactly the committed lock
+ * (activities/execution/requirements.lock: the pinned `biosimulant`, numpy and everything
+ * they bring), created once in the per-user cache (keyed by the lock's digest, so a pin
+ * change makes a new one) and never during a run. The lock is also what plan-time pin
+ * checks compare labs against, so it must be the truth: installed without resolution and
+ * checked. Returns its Python interpreter.
  */
 export async function ensureRuntime(log: (l: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<string> {
   if (env.SILICO_PYTHON) return env.SILICO_PYTHON;
-  const reqs = await readFile(REQUIREMENTS);
+  const reqs = await readFile(RUNTIME_LOCK_FILE);
+  const lock = parseRuntimeLock(reqs.toString('utf8'));
   const key = createHash('sha256').update(reqs).digest('hex').slice(0, 12);
   const dir = path.join(cacheDir(env), 'runtime', `py-${key}`);
   const python = path.join(dir, 'bin', 'python');
   if (existsSync(python)) return python;
   const base = env.PYTHON ?? 'python3';
+  const { stdout: baseVersion } = await run(base, ['-c', 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")']).catch(() => ({ stdout: 'none' }));
+  if (baseVersion.trim() !== lock.python) throw new Error(`the lab runtime needs Python ${lock.python} (the lock's); ${base} is ${baseVersion.trim()}: set PYTHON to a Python ${lock.python} interpreter`);
   await mkdir(path.dirname(dir), { recursive: true });
   const tmp = await mkdtemp(`${dir}.build-`);
-  log(`creating the lab runtime environment (biosimulant, numpy) in ${dir}`);
+  log(`creating the lab runtime environment (requirements.lock: biosimulant, numpy, ...) in ${dir}`);
   try {
     await run(base, ['-m', 'venv', tmp]);
-    await run(path.join(tmp, 'bin', 'pip'), ['install', '--quiet', '--disable-pip-version-check', '-r', REQUIREMENTS], { maxBuffer: 16 << 20 });
+    const pip = [path.join(tmp, 'bin', 'python'), '-m', 'pip', '--disable-pip-version-check'] as const;
+    await run(pip[0], [...pip.slice(1), 'install', '--quiet', '--no-deps', '-r', RUNTIME_LOCK_FILE], { maxBuffer: 16 << 20 });
+    await run(pip[0], [...pip.slice(1), 'check'], { maxBuffer: 16 << 20 });
     // Built aside and renamed, so a parallel start never sees half an environment. Only
     // the interpreter is used afterwards, and it finds its site-packages from its own path.
     await rm(dir, { recursive: true, force: true });

@@ -15,6 +15,7 @@ import type { ToolDef } from '../../api/tools/tool.ts';
 import { ApiError } from '../../api/errors.ts';
 import { ROUTES } from '../../api/routeTable.ts';
 import { TOOLS } from '../../api/tools/index.ts';
+import { readRuntimeLock } from '../../storage/runtimePins.ts';
 
 // The middleware is exercised through an app assembled by createApp with one extra
 // operation that counts its executions, against the stack's real Postgres.
@@ -40,7 +41,7 @@ const pool = createPgPool(process.env.DATABASE_URL!, 4);
 before(async () => {
   const config = { ...loadConfig(), logLevel: 'silent' };
   listener = await createNotificationListener(config.databaseUrl, [AUTH_CHANNEL, RUN_EVENTS_CHANNEL]);
-  const deps = { config, db: testDb(), pool, objects: testObjects(), temporal, keys: createKeyResolver(testDb(), listener), runEvents: createRunEventWatcher(listener) };
+  const deps = { config, db: testDb(), pool, objects: testObjects(), temporal, keys: createKeyResolver(testDb(), listener), runEvents: createRunEventWatcher(listener), runtimeLock: readRuntimeLock() };
   const app = createApp(deps, { table: { routes: [...ROUTES, route], tools: new Map([...TOOLS, [probe.name, probe]]) } });
   server = createServer(app.koa.callback());
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

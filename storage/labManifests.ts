@@ -1,0 +1,30 @@
+import YAML from 'yaml';
+import { blobKey, type ObjectStore } from './objects.ts';
+import type { Tree } from './trees.ts';
+import { listOf } from './labContract.ts';
+import type { LabManifests } from './runtimePins.ts';
+
+/** A YAML file of a tree parsed, or undefined when absent or unreadable (other checks report that). */
+async function yamlOf(objects: ObjectStore, tree: Tree, file: string): Promise<unknown> {
+  const entry = tree[file];
+  if (!entry) return undefined;
+  try {
+    return YAML.parse((await objects.getBytes(blobKey(entry.sha256))).toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * lab.yaml and the model.yaml of each `models[].path` of a stored tree (a revision's or a
+ * release's source), as written: the input of the runtime pin check.
+ */
+export async function readLabManifests(objects: ObjectStore, tree: Tree, lab?: unknown): Promise<LabManifests> {
+  const manifest = lab ?? await yamlOf(objects, tree, 'lab.yaml');
+  const models = listOf((manifest as { models?: Array<{ path?: unknown }> } | undefined)?.models);
+  const dirs = [...new Set(models.map((m) => (typeof m?.path === 'string' ? m.path.replace(/^\.\/|\/+$/g, '') : '')).filter(Boolean))];
+  return {
+    lab: manifest,
+    models: await Promise.all(dirs.map(async (dir) => ({ dir, manifest: await yamlOf(objects, tree, `${dir}/model.yaml`) }))),
+  };
+}
