@@ -25,6 +25,8 @@ export interface Config {
   logLevel: string;
   /** Interpreter of the lab runtime environment (workers only). */
   python: string;
+  /** How lab processes are sandboxed (workers only; activities/execution/sandbox.ts). */
+  sandbox: { bwrap: string; unsafeNoSandbox: boolean; uidBase: number; uidCount: number };
   worker: {
     /** Pre-built workflow bundle; absent means bundle the sources on start (tests). */
     workflowBundle?: string;
@@ -83,6 +85,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     logLevel: str(env, 'LOG_LEVEL', 'info'),
     python: str(env, 'SILICO_PYTHON', 'python3'),
+    sandbox: {
+      bwrap: str(env, 'SILICO_SANDBOX_BWRAP', 'bwrap'),
+      unsafeNoSandbox: env.SILICO_UNSAFE_NO_SANDBOX === '1',
+      uidBase: int(env, 'SILICO_SANDBOX_UID_BASE', 61000),
+      uidCount: int(env, 'SILICO_SANDBOX_UID_COUNT', 1000),
+    },
     worker: {
       workflowBundle: env.SILICO_WORKFLOW_BUNDLE || undefined,
       computeProfiles: str(env, 'SILICO_COMPUTE_PROFILES', 'cpu-small,cpu-standard').split(',').map((p) => p.trim()).filter(Boolean),

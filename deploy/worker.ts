@@ -6,6 +6,7 @@ import { createMaintenanceActivities } from '../activities/maintenance.ts';
 import { CONTROL_TASK_QUEUE, computeTaskQueue } from '../workflows/constants.ts';
 import { createRunActivities } from '../activities/runs.ts';
 import { createExecutionActivities } from '../activities/execution/execute.ts';
+import { createSandbox } from '../activities/execution/sandbox.ts';
 import { createObjectStore } from '../storage/objects.ts';
 import { createPublicationActivities } from '../activities/publication.ts';
 import { createDatasetActivities } from '../activities/datasets.ts';
@@ -22,7 +23,11 @@ async function main(): Promise<void> {
   const db = createDb(config.databaseUrl);
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   const objects = createObjectStore(config.s3);
-  const publication = createPublicationActivities({ db, objects, python: config.python });
+  const sandbox = createSandbox(config.sandbox);
+  if (config.sandbox.unsafeNoSandbox) {
+    log.warn('SILICO_UNSAFE_NO_SANDBOX=1: LAB CODE RUNS UNSANDBOXED, AS THIS WORKER\'S USER, WITH ITS NETWORK AND FILES. Local development only; never serve strangers\' labs like this.');
+  }
+  const publication = createPublicationActivities({ db, objects, python: config.python, sandbox });
   const control = await Worker.create({
     connection,
     namespace: config.temporal.namespace,
@@ -39,7 +44,7 @@ async function main(): Promise<void> {
   // One activity worker per compute profile this machine serves (GPU profiles are served
   // by GPU machines; without one, such runs fail with capacity_unavailable).
   const profiles = config.worker.computeProfiles;
-  const execution = createExecutionActivities({ db, objects, python: config.python });
+  const execution = createExecutionActivities({ db, objects, python: config.python, sandbox });
   const compute = await Promise.all(profiles.map((p) => Worker.create({
     connection,
     namespace: config.temporal.namespace,

@@ -44,14 +44,16 @@ export async function runWorkflow(args: { runId: string }): Promise<string> {
       ending = null;
       return 'skipped';
     }
-    ending = { runId, status: result.status, error: result.error ?? null, computeSeconds: result.computeSeconds, outputs: result.outputs ?? null };
+    // Outputs were recorded by the activity itself (claim check): only the ending travels here.
+    ending = { runId, status: result.status, error: result.error ?? null, computeSeconds: result.computeSeconds };
   } catch (err) {
     if (isCancellation(err)) {
       ending = { runId, status: 'cancelled', error: null };
     } else if (err instanceof ActivityFailure && err.cause instanceof TimeoutFailure && err.cause.timeoutType === 'SCHEDULE_TO_START') {
       ending = { runId, status: 'failed', error: { code: 'capacity_unavailable', message: 'No worker for this compute profile picked the run up in time; nothing was charged.' }, computeSeconds: 0 };
     } else {
-      ending = { runId, status: 'failed', error: { code: 'internal_error', message: err instanceof ActivityFailure ? (err.cause?.message ?? err.message) : 'The run failed.' } };
+      // The platform failed, not the lab: nothing is charged, even if the lab had finished.
+      ending = { runId, status: 'failed', error: { code: 'internal_error', message: err instanceof ActivityFailure ? (err.cause?.message ?? err.message) : 'The run failed.' }, computeSeconds: 0 };
     }
   } finally {
     const final = ending;

@@ -2,10 +2,9 @@
 
 export type Point = [number, unknown];
 
-/** `t,<name>` rows; non-numeric values are written as JSON text. */
-export function seriesCsv(name: string, points: Point[]): string {
-  const cell = (v: unknown) => (typeof v === 'number' ? String(v) : JSON.stringify(JSON.stringify(v ?? null)));
-  return `t,${name}\n${points.map(([t, v]) => `${t},${cell(v)}`).join('\n')}\n`;
+/** One CSV cell: a number as written, anything else as its JSON text, quoted. */
+export function csvCell(v: unknown): string {
+  return typeof v === 'number' ? String(v) : JSON.stringify(JSON.stringify(v ?? null));
 }
 
 const esc = (s: string) => s.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);

@@ -1,16 +1,19 @@
-"""Silico's lab driver: runs one lab archive with the biosimulant runtime in this process
-and reports on stdout as JSON lines, one object per line:
+"""Silico's lab driver: runs one lab with the biosimulant runtime in this process, inside
+the sandbox, and reports to the worker as JSON lines on file descriptor 3, one object per
+line (the lab's own stdout and stderr stay what they are and become log lines):
 
+  {"type": "hello"}                                       (first: the sandbox is up)
   {"type": "log", "level": "info", "message": "..."}
   {"type": "progress", "fraction": 0.5, "t": 5.0}
   {"type": "heartbeat"}                                   (at least every 2 s)
-  {"type": "output", "name": "...", "value": ..., "series": [[t, v], ...], "public": true}
-  {"type": "visual", "module": "...", "visuals": [...]}
+  {"type": "series", "name": "...", "points": [[t, v], ...]}   (in chunks, in order)
+  {"type": "output", "name": "...", "value": ..., "points": 1234, "public": true}
+  {"type": "visual", "visuals": [...]}
   {"type": "result", "status": "completed" | "stopped", "cpu_seconds": 1.23}
   {"type": "error", "code": "...", "message": "..."}        (then a non-zero exit)
 
 Usage: python driver.py ARCHIVE|LAB_DIR WORKDIR < {"inputs": {...}, "seed": 1, "package_sha256": "<hex>"}
-(with a LAB_DIR, also "package": "<ns>/<name>" and "version"; the folder is packed first)
+(with a LAB_DIR, also "package" and "version"; the folder is packed first)
 SIGTERM asks the world to stop between windows; the run then ends as "stopped".
 """
 import json
@@ -21,17 +24,23 @@ import signal
 import sys
 import threading
 import time
+import errno
 import traceback
 from pathlib import Path
 
 _out_lock = threading.Lock()
+try:
+    _protocol = os.fdopen(3, "w", buffering=1)
+except OSError:  # run by hand: the protocol goes to stdout
+    _protocol = sys.stdout
+SERIES_CHUNK = 2000
 
 
 def emit(obj):
     line = json.dumps(obj, default=_jsonable, allow_nan=False)
     with _out_lock:
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
+        _protocol.write(line + "\n")
+        _protocol.flush()
 
 
 def _jsonable(v):
@@ -64,6 +73,33 @@ def fail(code, message):
     sys.exit(2)
 
 
+def _causes(exc):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def limit_code(exc):
+    """The sandbox limit behind a failure, if one is: the precise reason for the run error.
+    The runtime may wrap a model's exception, so the whole chain is read."""
+    for e in _causes(exc):
+        if isinstance(e, MemoryError):
+            return "memory_limit_exceeded"
+        if isinstance(e, OSError) and e.errno == errno.EFBIG:
+            return "file_size_limit_exceeded"
+        if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+            return "disk_limit_exceeded"
+        if isinstance(e, OSError) and e.errno == errno.EMFILE:
+            return "open_files_limit_exceeded"
+        if isinstance(e, BlockingIOError) and e.errno == errno.EAGAIN:
+            return "process_limit_exceeded"
+        if isinstance(e, RuntimeError) and "can't start new thread" in str(e):
+            return "process_limit_exceeded"
+    return None
+
+
 def die_with_parent():
     """If the worker that started us dies (even by SIGKILL), die too, at once: nobody is
     left to read our results, and the retried run must not race an orphan. Linux only;
@@ -78,6 +114,7 @@ def die_with_parent():
 
 def main():
     die_with_parent()
+    emit({"type": "hello", "pid": os.getpid()})
     archive, workdir = Path(sys.argv[1]), Path(sys.argv[2])
     request = json.loads(sys.stdin.read() or "{}")
     inputs = request.get("inputs") or {}
@@ -129,8 +166,18 @@ def main():
     prepared = prepare_lab_package(run_archive, install_deps=False, unpack_root=workdir / "prepared")
     world = prepared.world
 
-    outputs = [o for o in (manifest.get("io") or {}).get("outputs") or []]
+    outputs = [o for o in (manifest.get("io") or {}).get("outputs") or []
+               if isinstance(o, dict) and isinstance(o.get("name"), str) and isinstance(o.get("maps_to"), str)]
+    # Time series leave in chunks as they grow, so neither this process nor one message
+    # holds a long trajectory; the worker streams them to the object store.
     series = {o["name"]: [] for o in outputs}
+    counts = {o["name"]: 0 for o in outputs}
+    finals = {}
+
+    def flush(name):
+        if series[name]:
+            emit({"type": "series", "name": name, "points": series[name]})
+            series[name] = []
 
     def sample(t):
         for o in outputs:
@@ -138,7 +185,13 @@ def main():
             signal_ = world.get_outputs(alias).get(port)
             if signal_ is not None:
                 v = signal_.value
-                series[o["name"]].append([t, _finite(_jsonable(v) if hasattr(v, "tolist") or hasattr(v, "item") else v)])
+                v = _finite(_jsonable(v) if hasattr(v, "tolist") or hasattr(v, "item") else v)
+                name = o["name"]
+                series[name].append([t, v])
+                counts[name] += 1
+                finals[name] = v
+                if len(series[name]) >= SERIES_CHUNK:
+                    flush(name)
 
     last_progress = [0.0]
 
@@ -163,9 +216,9 @@ def main():
         world.settle(prepared.settle_steps)
         sample(world.current_time)
     for o in outputs:
-        points = series[o["name"]]
-        emit({"type": "output", "name": o["name"], "value": points[-1][1] if points else None,
-              "series": points, "public": o.get("public", True)})
+        flush(o["name"])
+        emit({"type": "output", "name": o["name"], "value": finals.get(o["name"]), "points": counts[o["name"]],
+              "public": o.get("public", True) is not False})
     try:
         emit({"type": "visual", "visuals": _finite(world.collect_visuals())})
     except Exception as exc:  # visuals are optional; a broken one is a warning, not a failure
@@ -180,5 +233,10 @@ if __name__ == "__main__":
     except SystemExit:
         raise
     except BaseException as exc:  # the lab's own failure, reported as such
-        emit({"type": "error", "code": "lab_error", "message": f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"})
+        code = limit_code(exc)
+        try:
+            message = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
+        except MemoryError:
+            message = type(exc).__name__
+        emit({"type": "error", "code": code or "lab_error", "message": message[:4000]})
         sys.exit(2)

@@ -8,6 +8,7 @@ import { startTemporal } from './temporal.ts';
 import { startMinio } from './minio.ts';
 import { Supervisor, waitFor, assertPortsFree, type LogSink } from './processes.ts';
 import { bootstrap, REPO_ROOT } from './bootstrap.ts';
+import { ensureSandboxTool } from './sandboxTool.ts';
 import { ensureRuntime } from './runtime.ts';
 import { buildWorkflowBundle } from '../workflowBundle.ts';
 import { createTemporalGateway } from '../../api/temporal.ts';
@@ -69,7 +70,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   const sup = new Supervisor(opts.sink, { exitOnSignal: opts.exitOnSignal });
   const fast = opts.mode === 'test';
   try {
-    const [temporalBin, minioBin, python] = await Promise.all([resolveBinary('temporal', say), resolveBinary('minio', say), ensureRuntime(say)]);
+    const [temporalBin, minioBin, python] = await Promise.all([resolveBinary('temporal', say), resolveBinary('minio', say), ensureRuntime(say), ensureSandboxTool(say, { ...process.env, ...opts.serviceEnv })]);
     await assertPortsFree([
       { port: opts.ports.api, what: 'api', envVar: 'SILICO_API_PORT' },
       ...(process.env.DATABASE_URL ? [] : [{ port: opts.ports.postgres, what: 'Postgres', envVar: 'SILICO_PG_PORT' }]),

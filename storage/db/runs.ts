@@ -110,3 +110,39 @@ export async function listArtifacts(db: Db, runId: string): Promise<ArtifactRow[
 export async function getArtifact(db: Db, runId: string, artifactId: string): Promise<ArtifactRow | undefined> {
   return db('run_artifacts').where({ run_id: runId, id: artifactId }).first();
 }
+
+/** Marks the moment execution began (compute is charged from there), once. */
+export async function markRunStarted(db: Db, runId: string): Promise<void> {
+  await db('runs').where({ id: runId }).whereNull('started_at').update({ started_at: db.fn.now() });
+}
+
+export async function setRunProgress(db: Db, runId: string, fraction: number): Promise<void> {
+  await db('runs').where({ id: runId }).update({ progress: Math.min(1, Math.max(0, fraction)) });
+}
+
+/**
+ * Records a running run's final output values (bounded: large ones are artifact
+ * references), written by the execution activity so they never travel through a
+ * workflow; the ending keeps them (silico_finish_run, migration 017).
+ */
+export async function setRunOutputs(db: Db, runId: string, outputs: Record<string, unknown>): Promise<void> {
+  await db('runs').where({ id: runId }).whereIn('status', ['running', 'cancelling']).update({ outputs: JSON.stringify(outputs) });
+}
+
+export type NewArtifact = Omit<ArtifactRow, 'id' | 'run_id' | 'created_at'>;
+
+/**
+ * Records an artifact of a run once by file name and returns its id and whether this
+ * call recorded it (a retried activity finds the earlier row); keeps the run's count.
+ */
+export async function recordArtifact(db: Db, runId: string, id: string, a: NewArtifact): Promise<{ id: string; created: boolean }> {
+  return db.transaction(async (trx) => {
+    const [row] = await trx('run_artifacts').insert({ id, run_id: runId, ...a }).onConflict(['run_id', 'file_name']).ignore().returning('id');
+    if (!row) {
+      const existing = await trx('run_artifacts').where({ run_id: runId, file_name: a.file_name }).first('id');
+      return { id: existing.id as string, created: false };
+    }
+    await trx('runs').where({ id: runId }).increment('artifact_count', 1);
+    return { id: row.id as string, created: true };
+  });
+}

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Worker } from '@temporalio/worker';
+import { ApplicationFailure } from '@temporalio/common';
 import { useWorkflowEnvironment, workflowsPath } from './env.ts';
 import { runWorkflow } from '../../workflows/run.ts';
 import { computeTaskQueue } from '../../workflows/constants.ts';
@@ -10,7 +11,7 @@ import type { ExecutionResult } from '../../activities/execution/execute.ts';
 // runWorkflow with every activity stubbed: what it does with each execution result.
 const testEnv = useWorkflowEnvironment();
 
-async function runWith(result: ExecutionResult): Promise<{ returned: string; finished: Finish[] }> {
+async function runWith(result: ExecutionResult | Error): Promise<{ returned: string; finished: Finish[] }> {
   const id = crypto.randomUUID();
   const profile = `p-${id.slice(0, 8)}`;
   const finished: Finish[] = [];
@@ -23,16 +24,25 @@ async function runWith(result: ExecutionResult): Promise<{ returned: string; fin
       async finish(f: Finish) { finished.push(f); return f.status; },
     },
   });
-  const compute = await Worker.create({ connection: env.nativeConnection, taskQueue: computeTaskQueue(profile), activities: { async executeLab() { return result; } } });
+  const compute = await Worker.create({ connection: env.nativeConnection, taskQueue: computeTaskQueue(profile), activities: { async executeLab() { if (result instanceof Error) throw result; return result; } } });
   const returned = await compute.runUntil(control.runUntil(env.client.workflow.execute(runWorkflow, { taskQueue: `test-${id}`, workflowId: `run-${id}`, args: [{ runId: id }] })));
   return { returned, finished };
 }
 
-test('a completed execution is settled with its measured compute and outputs', async () => {
-  const { returned, finished } = await runWith({ status: 'completed', computeSeconds: 1.5, outputs: { x: 1 } });
+test('a completed execution is settled with its measured compute; its outputs never pass through the workflow', async () => {
+  const { returned, finished } = await runWith({ status: 'completed', computeSeconds: 1.5 });
   assert.equal(returned, 'completed');
   assert.equal(finished.length, 1);
-  assert.deepEqual({ ...finished[0], runId: undefined }, { runId: undefined, status: 'completed', error: null, computeSeconds: 1.5, outputs: { x: 1 } });
+  assert.deepEqual({ ...finished[0], runId: undefined }, { runId: undefined, status: 'completed', error: null, computeSeconds: 1.5 });
+});
+
+test('an execution that fails on the platform\'s side ends as internal_error with nothing charged', async () => {
+  const { returned, finished } = await runWith(ApplicationFailure.nonRetryable('object store unreachable'));
+  assert.equal(returned, 'failed');
+  assert.equal(finished.length, 1);
+  assert.equal(finished[0]!.error?.code, 'internal_error');
+  assert.match(finished[0]!.error!.message, /object store unreachable/);
+  assert.equal(finished[0]!.computeSeconds, 0, 'the lab may have finished, but the failure is not its own');
 });
 
 test('an execution that found its run cancelled before it began ends the run as cancelled', async () => {

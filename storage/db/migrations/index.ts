@@ -15,6 +15,7 @@ import * as fileObjectKey from './013_file_object_key.ts';
 import * as publicationGrants from './014_publication_grants.ts';
 import * as runEventNotify from './015_run_event_notify.ts';
 import * as runPathFunctions from './016_run_path_functions.ts';
+import * as runOutputsFromExecution from './017_run_outputs_from_execution.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
@@ -37,6 +38,7 @@ const migrations: Record<string, Migration> = {
   '014_publication_grants': publicationGrants,
   '015_run_event_notify': runEventNotify,
   '016_run_path_functions': runPathFunctions,
+  '017_run_outputs_from_execution': runOutputsFromExecution,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

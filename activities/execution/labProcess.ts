@@ -1,0 +1,183 @@
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import { constants as os } from 'node:os';
+import { isSandboxSetupFailure, SandboxUnavailable, type Sandbox, type SandboxSpec } from './sandbox.ts';
+
+/** What a lab process may send before it is stopped: every stream is bounded. */
+export interface StreamLimits {
+  /** Bytes of protocol messages (fd 3) in all. */
+  protocolBytes: number;
+  /** Longest single protocol message. */
+  lineBytes: number;
+  /** Bytes of the lab's own stdout plus stderr. */
+  logBytes: number;
+}
+
+export const DEFAULT_STREAM_LIMITS: StreamLimits = { protocolBytes: 1 << 30, lineBytes: 8 << 20, logBytes: 16 << 20 };
+
+export interface LabError { code: string; message: string }
+
+export interface LabProcessHooks {
+  /** Each protocol message, in order; a returned promise is awaited before the next. */
+  onMessage(msg: Record<string, unknown>): void | Promise<void>;
+  /** Each line the lab wrote to stdout or stderr. */
+  onLog?(stream: 'stdout' | 'stderr', line: string): void;
+  /** The process started (its pid, for heartbeats and events). */
+  onStart?(pid: number): void;
+}
+
+export interface LabProcessOutcome {
+  /** Why it ended, when that was not its own doing: a stop we made, or the sandbox. */
+  error: LabError | null;
+  /** The driver's own `error` message, if it sent one. */
+  reported: LabError | null;
+  exitCode: number | null;
+  /** The driver's `result` message. */
+  result: { status: string; cpu_seconds: number } | null;
+  stderrTail: string[];
+  wallSeconds: number;
+  cancelled: boolean;
+}
+
+const SIGNAL_NAMES = Object.fromEntries(Object.entries(os.signals).map(([name, n]) => [n, name]));
+
+/** A run error for an exit by signal (bubblewrap reports it as 128 + the signal's number). */
+export function signalError(exitCode: number | null): LabError | null {
+  if (exitCode === null || exitCode <= 128 || exitCode > 128 + 64) return null;
+  const sig = exitCode - 128;
+  const name = SIGNAL_NAMES[sig] ?? `signal ${sig}`;
+  if (name === 'SIGXCPU') return { code: 'cpu_time_limit_exceeded', message: 'The lab used up its CPU time.' };
+  if (name === 'SIGXFSZ') return { code: 'file_size_limit_exceeded', message: 'The lab wrote a file larger than its limit.' };
+  return { code: 'lab_killed_by_signal', message: `The lab was killed by ${name}.` };
+}
+
+/**
+ * Runs one sandboxed lab process to its end: writes `stdin`, reads its protocol messages
+ * (fd 3) and its stdout/stderr as log lines, each bounded; stops it (SIGTERM to its
+ * process group, SIGKILL 2 s later) on `signal` abort, past `wallSeconds`, or when a
+ * stream passes its bound. Never throws for the lab's behaviour: the outcome says what
+ * happened. Throws SandboxUnavailable when the sandbox cannot be made.
+ */
+export async function runLabProcess(
+  sandbox: Sandbox, spec: SandboxSpec, stdin: string,
+  opts: { wallSeconds: number; signal?: AbortSignal; limits?: StreamLimits },
+  hooks: LabProcessHooks,
+): Promise<LabProcessOutcome> {
+  const limits = opts.limits ?? DEFAULT_STREAM_LIMITS;
+  const cmd = await sandbox.command(spec);
+  const started = Date.now();
+  let child;
+  try {
+    child = spawn(cmd.command, cmd.args, { cwd: cmd.unsafe ? cmd.paths.scratch : '/', detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: cmd.unsafe ? spec.env : {} });
+  } catch (err) {
+    cmd.release();
+    throw new SandboxUnavailable(`cannot start the sandbox: ${(err as Error).message}`);
+  }
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('exit', (code, sig) => resolve(code ?? (sig ? 128 + (os.signals[sig] ?? 0) : null)));
+    child.once('error', () => resolve(null));
+  });
+  child.stdin!.on('error', () => undefined);
+  child.stdin!.end(stdin);
+  if (child.pid) hooks.onStart?.(child.pid);
+
+  let stop: LabError | null = null;
+  let cancelled = false;
+  const killGroup = (sig: NodeJS.Signals) => {
+    try { process.kill(-child.pid!, sig); } catch { /* already gone */ }
+  };
+  const halt = (why: LabError | 'cancelled') => {
+    if (stop || cancelled) return;
+    if (why === 'cancelled') cancelled = true;
+    else stop = why;
+    killGroup('SIGTERM');
+    setTimeout(() => killGroup('SIGKILL'), 2000).unref();
+  };
+  const onAbort = () => halt('cancelled');
+  opts.signal?.addEventListener('abort', onAbort);
+  if (opts.signal?.aborted) onAbort();
+  const wall = setTimeout(() => halt({ code: 'timed_out', message: `The run exceeded max_runtime_seconds (${opts.wallSeconds}).` }), opts.wallSeconds * 1000);
+
+  const stderrTail: string[] = [];
+  let logBytes = 0;
+  const overLog = (n: number) => {
+    logBytes += n;
+    if (logBytes > limits.logBytes) halt({ code: 'output_limit_exceeded', message: `The lab wrote more than ${limits.logBytes} bytes to stdout and stderr.` });
+  };
+  const readLog = (stream: 'stdout' | 'stderr', input: Readable) => {
+    input.on('data', (chunk: Buffer) => overLog(chunk.length));
+    const lines = createInterface({ input, crlfDelay: Infinity });
+    lines.on('line', (l) => {
+      if (stream === 'stderr') {
+        stderrTail.push(l.slice(0, 2000));
+        if (stderrTail.length > 40) stderrTail.shift();
+      }
+      if (!stop) hooks.onLog?.(stream, l);
+    });
+    return new Promise<void>((resolve) => lines.once('close', resolve));
+  };
+  const logsDone = Promise.all([readLog('stdout', child.stdout!), readLog('stderr', child.stderr!)]);
+
+  // Protocol bytes are counted as they arrive, so neither a flood nor one endless line
+  // is ever held whole.
+  const protocol = child.stdio[3] as Readable;
+  let protocolBytes = 0;
+  let sinceNewline = 0;
+  protocol.on('data', (chunk: Buffer) => {
+    protocolBytes += chunk.length;
+    const nl = chunk.lastIndexOf(10);
+    sinceNewline = nl < 0 ? sinceNewline + chunk.length : chunk.length - nl - 1;
+    if (protocolBytes > limits.protocolBytes || sinceNewline > limits.lineBytes) {
+      halt({ code: 'output_limit_exceeded', message: `The lab's results passed their bound (${limits.protocolBytes} bytes, ${limits.lineBytes} per message).` });
+      protocol.destroy();
+    }
+  });
+  let hello = false;
+  let reported: LabError | null = null;
+  let result: LabProcessOutcome['result'] = null;
+  try {
+    for await (const line of createInterface({ input: protocol, crlfDelay: Infinity })) {
+      if (stop || cancelled) continue;
+      let msg: Record<string, unknown>;
+      try {
+        msg = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      if (!msg || typeof msg !== 'object') continue;
+      if (msg.type === 'hello') hello = true;
+      else if (msg.type === 'error' && !reported) reported = { code: String(msg.code ?? 'lab_error').slice(0, 64), message: String(msg.message ?? '').slice(0, 4000) };
+      else if (msg.type === 'result') result = { status: String(msg.status), cpu_seconds: Number(msg.cpu_seconds) || 0 };
+      else await hooks.onMessage(msg);
+    }
+  } catch {
+    // a destroyed stream: the stop reason says why
+  }
+  const exitCode = await exited;
+  await logsDone;
+  clearTimeout(wall);
+  opts.signal?.removeEventListener('abort', onAbort);
+  cmd.release();
+  const wallSeconds = (Date.now() - started) / 1000;
+  let error: LabError | null = stop;
+  if (!error && !cancelled && !hello) {
+    const first = stderrTail.find((l) => l.trim()) ?? '';
+    if (!cmd.unsafe && (isSandboxSetupFailure(first) || exitCode === null)) {
+      error = { code: 'sandbox_unavailable', message: `The sandbox could not be set up: ${first || 'the sandbox did not start'}` };
+    }
+  }
+  return { error, reported, exitCode, result, stderrTail, wallSeconds, cancelled };
+}
+
+/**
+ * The run error of an outcome that did not complete, most precise first: our stop (time,
+ * bounds, sandbox), the driver's own report (a lab exception or a limit it met), an exit
+ * by signal, then the exit code with the lab's last stderr lines.
+ */
+export function outcomeError(o: LabProcessOutcome): LabError | null {
+  if (o.error) return o.error;
+  if (o.reported) return o.reported;
+  if (o.exitCode === 0 && o.result) return null;
+  return signalError(o.exitCode) ?? { code: 'lab_error', message: `The lab exited with ${o.exitCode}: ${o.stderrTail.slice(-5).join('\n')}` };
+}

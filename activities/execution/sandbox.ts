@@ -1,0 +1,189 @@
+import { accessSync, constants, realpathSync } from 'node:fs';
+import { chown, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+
+/**
+ * The sandbox every lab process runs in (runs, publication smoke runs, packing): bubblewrap
+ * gives it new mount, PID, network, IPC and UTS namespaces, a filesystem of only the
+ * system's /usr, the runtime, the trusted script, its input (read-only) and its scratch
+ * directory (writable), a private /tmp, a new session, and death with its parent. Inside,
+ * prlimit sets the resource limits and setpriv drops to the run's own unprivileged
+ * uid/gid with no capabilities and `no_new_privs` before the interpreter starts.
+ *
+ * Fail closed: when bubblewrap is missing or cannot build the sandbox, the lab does not
+ * run (`sandbox_unavailable`). The only way around it is `SILICO_UNSAFE_NO_SANDBOX=1`,
+ * for local development, and every process started that way says so.
+ */
+
+export interface SandboxSettings {
+  /** The bubblewrap binary: a path, or a name looked up on PATH. */
+  bwrap: string;
+  /** Development only: run lab processes without a sandbox (limits still apply). */
+  unsafeNoSandbox: boolean;
+  /** Host uids (and gids) handed to sandboxes one each, when the worker runs as root. */
+  uidBase: number;
+  uidCount: number;
+}
+
+export interface SandboxLimits {
+  /** Address space of each process (RLIMIT_AS). */
+  memoryBytes: number;
+  /** CPU seconds (RLIMIT_CPU soft; SIGKILL 5 s later). */
+  cpuSeconds: number;
+  /** Processes and threads of the sandbox's user (RLIMIT_NPROC). */
+  processes: number;
+  openFiles: number;
+  /** Largest file it may write (RLIMIT_FSIZE). */
+  fileSizeBytes: number;
+  /** Size of its private /tmp. */
+  tmpBytes: number;
+}
+
+/** Where the sandboxed program finds its two directories. */
+export interface SandboxPaths { input: string; scratch: string }
+
+export interface SandboxSpec {
+  python: string;
+  /** A trusted script of ours (driver.py, pack.py), mounted read-only. */
+  script: string;
+  args: (paths: SandboxPaths) => string[];
+  /** Host directory shown read-only at /input. */
+  input: string;
+  /** Host directory shown writable at /scratch (created here and given to the sandbox's user). */
+  scratch: string;
+  limits: SandboxLimits;
+  env: Record<string, string>;
+}
+
+export interface SandboxedCommand {
+  command: string;
+  args: string[];
+  /** Paths as the program sees them. */
+  paths: SandboxPaths;
+  unsafe: boolean;
+  /** Gives the sandbox's uid back once its process has exited. */
+  release(): void;
+}
+
+/** The sandbox could not be made: the lab must not run. */
+export class SandboxUnavailable extends Error {
+  readonly code = 'sandbox_unavailable';
+}
+
+const INSIDE: SandboxPaths = { input: '/input', scratch: '/scratch' };
+const SCRIPT_DIR = '/opt/silico';
+
+/** Resolves a command name on PATH (or checks a path), as an executable file. */
+export function findExecutable(name: string, envPath = process.env.PATH ?? ''): string | null {
+  const candidates = name.includes('/') ? [name] : envPath.split(':').filter(Boolean).map((d) => path.join(d, name));
+  for (const c of candidates) {
+    try {
+      accessSync(c, constants.X_OK);
+      return c;
+    } catch {
+      // next
+    }
+  }
+  return null;
+}
+
+/**
+ * Builds sandboxed commands. One per worker process: it hands out the host uids, so two
+ * concurrent labs never share a user (nor the process count RLIMIT_NPROC is kept against).
+ */
+export function createSandbox(settings: SandboxSettings) {
+  const inUse = new Set<number>();
+  const root = process.getuid?.() === 0;
+
+  const takeUid = (): number => {
+    for (let i = 0; i < settings.uidCount; i++) {
+      const uid = settings.uidBase + i;
+      if (!inUse.has(uid)) {
+        inUse.add(uid);
+        return uid;
+      }
+    }
+    throw new SandboxUnavailable(`all ${settings.uidCount} sandbox uids are in use`);
+  };
+
+  const limitArgs = (l: SandboxLimits) => [
+    `--as=${l.memoryBytes}`, `--cpu=${l.cpuSeconds}:${l.cpuSeconds + 5}`, `--nproc=${l.processes}`,
+    `--nofile=${l.openFiles}`, `--fsize=${l.fileSizeBytes}`, '--core=0',
+  ];
+
+  return {
+    settings,
+
+    /** The command line that runs `spec` sandboxed; throws SandboxUnavailable when it cannot be. */
+    async command(spec: SandboxSpec): Promise<SandboxedCommand> {
+      if (settings.unsafeNoSandbox) {
+        await mkdir(spec.scratch, { recursive: true });
+        const paths = { input: spec.input, scratch: spec.scratch };
+        return {
+          command: '/usr/bin/prlimit', args: [...limitArgs(spec.limits), '--', spec.python, '-u', spec.script, ...spec.args(paths)],
+          paths, unsafe: true, release: () => undefined,
+        };
+      }
+      const bwrap = findExecutable(settings.bwrap);
+      if (!bwrap) throw new SandboxUnavailable(`bubblewrap (${settings.bwrap}) is not installed; install it (apt-get install bubblewrap) or, for local development only, set SILICO_UNSAFE_NO_SANDBOX=1`);
+      const python = findExecutable(spec.python);
+      if (!python) throw new SandboxUnavailable(`the lab runtime's interpreter ${spec.python} is missing`);
+      const uid = root ? takeUid() : null;
+      try {
+        await mkdir(spec.scratch, { recursive: true, mode: 0o700 });
+        if (uid !== null) await chown(spec.scratch, uid, uid);
+      } catch (err) {
+        if (uid !== null) inUse.delete(uid);
+        throw new SandboxUnavailable(`cannot prepare the scratch directory: ${(err as Error).message}`);
+      }
+      // The runtime's prefix (a virtualenv) and its base interpreter's, each at its own
+      // path: the interpreter finds its standard library and packages from there.
+      const prefixes = [...new Set([path.dirname(path.dirname(python)), path.dirname(path.dirname(realpathSync(python)))])]
+        .filter((p) => p !== '/usr' && !p.startsWith('/usr/'));
+      const script = path.join(SCRIPT_DIR, path.basename(spec.script));
+      const env = Object.entries({ ...spec.env, HOME: INSIDE.scratch, TMPDIR: '/tmp' }).flatMap(([k, v]) => ['--setenv', k, v]);
+      // As root the namespaces need no user namespace, and setpriv drops to the run's own
+      // host uid; otherwise bubblewrap maps the worker's uid to an anonymous one.
+      const identity = uid !== null
+        ? ['--reuid', String(uid), '--regid', String(uid), '--clear-groups', '--bounding-set=-all', '--inh-caps=-all']
+        : [];
+      const args = [
+        ...(uid !== null ? [] : ['--unshare-user', '--uid', '65534', '--gid', '65534']),
+        '--unshare-pid', '--unshare-net', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
+        '--hostname', 'lab', '--die-with-parent', '--new-session', '--clearenv', ...env,
+        '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib',
+        '--symlink', 'usr/lib64', '/lib64', '--symlink', 'usr/sbin', '/sbin',
+        '--ro-bind-try', '/etc/ld.so.cache', '/etc/ld.so.cache',
+        '--proc', '/proc', '--dev', '/dev', '--size', String(spec.limits.tmpBytes), '--tmpfs', '/tmp',
+        // Made first and readable: the directories bubblewrap would make for a bind are
+        // closed to the sandbox's user.
+        ...ancestors([...prefixes, script]).flatMap((d) => ['--perms', '0755', '--dir', d]),
+        ...prefixes.flatMap((p) => ['--ro-bind', p, p]),
+        '--ro-bind', spec.script, script,
+        '--ro-bind', spec.input, INSIDE.input,
+        '--bind', spec.scratch, INSIDE.scratch,
+        '--chdir', INSIDE.scratch,
+        '--', '/usr/bin/prlimit', ...limitArgs(spec.limits),
+        '--', '/usr/bin/setpriv', ...identity, '--no-new-privs',
+        '--', python, '-u', script, ...spec.args(INSIDE),
+      ];
+      return { command: bwrap, args, paths: INSIDE, unsafe: false, release: () => { if (uid !== null) inUse.delete(uid); } };
+    },
+  };
+}
+
+export type Sandbox = ReturnType<typeof createSandbox>;
+
+/** The directories above `paths`, parents first, for the sandbox to make. */
+function ancestors(paths: string[]): string[] {
+  const dirs = new Set<string>();
+  for (const p of paths) {
+    for (let d = path.dirname(p); d !== '/' && d !== '.'; d = path.dirname(d)) dirs.add(d);
+  }
+  return [...dirs].sort((a, b) => a.split('/').length - b.split('/').length || a.localeCompare(b));
+}
+
+/** Messages the sandbox's own tools print when they cannot set it up. */
+export function isSandboxSetupFailure(stderrFirstLine: string): boolean {
+  return /^(bwrap|prlimit|setpriv): /.test(stderrFirstLine);
+}
