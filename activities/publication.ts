@@ -2,22 +2,29 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import YAML from 'yaml';
+import { ApplicationFailure } from '@temporalio/activity';
 import type { Db } from '../storage/db/knex.ts';
 import type { ObjectStore } from '../storage/objects.ts';
 import { blobKey } from '../storage/objects.ts';
 import { insertRelease } from '../storage/db/releases.ts';
 import type { Finding } from '../storage/db/plans.ts';
-import { contractOf } from '../storage/labContract.ts';
+import { contractOf, hubIndexOf } from '../storage/labContract.ts';
+import { packerIdentity } from '../storage/labIdentity.ts';
+import { readLabManifests } from '../storage/labManifests.ts';
+import { readRuntimeLock, runtimePinFindings, runtimeProblems } from '../storage/runtimePins.ts';
 import { writeTree } from './execution/labFiles.ts';
-import { packLab, smokeRun, type Packed } from './execution/packLab.ts';
+import { PackRefused, packLab, smokeRun, type Packed } from './execution/packLab.ts';
 
 export interface PublicationInfo { publicationId: string; smokeInputs: Record<string, unknown> | null }
 export interface PackResult { package_sha256: string; archive_key: string; files: Packed['files']; runtime_problems: string[] }
 
-async function load(db: Db, publicationId: string) {
+async function load(db: Db, objects: ObjectStore, publicationId: string) {
   const pub = await db('publications').where({ id: publicationId }).first();
   const rev = await db('revisions').where({ id: pub.revision_id }).first();
-  return { pub, rev };
+  const manifest = YAML.parse((await objects.getBytes(blobKey(rev.tree['lab.yaml'].sha256))).toString('utf8'));
+  // A lab that declares its package/version is packed under them (the plan checked they are this release's).
+  const identity = packerIdentity(manifest, { package: `${pub.namespace}/${pub.name}`, version: pub.version });
+  return { pub, rev, manifest, identity };
 }
 
 /**
@@ -26,6 +33,8 @@ async function load(db: Db, publicationId: string) {
  * unless every check passed.
  */
 export function createPublicationActivities(deps: { db: Db; objects: ObjectStore; python: string }) {
+  // The runtime this worker runs labs with, read once: what the release cannot satisfy is recorded with it.
+  const lock = readRuntimeLock();
   const scratch = async <T>(f: (dir: string) => Promise<T>): Promise<T> => {
     const dir = await mkdtemp(path.join(tmpdir(), 'silico-publish-'));
     try {
@@ -36,26 +45,36 @@ export function createPublicationActivities(deps: { db: Db; objects: ObjectStore
   };
   return {
     async publicationInfo(publicationId: string): Promise<PublicationInfo> {
-      const { rev } = await load(deps.db, publicationId);
-      const manifest = YAML.parse((await deps.objects.getBytes(blobKey(rev.tree['lab.yaml'].sha256))).toString('utf8'));
+      const { manifest } = await load(deps.db, deps.objects, publicationId);
       return { publicationId, smokeInputs: manifest?.smoke?.inputs ?? null };
     },
 
     async packRevision(publicationId: string): Promise<PackResult> {
-      const { pub, rev } = await load(deps.db, publicationId);
+      const { rev, manifest, identity } = await load(deps.db, deps.objects, publicationId);
+      const pins = runtimePinFindings(lock, await readLabManifests(deps.objects, rev.tree, manifest));
       return scratch(async (dir) => {
         if (!(await writeTree(deps.objects, rev.tree, path.join(dir, 'lab')))) throw new Error('stored revision content does not match its digests');
-        const packed = await packLab(deps.python, path.join(dir, 'lab'), path.join(dir, 'release.bsilab'), `${pub.namespace}/${pub.name}`, pub.version);
+        let packed: Packed;
+        try {
+          packed = await packLab(deps.python, path.join(dir, 'lab'), path.join(dir, 'release.bsilab'), identity);
+        } catch (err) {
+          // The runtime refused the lab: the author's to fix, so no retry, and its own message reaches them.
+          if (err instanceof PackRefused) throw ApplicationFailure.nonRetryable(err.message, err.code);
+          throw err;
+        }
         const sha = await deps.objects.putBlob(await readFile(packed.archive), 'application/zip');
-        return { package_sha256: packed.package_sha256, archive_key: blobKey(sha), files: packed.files, runtime_problems: packed.runtime_problems };
+        return {
+          package_sha256: packed.package_sha256, archive_key: blobKey(sha), files: packed.files,
+          runtime_problems: runtimeProblems(pins),
+        };
       });
     },
 
     async smokeTest(publicationId: string, inputs: Record<string, unknown>): Promise<{ ok: boolean; message: string }> {
-      const { pub, rev } = await load(deps.db, publicationId);
+      const { rev, identity } = await load(deps.db, deps.objects, publicationId);
       return scratch(async (dir) => {
         if (!(await writeTree(deps.objects, rev.tree, path.join(dir, 'lab')))) return { ok: false, message: 'stored revision content does not match its digests' };
-        return smokeRun(deps.python, path.join(dir, 'lab'), dir, { inputs, seed: 0, package: `${pub.namespace}/${pub.name}`, version: pub.version }, 10 * 60_000);
+        return smokeRun(deps.python, path.join(dir, 'lab'), dir, { inputs, seed: 0, ...identity }, 10 * 60_000);
       });
     },
 
@@ -76,8 +95,7 @@ export function createPublicationActivities(deps: { db: Db; objects: ObjectStore
           account_id: pub.account_id, namespace: pub.namespace, name: pub.name, version: pub.version,
           title: manifest.title ?? lab.title, description: manifest.description ?? lab.description, manifest, ...contractOf(manifest),
           package_sha256: packed.package_sha256, archive_key: packed.archive_key, files: packed.files, tree: rev.tree,
-          visibility: lab.visibility, tags: manifest.tags ?? [], intended_use: manifest.intended_use ?? null,
-          compute_class: manifest.compute_class ?? 'cpu', qualification_state: qualification, runtime_problems: packed.runtime_problems,
+          visibility: lab.visibility, ...hubIndexOf(manifest), qualification_state: qualification, runtime_problems: packed.runtime_problems,
         });
         await trx('publications').where({ id: publicationId }).update({ status: 'published', release_id: release.id, finished_at: trx.fn.now() });
         return release.id;

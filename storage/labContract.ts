@@ -17,3 +17,19 @@ export function contractOf(manifest: { io?: { inputs?: IoEntry[]; outputs?: IoEn
     outputs: entries(manifest.io?.outputs).map((o) => ({ name: o.name, value_type: o.value_type ?? 'object' })),
   };
 }
+
+const text = (v: unknown): v is string => typeof v === 'string' && v.trim().length > 0;
+
+/**
+ * What a release row indexes for Hub search from descriptive lab.yaml keys, which are free
+ * text in the ecosystem: `tags` as the strings of a list (or one string), `intended_use`
+ * when it is a string. Anything else stays only in the stored manifest, never refused.
+ */
+export function hubIndexOf(manifest: { tags?: unknown; intended_use?: unknown; compute_class?: unknown }) {
+  const tags = Array.isArray(manifest.tags) ? manifest.tags.filter(text) : text(manifest.tags) ? [manifest.tags] : [];
+  return {
+    tags: [...new Set(tags.map((t) => t.trim()))],
+    intended_use: text(manifest.intended_use) ? manifest.intended_use.trim() : null,
+    compute_class: manifest.compute_class === 'gpu' ? 'gpu' : 'cpu',
+  };
+}

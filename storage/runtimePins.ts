@@ -159,3 +159,8 @@ export function runtimePinFindings(lock: RuntimeLock, lab: LabManifests): Findin
     ...lab.models.flatMap((m) => manifestFindings(lock, m.manifest, `${m.dir}/model.yaml`)),
   ];
 }
+
+/** The blocking findings as `path: message` lines: a release's recorded `runtime_problems`. */
+export function runtimeProblems(findings: Finding[]): string[] {
+  return findings.filter((f) => f.severity === 'blocking').map((f) => `${f.path}: ${f.message}`);
+}

@@ -1,4 +1,4 @@
-import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { PublicationActivities } from '../activities/publication.ts';
 import { computeTaskQueue } from './constants.ts';
 
@@ -39,7 +39,19 @@ export async function publicationWorkflow(args: { publicationId: string }): Prom
     await control.recordRelease(publicationId, first, info.smokeInputs ? 'smoke_tested' : 'unqualified');
     return 'published';
   } catch (err) {
-    await control.failPublication(publicationId, [{ severity: 'blocking', code: 'publication_error', message: err instanceof Error ? err.message : 'publication failed', path: null }]);
+    await control.failPublication(publicationId, [failureFinding(err)]);
     return 'failed';
   }
+}
+
+/**
+ * A failed step as a finding with the activity's own words: an activity failure's message
+ * is only "Activity task failed", its cause says why (e.g. the runtime's packer refusing
+ * the lab, type `package_invalid`).
+ */
+function failureFinding(err: unknown) {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  const code = cause instanceof ApplicationFailure && cause.type === 'package_invalid' ? 'package_invalid' : 'publication_error';
+  const message = cause instanceof Error && cause.message ? cause.message : 'publication failed';
+  return { severity: 'blocking' as const, code, message, path: code === 'package_invalid' ? 'lab.yaml' : null };
 }

@@ -5,10 +5,15 @@ const VALUE_TYPES = ['number', 'integer', 'string', 'boolean', 'object', 'array'
 const ALIAS = '^[a-z][a-z0-9_]{0,62}$';
 const PORT_REF = `${ALIAS.slice(0, -1)}\\.[A-Za-z_][A-Za-z0-9_]*$`;
 
+/** A package reference as the runtime's packer accepts it: `name` or `namespace/name`. */
+const PACKAGE_SEGMENT = '[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?';
+
 /**
- * The keys Silico adds to the runtime's lab.yaml (LAB-FORMAT.md), plus the shape of the
- * keys it reads. The runtime's own validator stays authoritative for everything else,
- * so unknown keys are allowed.
+ * The shape of the lab.yaml keys Silico acts on (LAB-FORMAT.md): the contract, packing
+ * identity, compute class and smoke inputs. Keys that describe rather than drive
+ * (`description`, `tags`, `intended_use`, `licenses`, `authors`, UI layouts) are free text
+ * in the ecosystem's published labs and are kept verbatim, never checked here; unknown keys
+ * are allowed. The runtime's own validator stays authoritative for everything else.
  */
 export const labManifestSchema: JsonSchema = {
   type: 'object',
@@ -16,10 +21,7 @@ export const labManifestSchema: JsonSchema = {
   properties: {
     schema_version: { const: '2.0' },
     title: { type: 'string', minLength: 1, maxLength: 200 },
-    description: { type: 'string', maxLength: 5000 },
-    package: { type: 'string', pattern: '^[a-z][a-z0-9-]{1,62}$' },
-    tags: { type: 'array', items: { type: 'string', maxLength: 64 }, maxItems: 20 },
-    intended_use: { enum: ['education', 'research', 'benchmark', 'production'] },
+    package: { type: 'string', pattern: `^(?:${PACKAGE_SEGMENT}/)?${PACKAGE_SEGMENT}$` },
     compute_class: { enum: ['cpu', 'gpu'] },
     models: { type: 'array', items: { type: 'object', required: ['alias', 'path'], properties: { alias: { type: 'string', pattern: ALIAS }, path: { type: 'string' } } } },
     io: {
@@ -31,7 +33,7 @@ export const labManifestSchema: JsonSchema = {
             type: 'object', required: ['name', 'maps_to'],
             properties: {
               name: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$' }, maps_to: { type: 'string', pattern: PORT_REF },
-              value_type: { enum: VALUE_TYPES }, required: { type: 'boolean' }, description: { type: 'string', maxLength: 2000 },
+              value_type: { enum: VALUE_TYPES }, required: { type: 'boolean' },
               schema: { type: 'object' },
             },
           },
@@ -42,7 +44,7 @@ export const labManifestSchema: JsonSchema = {
             type: 'object', required: ['name', 'maps_to'],
             properties: {
               name: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$' }, maps_to: { type: 'string', pattern: PORT_REF },
-              value_type: { enum: VALUE_TYPES }, public: { type: 'boolean' }, description: { type: 'string', maxLength: 2000 },
+              value_type: { enum: VALUE_TYPES }, public: { type: 'boolean' },
             },
           },
         },
@@ -53,6 +55,12 @@ export const labManifestSchema: JsonSchema = {
 };
 
 const validate = makeAjv(false).compile(labManifestSchema);
+
+/** Top-level keys LAB-FORMAT.md names (the runtime's and Silico's); any other is kept as written. */
+export const KNOWN_LAB_KEYS = new Set([
+  'schema_version', 'title', 'description', 'package', 'version', 'models', 'children', 'wiring', 'runtime', 'io',
+  'tags', 'intended_use', 'compute_class', 'smoke', 'licenses', 'authors', 'visualization',
+]);
 
 /** Problems with a lab.yaml's Silico keys, as `path: message` lines (empty when valid). */
 export function labManifestProblems(manifest: unknown): string[] {

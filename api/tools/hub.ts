@@ -16,7 +16,7 @@ export const hubTools: ToolDef[] = [
     input: {
       query: {
         query: nullableStr(200), package_type: { enum: ['lab', 'model', null] }, tags: arr(str(64), { maxItems: 20 }),
-        intended_use: { enum: ['education', 'research', 'benchmark', 'production', null] },
+        intended_use: nullableStr(200),
         compute_class: { enum: ['cpu', 'gpu', null] },
         qualification_state: { enum: ['unqualified', 'smoke_tested', 'qualified', null] },
         limit, cursor,
@@ -122,14 +122,15 @@ function releaseSummary(r: ReleaseRow) {
   };
 }
 
-const SEARCH_TEXT = `to_tsvector('english', coalesce(title, '') || ' ' || coalesce(description, '') || ' ' || namespace || ' ' || name || ' ' || array_to_string(tags, ' '))`;
+const SEARCH_TEXT = `to_tsvector('english', coalesce(title, '') || ' ' || coalesce(description, '') || ' ' || coalesce(intended_use, '') || ' ' || namespace || ' ' || name || ' ' || array_to_string(tags, ' '))`;
 
 const HUB_HANDLERS: Record<string, ToolDef['handler']> = {
   async hub_search(input, ctx) {
     const { db } = ctx.deps;
     const q = visibleTo(db, ctx.caller.account.id);
     if (input.package_type) q.andWhere({ package_type: input.package_type });
-    if (input.intended_use) q.andWhere({ intended_use: input.intended_use });
+    // intended_use is free text in the ecosystem's labs: matched whole, ignoring case.
+    if (input.intended_use) q.andWhereRaw('lower(intended_use) = lower(?)', [input.intended_use]);
     if (input.compute_class) q.andWhere({ compute_class: input.compute_class });
     if (input.qualification_state) q.andWhere({ qualification_state: input.qualification_state });
     if (input.tags?.length) q.andWhereRaw('tags @> ?::text[]', [input.tags]);

@@ -15,6 +15,9 @@ import { checkInputs, contractOf } from '../contract.ts';
 import { newId } from '../../storage/ids.ts';
 import { publicationWorkflowId, CONTROL_TASK_QUEUE } from '../../workflows/constants.ts';
 import type { Tree } from '../../storage/trees.ts';
+import { declaredIdentity } from '../../storage/labIdentity.ts';
+import { readLabManifests } from '../../storage/labManifests.ts';
+import { runtimePinFindings } from '../../storage/runtimePins.ts';
 
 interface Proposal { [k: string]: unknown; workspace_id: string; revision_id: string; lab_id: string; namespace: string; name: string; version: string; release_notes: string; tree_sha256: string }
 
@@ -42,8 +45,33 @@ async function takenVersions(ctx: ToolContext, namespace: string, name: string):
   return [...released, ...inFlight];
 }
 
-/** Findings a release candidate gets without running anything: manifest, entrypoints, version, smoke inputs. */
-async function staticFindings(ctx: ToolContext, tree: Tree, version: string, taken: string[]): Promise<Finding[]> {
+/**
+ * A declared `package`/`version` against this release (the naming skill: releases are
+ * `<namespace>/<lab>@<version>`, and the runtime's packer refuses an identity other than
+ * the declared one): a package naming another lab or namespace, or another version, blocks.
+ */
+function identityFindings(manifest: unknown, release: { namespace: string; name: string; version: string }): Finding[] {
+  const declared = declaredIdentity(manifest);
+  const findings: Finding[] = [];
+  if (declared.package) {
+    const ns = declared.package.includes('/') ? declared.package.split('/')[0] : undefined;
+    if (ns && ns !== release.namespace) {
+      findings.push({ severity: 'blocking', code: 'package_namespace_mismatch', message: `lab.yaml declares package ${declared.package}, in namespace ${ns}; this release is published in ${release.namespace}. Declare ${release.name} (or ${release.namespace}/${release.name}).`, path: 'lab.yaml#/package' });
+    } else if (declared.name !== release.name) {
+      findings.push({ severity: 'blocking', code: 'package_mismatch', message: `lab.yaml declares package ${declared.package}, but this lab is ${release.namespace}/${release.name} and its releases are addressed by that name. Declare package ${release.name}, or remove it.`, path: 'lab.yaml#/package' });
+    } else {
+      findings.push({ severity: 'info', code: 'package_declared', message: `Packed under the declared package ${declared.package}.`, path: 'lab.yaml#/package' });
+    }
+  }
+  if (declared.version && declared.version !== release.version) {
+    findings.push({ severity: 'blocking', code: 'version_mismatch', message: `lab.yaml declares version ${declared.version}; publish it as ${declared.version}, or change the version in lab.yaml first.`, path: 'version' });
+  }
+  return findings;
+}
+
+/** Findings a release candidate gets without running anything: manifest, identity, entrypoints, runtime pins, version, smoke inputs. */
+async function staticFindings(ctx: ToolContext, tree: Tree, release: { namespace: string; name: string; version: string }, taken: string[]): Promise<Finding[]> {
+  const { version } = release;
   const text = async (p: string) => (tree[p] ? (await ctx.deps.objects.getBytes(blobKey(tree[p]!.sha256))).toString('utf8') : undefined);
   const labYaml = await text('lab.yaml');
   const findings = namingFindings(undefined, labYaml);
@@ -61,6 +89,9 @@ async function staticFindings(ctx: ToolContext, tree: Tree, version: string, tak
   }
   // namingFindings has reported a manifest Postgres could not store; nothing of it is quoted further.
   if (!manifest || unstorableProblem(manifest)) return findings;
+  findings.push(...identityFindings(manifest, release));
+  // Publishing packs with the runtime and smoke-runs it: what the runtime cannot satisfy blocks here already.
+  findings.push(...runtimePinFindings(ctx.deps.runtimeLock, await readLabManifests(ctx.deps.objects, tree, manifest)));
   for (const [i, m] of ((manifest.models ?? []) as Array<{ path?: string }>).entries()) {
     const dir = String(m?.path ?? '').replace(/\/+$/, '');
     const modelYaml = await text(`${dir}/model.yaml`);
@@ -106,7 +137,7 @@ export const publicationTools: ToolDef[] = [
       if (!rev) throw errors.notFound('revision_not_found', 'revision', 'revision_id');
       const lab = await ctx.deps.db('labs').where({ id: ws.lab_id }).first();
       const namespace = ctx.caller.account.namespace;
-      const findings = await staticFindings(ctx, rev.tree, input.version, await takenVersions(ctx, namespace, lab.name));
+      const findings = await staticFindings(ctx, rev.tree, { namespace, name: lab.name, version: input.version }, await takenVersions(ctx, namespace, lab.name));
       const proposal: Proposal = { workspace_id: ws.id, revision_id: rev.id, lab_id: lab.id, namespace, name: lab.name, version: input.version, release_notes: input.release_notes ?? '', tree_sha256: rev.tree_sha256 };
       const plan = await createPlan(ctx.deps.db, { accountId: ctx.caller.account.id, kind: 'publication', proposal, findings, ttlSeconds: PLAN_TTL_SECONDS });
       return {

@@ -192,7 +192,8 @@ const WORKSPACE_HANDLERS: Record<string, ToolDef['handler']> = {
     const base = await getRevision(ctx.deps.db, ws.id, input.base_revision_id);
     if (!base) throw errors.notFound('revision_not_found', 'revision', 'base_revision_id');
     const { tree, normalized, labYaml } = await applyOperations(ctx, base.tree, input.operations);
-    const findings: Finding[] = namingFindings(labYaml.before, labYaml.after);
+    const lab = await ctx.deps.db('labs').where({ id: ws.lab_id }).first('name');
+    const findings: Finding[] = namingFindings(labYaml.before, labYaml.after, lab?.name);
     if (base.id !== ws.head_revision_id) findings.push({ severity: 'blocking', code: 'base_not_head', message: 'base_revision_id is not the workspace head; prepare against the head.', path: 'base_revision_id' });
     const proposal = { workspace_id: ws.id, base_revision_id: base.id, operations: normalized, tree_sha256: treeDigest(tree), tree };
     const plan = await createPlan(ctx.deps.db, { accountId: ctx.caller.account.id, kind: 'workspace_change', proposal, findings, ttlSeconds: PLAN_TTL_SECONDS });

@@ -1,14 +1,15 @@
 import YAML from 'yaml';
 import type { Finding } from '../../storage/db/plans.ts';
-import { labManifestProblems } from '../schemas/labManifest.ts';
+import { KNOWN_LAB_KEYS, labManifestProblems } from '../schemas/labManifest.ts';
 import { unstorableProblem } from '../validation.ts';
 import { listOf } from '../../storage/labContract.ts';
+import { declaredIdentity } from '../../storage/labIdentity.ts';
 
 const ALIAS = /^[a-z][a-z0-9_]{0,62}$/;
 
 interface Manifest {
   title?: string;
-  package?: string;
+  package?: unknown;
   models?: Array<{ alias?: unknown }>;
   children?: Array<{ alias?: unknown }>;
   wiring?: Array<{ from?: unknown; to?: unknown }>;
@@ -32,9 +33,10 @@ function parse(text: string | undefined): { manifest?: Manifest; error?: string 
  * The naming findings of a proposed lab.yaml (the naming skill's rules): invalid or
  * duplicate sibling aliases block; wiring or io `maps_to` naming an alias that does not
  * exist blocks (so a rename must update them together); title and identity changes are
- * advisory.
+ * advisory. With the lab's name, a declared `package` naming another lab is a warning here
+ * (publication blocks on it). Keys the format does not name are kept, noted as `info`.
  */
-export function namingFindings(before: string | undefined, after: string | undefined): Finding[] {
+export function namingFindings(before: string | undefined, after: string | undefined, labName?: string): Finding[] {
   if (after === undefined) return before === undefined ? [] : [{ severity: 'blocking', code: 'manifest_missing', message: 'A lab needs a lab.yaml at its root.', path: 'lab.yaml' }];
   const { manifest: m, error } = parse(after);
   if (!m) return [{ severity: 'blocking', code: 'manifest_invalid', message: `lab.yaml ${error}.`, path: 'lab.yaml' }];
@@ -61,6 +63,12 @@ export function namingFindings(before: string | undefined, after: string | undef
   });
   for (const side of ['inputs', 'outputs'] as const) {
     listOf(m.io?.[side]).forEach((e, i) => ref(e?.maps_to, `lab.yaml#/io/${side}/${i}/maps_to`));
+  }
+  const unknown = Object.keys(m).filter((k) => !KNOWN_LAB_KEYS.has(k));
+  if (unknown.length) findings.push({ severity: 'info', code: 'unknown_keys_kept', message: `lab.yaml keys ${unknown.join(', ')} are kept as written; neither Silico nor the runtime acts on them.`, path: 'lab.yaml' });
+  const declared = declaredIdentity(m).name;
+  if (labName && declared && declared !== labName) {
+    findings.push({ severity: 'warning', code: 'package_differs_from_lab', message: `lab.yaml declares package ${JSON.stringify(m.package)} but this lab is ${labName}; publishing is blocked until they match (releases are <namespace>/<lab>@<version>).`, path: 'lab.yaml#/package' });
   }
   const old = parse(before).manifest;
   if (old && old.title !== m.title) findings.push({ severity: 'info', code: 'title_changed', message: `Title changes from ${JSON.stringify(old.title)} to ${JSON.stringify(m.title)}.`, path: 'lab.yaml#/title' });

@@ -10,9 +10,12 @@ import { createAccount, findAccountByNamespace } from '../../storage/db/accounts
 import { insertRelease } from '../../storage/db/releases.ts';
 import { REPO_ROOT } from './paths.ts';
 import { labManifestProblems } from '../../api/schemas/labManifest.ts';
-import { contractOf } from '../../storage/labContract.ts';
+import { contractOf, hubIndexOf } from '../../storage/labContract.ts';
 import type { Tree } from '../../storage/trees.ts';
 import { packLab } from '../../activities/execution/packLab.ts';
+import { packerIdentity } from '../../storage/labIdentity.ts';
+import { readLabManifests } from '../../storage/labManifests.ts';
+import { readRuntimeLock, runtimePinFindings, runtimeProblems } from '../../storage/runtimePins.ts';
 
 export const PLATFORM_NAMESPACE = 'platform';
 export const BUILTIN_VERSION = '1.0.0';
@@ -43,18 +46,20 @@ export async function publishLab(
 ) {
   const tmp = await mkdtemp(path.join(tmpdir(), 'silico-pack-'));
   try {
-    const packed = await packLab(python, lab.dir, path.join(tmp, `${lab.name}.bsilab`), `${lab.namespace}/${lab.name}`, lab.version);
-    const archiveSha = await objects.putBlob(await readFile(packed.archive), 'application/zip');
     const manifest = YAML.parse(await readFile(path.join(lab.dir, 'lab.yaml'), 'utf8'));
+    const identity = packerIdentity(manifest, { package: `${lab.namespace}/${lab.name}`, version: lab.version });
+    const packed = await packLab(python, lab.dir, path.join(tmp, `${lab.name}.bsilab`), identity);
+    const archiveSha = await objects.putBlob(await readFile(packed.archive), 'application/zip');
     const tree = await sourceTree(objects, lab.dir);
+    // Recorded for hub_inspect; run plans re-check the pins from the tree against the current lock.
+    const pins = runtimePinFindings(readRuntimeLock(), await readLabManifests(objects, tree, manifest));
     const problems = labManifestProblems(manifest);
     if (problems.length) throw new Error(`${lab.dir}/lab.yaml: ${problems.join('; ')}`);
     return await insertRelease(db, {
       account_id: lab.accountId, namespace: lab.namespace, name: lab.name, version: lab.version,
       title: manifest.title ?? lab.name, description: manifest.description ?? '', manifest, ...contractOf(manifest),
-      package_sha256: packed.package_sha256, archive_key: blobKey(archiveSha), visibility: lab.visibility, tags: manifest.tags ?? [],
-      runtime_problems: packed.runtime_problems, files: packed.files, tree,
-      intended_use: manifest.intended_use ?? null, compute_class: manifest.compute_class ?? 'cpu',
+      package_sha256: packed.package_sha256, archive_key: blobKey(archiveSha), visibility: lab.visibility, ...hubIndexOf(manifest),
+      runtime_problems: runtimeProblems(pins), files: packed.files, tree,
       // A release whose declared smoke inputs run is smoke-tested; the built-ins are checked by their own tests.
       qualification_state: 'unqualified',
     });

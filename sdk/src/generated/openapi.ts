@@ -2892,7 +2892,7 @@ export interface operations {
             query?: {
                 compute_class?: "cpu" | "gpu" | null;
                 cursor?: string | null;
-                intended_use?: "education" | "research" | "benchmark" | "production" | null;
+                intended_use?: string | null;
                 limit?: number;
                 package_type?: "lab" | "model" | null;
                 qualification_state?: "unqualified" | "smoke_tested" | "qualified" | null;
