@@ -1,0 +1,174 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { promisify } from 'node:util';
+import { call, closeTestDb, newAccount, publishFixtureLab, testDb, testObjects, waitForRun } from '../helpers.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
+
+after(closeTestDb);
+const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
+const FIXTURES = path.join(REPO_ROOT, 'test/fixtures/labs');
+
+/** Every file of a fixture lab as file_put operations, exactly as written. */
+function putAll(lab: string, edit: (p: string, text: string) => string = (_p, t) => t) {
+  const dir = path.join(FIXTURES, lab);
+  return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => {
+    const p = path.relative(dir, path.join(e.parentPath, e.name)).split(path.sep).join('/');
+    return { kind: 'file_put', path: p, content: edit(p, readFileSync(path.join(dir, p), 'utf8')) };
+  });
+}
+
+/** A workspace holding a fixture lab as its head revision; returns the change plan's findings too. */
+async function workspaceWith(key: string, title: string, lab: string, edit?: (p: string, t: string) => string) {
+  const ws = (await call('POST', '/workspaces', { key, body: { title } })).body;
+  const change = await call('POST', `/workspaces/${ws.workspace_id}/change-plans`, { key, body: { base_revision_id: ws.head_revision_id, operations: putAll(lab, edit) } });
+  assert.equal(change.status, 200, change.text);
+  assert.equal(change.body.status, 'ready', JSON.stringify(change.body.findings));
+  const rev = await call('POST', '/workspace-revisions', { key, body: { plan_id: change.body.plan_id, plan_sha256: change.body.plan_sha256 } });
+  assert.equal(rev.status, 200, rev.text);
+  return { ws, revisionId: rev.body.revision_id as string, changeFindings: change.body.findings as any[] };
+}
+
+async function until<T>(f: () => Promise<T | undefined>, ms = 120000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}
+
+/** The publication of a reference once it left `publishing` (GET /labs lists it with its findings). */
+async function publicationOf(key: string, reference: string) {
+  return until(async () => {
+    const labs = (await call('GET', '/labs?limit=100', { key })).body.items as any[];
+    const p = labs.flatMap((l) => l.publications.map((x: any) => ({ ...x, reference: `${l.namespace}/${l.name}@${x.version}` }))).find((x: any) => x.reference === reference);
+    return p && p.status !== 'publishing' ? p : undefined;
+  });
+}
+
+const byCode = (findings: any[], code: string) => findings.filter((f) => f.code === code);
+const inputs = { beta: 0.5, gamma: 0.1 };
+
+test('an ecosystem lab (own package/version, free-text keys, UI layout, unknown keys, tolerated pins, wired visual model) goes workspace → managed run → publish → Hub run unchanged', { timeout: 300_000 }, async () => {
+  const { key, account } = await newAccount({ usd: 5 });
+  const ns = account.namespace;
+  const { ws, revisionId, changeFindings } = await workspaceWith(key, 'Ecosystem SIR', 'ecosystem-sir');
+  assert.deepEqual(changeFindings.filter((f) => f.severity !== 'info'), [], 'descriptive keys are neither refused nor warned about');
+  const unknown = byCode(changeFindings, 'unknown_keys_kept');
+  assert.equal(unknown.length, 1);
+  assert.match(unknown[0].message, /ui, curation_notes/);
+
+  // Managed run: pins checked from the revision's files; the biosimulant pin the runtime replaces is a warning.
+  const plan = await call('POST', '/run-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: revisionId, inputs, max_runtime_seconds: 120 } });
+  assert.equal(plan.status, 200, plan.text);
+  assert.equal(plan.body.status, 'ready', JSON.stringify(plan.body.findings));
+  assert.deepEqual(byCode(plan.body.findings, 'runtime_version_differs').map((f: any) => [f.severity, f.path]), [['warning', 'models/core/model.yaml#/runtime/dependencies/packages/1']]);
+  assert.deepEqual(plan.body.findings.filter((f: any) => f.severity === 'blocking'), []);
+  const managed = await call('POST', '/runs', { key, headers: idem(), body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
+  assert.equal(managed.status, 200, managed.text);
+  const mdone = await waitForRun(key, managed.body.id, 120000);
+  assert.equal(mdone.status, 'completed', JSON.stringify(mdone.error ?? mdone));
+  const mres = (await call('GET', `/runs/${managed.body.id}/results`, { key })).body;
+  const peak = mres.outputs.peak_infected?.value ?? mres.outputs.peak_infected;
+  assert.ok(typeof peak === 'number' && peak > 0.3 && peak < 0.7, `R0 = 5 gives a large epidemic peak, got ${JSON.stringify(mres.outputs.peak_infected)}`);
+
+  // Publication: the declared version is the one to publish; another is a finding, not a crash.
+  const wrong = await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: revisionId, version: '1.0.0' } });
+  assert.equal(wrong.status, 200, wrong.text);
+  assert.equal(wrong.body.status, 'blocked');
+  assert.deepEqual(byCode(wrong.body.findings, 'version_mismatch').map((f: any) => [f.severity, f.path]), [['blocking', 'version']]);
+  const prep = await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: revisionId, version: '1.2.0' } });
+  assert.equal(prep.body.status, 'ready', JSON.stringify(prep.body.findings));
+  assert.equal(prep.body.reference, `${ns}/ecosystem-sir@1.2.0`);
+  assert.equal(byCode(prep.body.findings, 'package_declared').length, 1);
+  const pub = await call('POST', '/publications', { key, body: { plan_id: prep.body.plan_id, plan_sha256: prep.body.plan_sha256 } });
+  assert.equal(pub.status, 200, pub.text);
+  const publication = await publicationOf(key, prep.body.reference);
+  assert.equal(publication.status, 'published', JSON.stringify(publication));
+
+  const release = (await call('GET', `/hub/releases/${encodeURIComponent(prep.body.reference)}`, { key })).body;
+  assert.equal(release.name, 'ecosystem-sir');
+  assert.equal(release.version, '1.2.0');
+  assert.equal(release.qualification_state, 'smoke_tested');
+  assert.equal(release.intended_use, 'Teaching SIR dynamics to undergraduates');
+  assert.ok(release.tags.includes('compartmental models for a first course in mathematical biology'));
+  assert.deepEqual(release.manifest.ui.layout[1], { panel: 'chart', outputs: ['infected', 'peak_infected'] }, 'the UI layout is kept verbatim');
+  assert.deepEqual(release.manifest.licenses, [{ spdx: 'CC-BY-4.0', applies_to: 'docs' }, 'MIT for the code']);
+  assert.equal(release.manifest.curation_notes.free_text, true);
+  assert.deepEqual(release.runtime_problems, []);
+  // The archive is packed under what lab.yaml declares.
+  const row = await testDb()('releases').where({ namespace: ns, name: 'ecosystem-sir', version: '1.2.0' }).first();
+  const dir = await mkdtemp(path.join(tmpdir(), 'release-'));
+  await writeFile(path.join(dir, 'r.bsilab'), await testObjects().getBytes(row.archive_key));
+  const { stdout: packageYaml } = await promisify(execFile)(process.env.SILICO_PYTHON!, ['-c', 'import sys, zipfile; print(zipfile.ZipFile(sys.argv[1]).read("package.yaml").decode())', path.join(dir, 'r.bsilab')]);
+  assert.match(packageYaml, /package: ecosystem-sir\n/);
+  assert.match(packageYaml, /version: 1\.2\.0\n/);
+
+  const search = await call('GET', `/hub/search?intended_use=${encodeURIComponent('teaching SIR dynamics to undergraduates')}&limit=100`, { key });
+  assert.ok(search.body.items.some((i: any) => i.ref === prep.body.reference), 'free-text intended_use is a filter');
+  const text = await call('GET', '/hub/search?query=undergraduates', { key });
+  assert.ok(text.body.items.some((i: any) => i.ref === prep.body.reference), 'and searchable text');
+
+  const hub = await call('POST', '/run-plans', { key, body: { capability_ref: prep.body.reference, inputs, max_runtime_seconds: 120 } });
+  assert.equal(hub.body.status, 'ready', JSON.stringify(hub.body.findings));
+  assert.equal(byCode(hub.body.findings, 'runtime_version_differs').length, 1, 'the same pin check for a Hub run');
+  const hubRun = await call('POST', '/runs', { key, headers: idem(), body: { plan_id: hub.body.plan_id, plan_sha256: hub.body.plan_sha256 } });
+  const hdone = await waitForRun(key, hubRun.body.id, 120000);
+  assert.equal(hdone.status, 'completed', JSON.stringify(hdone.error ?? hdone));
+  const hres = (await call('GET', `/runs/${hubRun.body.id}/results`, { key })).body;
+  assert.deepEqual(hres.outputs, mres.outputs, 'the release computes what its revision computed');
+});
+
+test('a declared package naming another lab blocks publication with a finding; a lab the packer refuses fails publication with the packer\'s own message', { timeout: 180_000 }, async () => {
+  const { key } = await newAccount({ usd: 5 });
+  const renamed = await workspaceWith(key, 'Renamed SIR', 'ecosystem-sir');
+  assert.deepEqual(byCode(renamed.changeFindings, 'package_differs_from_lab').map((f) => [f.severity, f.path]), [['warning', 'lab.yaml#/package']]);
+  const plan = await call('POST', '/publication-plans', { key, body: { workspace_id: renamed.ws.workspace_id, revision_id: renamed.revisionId, version: '1.2.0' } });
+  assert.equal(plan.body.status, 'blocked');
+  assert.match(byCode(plan.body.findings, 'package_mismatch')[0].message, /declares package ecosystem-sir, but this lab is .*\/renamed-sir/);
+
+  // The runtime refuses a model entry that names a repo; Silico's checks do not look at it.
+  const refused = await workspaceWith(key, 'Ecosystem SIR', 'ecosystem-sir', (p, t) => (p === 'lab.yaml' ? t.replace('    path: models/visualisation\n', '    path: models/visualisation\n    repo: https://example.org/plots.git\n') : t));
+  const prep = await call('POST', '/publication-plans', { key, body: { workspace_id: refused.ws.workspace_id, revision_id: refused.revisionId, version: '1.2.0' } });
+  assert.equal(prep.body.status, 'ready', JSON.stringify(prep.body.findings));
+  await call('POST', '/publications', { key, body: { plan_id: prep.body.plan_id, plan_sha256: prep.body.plan_sha256 } });
+  const publication = await publicationOf(key, prep.body.reference);
+  assert.equal(publication.status, 'failed');
+  const [finding] = publication.findings;
+  assert.equal(finding.code, 'package_invalid');
+  assert.match(finding.message, /Lab model 'visualisation' must not use repo or manifest_path/);
+  assert.doesNotMatch(finding.message, /Activity task failed/);
+});
+
+test('a lab pinned to what the runtime cannot provide is blocked at plan time for a managed run, at publication, and for a Hub run', { timeout: 120_000 }, async () => {
+  const owner = await newAccount({ usd: 5 });
+  const expected = [
+    ['lab.yaml#/runtime/python_version', /"3\.10" is required; the lab runtime has Python 3\.11/],
+    ['models/core/model.yaml#/runtime/python_version', /"3\.10" is required/],
+    ['models/core/model.yaml#/runtime/dependencies/packages/0', /numpy==1\.26\.4 is required; the lab runtime has numpy 2\.4\.6/],
+  ] as const;
+  const check = (findings: any[]) => {
+    const blocking = byCode(findings, 'runtime_unsatisfiable');
+    assert.deepEqual(blocking.map((f) => [f.severity, f.path]), expected.map(([p]) => ['blocking', p]));
+    expected.forEach(([, re], i) => assert.match(blocking[i].message, re));
+  };
+  const { ws, revisionId } = await workspaceWith(owner.key, 'Pinned elsewhere', 'pinned-elsewhere');
+  const managed = await call('POST', '/run-plans', { key: owner.key, body: { workspace_id: ws.workspace_id, revision_id: revisionId, inputs: {} } });
+  assert.equal(managed.status, 200, managed.text);
+  assert.equal(managed.body.status, 'blocked');
+  check(managed.body.findings);
+  const publication = await call('POST', '/publication-plans', { key: owner.key, body: { workspace_id: ws.workspace_id, revision_id: revisionId, version: '1.0.0' } });
+  assert.equal(publication.body.status, 'blocked', 'it cannot be smoke-run, so it is not published through the API');
+  check(publication.body.findings);
+  // A release recorded directly (as an older runtime might have) is checked from its source tree.
+  const ref = await publishFixtureLab(owner, 'pinned-elsewhere');
+  const hub = await call('POST', '/run-plans', { key: owner.key, body: { capability_ref: ref, inputs: {} } });
+  assert.equal(hub.body.status, 'blocked');
+  check(hub.body.findings);
+});
