@@ -202,3 +202,14 @@ export async function publishFixtureLab(owner: { account: { id: string; namespac
   });
   return `${rel.namespace}/${rel.name}@${rel.version}`;
 }
+
+/** Polls `f` every 300 ms until it returns a value, for at most `ms`. */
+export async function until<T>(ms: number, f: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}

@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { promisify } from 'node:util';
-import { call, closeTestDb, newAccount, publishFixtureLab, testDb, testObjects, waitForRun } from '../helpers.ts';
+import { call, closeTestDb, newAccount, publishFixtureLab, testDb, testObjects, until, waitForRun } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 
 after(closeTestDb);
@@ -33,19 +33,9 @@ async function workspaceWith(key: string, title: string, lab: string, edit?: (p:
   return { ws, revisionId: rev.body.revision_id as string, changeFindings: change.body.findings as any[] };
 }
 
-async function until<T>(f: () => Promise<T | undefined>, ms = 120000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 300));
-  }
-}
-
 /** The publication of a reference once it left `publishing` (GET /labs lists it with its findings). */
 async function publicationOf(key: string, reference: string) {
-  return until(async () => {
+  return until(120000, async () => {
     const labs = (await call('GET', '/labs?limit=100', { key })).body.items as any[];
     const p = labs.flatMap((l) => l.publications.map((x: any) => ({ ...x, reference: `${l.namespace}/${l.name}@${x.version}` }))).find((x: any) => x.reference === reference);
     return p && p.status !== 'publishing' ? p : undefined;

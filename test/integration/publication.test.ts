@@ -6,22 +6,14 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { promisify } from 'node:util';
-import { call, errorOf, closeTestDb, newAccount, waitForRun, testDb, testObjects } from '../helpers.ts';
+import { call, errorOf, closeTestDb, newAccount, waitForRun, testDb, testObjects, until as untilWithin } from '../helpers.ts';
+
+const until = <T>(f: () => Promise<T | undefined>, ms = 90000) => untilWithin(ms, f);
 import { sha256Hex } from '../../storage/digest.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 
 after(closeTestDb);
 const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
-
-async function until<T>(f: () => Promise<T | undefined>, ms = 90000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 300));
-  }
-}
 
 test('a lab authored from scratch runs as a managed run, is published as 1.0.0, found on the Hub, listed as a capability, and run as a Hub run', { timeout: 240_000 }, async () => {
   const { key, account } = await newAccount({ usd: 5 });
