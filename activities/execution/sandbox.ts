@@ -151,13 +151,13 @@ export function createSandbox(settings: SandboxSettings) {
         ...(uid !== null ? [] : ['--unshare-user', '--uid', '65534', '--gid', '65534']),
         '--unshare-pid', '--unshare-net', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
         '--hostname', 'lab', '--die-with-parent', '--new-session', '--clearenv', ...env,
+        // Made first and readable: the directories bubblewrap would make for a bind are
+        // closed to the sandbox's user.
+        ...ancestors([...prefixes, script, '/etc/ld.so.cache']).flatMap((d) => ['--perms', '0755', '--dir', d]),
         '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib',
         '--symlink', 'usr/lib64', '/lib64', '--symlink', 'usr/sbin', '/sbin',
         '--ro-bind-try', '/etc/ld.so.cache', '/etc/ld.so.cache',
         '--proc', '/proc', '--dev', '/dev', '--size', String(spec.limits.tmpBytes), '--tmpfs', '/tmp',
-        // Made first and readable: the directories bubblewrap would make for a bind are
-        // closed to the sandbox's user.
-        ...ancestors([...prefixes, script]).flatMap((d) => ['--perms', '0755', '--dir', d]),
         ...prefixes.flatMap((p) => ['--ro-bind', p, p]),
         '--ro-bind', spec.script, script,
         '--ro-bind', spec.input, INSIDE.input,

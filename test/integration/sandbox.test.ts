@@ -1,0 +1,190 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { networkInterfaces, tmpdir } from 'node:os';
+import path from 'node:path';
+import { call, closeTestDb, newAccount, processAlive, publishFixtureLab, spawnWorker, testDb, waitForRun, driverPid } from '../helpers.ts';
+
+// Every lab process runs sandboxed: a hostile lab (test/fixtures/labs/hostile-lab) tries,
+// one attack per run, what a stranger's code might, on the real stack. Each ends with its
+// own precise run error, the worker serves the next run, and nothing of the lab survives.
+
+after(closeTestDb);
+const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
+const PROFILES = [
+  { id: 'test-no-bwrap', title: 'Test profile served by a worker without bubblewrap', kind: 'cpu', vcpus: 1, memory_mib: 1024, gpu: null, price_per_second_micros: 10, max_runtime_seconds: 600, schedule_to_start_seconds: 120, sort: 92 },
+  { id: 'test-unsafe', title: 'Test profile served by a worker with the development opt-out', kind: 'cpu', vcpus: 1, memory_mib: 1024, gpu: null, price_per_second_micros: 10, max_runtime_seconds: 600, schedule_to_start_seconds: 120, sort: 93 },
+];
+
+let owner: Awaited<ReturnType<typeof newAccount>>;
+let hostile = '';
+let slow = '';
+before(async () => {
+  await testDb()('compute_profiles').insert(PROFILES).onConflict('id').ignore();
+  owner = await newAccount({ usd: 50 });
+  hostile = await publishFixtureLab(owner, 'hostile-lab');
+  slow = await publishFixtureLab(owner, 'slow-lab');
+});
+after(async () => {
+  await testDb()('compute_profiles').whereIn('id', PROFILES.map((p) => p.id)).delete().catch(() => undefined);
+});
+
+/** What the lab should never reach: the stack's own ports on every address this machine has. */
+function serviceTargets() {
+  const ports = [new URL(process.env.DATABASE_URL!).port, new URL(process.env.S3_ENDPOINT!).port, process.env.TEMPORAL_ADDRESS!.split(':').pop()!].map(Number);
+  const hosts = ['127.0.0.1', ...Object.values(networkInterfaces()).flat().filter((i) => i && i.family === 'IPv4' && !i.internal).map((i) => i!.address)];
+  return { ports, hosts };
+}
+
+/** The worker's secrets: none of these may be visible to a lab. */
+const SECRETS = [process.env.S3_SECRET_ACCESS_KEY!, new URL(process.env.DATABASE_URL!).password, process.env.SILICO_TEST_API_KEY!].filter((s) => s && s.length >= 6);
+
+function scratchDirsOf(runId: string): string[] {
+  return readdirSync(tmpdir()).filter((d) => d.startsWith(`silico-run-${runId.slice(0, 8)}-`));
+}
+
+/** Processes running as a sandbox uid (the worker is root here: each sandbox has its own uid). */
+function sandboxProcesses(): number[] {
+  return readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+    try {
+      const uid = statSync(`/proc/${p}`).uid;
+      return uid >= 61000 && uid < 62000 && !readFileSync(`/proc/${p}/stat`, 'utf8').includes(') Z ');
+    } catch {
+      return false;
+    }
+  }).map(Number);
+}
+
+async function runAttack(attack: number, target: { ports?: number[]; hosts?: string[]; paths?: string[] } = {}, opts: { maxRuntime?: number; profile?: string } = {}) {
+  const res = await call('POST', '/runs', {
+    key: owner.key, headers: idem(),
+    body: { ref: hostile, inputs: { attack, target: { ports: [], hosts: [], paths: [], ...target } }, max_runtime_seconds: opts.maxRuntime ?? 60, ...(opts.profile ? { compute_profile: opts.profile } : {}) },
+  });
+  assert.equal(res.status, 200, res.text);
+  const pid = await driverPid(owner.key, res.body.id, 60000);
+  const run = await waitForRun(owner.key, res.body.id, 120000);
+  return { run, pid };
+}
+
+/** An output's final value, read from its artifact when it was too large to keep inline. */
+async function outputOf(runId: string, name: string): Promise<any> {
+  const value = (await call('GET', `/runs/${runId}/results`, { key: owner.key })).body.outputs[name];
+  if (!value?.artifact_ref) return value;
+  const res = await fetch(`${process.env.SILICO_TEST_BASE_URL}/runs/${runId}/artifacts/${value.artifact_ref.artifact_id}`, { headers: { Authorization: `Bearer ${owner.key}` } });
+  assert.equal(res.status, 200);
+  return res.json();
+}
+
+async function assertNothingSurvives(run: { id: string }, pid: number) {
+  const deadline = Date.now() + 10000;
+  while ((processAlive(pid) || sandboxProcesses().length || scratchDirsOf(run.id).length) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  assert.equal(processAlive(pid), false, 'the sandbox process is gone');
+  if (process.getuid?.() === 0) assert.deepEqual(sandboxProcesses(), [], 'no process of a sandbox user is left');
+  assert.deepEqual(scratchDirsOf(run.id), [], 'its scratch directory is removed');
+}
+
+test('from inside the sandbox: its own unprivileged user, no network, no data directory, no secrets, only its scratch writable', async () => {
+  const { ports, hosts } = serviceTargets();
+  const { run, pid } = await runAttack(1, { ports, hosts, paths: [process.env.SILICO_TEST_DATA_DIR!, path.join(process.env.SILICO_TEST_DATA_DIR!, 'local.json')] });
+  assert.equal(run.status, 'completed', JSON.stringify(run.error));
+  const report = (await outputOf(run.id, 'report')).report;
+  if (process.getuid?.() === 0) {
+    assert.ok(report.uid >= 61000 && report.uid < 62000, `a uid of its own, got ${report.uid}`);
+    assert.equal(report.gid, report.uid);
+  } else assert.equal(report.uid, 65534);
+  assert.deepEqual(report.groups, []);
+  assert.equal(report.no_new_privs, '1');
+  assert.equal(report.cap_eff, '0000000000000000');
+  assert.deepEqual(report.interfaces, ['lo'], 'a network namespace with only a loopback');
+  for (const [where, r] of Object.entries<any>(report.connect)) assert.equal(r.ok, false, `connected to ${where}`);
+  assert.equal(Object.keys(report.connect).length, ports.length * hosts.length);
+  assert.equal(report.resolve.ok, false, 'no name resolution');
+  for (const [p, r] of Object.entries<any>(report.reads)) assert.equal(r.ok, false, `read ${p}`);
+  assert.equal(report.lists[process.env.SILICO_TEST_DATA_DIR!].ok, false, 'the data directory is not there');
+  assert.deepEqual(report.lists['/tmp'], { ok: true, value: [] }, 'a private /tmp');
+  assert.deepEqual(report.silico_dirs, [], "no other run's scratch");
+  assert.deepEqual(Object.fromEntries(Object.entries<any>(report.writes).map(([p, r]) => [p, r.ok])), {
+    '/evil': false, '/usr/evil': false, '/opt/silico/driver.py': false, '/input/evil': false, '/scratch/ok': true,
+  });
+  assert.deepEqual(report.processes, [1, 2], 'a PID namespace: the sandbox init and the lab');
+  const seen = JSON.stringify(report);
+  for (const secret of SECRETS) assert.ok(!seen.includes(secret), 'a worker secret is visible to the lab');
+  assert.deepEqual(Object.keys(report.environ).filter((k) => !['PATH', 'LANG', 'PYTHONDONTWRITEBYTECODE', 'OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'HOME', 'TMPDIR', 'PWD', 'SILICO_SEED'].includes(k)), []);
+  assert.ok(report.visible_files.every((f: string) => /^\/(opt\/silico|input|scratch|root\/\.cache\/silico\/runtime|root\/\.pyenv|etc\/ld\.so\.cache)/.test(f) || f.startsWith(path.dirname(path.dirname(process.env.SILICO_PYTHON!)))),
+    `only the runtime, the driver, its input and its scratch are visible: ${report.visible_files.filter((f: string) => !/^\/(opt|input|scratch|root|etc)/.test(f)).slice(0, 5)}`);
+  await assertNothingSurvives(run, pid);
+});
+
+const ATTACKS: Array<{ name: string; attack: number; target?: () => Promise<{ ports?: number[]; hosts?: string[]; paths?: string[] }>; maxRuntime?: number; status?: string; code: string; message: RegExp }> = [
+  { name: "connects to the service's Postgres, MinIO and Temporal", attack: 2, target: async () => serviceTargets(), code: 'lab_error', message: /(ConnectionRefusedError|Network is unreachable|OSError: \[Errno 101\])/ },
+  { name: 'resolves and connects to an outside host', attack: 3, code: 'lab_error', message: /gaierror: .*(name resolution|Name or service not known)/ },
+  { name: 'reads /etc/shadow', attack: 4, code: 'lab_error', message: /(PermissionError|FileNotFoundError).*\/etc\/shadow/ },
+  { name: "reads the service's data directory", attack: 5, target: async () => ({ paths: [process.env.SILICO_TEST_DATA_DIR!] }), code: 'lab_error', message: /FileNotFoundError/ },
+  { name: 'writes outside its scratch directory', attack: 7, code: 'lab_error', message: /Read-only file system: '\/opt\/silico\/driver.py'/ },
+  { name: 'forks without end', attack: 8, code: 'process_limit_exceeded', message: /BlockingIOError|can't start new thread/ },
+  { name: 'allocates 16 GiB', attack: 9, code: 'memory_limit_exceeded', message: /MemoryError/ },
+  { name: 'writes 2 GiB to a file', attack: 10, code: 'file_size_limit_exceeded', message: /File too large/ },
+  { name: 'prints 200 MB to stdout', attack: 11, code: 'output_limit_exceeded', message: /stdout and stderr/ },
+  { name: 'prints 200 MB to stderr', attack: 12, code: 'output_limit_exceeded', message: /stdout and stderr/ },
+  { name: 'sleeps past max_runtime_seconds', attack: 13, maxRuntime: 5, status: 'timed_out', code: 'timed_out', message: /max_runtime_seconds \(5\)/ },
+  { name: 'dies by a signal', attack: 14, code: 'lab_killed_by_signal', message: /SIGSEGV/ },
+];
+
+for (const a of ATTACKS) {
+  test(`a lab that ${a.name} fails with ${a.code}, and nothing of it survives`, async () => {
+    const { run, pid } = await runAttack(a.attack, a.target ? await a.target() : {}, { maxRuntime: a.maxRuntime });
+    assert.equal(run.status, a.status ?? 'failed');
+    assert.equal(run.error.code, a.code, run.error.message);
+    assert.match(run.error.message, a.message);
+    await assertNothingSurvives(run, pid);
+  });
+}
+
+test("a lab cannot read another run's scratch directory, which is alive on the same worker", async () => {
+  const other = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: slow, inputs: { seconds_per_window: 0.2, busy_seconds: 30 }, max_runtime_seconds: 120 } });
+  assert.equal(other.status, 200, other.text);
+  await driverPid(owner.key, other.body.id);
+  const [dir] = scratchDirsOf(other.body.id);
+  assert.ok(dir, 'the other run has a scratch directory on the host');
+  const theirs = path.join(tmpdir(), dir!, 'scratch');
+  assert.ok(statSync(theirs).isDirectory());
+  const { run, pid } = await runAttack(6, { paths: [theirs] });
+  assert.equal(run.status, 'failed');
+  assert.equal(run.error.code, 'lab_error');
+  assert.match(run.error.message, /FileNotFoundError/);
+  await call('POST', `/runs/${other.body.id}/cancel`, { key: owner.key, headers: idem() });
+  assert.equal((await waitForRun(owner.key, other.body.id)).status, 'cancelled');
+  await assertNothingSurvives(run, pid);
+  assert.deepEqual(scratchDirsOf(other.body.id), []);
+});
+
+test('the worker serves the next run after every attack', async () => {
+  const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: 'platform/sir-epidemic@1.0.0', inputs: {} } });
+  const run = await waitForRun(owner.key, res.body.id, 120000);
+  assert.equal(run.status, 'completed', JSON.stringify(run.error));
+});
+
+test('without bubblewrap a lab does not run: sandbox_unavailable, nothing charged; only the explicit opt-out runs it unsandboxed', async () => {
+  const worker = await spawnWorker({ SILICO_COMPUTE_PROFILES: 'test-no-bwrap', SILICO_SANDBOX_BWRAP: '/nonexistent/bwrap' });
+  try {
+    const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: hostile, compute_profile: 'test-no-bwrap', inputs: { attack: 0, target: { ports: [], hosts: [], paths: [] } }, max_runtime_seconds: 60 } });
+    assert.equal(res.status, 200, res.text);
+    const run = await waitForRun(owner.key, res.body.id, 120000);
+    assert.equal(run.status, 'failed');
+    assert.equal(run.error.code, 'sandbox_unavailable');
+    assert.match(run.error.message, /bubblewrap/);
+    assert.equal(run.credits_settled, 0);
+  } finally {
+    await worker.stop();
+  }
+  const unsafe = await spawnWorker({ SILICO_COMPUTE_PROFILES: 'test-unsafe', SILICO_SANDBOX_BWRAP: '/nonexistent/bwrap', SILICO_UNSAFE_NO_SANDBOX: '1' });
+  try {
+    const { run } = await runAttack(1, { paths: [process.env.SILICO_TEST_DATA_DIR!] }, { profile: 'test-unsafe' });
+    assert.equal(run.status, 'completed', JSON.stringify(run.error));
+    const report = (await outputOf(run.id, 'report')).report;
+    assert.equal(report.uid, process.getuid!(), 'unsandboxed: the worker\'s own user');
+    assert.equal(report.lists[process.env.SILICO_TEST_DATA_DIR!].ok, true, 'and the data directory in reach: why it is development only');
+  } finally {
+    await unsafe.stop();
+  }
+});
