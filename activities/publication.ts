@@ -13,7 +13,9 @@ import { packerIdentity } from '../storage/labIdentity.ts';
 import { readLabManifests } from '../storage/labManifests.ts';
 import { readRuntimeLock, runtimePinFindings, runtimeProblems } from '../storage/runtimePins.ts';
 import { writeTree } from './execution/labFiles.ts';
-import { PackRefused, packLab, smokeRun, type Packed } from './execution/packLab.ts';
+import { PackRefused, packLab, type Packed } from './execution/packLab.ts';
+import { smokeRun } from './execution/smokeRun.ts';
+import type { Sandbox } from './execution/sandbox.ts';
 
 export interface PublicationInfo { publicationId: string; smokeInputs: Record<string, unknown> | null }
 export interface PackResult { package_sha256: string; archive_key: string; files: Packed['files']; runtime_problems: string[] }
@@ -32,7 +34,7 @@ async function load(db: Db, objects: ObjectStore, publicationId: string) {
  * smoke-run it (child processes); control steps record the outcome. Nothing is released
  * unless every check passed.
  */
-export function createPublicationActivities(deps: { db: Db; objects: ObjectStore; python: string }) {
+export function createPublicationActivities(deps: { db: Db; objects: ObjectStore; python: string; sandbox: Sandbox }) {
   // The runtime this worker runs labs with, read once: what the release cannot satisfy is recorded with it.
   const lock = readRuntimeLock();
   const scratch = async <T>(f: (dir: string) => Promise<T>): Promise<T> => {
@@ -74,7 +76,7 @@ export function createPublicationActivities(deps: { db: Db; objects: ObjectStore
       const { rev, identity } = await load(deps.db, deps.objects, publicationId);
       return scratch(async (dir) => {
         if (!(await writeTree(deps.objects, rev.tree, path.join(dir, 'lab')))) return { ok: false, message: 'stored revision content does not match its digests' };
-        return smokeRun(deps.python, path.join(dir, 'lab'), dir, { inputs, seed: 0, ...identity }, 10 * 60_000);
+        return smokeRun(deps.sandbox, deps.python, dir, { inputs, seed: 0, ...identity }, 600);
       });
     },
 

@@ -13,6 +13,7 @@ import { getComputeProfile, type ComputeProfileRow } from '../../storage/db/comp
 import { sha256Hex } from '../../storage/digest.ts';
 import { newId } from '../../storage/ids.ts';
 import { listOf } from '../../storage/labContract.ts';
+import { packerIdentity } from '../../storage/labIdentity.ts';
 import { seriesSvg } from './artifacts.ts';
 import { createOutputSink, MAX_INLINE_OUTPUT_BYTES, textFile, type ArtifactFile } from './outputs.ts';
 import { outcomeError, runLabProcess, type StreamLimits } from './labProcess.ts';
@@ -180,7 +181,8 @@ async function materialize(deps: { db: Db; objects: ObjectStore }, run: RunRow, 
   if (!(await writeTree(deps.objects, rev.tree, path.join(dir, 'lab')))) return mismatch;
   const manifest = YAML.parse(await readFile(path.join(dir, 'lab', 'lab.yaml'), 'utf8'));
   const [ns, name] = run.resolved_ref.split('@')[0]!.split('/');
-  return { entry: 'lab', manifest, request: { package: `${ns}/${name}`, version: `0.0.${rev.number}` } };
+  // A lab that declares its own package/version is packed under them; others under its Silico name.
+  return { entry: 'lab', manifest, request: packerIdentity(manifest, { package: `${ns}/${name}`, version: `0.0.${rev.number}` }) };
 }
 
 /**

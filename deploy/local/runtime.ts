@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, mkdtemp } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rename, rm, mkdtemp } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { createHash } from 'node:crypto';
@@ -24,7 +24,10 @@ export async function ensureRuntime(log: (l: string) => void, env: NodeJS.Proces
   const key = createHash('sha256').update(reqs).digest('hex').slice(0, 12);
   const dir = path.join(cacheDir(env), 'runtime', `py-${key}`);
   const python = path.join(dir, 'bin', 'python');
-  if (existsSync(python)) return python;
+  if (existsSync(python)) {
+    await chmod(dir, 0o755);
+    return python;
+  }
   const base = env.PYTHON ?? 'python3';
   const { stdout: baseVersion } = await run(base, ['-c', 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")']).catch(() => ({ stdout: 'none' }));
   if (baseVersion.trim() !== lock.python) throw new Error(`the lab runtime needs Python ${lock.python} (the lock's); ${base} is ${baseVersion.trim()}: set PYTHON to a Python ${lock.python} interpreter`);
@@ -39,6 +42,8 @@ export async function ensureRuntime(log: (l: string) => void, env: NodeJS.Proces
     // Built aside and renamed, so a parallel start never sees half an environment. Only
     // the interpreter is used afterwards, and it finds its site-packages from its own path.
     await rm(dir, { recursive: true, force: true });
+    // Sandboxed labs run as users of their own, who read the runtime but own nothing of it.
+    await chmod(tmp, 0o755);
     await rename(tmp, dir);
     await run(path.join(dir, 'bin', 'python'), ['-c', 'import biosimulant, numpy']);
   } catch (err) {
