@@ -112,6 +112,38 @@ def die_with_parent():
         pass
 
 
+def prepare(archive, workdir, request, inputs):
+    """The runtime's own steps from a package (or a managed run's folder) to a world ready
+    to run, with the run's inputs applied: validate, check the digest, apply the run
+    overrides, pack and prepare. Returns the prepared lab and its manifest."""
+    import yaml
+    from biosimulant.pack import build_package, prepare_lab_package, unpack_package, validate_package
+    from biosim.run_overrides import apply_run_overrides
+
+    if archive.is_dir():
+        # A managed run: a workspace revision's files, packed here by the runtime's packer.
+        archive = build_package(archive, output_path=workdir / "source.bsilab",
+                                package_name=request["package"], version=request["version"])
+    checked = validate_package(archive)
+    if not checked.valid:
+        fail("package_invalid", "; ".join(checked.errors))
+    unpacked = unpack_package(archive, dest=workdir / "unpacked")
+    package = yaml.safe_load((unpacked / "package.yaml").read_text())
+    expected = (request.get("package_sha256") or "").removeprefix("sha256:")
+    if expected and package.get("sha256") != expected:
+        fail("package_digest_mismatch", f"archive digest {package.get('sha256')} is not the release's {expected}")
+
+    lab_dir = unpacked / "payload"
+    manifest = yaml.safe_load((lab_dir / "lab.yaml").read_text())
+    # Run inputs are public io.inputs names; the runtime maps them to initial inputs.
+    apply_run_overrides(manifest, parameters={"initial_inputs": inputs} if inputs else {}, simulation_config={})
+    (lab_dir / "lab.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    run_archive = build_package(lab_dir, output_path=workdir / "run.bsilab",
+                                package_name=package.get("package"), version=str(package.get("version")))
+    prepared = prepare_lab_package(run_archive, install_deps=False, unpack_root=workdir / "prepared")
+    return prepared, manifest
+
+
 def main():
     die_with_parent()
     emit({"type": "hello", "pid": os.getpid()})
@@ -138,32 +170,13 @@ def main():
 
     threading.Thread(target=beat, daemon=True).start()
 
-    import yaml
     from biosimulant import WorldEvent
-    from biosimulant.pack import build_package, prepare_lab_package, unpack_package, validate_package
-    from biosim.run_overrides import apply_run_overrides
+    from biosim._errors import PackageError
 
-    if archive.is_dir():
-        # A managed run: a workspace revision's files, packed here by the runtime's packer.
-        archive = build_package(archive, output_path=workdir / "source.bsilab",
-                                package_name=request["package"], version=request["version"])
-    checked = validate_package(archive)
-    if not checked.valid:
-        fail("package_invalid", "; ".join(checked.errors))
-    unpacked = unpack_package(archive, dest=workdir / "unpacked")
-    package = yaml.safe_load((unpacked / "package.yaml").read_text())
-    expected = (request.get("package_sha256") or "").removeprefix("sha256:")
-    if expected and package.get("sha256") != expected:
-        fail("package_digest_mismatch", f"archive digest {package.get('sha256')} is not the release's {expected}")
-
-    lab_dir = unpacked / "payload"
-    manifest = yaml.safe_load((lab_dir / "lab.yaml").read_text())
-    # Run inputs are public io.inputs names; the runtime maps them to initial inputs.
-    apply_run_overrides(manifest, parameters={"initial_inputs": inputs} if inputs else {}, simulation_config={})
-    (lab_dir / "lab.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
-    run_archive = build_package(lab_dir, output_path=workdir / "run.bsilab",
-                                package_name=package.get("package"), version=str(package.get("version")))
-    prepared = prepare_lab_package(run_archive, install_deps=False, unpack_root=workdir / "prepared")
+    try:
+        prepared, manifest = prepare(archive, workdir, request, inputs)
+    except PackageError as exc:  # the runtime refused the lab's package: the author's to fix
+        fail("package_invalid", f"{exc}")
     world = prepared.world
 
     outputs = [o for o in (manifest.get("io") or {}).get("outputs") or []
