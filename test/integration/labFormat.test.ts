@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { promisify } from 'node:util';
+import { createHash } from 'node:crypto';
 import { call, closeTestDb, newAccount, publishFixtureLab, testDb, testObjects, until, waitForRun } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 
@@ -161,4 +162,33 @@ test('a lab pinned to what the runtime cannot provide is blocked at plan time fo
   const hub = await call('POST', '/run-plans', { key: owner.key, body: { capability_ref: ref, inputs: {} } });
   assert.equal(hub.body.status, 'blocked');
   check(hub.body.findings);
+});
+
+test('a lab with a 10 MB trajectory goes workspace → managed run → publish → Hub run, its CSV whole and re-hashing to its digest each time', { timeout: 300_000 }, async () => {
+  const { key } = await newAccount({ usd: 5 });
+  const { ws, revisionId } = await workspaceWith(key, 'Long trajectory', 'long-trajectory');
+  const trajectory = async (runId: string) => {
+    const done = await waitForRun(key, runId, 180000);
+    assert.equal(done.status, 'completed', JSON.stringify(done.error));
+    const res = (await call('GET', `/runs/${runId}/results`, { key })).body;
+    const csv = res.artifacts.find((a: any) => a.file_name === 'phases.csv');
+    const bytes = Buffer.from(await (await fetch(`${process.env.SILICO_TEST_BASE_URL}/runs/${runId}/artifacts/${csv.artifact_id}`, { headers: { Authorization: `Bearer ${key}` } })).arrayBuffer());
+    assert.ok(bytes.length > 10_000_000, `${bytes.length} bytes`);
+    assert.equal(createHash('sha256').update(bytes).digest('hex'), csv.sha256);
+    return res.outputs.phases as number[];
+  };
+  const plan = await call('POST', '/run-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: revisionId, inputs: {}, max_runtime_seconds: 300 } });
+  assert.equal(plan.body.status, 'ready', JSON.stringify(plan.body.findings));
+  const managed = await call('POST', '/runs', { key, headers: idem(), body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
+  assert.equal(managed.status, 200, managed.text);
+  const fromWorkspace = await trajectory(managed.body.id);
+
+  const prep = await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: revisionId, version: '1.0.0' } });
+  assert.equal(prep.body.status, 'ready', JSON.stringify(prep.body.findings));
+  const pub = await call('POST', '/publications', { key, body: { plan_id: prep.body.plan_id, plan_sha256: prep.body.plan_sha256 } });
+  assert.equal(pub.status, 200, pub.text);
+  assert.equal((await publicationOf(key, prep.body.reference)).status, 'published');
+  const hub = await call('POST', '/runs', { key, headers: idem(), body: { ref: prep.body.reference, inputs: {}, max_runtime_seconds: 300 } });
+  assert.equal(hub.status, 200, hub.text);
+  assert.deepEqual(await trajectory(hub.body.id), fromWorkspace, 'the same lab, the same final phases');
 });
