@@ -1,3 +1,4 @@
+import { blobKey } from '../../storage/objects.ts';
 import { PassThrough } from 'node:stream';
 import type { ToolDef, ToolContext } from './tool.ts';
 import { errors } from '../errors.ts';
@@ -215,12 +216,16 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     const run = await ownedRun(ctx, input.run_id);
     const a = await getArtifact(ctx.deps.db, run.id, input.artifact_id);
     if (!a || !a.public) throw errors.notFound('artifact_not_found', 'artifact', 'artifact_id');
-    const bytes = await ctx.deps.objects.getBytes(`blobs/sha256/${a.sha256}`);
+    // Streamed: an artifact may be as large as a lab's output.
+    const { body, size } = await ctx.deps.objects.getStream(blobKey(a.sha256));
     return {
       body: {},
       raw: {
-        contentType: a.content_type, body: bytes,
-        headers: { ETag: `"${a.sha256}"`, Digest: `sha-256=${Buffer.from(a.sha256, 'hex').toString('base64')}`, 'Content-Disposition': contentDisposition(a.file_name) },
+        contentType: a.content_type, body,
+        headers: {
+          ETag: `"${a.sha256}"`, Digest: `sha-256=${Buffer.from(a.sha256, 'hex').toString('base64')}`,
+          'Content-Disposition': contentDisposition(a.file_name), 'Content-Length': String(size),
+        },
       },
     };
   },
