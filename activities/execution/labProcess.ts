@@ -69,7 +69,7 @@ export async function runLabProcess(
   const started = Date.now();
   let child;
   try {
-    child = spawn(cmd.command, cmd.args, { cwd: cmd.unsafe ? cmd.paths.scratch : '/', detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: cmd.unsafe ? spec.env : {} });
+    child = spawn(cmd.command, cmd.args, { cwd: cmd.unsafe ? cmd.paths.scratch : '/', detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: cmd.env });
   } catch (err) {
     cmd.release();
     throw new SandboxUnavailable(`cannot start the sandbox: ${(err as Error).message}`);

@@ -58,6 +58,8 @@ export interface SandboxSpec {
 export interface SandboxedCommand {
   command: string;
   args: string[];
+  /** The environment to start `command` with (bubblewrap sets the lab's own inside). */
+  env: Record<string, string>;
   /** Paths as the program sees them. */
   paths: SandboxPaths;
   unsafe: boolean;
@@ -121,7 +123,7 @@ export function createSandbox(settings: SandboxSettings) {
         const paths = { input: spec.input, scratch: spec.scratch };
         return {
           command: '/usr/bin/prlimit', args: [...limitArgs(spec.limits), '--', spec.python, '-u', spec.script, ...spec.args(paths)],
-          paths, unsafe: true, release: () => undefined,
+          env: { ...spec.env, HOME: paths.scratch, TMPDIR: paths.scratch }, paths, unsafe: true, release: () => undefined,
         };
       }
       const bwrap = findExecutable(settings.bwrap);
@@ -167,7 +169,7 @@ export function createSandbox(settings: SandboxSettings) {
         '--', '/usr/bin/setpriv', ...identity, '--no-new-privs',
         '--', python, '-u', script, ...spec.args(INSIDE),
       ];
-      return { command: bwrap, args, paths: INSIDE, unsafe: false, release: () => { if (uid !== null) inUse.delete(uid); } };
+      return { command: bwrap, args, env: {}, paths: INSIDE, unsafe: false, release: () => { if (uid !== null) inUse.delete(uid); } };
     },
   };
 }
