@@ -36,10 +36,13 @@ export function createApp(deps: Deps, opts: { log?: Logger; table?: RouteTable; 
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [registry],
   });
-  const koa = new Koa({ proxy: false });
+  // X-Forwarded-For names the client only behind proxies we were told of: otherwise any
+  // caller could choose the address its unauthenticated rate limit is counted under.
+  const hops = deps.config.trustedProxyHops;
+  const koa = new Koa({ proxy: hops > 0, maxIpsCount: hops });
   const table = opts.table ?? { routes: ROUTES, tools: TOOLS };
   const api = buildRouter(deps, table);
-  const ops = buildOpsRouter(deps, registry);
+  const ops = buildOpsRouter(deps, registry, log);
 
   koa.use(requestContext(log, duration));
   koa.use(errorEnvelope());

@@ -7,6 +7,10 @@ export interface Config {
   baseUrl: string;
   apiHost: string;
   apiPort: number;
+  /** When set, /metrics is served on this port only (an ops port kept off the public one). */
+  metricsPort: number | null;
+  /** Proxies in front of the api whose X-Forwarded-For is trusted (0: the socket's address is the client's). */
+  trustedProxyHops: number;
   databaseUrl: string;
   temporal: { address: string; namespace: string; uiUrl: string };
   s3: { endpoint: string; region: string; accessKeyId: string; secretAccessKey: string; bucket: string };
@@ -58,6 +62,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     baseUrl: str(env, 'SILICO_BASE_URL', `http://localhost:${apiPort}/v1`),
     apiHost,
     apiPort,
+    metricsPort: env.SILICO_METRICS_PORT ? int(env, 'SILICO_METRICS_PORT', 0) : null,
+    trustedProxyHops: int(env, 'SILICO_TRUSTED_PROXY_HOPS', 0),
     databaseUrl: str(env, 'DATABASE_URL'),
     temporal: {
       address: str(env, 'TEMPORAL_ADDRESS', '127.0.0.1:7233'),
@@ -67,8 +73,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     s3: {
       endpoint: str(env, 'S3_ENDPOINT', 'http://127.0.0.1:9000'),
       region: str(env, 'S3_REGION', 'us-east-1'),
-      accessKeyId: str(env, 'S3_ACCESS_KEY_ID', 'silico'),
-      secretAccessKey: str(env, 'S3_SECRET_ACCESS_KEY', 'silico-local-secret'),
+      // No default: a deployment that forgot its credentials fails at start, never runs
+      // on the local stack's (npm start and the tests set them).
+      accessKeyId: str(env, 'S3_ACCESS_KEY_ID'),
+      secretAccessKey: str(env, 'S3_SECRET_ACCESS_KEY'),
       bucket: str(env, 'S3_BUCKET', 'silico'),
     },
     limits: {

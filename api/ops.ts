@@ -1,27 +1,48 @@
 import Router from '@koa/router';
+import type Koa from 'koa';
+import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Deps } from './tools/tool.ts';
 import { buildOpenApi } from './openapi.ts';
 import { renderDocs } from './docs.ts';
 
-/** Checks one dependency with a time bound; resolves to an error message or null. */
-async function probe(fn: () => Promise<unknown>, ms = 2000): Promise<string | null> {
+type Check = 'ok' | 'unavailable' | 'timed_out';
+
+/**
+ * Checks one dependency with a time bound. The answer names the state only: the raw error
+ * (addresses, driver messages) goes to the log, not to whoever can reach /readyz.
+ */
+async function probe(name: string, fn: () => Promise<unknown>, log: Logger, ms = 2000): Promise<Check> {
   let timer: NodeJS.Timeout | undefined;
+  const timeout = Symbol('timeout');
   try {
-    await Promise.race([fn(), new Promise((_, rej) => (timer = setTimeout(() => rej(new Error(`no answer within ${ms} ms`)), ms)))]);
-    return null;
+    const r = await Promise.race([fn(), new Promise((resolve) => (timer = setTimeout(() => resolve(timeout), ms)))]);
+    if (r === timeout) {
+      log.warn({ dependency: name, ms }, 'readiness check timed out');
+      return 'timed_out';
+    }
+    return 'ok';
   } catch (err) {
-    return (err as Error).message || String(err);
+    log.warn({ dependency: name, err }, 'readiness check failed');
+    return 'unavailable';
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Prometheus metrics of this process. */
+export function metricsHandler(registry: Registry) {
+  return async (ctx: Koa.Context) => {
+    ctx.type = registry.contentType;
+    ctx.body = await registry.metrics();
+  };
 }
 
 /**
  * Operational routes outside the versioned API: liveness, readiness (names the failing
  * dependency), Prometheus metrics, the OpenAPI document and the docs page.
  */
-export function buildOpsRouter(deps: Deps, registry: Registry): Router {
+export function buildOpsRouter(deps: Deps, registry: Registry, log: Logger): Router {
   const router = new Router();
   const openapi = buildOpenApi(deps.config.baseUrl);
   const docs = renderDocs(openapi);
@@ -30,20 +51,18 @@ export function buildOpsRouter(deps: Deps, registry: Registry): Router {
   });
   router.get('/readyz', async (ctx) => {
     const [postgres, temporal, objectStore] = await Promise.all([
-      probe(() => deps.db.raw('select 1')),
-      probe(() => deps.temporal.ping()),
-      probe(() => deps.objects.ping()),
+      probe('postgres', () => deps.db.raw('select 1'), log),
+      probe('temporal', () => deps.temporal.ping(), log),
+      probe('object_store', () => deps.objects.ping(), log),
     ]);
-    const checks = { postgres: postgres ?? 'ok', temporal: temporal ?? 'ok', object_store: objectStore ?? 'ok' };
+    const checks = { postgres, temporal, object_store: objectStore };
     const failing = Object.entries(checks).filter(([, v]) => v !== 'ok').map(([k]) => k);
     ctx.status = failing.length ? 503 : 200;
     if (failing.length) ctx.set('Retry-After', '5');
     ctx.body = { status: failing.length ? 'unavailable' : 'ready', failing, checks, request_id: ctx.state.requestId };
   });
-  router.get('/metrics', async (ctx) => {
-    ctx.type = registry.contentType;
-    ctx.body = await registry.metrics();
-  });
+  // With an ops port configured, metrics are served there alone (metricsServer.ts).
+  if (deps.config.metricsPort === null) router.get('/metrics', metricsHandler(registry));
   router.get('/v1/openapi.json', (ctx) => {
     ctx.body = openapi;
   });

@@ -2,6 +2,7 @@ import { createServer } from 'node:http';
 import pino from 'pino';
 import { loadConfig } from './config.ts';
 import { createApp } from './app.ts';
+import { metricsApp } from './metricsServer.ts';
 import { createDb, createPgPool } from '../storage/db/knex.ts';
 import { createObjectStore } from '../storage/objects.ts';
 import { createTemporalGateway } from './temporal.ts';
@@ -25,10 +26,13 @@ async function main(): Promise<void> {
   const server = createServer(app.koa.callback());
   server.keepAliveTimeout = 65000;
   server.listen(config.apiPort, config.apiHost, () => log.info({ url: config.baseUrl }, 'api listening'));
+  const metrics = config.metricsPort === null ? null : createServer(metricsApp(app.registry).callback());
+  metrics?.listen(config.metricsPort!, config.apiHost, () => log.info({ port: config.metricsPort }, 'metrics listening'));
   const stop = async (signal: string) => {
     log.info({ signal }, 'api stopping');
     // Finish requests in flight (up to 10 s), then release the pools they use.
     const drained = new Promise((resolve) => server.close(resolve));
+    metrics?.close();
     server.closeIdleConnections();
     const force = setTimeout(() => server.closeAllConnections(), 10_000);
     await drained;

@@ -69,11 +69,14 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   await chmod(opts.dataDir, 0o755);
   const sup = new Supervisor(opts.sink, { exitOnSignal: opts.exitOnSignal });
   const fast = opts.mode === 'test';
+  // Tests and benchmarks always run on a database of their own: a DATABASE_URL in the
+  // environment is someone's database, never to be migrated or written by a test.
+  const pgEnv = fast ? { ...process.env, DATABASE_URL: undefined } : process.env;
   try {
     const [temporalBin, minioBin, python] = await Promise.all([resolveBinary('temporal', say), resolveBinary('minio', say), ensureRuntime(say), ensureSandboxTool(say, { ...process.env, ...opts.serviceEnv })]);
     await assertPortsFree([
       { port: opts.ports.api, what: 'api', envVar: 'SILICO_API_PORT' },
-      ...(process.env.DATABASE_URL ? [] : [{ port: opts.ports.postgres, what: 'Postgres', envVar: 'SILICO_PG_PORT' }]),
+      ...(pgEnv.DATABASE_URL ? [] : [{ port: opts.ports.postgres, what: 'Postgres', envVar: 'SILICO_PG_PORT' }]),
       { port: opts.ports.temporal, what: 'Temporal', envVar: 'TEMPORAL_PORT' },
       ...(opts.ports.temporalUi === null ? [] : [{ port: opts.ports.temporalUi, what: 'Temporal UI', envVar: 'TEMPORAL_UI_PORT' }]),
       { port: opts.ports.minio, what: 'MinIO', envVar: 'MINIO_PORT' },
@@ -81,7 +84,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     ]);
     say('starting postgres, minio and temporal');
     const [pg, minio, temporal] = await Promise.all([
-      startPostgres(sup, { dataDir: opts.dataDir, port: opts.ports.postgres, fast, log: say }),
+      startPostgres(sup, { dataDir: opts.dataDir, port: opts.ports.postgres, fast, log: say, env: pgEnv }),
       startMinio(sup, { bin: minioBin, dataDir: opts.dataDir, port: opts.ports.minio, consolePort: opts.ports.minioConsole, accessKey: S3_ACCESS, secretKey: S3_SECRET }),
       startTemporal(sup, { bin: temporalBin, dataDir: opts.dataDir, port: opts.ports.temporal, uiPort: opts.ports.temporalUi, namespace: 'default', fast }),
     ]);

@@ -57,11 +57,13 @@ test('GET /v1/openapi.json is OpenAPI 3.1 with every route of the spec, its scop
   const doc = res.body;
   assert.equal(doc.openapi, '3.1.0');
   assert.equal(ROUTES.length, 64, 'the spec lists 44 tool routes and 20 run/session routes');
-  const spec = await readFile(path.join(REPO_ROOT, '../shared/spec/service-api.md'), 'utf8').catch(() => undefined);
-  if (spec) {
-    const specRoutes = [...spec.matchAll(/^\| (GET|POST|PATCH|PUT|DELETE) \| (\/[^ |]*) \|/gm)].map((m) => `${m[1]} ${m[2]}`).sort();
-    assert.deepEqual(ROUTES.map((r) => `${r.method} ${r.path}`).sort(), specRoutes, 'route table equals the spec');
-  }
+  // The contract sits beside the checkout (CI clones with shared/ next to it): without it
+  // this test has nothing to compare with, and says so rather than passing.
+  const specPath = path.join(REPO_ROOT, '../shared/spec/service-api.md');
+  const spec = await readFile(specPath, 'utf8').catch((err) => assert.fail(`the spec ${specPath} is missing (${(err as Error).message}): the route table cannot be checked against it`));
+  const specRoutes = [...spec.matchAll(/^\| (GET|POST|PATCH|PUT|DELETE) \| (\/[^ |]*) \|/gm)].map((m) => `${m[1]} ${m[2]}`).sort();
+  assert.equal(specRoutes.length, ROUTES.length, 'the spec\'s route table was read');
+  assert.deepEqual(ROUTES.map((r) => `${r.method} ${r.path}`).sort(), specRoutes, 'route table equals the spec');
   for (const r of ROUTES) {
     const op = doc.paths[r.path]?.[r.method.toLowerCase()];
     assert.ok(op, `${r.method} ${r.path} missing`);
