@@ -10,6 +10,8 @@ import type { Db } from '../../storage/db/knex.ts';
 import { blobKey, type ObjectStore } from '../../storage/objects.ts';
 import { appendEvent, getRun, markRunStarted, recordArtifact, setRunOutputs, setRunProgress, type RunRow } from '../../storage/db/runs.ts';
 import { getComputeProfile, type ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
+import { getReleaseById } from '../../storage/db/releases.ts';
+import { getRevisionById } from '../../storage/db/workspaces.ts';
 import { sha256Hex } from '../../storage/digest.ts';
 import { newId } from '../../storage/ids.ts';
 import { listOf } from '../../storage/labContract.ts';
@@ -171,13 +173,14 @@ async function materialize(deps: { db: Db; objects: ObjectStore }, run: RunRow, 
   const mismatch = { error: { code: 'artifact_store_error', message: 'Stored lab content does not match its digest.' } };
   await mkdir(dir, { recursive: true });
   if (run.kind === 'hub') {
-    const release = await deps.db('releases').where({ id: run.release_id }).first();
+    const release = await getReleaseById(deps.db, run.release_id!);
+    if (!release?.archive_key) return mismatch;
     const bytes = await deps.objects.getBytes(release.archive_key);
     if (`blobs/sha256/${sha256Hex(bytes)}` !== release.archive_key) return mismatch;
     await writeFile(path.join(dir, 'lab.bsilab'), bytes);
     return { entry: 'lab.bsilab', manifest: release.manifest, request: { package_sha256: run.package_sha256 } };
   }
-  const rev = await deps.db('revisions').where({ id: run.revision_id }).first();
+  const rev = (await getRevisionById(deps.db, run.revision_id!))!;
   if (!(await writeTree(deps.objects, rev.tree, path.join(dir, 'lab')))) return mismatch;
   const manifest = YAML.parse(await readFile(path.join(dir, 'lab', 'lab.yaml'), 'utf8'));
   const [ns, name] = run.resolved_ref.split('@')[0]!.split('/');

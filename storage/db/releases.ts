@@ -81,3 +81,8 @@ export async function findLatestVisibleRelease(db: Db, accountId: string, namesp
     .filter((r) => semver.valid(r.version))
     .sort((a, b) => semver.rcompare(a.version, b.version))[0];
 }
+
+/** A release by id, whoever owns it (workers executing an accepted run). */
+export async function getReleaseById(db: Db, id: string): Promise<ReleaseRow | undefined> {
+  return db('releases').where({ id }).first();
+}

@@ -72,3 +72,8 @@ export async function appendRevision(
     return rev as RevisionRow;
   });
 }
+
+/** A revision by id alone (workers executing an accepted run or publication). */
+export async function getRevisionById(db: Db, id: string): Promise<RevisionRow | undefined> {
+  return db('revisions').where({ id }).first();
+}
