@@ -26,6 +26,8 @@ export interface Config {
     idempotencyLockSeconds: number;
     concurrentRunsPerAccount: number;
   };
+  /** Deadline of every call to Postgres, Temporal and the object store (SILICO_DEPENDENCY_TIMEOUT_SECONDS). */
+  dependencyTimeoutMs: number;
   logLevel: string;
   /** Interpreter of the lab runtime environment (workers only). */
   python: string;
@@ -91,6 +93,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       idempotencyLockSeconds: int(env, 'SILICO_IDEMPOTENCY_LOCK_SECONDS', 60),
       concurrentRunsPerAccount: int(env, 'SILICO_CONCURRENT_RUNS', 4),
     },
+    dependencyTimeoutMs: int(env, 'SILICO_DEPENDENCY_TIMEOUT_SECONDS', 10) * 1000,
     logLevel: str(env, 'LOG_LEVEL', 'info'),
     python: str(env, 'SILICO_PYTHON', 'python3'),
     sandbox: {

@@ -1,3 +1,4 @@
+import { unavailableDependency } from '../storage/dependencies.ts';
 /**
  * Every failure a client sees is an ApiError rendered by the error middleware into the
  * spec's envelope `{error: {type, code, message, param, details, request_id}}`.
@@ -99,4 +100,15 @@ export function errorBody(err: ApiError, requestId: string, managed: boolean) {
       request_id: requestId,
     },
   };
+}
+
+/**
+ * What a thrown error means to a client, when it means something: our own ApiError, or a
+ * dependency that is unavailable (503 with Retry-After: retrying the same request,
+ * with the same Idempotency-Key, completes it). Undefined for anything unexpected.
+ */
+export function knownApiError(raw: unknown): ApiError | undefined {
+  if (raw instanceof ApiError) return raw;
+  const dependency = unavailableDependency(raw);
+  return dependency ? errors.serviceUnavailable(dependency) : undefined;
 }

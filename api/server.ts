@@ -15,10 +15,11 @@ import { readRuntimeLock } from '../storage/runtimePins.ts';
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = pino({ level: config.logLevel, base: { process: 'api' } });
-  const db = createDb(config.databaseUrl, { poolMax: 20 });
-  const pool = createPgPool(config.databaseUrl, 10);
-  const objects = createObjectStore(config.s3);
-  const temporal = createTemporalGateway(config.temporal);
+  const timeoutMs = config.dependencyTimeoutMs;
+  const db = createDb(config.databaseUrl, { poolMax: 20, timeoutMs });
+  const pool = createPgPool(config.databaseUrl, 10, { timeoutMs });
+  const objects = createObjectStore(config.s3, { timeoutMs });
+  const temporal = createTemporalGateway({ ...config.temporal, timeoutMs });
   const listener = await createNotificationListener(config.databaseUrl, [AUTH_CHANNEL, RUN_EVENTS_CHANNEL]);
   const keys = createKeyResolver(db, listener);
   const runEvents = createRunEventWatcher(listener);

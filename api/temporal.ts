@@ -1,4 +1,5 @@
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { DependencyUnavailable } from '../storage/dependencies.ts';
 import protoPkg from '@temporalio/proto';
 import { computeTaskQueue } from '../workflows/constants.ts';
 
@@ -9,6 +10,14 @@ import { computeTaskQueue } from '../workflows/constants.ts';
  */
 export interface TemporalGateway {
   client(): Promise<Client>;
+  /**
+   * Starts a workflow within the call deadline. Throws DependencyUnavailable('temporal')
+   * when Temporal refuses or does not answer in time; a workflow id already taken is
+   * WorkflowExecutionAlreadyStartedError, as the client says.
+   */
+  startWorkflow(type: string, options: Parameters<Client['workflow']['start']>[1]): Promise<void>;
+  /** Requests a workflow's cancellation within the call deadline (a workflow already gone is fine). */
+  cancelWorkflow(workflowId: string): Promise<void>;
   ping(): Promise<boolean>;
   /** True when at least one worker polled the profile's task queue recently (cached 5 s). */
   hasComputeWorker(profileId: string): Promise<boolean>;
@@ -17,21 +26,50 @@ export interface TemporalGateway {
   close(): Promise<void>;
 }
 
-export function createTemporalGateway(cfg: { address: string; namespace: string }): TemporalGateway {
+/** Errors that are Temporal's answer about a workflow, not Temporal being unavailable. */
+function isAnswer(err: unknown): boolean {
+  return err instanceof WorkflowExecutionAlreadyStartedError || err instanceof WorkflowNotFoundError;
+}
+
+export function createTemporalGateway(cfg: { address: string; namespace: string; timeoutMs?: number }): TemporalGateway {
+  const timeoutMs = cfg.timeoutMs ?? 10_000;
   let conn: Promise<Connection> | undefined;
   let client: Client | undefined;
   const pollerCache = new Map<string, { at: number; value: boolean }>();
   const connection = () => {
-    conn ??= Connection.connect({ address: cfg.address, connectTimeout: 2000 }).catch((err) => {
+    conn ??= Connection.connect({ address: cfg.address, connectTimeout: Math.min(timeoutMs, 2000) }).catch((err) => {
       conn = undefined;
       throw err;
     });
     return conn;
   };
+  /** Runs a call on the connection; whatever is not Temporal's answer means it is unavailable. */
+  const bounded = async (f: (c: Connection, cl: Client) => Promise<void>) => {
+    try {
+      const c = await connection();
+      client ??= new Client({ connection: c, namespace: cfg.namespace });
+      await f(c, client);
+    } catch (err) {
+      if (isAnswer(err)) throw err;
+      throw new DependencyUnavailable('temporal', err);
+    }
+  };
   return {
     async client() {
       client ??= new Client({ connection: await connection(), namespace: cfg.namespace });
       return client;
+    },
+    async startWorkflow(type, options) {
+      await bounded(async (c, cl) => {
+        await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.start(type, options));
+      });
+    },
+    async cancelWorkflow(workflowId) {
+      await bounded(async (c, cl) => {
+        await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.getHandle(workflowId).cancel()).catch((err) => {
+          if (!(err instanceof WorkflowNotFoundError)) throw err;
+        });
+      });
     },
     async ping() {
       const c = await connection();

@@ -20,9 +20,9 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const log = pino({ level: config.logLevel, base: { process: 'worker' } });
   Runtime.install({ telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } } });
-  const db = createDb(config.databaseUrl);
+  const db = createDb(config.databaseUrl, { timeoutMs: config.dependencyTimeoutMs });
   const connection = await NativeConnection.connect({ address: config.temporal.address });
-  const objects = createObjectStore(config.s3);
+  const objects = createObjectStore(config.s3, { timeoutMs: config.dependencyTimeoutMs });
   const sandbox = createSandbox(config.sandbox);
   if (config.sandbox.unsafeNoSandbox) {
     log.warn('SILICO_UNSAFE_NO_SANDBOX=1: LAB CODE RUNS UNSANDBOXED, AS THIS WORKER\'S USER, WITH ITS NETWORK AND FILES. Local development only; never serve strangers\' labs like this.');

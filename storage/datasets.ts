@@ -30,3 +30,32 @@ export function datasetManifest(d: { name: string; source: string; license: stri
   const manifest = { name: d.name, source: d.source, license: d.license, attribution: d.attribution, annotation_version: d.annotation_version, members };
   return { manifest, manifest_sha256: digestJson(manifest) };
 }
+
+export interface Mismatch { file_id: string; problem: string }
+
+/**
+ * Members that are not what their files are: a file this account does not have, or a
+ * digest or size other than `actual(file)` says (the files' records at registration,
+ * the bytes re-hashed in the store by the workflow).
+ */
+export function memberMismatches<F extends { id: string }>(
+  members: Member[], files: Map<string, F>, actual: (f: F) => { sha256: string; size: number },
+): Mismatch[] {
+  const out: Mismatch[] = [];
+  for (const m of members) {
+    const f = files.get(m.file_id);
+    if (!f) {
+      out.push({ file_id: m.file_id, problem: 'no such file in this account' });
+      continue;
+    }
+    const a = actual(f);
+    if (a.sha256 !== m.sha256) out.push({ file_id: m.file_id, problem: `sha256 is ${a.sha256}, not ${m.sha256}` });
+    else if (a.size !== m.size_bytes) out.push({ file_id: m.file_id, problem: `size_bytes is ${a.size}, not ${m.size_bytes}` });
+  }
+  return out;
+}
+
+/** Members that do not match what their files' records say. */
+export function recordedMismatches(members: Member[], files: Map<string, { id: string; sha256: string; size_bytes: number }>): Mismatch[] {
+  return memberMismatches(members, files, (f) => ({ sha256: f.sha256, size: Number(f.size_bytes) }));
+}

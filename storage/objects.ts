@@ -6,6 +6,7 @@ import { Upload } from '@aws-sdk/lib-storage';
 import { UndiciHttpHandler } from '@smithy/undici-http-handler';
 import type { Readable } from 'node:stream';
 import { sha256Hex } from './digest.ts';
+import { DependencyUnavailable } from './dependencies.ts';
 
 const BODY_COMMANDS = new Set(['PutObjectCommand', 'UploadPartCommand']);
 
@@ -35,7 +36,12 @@ export interface ObjectStore {
   ping(): Promise<boolean>;
 }
 
-export function createObjectStore(cfg: ObjectStoreConfig): ObjectStore {
+/**
+ * Opens the object store. With `timeoutMs` (the api, workers) connecting, the answer's
+ * headers and each pause in a body are bounded, and a call is tried twice at most: a
+ * store that refuses or stops answering fails the call as DependencyUnavailable in seconds.
+ */
+export function createObjectStore(cfg: ObjectStoreConfig, opts: { timeoutMs?: number } = {}): ObjectStore {
   // Node 20 is this product's fixed runtime; the SDK's notice about its future Node 22
   // floor would otherwise print in every process (tracked in the project notes).
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -53,8 +59,22 @@ export function createObjectStore(cfg: ObjectStoreConfig): ObjectStore {
     // from the store, and Node's http client copies each 64 KiB body chunk into a new
     // buffer (more copies, more garbage). Relaying 1 GiB cost the api 1.4-1.7 s of CPU
     // with undici against 2.0-2.4 s with node:http, measured here.
-    requestHandler: new UndiciHttpHandler(),
+    requestHandler: new UndiciHttpHandler(opts.timeoutMs
+      ? { dispatcher: { connect: { timeout: opts.timeoutMs }, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs } }
+      : {}),
+    ...(opts.timeoutMs ? { maxAttempts: 2 } : {}),
   });
+  // The store's own answers (a missing key, a bucket that exists) stay what they are;
+  // anything else (no connection, no answer in time, a 5xx) is the store being unavailable.
+  client.middlewareStack.add((next) => async (args) => {
+    try {
+      return await next(args);
+    } catch (err) {
+      const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      if (status !== undefined && status < 500) throw err;
+      throw new DependencyUnavailable('object_store', err);
+    }
+  }, { step: 'initialize', name: 'silicoDependencyUnavailable' });
   // For the same reason, bodies are sent as UNSIGNED-PAYLOAD, the SigV4 option S3 defines
   // for this: the signature still covers every header, but the SDK no longer hashes each
   // part once more to sign it (as much CPU as our own digest) nor the store to check it.

@@ -79,7 +79,7 @@ export async function receiveUpload(ctx: ToolContext): Promise<FileRow> {
       upload = ctx.deps.objects.putStream(objectKey, body, 'application/octet-stream', abort.signal).then(() => {
         result!.head = Buffer.concat(chunks);
       });
-      upload.catch(() => fail(errors.serviceUnavailable('object store')));
+      upload.catch(() => fail(errors.serviceUnavailable('object_store')));
     });
     parser.on('error', (err: Error) => fail(errors.invalidRequest(`The multipart body is malformed or ended early: ${err.message}.`, 'file')));
     parser.on('close', () => {
@@ -95,8 +95,14 @@ export async function receiveUpload(ctx: ToolContext): Promise<FileRow> {
   });
   const sha256 = received.hash.digest();
   const { format, content_type } = await sniffFormat(received.head, received.name);
-  const row = await insertFile(ctx.deps.db, {
-    id: fileId, account_id: ctx.caller.account.id, name: received.name, format, content_type, size_bytes: received.hash.bytes, sha256, object_key: objectKey,
-  });
-  return row!;
+  try {
+    const row = await insertFile(ctx.deps.db, {
+      id: fileId, account_id: ctx.caller.account.id, name: received.name, format, content_type, size_bytes: received.hash.bytes, sha256, object_key: objectKey,
+    });
+    return row!;
+  } catch (err) {
+    // Not recorded, so not kept: an upload either completes or leaves no bytes behind.
+    await ctx.deps.objects.delete(objectKey).catch(() => undefined);
+    throw err;
+  }
 }

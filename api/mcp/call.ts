@@ -1,6 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
-import { ApiError, errorBody, errors } from '../errors.ts';
+import { errorBody, errors, knownApiError } from '../errors.ts';
 import { idempotent } from '../middleware/idempotency.ts';
 import { authorizeCall, renderBody, runOperation } from '../operation.ts';
 import type { Caller, Deps } from '../tools/tool.ts';
@@ -66,13 +66,13 @@ export async function callTool(
     });
     return toolResult(answer.body, answer.status >= 400);
   } catch (raw) {
-    let err = raw;
-    if (!(err instanceof ApiError)) {
+    let err = knownApiError(raw);
+    if (!err) {
       ctx.log?.error({ err: raw, tool: tool.name }, 'unhandled error in tool call');
       err = errors.internal();
     } else if (err.status >= 500) {
       ctx.log?.error({ err: raw, tool: tool.name, code: err.code }, 'server error in tool call');
     }
-    return toolResult(errorBody(err as ApiError, ctx.requestId, Boolean(route.gateway)), true);
+    return toolResult(errorBody(err, ctx.requestId, Boolean(route.gateway)), true);
   }
 }

@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { ApiError, errorBody, errors } from '../errors.ts';
+import { ApiError, errorBody, errors, knownApiError } from '../errors.ts';
 
 /** Body-parser and HTTP errors carry a status; map them to our codes. */
 function fromHttpError(err: { status?: number; statusCode?: number; type?: string; expose?: boolean; message?: string; limit?: number }): ApiError | undefined {
@@ -21,7 +21,7 @@ export function errorEnvelope(): Middleware {
     try {
       await next();
     } catch (raw) {
-      let err = raw instanceof ApiError ? raw : fromHttpError(raw as object);
+      let err = knownApiError(raw) ?? fromHttpError(raw as object);
       if (!err) {
         ctx.state.log?.error({ err: raw }, 'unhandled error');
         err = errors.internal();

@@ -35,7 +35,7 @@ export function rateLimit(
     try {
       counts = await counters.increment(requests, now.getTime());
     } catch {
-      throw errors.serviceUnavailable('rate limit store');
+      throw errors.serviceUnavailable('postgres');
     }
     const views: View[] = [{ name: bucket === 'runs' ? 'run_creation' : bucket, limit: perMinute, count: counts[0]!.count, resetSeconds: Math.ceil(counts[0]!.resetMs / 1000) }];
     if (caller) views.push({ name: 'daily', limit: limits.dailyRequests, count: counts[1]!.count, resetSeconds: Math.ceil((midnight - now.getTime()) / 1000) });

@@ -1,28 +1,40 @@
 import type { Deps, Caller } from '../tools/tool.ts';
-import { ApiError, errors } from '../errors.ts';
+import { ApiError } from '../errors.ts';
 import { insertAcceptedRun, type RunRow } from '../../storage/db/runs.ts';
 import { isSqlState, SQLSTATE } from '../../storage/db/sqlStates.ts';
-import { finishRun } from '../../storage/runLifecycle.ts';
 import { newUuid } from '../../storage/ids.ts';
 import { CONTROL_TASK_QUEUE, runWorkflowId } from '../../workflows/constants.ts';
-import { runSearchAttributes } from '../../workflows/searchAttributes.ts';
+import { workflowSearchAttributes } from '../../workflows/searchAttributes.ts';
 import type { RunProposal } from './prepare.ts';
 
 /**
  * Accepts an approved run: in one transaction the plan is consumed (if any), the
  * proposal's maximum price is reserved (or 402 and nothing happens), and the run is
- * recorded as queued with its first event; then its workflow `run-<id>` starts. The
- * workflow id is the natural dedupe of everything after the claim.
+ * recorded as queued with its first event, and its workflow `run-<id>` is started before
+ * that transaction commits. The workflow id is the natural dedupe of everything after the claim.
  */
 export async function acceptRun(deps: Deps, caller: Caller, proposal: RunProposal, opts: { planId?: string; metadata?: Record<string, string> }): Promise<RunRow> {
   const runId = newUuid();
   let run: RunRow;
   try {
-    run = await insertAcceptedRun(deps.db, {
-      id: runId, account_id: caller.account.id, kind: proposal.kind, ref: proposal.ref, resolved_ref: proposal.resolved_ref,
-      release_id: proposal.release_id, workspace_id: proposal.workspace_id ?? null, revision_id: proposal.revision_id ?? null, package_sha256: proposal.package_sha256, inputs: proposal.inputs, metadata: opts.metadata ?? {},
-      compute_profile: proposal.compute_profile, max_runtime_seconds: proposal.max_runtime_seconds,
-      reserved_micros: proposal.estimated_max_micros, seed: proposal.seed, experiment_id: null, plan_id: opts.planId ?? null,
+    run = await deps.db.transaction(async (trx) => {
+      const row = await insertAcceptedRun(trx, {
+        id: runId, account_id: caller.account.id, kind: proposal.kind, ref: proposal.ref, resolved_ref: proposal.resolved_ref,
+        release_id: proposal.release_id, workspace_id: proposal.workspace_id ?? null, revision_id: proposal.revision_id ?? null, package_sha256: proposal.package_sha256, inputs: proposal.inputs, metadata: opts.metadata ?? {},
+        compute_profile: proposal.compute_profile, max_runtime_seconds: proposal.max_runtime_seconds,
+        reserved_micros: proposal.estimated_max_micros, seed: proposal.seed, experiment_id: null, plan_id: opts.planId ?? null,
+      });
+      // Started before the acceptance commits: when Temporal cannot take the run, nothing
+      // was accepted (the plan unused, nothing reserved), the answer is 503, and a retry
+      // with the same Idempotency-Key completes it. Should the commit fail after the start,
+      // the workflow finds no run (its first step retries, then it ends owning nothing).
+      await deps.temporal.startWorkflow('runWorkflow', {
+        taskQueue: CONTROL_TASK_QUEUE,
+        workflowId: runWorkflowId(runId),
+        args: [{ runId }],
+        typedSearchAttributes: workflowSearchAttributes({ account: caller.account.id, kind: proposal.kind, ref: proposal.resolved_ref }),
+      });
+      return row;
     });
   } catch (err) {
     if (isSqlState(err, SQLSTATE.planUsed)) {
@@ -34,19 +46,6 @@ export async function acceptRun(deps: Deps, caller: Caller, proposal: RunProposa
       });
     }
     throw err;
-  }
-  try {
-    const client = await deps.temporal.client();
-    await client.workflow.start('runWorkflow', {
-      taskQueue: CONTROL_TASK_QUEUE,
-      workflowId: runWorkflowId(runId),
-      args: [{ runId }],
-      typedSearchAttributes: runSearchAttributes({ account: caller.account.id, kind: proposal.kind, ref: proposal.resolved_ref }),
-    });
-  } catch {
-    // The run was accepted but cannot be scheduled: end it now, releasing the whole reservation.
-    await finishRun(deps.db, { runId, status: 'failed', error: { code: 'service_unavailable', message: 'The orchestrator could not be reached; nothing was charged.' }, computeSeconds: 0 });
-    throw errors.serviceUnavailable('temporal');
   }
   return run;
 }

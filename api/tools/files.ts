@@ -10,7 +10,9 @@ import { decodeCursor, pageBody } from '../pagination.ts';
 import { isoTime, newId, newUuid } from '../../storage/ids.ts';
 import { ApiError } from '../errors.ts';
 import { ArchiveError, readZipMembers } from '../../storage/archives.ts';
-import { datasetManifest, splitLeaks, type Member } from '../../storage/datasets.ts';
+import { datasetManifest, recordedMismatches, splitLeaks, type Member } from '../../storage/datasets.ts';
+import { filesById, getDataset, insertDataset, latestLiveDataset, listDatasets } from '../../storage/db/datasets.ts';
+import { workflowSearchAttributes } from '../../workflows/searchAttributes.ts';
 import { CONTROL_TASK_QUEUE, datasetWorkflowId } from '../../workflows/constants.ts';
 import { str, nullableStr, limit, cursor, offset, count, arr, obj, uuid, sha256Hex, id } from '../schemas/common.ts';
 // RFC 6266: an ASCII fallback name plus the exact name as filename* (RFC 5987).
@@ -226,9 +228,6 @@ function datasetView(d: any) {
   };
 }
 
-/** How long POST /datasets waits for a short registration before answering `registering`. */
-const REGISTRATION_WAIT_MS = 10_000;
-
 const DATASET_HANDLERS: Record<string, ToolDef['handler']> = {
   async dataset_register(input, ctx) {
     const members = input.members as Member[];
@@ -238,42 +237,51 @@ const DATASET_HANDLERS: Record<string, ToolDef['handler']> = {
     }
     const { manifest, manifest_sha256 } = datasetManifest(input as never);
     const { db } = ctx.deps;
-    const latest = await db('datasets').where({ account_id: ctx.caller.account.id, name: input.name }).whereNot({ status: 'failed' }).orderBy('version', 'desc').first();
+    const accountId = ctx.caller.account.id;
+    const latest = await latestLiveDataset(db, accountId, input.name);
     if (latest && latest.manifest_sha256 === manifest_sha256) {
-      return { body: datasetView(latest), warnings: [{ code: 'unchanged', message: `Identical to version ${latest.version}; no new version was made.` }] };
+      return { body: datasetView(latest), warnings: [{ code: 'unchanged', message: `Identical to version ${latest.version}; no new version was made.` }], next_actions: readNext(latest) };
+    }
+    // What the files' records already say is checked now; the bytes in the store are
+    // re-hashed by the registration workflow.
+    const mismatches = recordedMismatches(members, await filesById(db, accountId, members.map((m) => m.file_id)));
+    if (mismatches.length) {
+      throw new ApiError(422, 'member_mismatch', 'Some members do not match their stored files; nothing was registered.', 'members', { mismatches });
     }
     const id = newId('ds');
-    const max = await db('datasets').where({ account_id: ctx.caller.account.id, name: input.name }).max<{ max: number | null }>('version as max').first();
-    await db('datasets').insert({ id, account_id: ctx.caller.account.id, name: input.name, version: (max?.max ?? 0) + 1, status: 'registering', manifest: JSON.stringify(manifest), manifest_sha256 })
-      .catch((err: { code?: string }) => {
-        if (err.code === '23505') throw errors.conflict('revision_conflict', 'Another version of this dataset was registered at the same moment; send the request again.');
-        throw err;
+    const row = await db.transaction(async (trx) => {
+      const inserted = await insertDataset(trx, { id, account_id: accountId, name: input.name, manifest, manifest_sha256 });
+      if (!inserted) throw errors.conflict('revision_conflict', 'Another version of this dataset was registered at the same moment; send the request again.');
+      // Started before the version is committed: if Temporal cannot take it, no version
+      // exists, the answer is 503, and a retry with the same Idempotency-Key registers it.
+      await ctx.deps.temporal.startWorkflow('datasetRegistrationWorkflow', {
+        taskQueue: CONTROL_TASK_QUEUE, workflowId: datasetWorkflowId(id), args: [{ datasetId: id }],
+        typedSearchAttributes: workflowSearchAttributes({ account: accountId, kind: 'dataset', ref: input.name }),
       });
-    const client = await ctx.deps.temporal.client();
-    const handle = await client.workflow.start('datasetRegistrationWorkflow', { taskQueue: CONTROL_TASK_QUEUE, workflowId: datasetWorkflowId(id), args: [{ datasetId: id }] });
-    // A short registration is awaited (bounded); a long one answers `registering` and completes on its own.
-    await Promise.race([handle.result().catch(() => undefined), new Promise((r) => setTimeout(r, REGISTRATION_WAIT_MS))]);
-    const row = await db('datasets').where({ id }).first();
-    if (row.status === 'failed') {
-      throw new ApiError(422, 'member_mismatch', 'Some members do not match their stored files; nothing was registered.', 'members', { mismatches: row.problems, dataset_id: id });
-    }
-    return { body: datasetView(row) };
+      return inserted;
+    });
+    // Never waits for the registration: the version answers `registering` until its bytes are verified.
+    return { body: datasetView(row), next_actions: readNext(row) };
   },
 
   async dataset_list(input, ctx) {
     const limit = input.limit ?? ctx.deps.config.limits.pageDefault;
     const offset = input.offset ?? 0;
-    const rows = await ctx.deps.db('datasets').where({ account_id: ctx.caller.account.id }).whereNot({ status: 'failed' })
-      .orderBy([{ column: 'name' }, { column: 'version', order: 'desc' }]).offset(offset).limit(limit + 1);
+    const rows = await listDatasets(ctx.deps.db, ctx.caller.account.id, { limit: limit + 1, offset });
     return { body: { items: rows.slice(0, limit).map(datasetView), has_more: rows.length > limit, limit, offset } };
   },
 
   async dataset_get(input, ctx) {
-    const row = await ctx.deps.db('datasets').where({ id: input.dataset_id, account_id: ctx.caller.account.id }).first();
+    const row = await getDataset(ctx.deps.db, input.dataset_id, ctx.caller.account.id);
     if (!row) throw errors.notFound('dataset_not_found', 'dataset', 'dataset_id');
-    return { body: datasetView(row), warnings: [{ code: 'not_validation', message: 'A manifest records retained file identity, not biological validation.' }] };
+    return { body: datasetView(row), warnings: [{ code: 'not_validation', message: 'A manifest records retained file identity, not biological validation.' }], next_actions: readNext(row) };
   },
 };
+
+/** While a version registers, reading it again is what to do next. */
+function readNext(d: { id: string; status: string }) {
+  return d.status === 'registering' ? [{ tool: 'dataset_get', description: 'Read the version again: it is registered once every member\'s bytes are verified.', arguments: { dataset_id: d.id } }] : [];
+}
 
 for (const t of fileTools) {
   const d = DATASET_HANDLERS[t.name];

@@ -1,3 +1,4 @@
+import { workflowSearchAttributes } from '../../workflows/searchAttributes.ts';
 import semver from 'semver';
 import YAML from 'yaml';
 import type { ToolDef, ToolContext } from './tool.ts';
@@ -171,9 +172,13 @@ export const publicationTools: ToolDef[] = [
           id, account_id: ctx.caller.account.id, plan_id: plan.id, lab_id: p.lab_id, revision_id: p.revision_id,
           namespace: p.namespace, name: p.name, version: p.version, release_notes: p.release_notes, status: 'publishing', approval,
         });
+        // Started before the transaction commits: if Temporal cannot take it, the plan is
+        // not consumed, the version not taken, the answer is 503 and a retry publishes.
+        await ctx.deps.temporal.startWorkflow('publicationWorkflow', {
+          taskQueue: CONTROL_TASK_QUEUE, workflowId: publicationWorkflowId(id), args: [{ publicationId: id }],
+          typedSearchAttributes: workflowSearchAttributes({ account: ctx.caller.account.id, kind: 'publication', ref: `${p.namespace}/${p.name}@${p.version}` }),
+        });
       });
-      const client = await ctx.deps.temporal.client();
-      await client.workflow.start('publicationWorkflow', { taskQueue: CONTROL_TASK_QUEUE, workflowId: publicationWorkflowId(id), args: [{ publicationId: id }] });
       const reference = `${p.namespace}/${p.name}@${p.version}`;
       return {
         body: { object: 'publication', publication_id: id, status: 'publishing', reference, approval },

@@ -7,7 +7,7 @@ import { acceptRun } from '../runs/accept.ts';
 import { runView, artifactView } from '../runs/view.ts';
 import { approvedPlan, planView, PLAN_TTL_SECONDS } from '../plans.ts';
 import { createPlan } from '../../storage/db/plans.ts';
-import { getRun, listRuns, listEvents, listArtifacts, getArtifact, TERMINAL, MAX_EVENT_SEQ, type RunEvent } from '../../storage/db/runs.ts';
+import { getRun, listRuns, listEvents, listArtifacts, getArtifact, markRunCancelling, TERMINAL, MAX_EVENT_SEQ, type RunEvent } from '../../storage/db/runs.ts';
 import { digestJson } from '../../storage/digest.ts';
 import { isoTime } from '../../storage/ids.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
@@ -170,9 +170,10 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
   async run_cancel(input, ctx) {
     let run = await ownedRun(ctx, input.run_id);
     if (TERMINAL.includes(run.status)) return { body: runView(run), warnings: [{ code: 'run_terminal', message: `The run is already ${run.status}; nothing changed.` }] };
-    await ctx.deps.db('runs').where({ id: run.id, status: 'running' }).update({ status: 'cancelling' });
-    const client = await ctx.deps.temporal.client();
-    await client.workflow.getHandle(runWorkflowId(run.id)).cancel().catch(() => undefined);
+    // Temporal first: if it cannot be reached the answer is 503 and the run is shown as it
+    // is (never cancelling with nobody to finish it); a retry sends the request again.
+    await ctx.deps.temporal.cancelWorkflow(runWorkflowId(run.id));
+    await markRunCancelling(ctx.deps.db, run.id);
     run = (await getRun(ctx.deps.db, run.id))!;
     return { body: runView(run) };
   },

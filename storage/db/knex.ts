@@ -8,12 +8,24 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 
 export type Db = Knex;
 
+/**
+ * Deadlines for a process that must answer (the api, workers): connecting, taking a pooled
+ * connection and each query. A Postgres that stops answering then fails a call in seconds
+ * instead of holding it forever.
+ */
+export interface PgDeadlines { timeoutMs?: number }
+
+function connectionOf(databaseUrl: string, d: PgDeadlines) {
+  return d.timeoutMs ? { connectionString: databaseUrl, connectionTimeoutMillis: d.timeoutMs, query_timeout: d.timeoutMs } : { connectionString: databaseUrl };
+}
+
 /** Opens a pooled knex instance on Postgres. */
-export function createDb(databaseUrl: string, opts: { poolMax?: number } = {}): Db {
+export function createDb(databaseUrl: string, opts: { poolMax?: number } & PgDeadlines = {}): Db {
   return knexFactory({
     client: 'pg',
-    connection: databaseUrl,
+    connection: connectionOf(databaseUrl, opts),
     pool: { min: 0, max: opts.poolMax ?? 10 },
+    ...(opts.timeoutMs ? { acquireConnectionTimeout: opts.timeoutMs } : {}),
     migrations: { migrationSource, tableName: 'knex_migrations' },
   });
 }
@@ -28,6 +40,6 @@ export async function migrate(db: Db): Promise<string[]> {
  * A plain pg pool beside knex, for the statements on every request's path (rate limits):
  * there, knex's per-statement acquire/release costs more than the statement itself.
  */
-export function createPgPool(databaseUrl: string, max = 10): pg.Pool {
-  return new pg.Pool({ connectionString: databaseUrl, max });
+export function createPgPool(databaseUrl: string, max = 10, d: PgDeadlines = {}): pg.Pool {
+  return new pg.Pool({ ...connectionOf(databaseUrl, d), max });
 }

@@ -146,3 +146,8 @@ export async function recordArtifact(db: Db, runId: string, id: string, a: NewAr
     return { id: row.id as string, created: true };
   });
 }
+
+/** A running run whose cancellation was requested: its ending is the workflow's to record. */
+export async function markRunCancelling(db: Db, runId: string): Promise<void> {
+  await db('runs').where({ id: runId, status: 'running' }).update({ status: 'cancelling' });
+}
