@@ -41,5 +41,9 @@ export async function migrate(db: Db): Promise<string[]> {
  * there, knex's per-statement acquire/release costs more than the statement itself.
  */
 export function createPgPool(databaseUrl: string, max = 10, d: PgDeadlines = {}): pg.Pool {
-  return new pg.Pool({ ...connectionOf(databaseUrl, d), max });
+  const pool = new pg.Pool({ ...connectionOf(databaseUrl, d), max });
+  // An idle connection that Postgres drops (a restart, a failover) is an 'error' event on
+  // the pool: pg removes the client either way, and with no listener it would end the process.
+  pool.on('error', () => undefined);
+  return pool;
 }

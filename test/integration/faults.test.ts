@@ -1,0 +1,214 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { BASE_URL, call, closeTestDb, newAccount, publishFixtureLab, spawnApi, testDb, waitForRun, driverPid } from '../helpers.ts';
+import { createTcpFaultProxy, type ProxyMode, type TcpFaultProxy } from '../tcpFaultProxy.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
+
+// Nothing half done: a replica api reaches Postgres, MinIO and Temporal through relays
+// this test switches off (`down`: refused) or freezes (`paused`: accepts, never answers)
+// just before a write. The answer is 503 with Retry-After naming the dependency, nothing
+// of the write is left in Postgres or the object store, and once the dependency is back a
+// retry with the same Idempotency-Key completes it exactly once.
+
+type Dep = 'postgres' | 'object_store' | 'temporal';
+let proxies: Record<Dep, TcpFaultProxy>;
+let replica: Awaited<ReturnType<typeof spawnApi>>;
+let owner: Awaited<ReturnType<typeof newAccount>>;
+let slowRef = '';
+
+before(async () => {
+  const pg = new URL(process.env.DATABASE_URL!);
+  const s3 = new URL(process.env.S3_ENDPOINT!);
+  const [tHost, tPort] = process.env.TEMPORAL_ADDRESS!.split(':');
+  proxies = {
+    postgres: await createTcpFaultProxy({ host: pg.hostname, port: Number(pg.port) }),
+    object_store: await createTcpFaultProxy({ host: s3.hostname, port: Number(s3.port) }),
+    temporal: await createTcpFaultProxy({ host: tHost!, port: Number(tPort) }),
+  };
+  const pgUrl = new URL(pg);
+  pgUrl.hostname = '127.0.0.1';
+  pgUrl.port = String(proxies.postgres.port);
+  replica = await spawnApi({
+    DATABASE_URL: pgUrl.toString(), S3_ENDPOINT: `http://127.0.0.1:${proxies.object_store.port}`, TEMPORAL_ADDRESS: `127.0.0.1:${proxies.temporal.port}`,
+    SILICO_DEPENDENCY_TIMEOUT_SECONDS: '2', SILICO_IDEMPOTENCY_LOCK_SECONDS: '2',
+  });
+  owner = await newAccount({ usd: 20 });
+  slowRef = await publishFixtureLab(owner, 'slow-lab');
+});
+after(async () => {
+  await replica?.stop();
+  await Promise.all(Object.values(proxies ?? {}).map((p) => p.close()));
+  await closeTestDb();
+});
+
+/** A request to the replica, JSON or multipart, with the owner's key. */
+async function viaReplica(method: string, p: string, opts: { body?: unknown; form?: FormData; key?: string } = {}) {
+  const headers: Record<string, string> = { Authorization: `Bearer ${owner.key}` };
+  if (opts.key) headers['Idempotency-Key'] = opts.key;
+  if (opts.body !== undefined) headers['Content-Type'] = 'application/json';
+  const res = await fetch(`${replica.base}${p}`, { method, headers, body: opts.form ?? (opts.body === undefined ? undefined : JSON.stringify(opts.body)) });
+  const text = await res.text();
+  let body: any;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = text;
+  }
+  return { status: res.status, body, retryAfter: res.headers.get('retry-after') };
+}
+
+const rowsOf = async (table: string) => Number((await testDb()(table).where({ account_id: owner.account.id }).count<{ count: string }[]>('* as count'))[0]!.count);
+const objectsOf = async () => Number((await testDb()('files').where({ account_id: owner.account.id }).count<{ count: string }[]>('* as count'))[0]!.count);
+
+interface WriteCase {
+  route: string;
+  deps: Dep[];
+  /** Builds the request (fixtures made through the main api, never the replica). */
+  request: () => Promise<{ method: string; path: string; body?: unknown; form?: () => FormData }>;
+  /** The route takes an Idempotency-Key (route table); else a retry is a plain retry. */
+  keyed: boolean;
+  /** Sending the completed request again makes nothing new (by its key, its plan or its digest). */
+  replaySafe: boolean;
+  /** What the write leaves behind, to compare before, after the 503 and after the retry. */
+  state: () => Promise<unknown>;
+  /** The state after exactly one successful write, from the state before. */
+  once: (before: any) => unknown;
+}
+
+async function publicationPlan() {
+  const ws = (await call('POST', '/workspaces', { key: owner.key, body: { title: `Faulty ${crypto.randomUUID().slice(0, 8)}` } })).body;
+  const src = path.join(REPO_ROOT, 'labs/enzyme-kinetics');
+  const files = ['lab.yaml', 'README.md', 'models/michaelis_menten/model.yaml', 'models/michaelis_menten/src/enzyme.py'];
+  const change = await call('POST', `/workspaces/${ws.workspace_id}/change-plans`, { key: owner.key, body: { base_revision_id: ws.head_revision_id, operations: files.map((f) => ({ kind: 'file_put', path: f, content: readFileSync(path.join(src, f), 'utf8') })) } });
+  const rev = (await call('POST', '/workspace-revisions', { key: owner.key, body: { plan_id: change.body.plan_id, plan_sha256: change.body.plan_sha256 } })).body;
+  const prep = await call('POST', '/publication-plans', { key: owner.key, body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, version: '1.0.0' } });
+  assert.equal(prep.body.status, 'ready', JSON.stringify(prep.body.findings));
+  return prep.body;
+}
+
+async function uploaded(text: string) {
+  const form = new FormData();
+  form.append('file', new Blob([text]), 'cells.csv');
+  return (await (await fetch(`${BASE_URL}/files`, { method: 'POST', headers: { Authorization: `Bearer ${owner.key}` }, body: form })).json()) as any;
+}
+
+/**
+ * A client's retry as the SDK makes it: again after Retry-After while the answer is 503
+ * (a connection coming back) or 409 in progress (the key of an attempt whose release
+ * Postgres could not record is held for its lock time).
+ */
+async function retried(send: () => ReturnType<typeof viaReplica>): ReturnType<typeof viaReplica> {
+  let res = await send();
+  for (let attempt = 0; attempt < 20 && (res.status === 503 || res.status === 409); attempt++) {
+    await new Promise((r) => setTimeout(r, 500));
+    res = await send();
+  }
+  return res;
+}
+
+let lastPlan: any;
+const CASES: WriteCase[] = [
+  {
+    route: 'POST /runs', deps: ['postgres', 'temporal'],
+    keyed: true, replaySafe: true,
+    request: async () => ({ method: 'POST', path: '/runs', body: { ref: 'platform/microbial-growth@1.0.0', inputs: {}, max_runtime_seconds: 60 } }),
+    state: async () => ({ runs: await rowsOf('runs'), reserved: Number((await testDb()('ledger_txns').where({ account_id: owner.account.id, kind: 'reserve' }).count<{ count: string }[]>('* as count'))[0]!.count) }),
+    once: (b) => ({ runs: b.runs + 1, reserved: b.reserved + 1 }),
+  },
+  {
+    route: 'POST /publications', deps: ['postgres', 'temporal'], keyed: false, replaySafe: true,
+    request: async () => {
+      lastPlan = await publicationPlan();
+      return { method: 'POST', path: '/publications', body: { plan_id: lastPlan.plan_id, plan_sha256: lastPlan.plan_sha256 } };
+    },
+    state: async () => ({ publications: await rowsOf('publications'), planUsed: Boolean((await testDb()('plans').where({ id: lastPlan.plan_id }).first()).consumed_at) }),
+    once: (b) => ({ publications: b.publications + 1, planUsed: true }),
+  },
+  {
+    route: 'POST /datasets', deps: ['postgres', 'temporal'], keyed: false, replaySafe: true,
+    request: async () => {
+      const f = await uploaded(`gene,count\nlacI,${Math.random()}\n`);
+      const member = { file_id: f.file_id, sha256: f.sha256, size_bytes: f.size_bytes, sample_id: 's1', group_id: 'g1', role: 'table', split: 'train' };
+      return { method: 'POST', path: '/datasets', body: { name: `faults-${crypto.randomUUID().slice(0, 8)}`, source: 'bench', license: 'CC0-1.0', attribution: 'us', annotation_version: 'v1', members: [member] } };
+    },
+    state: async () => ({ datasets: await rowsOf('datasets') }),
+    once: (b) => ({ datasets: b.datasets + 1 }),
+  },
+  {
+    route: 'POST /files', deps: ['postgres', 'object_store'], keyed: false, replaySafe: false,
+    request: async () => {
+      const text = `t,x\n0,${Math.random()}\n`;
+      return { method: 'POST', path: '/files', form: () => {
+        const form = new FormData();
+        form.append('file', new Blob([text]), 'series.csv');
+        return form;
+      } };
+    },
+    state: async () => ({ files: await objectsOf() }),
+    once: (b) => ({ files: b.files + 1 }),
+  },
+  {
+    route: 'POST /workspaces/{workspace_id}/change-plans', deps: ['postgres', 'object_store'], keyed: true, replaySafe: true,
+    request: async () => {
+      const ws = (await call('POST', '/workspaces', { key: owner.key, body: { title: `Plans ${crypto.randomUUID().slice(0, 8)}` } })).body;
+      return { method: 'POST', path: `/workspaces/${ws.workspace_id}/change-plans`, body: { base_revision_id: ws.head_revision_id, operations: [{ kind: 'file_put', path: 'README.md', content: `# ${Math.random()}\n` }] } };
+    },
+    state: async () => ({ plans: Number((await testDb()('plans').where({ account_id: owner.account.id, kind: 'workspace_change' }).count<{ count: string }[]>('* as count'))[0]!.count) }),
+    once: (b) => ({ plans: b.plans + 1 }),
+  },
+];
+
+for (const c of CASES) {
+  for (const dep of c.deps) {
+    for (const mode of ['down', 'paused'] as ProxyMode[]) {
+      test(`${c.route} with ${dep} ${mode}: 503 with Retry-After, nothing left behind; once it is back the same key completes it once`, { timeout: 120_000 }, async () => {
+        const req = await c.request();
+        const key = c.keyed ? crypto.randomUUID() : undefined;
+        const before = await c.state();
+        proxies[dep].setMode(mode);
+        let failed;
+        try {
+          failed = await viaReplica(req.method, req.path, { body: req.body, form: req.form?.(), key });
+        } finally {
+          proxies[dep].setMode('pass');
+        }
+        assert.equal(failed.status, 503, JSON.stringify(failed.body));
+        assert.equal(failed.body.error.code, 'service_unavailable');
+        assert.equal(failed.body.error.details.dependency, dep);
+        assert.ok(Number(failed.retryAfter) > 0, 'Retry-After');
+        assert.deepEqual(await c.state(), before, 'no partial state');
+        const done = await retried(() => viaReplica(req.method, req.path, { body: req.body, form: req.form?.(), key }));
+        assert.ok(done.status === 200 || done.status === 201, `${done.status} ${JSON.stringify(done.body)}`);
+        assert.deepEqual(await c.state(), c.once(before), 'exactly one result');
+        if (c.replaySafe) {
+          await viaReplica(req.method, req.path, { body: req.body, form: req.form?.(), key });
+          assert.deepEqual(await c.state(), c.once(before), 'sending it again makes nothing new');
+        }
+      });
+    }
+  }
+}
+
+test('POST /runs/{id}/cancel with Temporal down or paused: 503, the run is not shown as cancelling; a retry cancels it', { timeout: 180_000 }, async () => {
+  for (const mode of ['down', 'paused'] as ProxyMode[]) {
+    const started = await call('POST', '/runs', { key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { ref: slowRef, inputs: { seconds_per_window: 0.2, busy_seconds: 60 }, max_runtime_seconds: 120 } });
+    assert.equal(started.status, 200, started.text);
+    await driverPid(owner.key, started.body.id);
+    const key = crypto.randomUUID();
+    proxies.temporal.setMode(mode);
+    let failed;
+    try {
+      failed = await viaReplica('POST', `/runs/${started.body.id}/cancel`, { key });
+    } finally {
+      proxies.temporal.setMode('pass');
+    }
+    assert.equal(failed.status, 503, JSON.stringify(failed.body));
+    assert.equal(failed.body.error.details.dependency, 'temporal');
+    assert.equal((await call('GET', `/runs/${started.body.id}`, { key: owner.key })).body.status, 'running', 'not cancelling with nobody to end it');
+    const retry = await retried(() => viaReplica('POST', `/runs/${started.body.id}/cancel`, { key }));
+    assert.equal(retry.status, 200, JSON.stringify(retry.body));
+    assert.equal((await waitForRun(owner.key, started.body.id)).status, 'cancelled');
+  }
+});
