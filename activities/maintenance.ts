@@ -1,13 +1,42 @@
 import type { Db } from '../storage/db/knex.ts';
 import { purgeIdempotencyKeys } from '../storage/db/idempotency.ts';
+import { purgeRateLimits } from '../storage/db/rateLimits.ts';
+import { openRecords, type OpenRecord } from '../storage/db/reconciliation.ts';
+import { finishRun } from '../storage/runLifecycle.ts';
+import { failPublication } from '../storage/db/publications.ts';
+import { finishDataset } from '../storage/db/datasets.ts';
+import { datasetWorkflowId, publicationWorkflowId, runWorkflowId } from '../workflows/constants.ts';
 
-/** Housekeeping of the state of record: expired idempotency keys and rate counters. */
-export function createMaintenanceActivities(deps: { db: Db; idempotencyTtlSeconds: number }) {
+/** Whether a workflow still runs, has closed, or was never there (Temporal's describe). */
+export type WorkflowState = (workflowId: string) => Promise<'open' | 'closed' | 'missing'>;
+
+const WORKFLOW_ID: Record<OpenRecord['kind'], (id: string) => string> = { run: runWorkflowId, publication: publicationWorkflowId, dataset: datasetWorkflowId };
+const GONE = 'Its workflow ended without recording an ending (or never started); closed by the hourly reconciliation.';
+
+/**
+ * Housekeeping of the state of record: expired idempotency keys and rate counters, and
+ * records whose workflow is gone, closed truthfully (a run fails with nothing charged, a
+ * publication fails and frees its version, a dataset version fails).
+ */
+export function createMaintenanceActivities(deps: { db: Db; idempotencyTtlSeconds: number; workflowState: WorkflowState }) {
   return {
     async purgeExpired(): Promise<{ idempotency_keys: number; rate_limits: number }> {
       const idempotency_keys = await purgeIdempotencyKeys(deps.db, deps.idempotencyTtlSeconds);
-      const rate_limits = await deps.db('rate_limits').where('expire', '<', Date.now()).delete();
+      const rate_limits = await purgeRateLimits(deps.db);
       return { idempotency_keys, rate_limits };
+    },
+
+    /** Closes records left open by a workflow that is gone; returns how many of each. */
+    async reconcileOrphans(olderThanSeconds: number): Promise<Record<OpenRecord['kind'], number>> {
+      const closed = { run: 0, publication: 0, dataset: 0 };
+      for (const r of await openRecords(deps.db, olderThanSeconds)) {
+        if ((await deps.workflowState(WORKFLOW_ID[r.kind](r.id))) === 'open') continue;
+        if (r.kind === 'run') await finishRun(deps.db, { runId: r.id, status: 'failed', error: { code: 'internal_error', message: GONE }, computeSeconds: 0 });
+        else if (r.kind === 'publication') await failPublication(deps.db, r.id, [{ severity: 'blocking', code: 'publication_error', message: GONE, path: null }]);
+        else await finishDataset(deps.db, r.id, [{ file_id: '', problem: GONE }]);
+        closed[r.kind] += 1;
+      }
+      return closed;
     },
   };
 }

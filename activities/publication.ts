@@ -7,6 +7,7 @@ import type { Db } from '../storage/db/knex.ts';
 import type { ObjectStore } from '../storage/objects.ts';
 import { blobKey } from '../storage/objects.ts';
 import { insertRelease } from '../storage/db/releases.ts';
+import { failPublication } from '../storage/db/publications.ts';
 import type { Finding } from '../storage/db/plans.ts';
 import { contractOf, hubIndexOf } from '../storage/labContract.ts';
 import { packerIdentity } from '../storage/labIdentity.ts';
@@ -81,8 +82,7 @@ export function createPublicationActivities(deps: { db: Db; objects: ObjectStore
     },
 
     async failPublication(publicationId: string, findings: Finding[]): Promise<void> {
-      await deps.db('publications').where({ id: publicationId, status: 'publishing' })
-        .update({ status: 'failed', findings: JSON.stringify(findings), finished_at: deps.db.fn.now() });
+      await failPublication(deps.db, publicationId, findings);
     },
 
     /** Records the immutable release and its capability, once (retries find it done). */

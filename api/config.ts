@@ -38,6 +38,8 @@ export interface Config {
     workflowBundle?: string;
     /** Compute profiles whose queues this worker serves. */
     computeProfiles: string[];
+    /** On SIGTERM, how long running labs may finish before they are stopped and rescheduled. */
+    shutdownGraceSeconds: number;
   };
 }
 
@@ -105,6 +107,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     worker: {
       workflowBundle: env.SILICO_WORKFLOW_BUNDLE || undefined,
       computeProfiles: str(env, 'SILICO_COMPUTE_PROFILES', 'cpu-small,cpu-standard').split(',').map((p) => p.trim()).filter(Boolean),
+      shutdownGraceSeconds: int(env, 'SILICO_WORKER_SHUTDOWN_GRACE_SECONDS', 30),
     },
   };
 }

@@ -7,6 +7,8 @@ import { CONTROL_TASK_QUEUE, computeTaskQueue } from '../workflows/constants.ts'
 import { createRunActivities } from '../activities/runs.ts';
 import { createExecutionActivities } from '../activities/execution/execute.ts';
 import { createSandbox } from '../activities/execution/sandbox.ts';
+import { Client, Connection } from '@temporalio/client';
+import { workflowStateOf } from '../activities/workflowState.ts';
 import { createObjectStore } from '../storage/objects.ts';
 import { createPublicationActivities } from '../activities/publication.ts';
 import { createDatasetActivities } from '../activities/datasets.ts';
@@ -22,6 +24,9 @@ async function main(): Promise<void> {
   Runtime.install({ telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } } });
   const db = createDb(config.databaseUrl, { timeoutMs: config.dependencyTimeoutMs });
   const connection = await NativeConnection.connect({ address: config.temporal.address });
+  // A client of Temporal for the activities that ask about workflows (reconciliation).
+  const clientConnection = await Connection.connect({ address: config.temporal.address });
+  const client = new Client({ connection: clientConnection, namespace: config.temporal.namespace });
   const objects = createObjectStore(config.s3, { timeoutMs: config.dependencyTimeoutMs });
   const sandbox = createSandbox(config.sandbox);
   if (config.sandbox.unsafeNoSandbox) {
@@ -35,7 +40,7 @@ async function main(): Promise<void> {
     // A pre-built bundle when the stack made one (npm start); the sources under test.
     ...(config.worker.workflowBundle ? { workflowBundle: { codePath: config.worker.workflowBundle } } : { workflowsPath: WORKFLOWS_PATH }),
     activities: {
-      ...createMaintenanceActivities({ db, idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds }),
+      ...createMaintenanceActivities({ db, idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds, workflowState: workflowStateOf(client) }),
       ...createRunActivities({ db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount }),
       ...publication,
       ...createDatasetActivities({ db, objects }),
@@ -51,6 +56,9 @@ async function main(): Promise<void> {
     taskQueue: computeTaskQueue(p),
     activities: { ...execution, ...publication },
     maxConcurrentActivityTaskExecutions: 2,
+    // SIGTERM drains: running labs get this long to finish; then they are stopped and
+    // their runs rescheduled on another worker (not cancelled, no attempt used).
+    shutdownGraceTime: `${config.worker.shutdownGraceSeconds} seconds`,
     // Cancellation reaches an activity with its next heartbeat: keep that prompt.
     maxHeartbeatThrottleInterval: '1 second',
   })));
@@ -60,7 +68,7 @@ async function main(): Promise<void> {
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
   await Promise.all(workers.map((w) => w.run()));
-  await Promise.allSettled([connection.close(), db.destroy()]);
+  await Promise.allSettled([connection.close(), clientConnection.close(), db.destroy()]);
   log.info('worker stopped');
 }
 

@@ -32,3 +32,6 @@ export function datasetWorkflowId(datasetId: string): string {
 export function publicationWorkflowId(publicationId: string): string {
   return `publication-${publicationId}`;
 }
+
+/** The failure type of a lab execution stopped by its worker's shutdown (rescheduled, not failed). */
+export const WORKER_SHUTDOWN = 'WorkerShutdown';

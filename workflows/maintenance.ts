@@ -1,12 +1,20 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { MaintenanceActivities } from '../activities/maintenance.ts';
 
-const { purgeExpired } = proxyActivities<MaintenanceActivities>({
+const { purgeExpired, reconcileOrphans } = proxyActivities<MaintenanceActivities>({
   startToCloseTimeout: '5 minutes',
   retry: { maximumAttempts: 5 },
 });
 
-/** Runs on an hourly Temporal schedule: forgets idempotency keys and counters past retention. */
-export async function maintenanceWorkflow(): Promise<{ idempotency_keys: number; rate_limits: number }> {
-  return purgeExpired();
+/** A record is left to its workflow this long before reconciliation asks whether it is gone. */
+const RECONCILE_AFTER_SECONDS = 3600;
+
+/**
+ * Runs on an hourly Temporal schedule: forgets idempotency keys and counters past
+ * retention, and closes records whose workflow is gone.
+ */
+export async function maintenanceWorkflow(): Promise<{ idempotency_keys: number; rate_limits: number; reconciled: Record<string, number> }> {
+  const purged = await purgeExpired();
+  const reconciled = await reconcileOrphans(RECONCILE_AFTER_SECONDS);
+  return { ...purged, reconciled };
 }

@@ -1,9 +1,12 @@
 import {
-  proxyActivities, proxyLocalActivities, sleep, CancellationScope, isCancellation, ActivityFailure, TimeoutFailure, ActivityCancellationType,
+  proxyActivities, proxyLocalActivities, sleep, CancellationScope, isCancellation, ActivityFailure, ApplicationFailure, TimeoutFailure, ActivityCancellationType,
 } from '@temporalio/workflow';
 import type { RunActivities } from '../activities/runs.ts';
 import type { ExecutionActivities, ExecutionResult } from '../activities/execution/execute.ts';
-import { computeTaskQueue } from './constants.ts';
+import { computeTaskQueue, WORKER_SHUTDOWN } from './constants.ts';
+
+/** How many worker shutdowns a run may be moved across before it fails. */
+const MAX_SHUTDOWN_RESTARTS = 20;
 
 // The control steps are short Postgres transactions: local activities run them in the
 // worker that holds the workflow, without a round trip through the server per step.
@@ -39,7 +42,17 @@ export async function runWorkflow(args: { runId: string }): Promise<string> {
       retry: { maximumAttempts: 3 },
       cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     });
-    const result: ExecutionResult = await compute.executeLab({ runId });
+    let result: ExecutionResult | undefined;
+    // A lab stopped because its worker shut down is scheduled again: a fresh activity, so a
+    // deployment does not use up the attempts that are there for workers that die.
+    for (let restarts = 0; !result; restarts++) {
+      try {
+        result = await compute.executeLab({ runId });
+      } catch (err) {
+        const shutdown = err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === WORKER_SHUTDOWN;
+        if (!shutdown || restarts >= MAX_SHUTDOWN_RESTARTS) throw err;
+      }
+    }
     if (result.status === 'skipped') {
       ending = null;
       return 'skipped';

@@ -5,7 +5,7 @@ import YAML from 'yaml';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Context, CancelledFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context, CancelledFailure } from '@temporalio/activity';
 import type { Db } from '../../storage/db/knex.ts';
 import { blobKey, type ObjectStore } from '../../storage/objects.ts';
 import { appendEvent, getRun, markRunStarted, recordArtifact, setRunOutputs, setRunProgress, type RunRow } from '../../storage/db/runs.ts';
@@ -14,6 +14,7 @@ import { getReleaseById } from '../../storage/db/releases.ts';
 import { getRevisionById } from '../../storage/db/workspaces.ts';
 import { sha256Hex } from '../../storage/digest.ts';
 import { newId } from '../../storage/ids.ts';
+import { WORKER_SHUTDOWN } from '../../workflows/constants.ts';
 import { listOf } from '../../storage/labContract.ts';
 import { packerIdentity } from '../../storage/labIdentity.ts';
 import { seriesSvg } from './artifacts.ts';
@@ -23,6 +24,7 @@ import { SandboxUnavailable, type Sandbox, type SandboxLimits } from './sandbox.
 
 export const DRIVER = fileURLToPath(new URL('./driver.py', import.meta.url));
 const MAX_LOG_EVENTS = 500;
+
 
 export interface ExecutionResult {
   status: 'completed' | 'failed' | 'timed_out' | 'cancelled' | 'skipped';
@@ -141,7 +143,11 @@ export function createExecutionActivities(deps: ExecutionDeps) {
           await pending;
         }
         const computeSeconds = outcome.result?.cpu_seconds ?? outcome.wallSeconds;
-        if (outcome.cancelled) throw new CancelledFailure('run cancelled');
+        if (outcome.cancelled) {
+          // A worker shutting down is not the user cancelling: the workflow schedules the run again.
+          if (ctx.cancellationDetails?.workerShutdown) throw ApplicationFailure.create({ type: WORKER_SHUTDOWN, nonRetryable: true, message: 'The worker shut down during the run; it runs again on another worker.' });
+          throw new CancelledFailure('run cancelled');
+        }
         const error = outcomeError(outcome);
         if (error?.code === 'timed_out') return { status: 'timed_out', error, computeSeconds: outcome.wallSeconds };
         // The platform's own failure to start a lab costs its owner nothing.
@@ -190,8 +196,9 @@ async function materialize(deps: { db: Db; objects: ObjectStore }, run: RunRow, 
 
 /**
  * Stores a completed run's artifacts by content address, streamed from the worker's disk,
- * and returns its outputs record: each final value inline when small, else a reference to
- * the artifact holding it. `outputs.json` carries the public ones.
+ * and returns its outputs record, the public outputs only: each final value inline when
+ * small, else a reference to the artifact holding it. `outputs.json` carries the same;
+ * the rest go to the owner's private `private-outputs.json`.
  */
 async function storeResults(
   deps: { db: Db; objects: ObjectStore }, runId: string, dir: string, files: ArtifactFile[],
@@ -218,10 +225,16 @@ async function storeResults(
     outputs[d.name] = { artifact_ref: { artifact_id: await store(file), file_name: file.file_name, sha256: file.sha256, size_bytes: file.size_bytes } };
   }
   for (const f of files) await store(f);
-  const publicOutputs = Object.fromEntries(declared.filter((d) => d.public).map((d) => [d.name, outputs[d.name]]));
+  const of = (pub: boolean) => Object.fromEntries(declared.filter((d) => d.public === pub).map((d) => [d.name, outputs[d.name]]));
+  const publicOutputs = of(true);
   await store(await textFile(dir, { role: 'outputs', file_name: 'outputs.json', content_type: 'application/json', format: 'json', public: true }, `${JSON.stringify(publicOutputs, null, 2)}\n`));
+  // Outputs the lab does not declare public stay with the owner's evidence, out of results.
+  const privateOutputs = of(false);
+  if (Object.keys(privateOutputs).length) {
+    await store(await textFile(dir, { role: 'private_outputs', file_name: 'private-outputs.json', content_type: 'application/json', format: 'json', public: false }, `${JSON.stringify(privateOutputs, null, 2)}\n`));
+  }
   if (visuals) await store(await textFile(dir, { role: 'visuals', file_name: 'visuals.json', content_type: 'application/json', format: 'json', public: true }, JSON.stringify(visuals)));
-  return outputs;
+  return publicOutputs;
 }
 
 export type ExecutionActivities = ReturnType<typeof createExecutionActivities>;

@@ -149,6 +149,10 @@ const FILE_HANDLERS: Record<string, ToolDef['handler']> = {
     const warnings = run.status === 'completed' ? [] : [{ code: 'run_not_completed', message: `Copied from a ${run.status} run; copying does not change its scientific status.` }];
     const paths: string[] = input.members ?? [];
     const originKey = (member?: string) => `run:${run.id}:${a.id}${member === undefined ? '' : `:${member}`}`;
+    // The approval is checked before anything is handed back, an earlier copy included.
+    if (input.expected_sha256 !== a.sha256) {
+      throw errors.validation('checksum_mismatch', 'expected_sha256 is not the artifact\'s digest; nothing was copied.', 'expected_sha256', { actual_sha256: a.sha256 });
+    }
     const existing = await Promise.all((paths.length ? paths : [undefined]).map((m) => fileByOrigin(ctx.deps.db, ctx.caller.account.id, originKey(m))));
     if (existing.every(Boolean)) return { body: { items: existing.map((f) => fileView(f!)) }, warnings };
     // Re-hash the stored bytes: the copy is made only of bytes that are what was approved.

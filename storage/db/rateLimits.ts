@@ -1,3 +1,4 @@
+import type { Db } from './knex.ts';
 import type pg from 'pg';
 
 /**
@@ -83,4 +84,9 @@ export function createCounters(pool: pg.Pool): { increment(counters: CounterRequ
       });
     },
   };
+}
+
+/** Forgets counters whose window has passed; returns how many. */
+export async function purgeRateLimits(db: Db): Promise<number> {
+  return db('rate_limits').where('expire', '<', Date.now()).delete();
 }

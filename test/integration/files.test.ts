@@ -112,6 +112,8 @@ test('from-run copies verified artifact bytes once, keeping the run origin; a wr
   assert.equal(file.format, 'csv');
   const again = await call('POST', '/files/from-run', { key, body: { run_id: run.id, artifact_id: art.id, expected_sha256: art.sha256 } });
   assert.equal(again.body.items[0].file_id, file.file_id, 'a retry returns the same file');
+  const wrongAfter = await call('POST', '/files/from-run', { key, body: { run_id: run.id, artifact_id: art.id, expected_sha256: 'd'.repeat(64) } });
+  assert.equal(errorOf(wrongAfter).code, 'checksum_mismatch', 'an earlier copy is never handed back against the wrong digest');
   const other = await newAccount();
   assert.equal(errorOf(await call('GET', `/files/${file.file_id}`, { key: other.key })).code, 'file_not_found');
   assert.equal(errorOf(await call('POST', '/files/from-run', { key: other.key, body: { run_id: run.id, artifact_id: art.id, expected_sha256: art.sha256 } })).code, 'run_not_found');

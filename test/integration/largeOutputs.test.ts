@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { Connection, Client } from '@temporalio/client';
-import { call, closeTestDb, newAccount, publishFixtureLab, waitForRun } from '../helpers.ts';
+import { call, closeTestDb, newAccount, publishFixtureLab, testDb, waitForRun } from '../helpers.ts';
 import { runWorkflowId } from '../../workflows/constants.ts';
 
 // Outputs of any size: whatever grows with a lab's output goes from the execution
@@ -76,13 +76,19 @@ test('a 50,000-point, 10 MB trajectory completes: CSV and SVG artifacts that re-
   assert.ok(await largestHistoryEvent(run.id) < 256 * 1024, 'no Temporal payload over 256 KiB');
 });
 
-test('a lab with 200 outputs completes with every one in outputs and a CSV each', async () => {
+test('a lab with 200 outputs completes with every public one in outputs and a CSV each; the one it keeps private is in neither', async () => {
   const { run, results } = await runFixture('many-outputs');
   const outputs = results.body.outputs;
-  assert.equal(Object.keys(outputs).length, 200);
-  for (let i = 0; i < 200; i++) assert.equal(outputs[`o${String(i).padStart(3, '0')}`], i * 5, 'o<i> = i × the last step');
+  assert.equal(Object.keys(outputs).length, 199);
+  for (let i = 0; i < 199; i++) assert.equal(outputs[`o${String(i).padStart(3, '0')}`], i * 5, 'o<i> = i × the last step');
+  assert.equal(outputs.o199, undefined, 'not public: not in results');
   const csvs = results.body.artifacts.filter((a: any) => a.format === 'csv');
-  assert.equal(csvs.length, 200);
+  assert.equal(csvs.length, 199);
+  assert.ok(!results.body.artifacts.some((a: any) => a.file_name.startsWith('o199') || a.file_name === 'private-outputs.json'));
+  const all = await download(run.id, results.body.artifacts.find((a: any) => a.file_name === 'outputs.json').artifact_id);
+  assert.ok(!('o199' in JSON.parse(all.toString())), 'nor in outputs.json');
+  const kept = await testDb()('run_artifacts').where({ run_id: run.id, public: false }).pluck('file_name');
+  assert.deepEqual(kept.sort(), ['o199.csv', 'o199.svg', 'private-outputs.json'], 'kept with the owner\'s evidence');
   const o7 = csvs.find((a: any) => a.file_name === 'o007.csv');
   const bytes = await download(run.id, o7.artifact_id);
   assert.equal(bytes.toString(), 't,o007\n1,7\n2,14\n3,21\n4,28\n5,35\n');

@@ -16,7 +16,7 @@ async function runWith(activities: object): Promise<unknown> {
   return worker.runUntil(env.client.workflow.execute(maintenanceWorkflow, { taskQueue, workflowId: `maintenance-${crypto.randomUUID()}` }));
 }
 
-test('maintenanceWorkflow returns what its activity purged, retrying a failing activity', async () => {
+test('maintenanceWorkflow returns what it purged and reconciled, retrying a failing activity', async () => {
   let calls = 0;
   const result = await runWith({
     async purgeExpired() {
@@ -24,8 +24,12 @@ test('maintenanceWorkflow returns what its activity purged, retrying a failing a
       if (calls === 1) throw new Error('transient');
       return { idempotency_keys: 3, rate_limits: 2 };
     },
+    async reconcileOrphans(olderThan: number) {
+      assert.equal(olderThan, 3600, 'records are left to their workflow for an hour first');
+      return { run: 1, publication: 0, dataset: 2 };
+    },
   });
-  assert.deepEqual(result, { idempotency_keys: 3, rate_limits: 2 });
+  assert.deepEqual(result, { idempotency_keys: 3, rate_limits: 2, reconciled: { run: 1, publication: 0, dataset: 2 } });
   assert.equal(calls, 2);
 });
 
@@ -37,7 +41,7 @@ test('the real purge activity removes keys past 24 h and expired counters, and k
     { account_id: account.id, key: 'fresh', route: 'POST /runs', request_sha256: 'x', state: 'completed' },
   ]);
   await db('rate_limits').insert([{ key: `test:expired:${account.id}`, points: 1, expire: Date.now() - 1000 }, { key: `test:live:${account.id}`, points: 1, expire: Date.now() + 60000 }]);
-  const result = await runWith(createMaintenanceActivities({ db, idempotencyTtlSeconds: 24 * 3600 })) as { idempotency_keys: number; rate_limits: number };
+  const result = await runWith(createMaintenanceActivities({ db, idempotencyTtlSeconds: 24 * 3600, workflowState: async () => 'open' })) as { idempotency_keys: number; rate_limits: number };
   assert.ok(result.idempotency_keys >= 1 && result.rate_limits >= 1);
   const keys = (await db('idempotency_keys').where({ account_id: account.id })).map((r) => r.key);
   assert.deepEqual(keys, ['fresh']);

@@ -1,0 +1,54 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client, Connection } from '@temporalio/client';
+import { call, closeTestDb, driverPid, newAccount, processAlive, publishFixtureLab, testDb, until, waitForRun } from '../helpers.ts';
+import { createMaintenanceActivities } from '../../activities/maintenance.ts';
+import { workflowStateOf } from '../../activities/workflowState.ts';
+import { insertDataset } from '../../storage/db/datasets.ts';
+import { getBalances } from '../../storage/ledger.ts';
+import { newId } from '../../storage/ids.ts';
+import { runWorkflowId } from '../../workflows/constants.ts';
+
+// Every record a workflow owns ends in a truthful terminal state: the hourly
+// reconciliation closes what a workflow that is gone left open.
+
+let connection: Connection;
+let client: Client;
+before(async () => {
+  connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! });
+  client = new Client({ connection, namespace: 'default' });
+});
+after(async () => {
+  await connection?.close();
+  await closeTestDb();
+});
+
+test('a run whose workflow was terminated is failed with nothing charged; a dataset version with no workflow fails; open workflows are left alone', async () => {
+  const owner = await newAccount({ usd: 5 });
+  const slow = await publishFixtureLab(owner, 'slow-lab');
+  const started = await call('POST', '/runs', { key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { ref: slow, inputs: { seconds_per_window: 0.2, busy_seconds: 60 }, max_runtime_seconds: 120 } });
+  assert.equal(started.status, 200, started.text);
+  const pid = await driverPid(owner.key, started.body.id);
+  const alive = await call('POST', '/runs', { key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { ref: slow, inputs: { seconds_per_window: 0.2, busy_seconds: 60 }, max_runtime_seconds: 120 } });
+  await client.workflow.getHandle(runWorkflowId(started.body.id)).terminate('test: the workflow is gone');
+  // The terminated workflow's execution is cancelled at its next heartbeat; the record is left running.
+  await until(30000, async () => (processAlive(pid) ? undefined : true));
+  assert.equal((await call('GET', `/runs/${started.body.id}`, { key: owner.key })).body.status, 'running');
+  const orphan = crypto.randomUUID();
+  await insertDataset(testDb(), { id: newId('ds'), account_id: owner.account.id, name: `orphan-${orphan.slice(0, 8)}`, manifest: { members: [] }, manifest_sha256: 'f'.repeat(64) });
+
+  const { reconcileOrphans } = createMaintenanceActivities({ db: testDb(), idempotencyTtlSeconds: 86400, workflowState: workflowStateOf(client) });
+  const closed = await reconcileOrphans(0);
+  assert.ok(closed.run >= 1 && closed.dataset >= 1, JSON.stringify(closed));
+  const run = await waitForRun(owner.key, started.body.id, 5000);
+  assert.equal(run.status, 'failed');
+  assert.equal(run.error.code, 'internal_error');
+  assert.match(run.error.message, /reconciliation/);
+  assert.equal(run.credits_settled, 0);
+  assert.equal((await call('GET', `/runs/${alive.body.id}`, { key: owner.key })).body.status !== 'failed', true, 'a run whose workflow is open is not touched');
+  const ds = await testDb()('datasets').where({ account_id: owner.account.id, name: `orphan-${orphan.slice(0, 8)}` }).first();
+  assert.equal(ds.status, 'failed');
+  await call('POST', `/runs/${alive.body.id}/cancel`, { key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() } });
+  await waitForRun(owner.key, alive.body.id);
+  assert.equal((await getBalances(testDb(), owner.account.id)).reserved_micros, 0, 'every reservation released');
+});
