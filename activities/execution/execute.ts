@@ -233,7 +233,8 @@ async function storeResults(
   if (Object.keys(privateOutputs).length) {
     await store(await textFile(dir, { role: 'private_outputs', file_name: 'private-outputs.json', content_type: 'application/json', format: 'json', public: false }, `${JSON.stringify(privateOutputs, null, 2)}\n`));
   }
-  if (visuals) await store(await textFile(dir, { role: 'visuals', file_name: 'visuals.json', content_type: 'application/json', format: 'json', public: true }, JSON.stringify(visuals)));
+  // The runtime reports an empty list for a lab without visual models: nothing to keep.
+  if (visuals && !(Array.isArray(visuals) && visuals.length === 0)) await store(await textFile(dir, { role: 'visuals', file_name: 'visuals.json', content_type: 'application/json', format: 'json', public: true }, JSON.stringify(visuals)));
   return publicOutputs;
 }
 
