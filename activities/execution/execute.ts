@@ -18,6 +18,7 @@ import { WORKER_SHUTDOWN } from '../../workflows/constants.ts';
 import { listOf } from '../../storage/labContract.ts';
 import { packerIdentity } from '../../storage/labIdentity.ts';
 import { seriesSvg } from './artifacts.ts';
+import { stageInputs } from './stagedInputs.ts';
 import { createOutputSink, MAX_INLINE_OUTPUT_BYTES, textFile, type ArtifactFile } from './outputs.ts';
 import { outcomeError, runLabProcess, type StreamLimits } from './labProcess.ts';
 import { SandboxUnavailable, type Sandbox, type SandboxLimits } from './sandbox.ts';
@@ -84,6 +85,8 @@ export function createExecutionActivities(deps: ExecutionDeps) {
       try {
         const source = await materialize(deps, run, path.join(dir, 'input'));
         if ('error' in source) return { status: 'failed', error: source.error, computeSeconds: 0 };
+        const staged = await stageInputs(deps, run, source.manifest, path.join(dir, 'input'));
+        if ('error' in staged) return { status: 'failed', error: staged.error, computeSeconds: 0 };
         // Compute is charged from here: waiting for a slot or a worker costs nothing.
         await markRunStarted(deps.db, run.id);
         await appendEvent(deps.db, run.id, 'log', `Executing ${run.resolved_ref} on ${profile.id}.`, { stream: 'worker' });
@@ -113,7 +116,7 @@ export function createExecutionActivities(deps: ExecutionDeps) {
             python: deps.python, script: DRIVER, input: path.join(dir, 'input'), scratch: path.join(dir, 'scratch'),
             args: (p) => [path.join(p.input, source.entry), p.scratch],
             limits: runLimits(profile, run.max_runtime_seconds), env: labEnv(profile.vcpus),
-          }, JSON.stringify({ inputs: run.inputs, seed: run.seed, ...source.request }), { wallSeconds: run.max_runtime_seconds, signal: ctx.cancellationSignal, limits: deps.streamLimits }, {
+          }, (p) => JSON.stringify({ inputs: staged.values(p.input), seed: run.seed, ...source.request }), { wallSeconds: run.max_runtime_seconds, signal: ctx.cancellationSignal, limits: deps.streamLimits }, {
             onStart: (p) => {
               pid = p;
               later(() => appendEvent(deps.db, run.id, 'log', `Lab process started (process group ${p}).`, { stream: 'worker', pid: p }));

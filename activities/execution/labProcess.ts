@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { constants as os } from 'node:os';
-import { isSandboxSetupFailure, SandboxUnavailable, type Sandbox, type SandboxSpec } from './sandbox.ts';
+import { isSandboxSetupFailure, SandboxUnavailable, type Sandbox, type SandboxPaths, type SandboxSpec } from './sandbox.ts';
 
 /** What a lab process may send before it is stopped: every stream is bounded. */
 export interface StreamLimits {
@@ -60,7 +60,7 @@ export function signalError(exitCode: number | null): LabError | null {
  * happened. Throws SandboxUnavailable when the sandbox cannot be made.
  */
 export async function runLabProcess(
-  sandbox: Sandbox, spec: SandboxSpec, stdin: string,
+  sandbox: Sandbox, spec: SandboxSpec, stdin: string | ((paths: SandboxPaths) => string),
   opts: { wallSeconds: number; signal?: AbortSignal; limits?: StreamLimits },
   hooks: LabProcessHooks,
 ): Promise<LabProcessOutcome> {
@@ -79,7 +79,7 @@ export async function runLabProcess(
     child.once('error', () => resolve(null));
   });
   child.stdin!.on('error', () => undefined);
-  child.stdin!.end(stdin);
+  child.stdin!.end(typeof stdin === 'function' ? stdin(cmd.paths) : stdin);
   if (child.pid) hooks.onStart?.(child.pid);
 
   let stop: LabError | null = null;

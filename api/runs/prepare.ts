@@ -6,6 +6,7 @@ import { getComputeProfile, type ComputeProfileRow } from '../../storage/db/comp
 import type { Finding } from '../../storage/db/plans.ts';
 import YAML from 'yaml';
 import { checkInputs, contractOf } from '../contract.ts';
+import { resolveInputReferences } from './inputRefs.ts';
 import { getRevision, getWorkspace } from '../../storage/db/workspaces.ts';
 import { blobKey } from '../../storage/objects.ts';
 import { unstorableProblem } from '../validation.ts';
@@ -112,6 +113,7 @@ export async function prepareRun(
   if (unknown.length) {
     throw new ApiError(422, 'unknown_inputs', `Inputs not declared by ${release.namespace}/${release.name}@${release.version}: ${unknown.join(', ')}.`, 'inputs', { unknown });
   }
+  findings.push(...await resolveInputReferences(deps, caller, release.manifest, req.inputs));
   try {
     if (!(await deps.temporal.hasComputeWorker(profile.id))) {
       findings.push({ severity: 'warning', code: 'capacity_unavailable', message: `No worker serves ${profile.id} right now; the run waits and fails with capacity_unavailable after ${profile.schedule_to_start_seconds}s if none comes.`, path: 'compute_profile_id' });
