@@ -42,9 +42,7 @@ async function usablePlan(db: Db, accountId: string, kind: string, planId: strin
   if (planSha256 !== undefined && plan.plan_sha256 !== planSha256) {
     throw new ApiError(409, 'plan_digest_mismatch', 'plan_sha256 is not the digest of this plan; prepare again or send the exact digest it returned.', 'plan_sha256');
   }
-  if (plan.consumed_at) {
-    throw new ApiError(409, 'plan_unavailable', 'This plan was already used; one approval authorizes one result.', 'plan_id', { result_ref: plan.result_ref });
-  }
+  if (plan.consumed_at) throw planUsed(plan.result_ref);
   if (new Date(plan.expires_at).getTime() <= Date.now()) {
     throw new ApiError(409, 'plan_expired', `This plan expired at ${isoTime(plan.expires_at)}; prepare it again.`, 'plan_id');
   }
@@ -52,4 +50,22 @@ async function usablePlan(db: Db, accountId: string, kind: string, planId: strin
     throw new ApiError(409, 'plan_blocked', 'This plan has blocking findings and cannot be executed.', 'plan_id', { findings: plan.findings.filter((f) => f.severity === 'blocking') });
   }
   return plan;
+}
+
+/** 409 plan_unavailable for a plan another request used first, naming what it made. */
+export function planUsed(resultRef: string | null): ApiError {
+  return planUnavailable('This plan was already used; one approval authorizes one result.', resultRef);
+}
+
+/**
+ * 409 plan_unavailable: the plan cannot make its result. `details.result_ref` is always
+ * there: the result it made when it was used, null when what it was prepared on moved.
+ */
+export function planUnavailable(message: string, resultRef: string | null, details: Record<string, unknown> = {}): ApiError {
+  return new ApiError(409, 'plan_unavailable', message, 'plan_id', { result_ref: resultRef, ...details });
+}
+
+/** The result a plan made, read after losing a race to use it. */
+export async function resultOf(db: Db, accountId: string, planId: string): Promise<string | null> {
+  return (await getPlan(db, planId, accountId))?.result_ref ?? null;
 }

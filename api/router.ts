@@ -12,9 +12,15 @@ import { check, compileInput } from './validation.ts';
 
 export interface RouteTable { routes: readonly RouteDef[]; tools: ReadonlyMap<string, ToolDef> }
 
-/** `/runs/{run_id}` → `/runs/:run_id` (koa-router syntax). */
+/** Parameters whose values hold a `/`: a release reference is `<namespace>/<name>@<version>`. */
+const MULTI_SEGMENT = new Set(['reference']);
+
+/**
+ * `/runs/{run_id}` → `/runs/:run_id` (koa-router syntax); a reference may come with its
+ * `/` raw or encoded as %2F, so it takes the rest of the path.
+ */
 export function koaPath(path: string): string {
-  return `/v1${path.replace(/\{(\w+)\}/g, ':$1')}`;
+  return `/v1${path.replace(/\{(\w+)\}/g, (_, name: string) => (MULTI_SEGMENT.has(name) ? `*${name}` : `:${name}`))}`;
 }
 
 function hasBody(ctx: Context): boolean {

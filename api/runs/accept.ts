@@ -1,5 +1,6 @@
 import type { Deps, Caller } from '../tools/tool.ts';
 import { ApiError } from '../errors.ts';
+import { planUsed, resultOf } from '../plans.ts';
 import { insertAcceptedRun, type RunRow } from '../../storage/db/runs.ts';
 import { isSqlState, SQLSTATE } from '../../storage/db/sqlStates.ts';
 import { newUuid } from '../../storage/ids.ts';
@@ -37,9 +38,7 @@ export async function acceptRun(deps: Deps, caller: Caller, proposal: RunProposa
       return row;
     });
   } catch (err) {
-    if (isSqlState(err, SQLSTATE.planUsed)) {
-      throw new ApiError(409, 'plan_unavailable', 'This plan was already used; one approval authorizes one result.', 'plan_id');
-    }
+    if (isSqlState(err, SQLSTATE.planUsed)) throw planUsed(opts.planId ? await resultOf(deps.db, caller.account.id, opts.planId) : null);
     if (isSqlState(err, SQLSTATE.insufficientCompute)) {
       throw new ApiError(402, 'insufficient_credits', `Available compute cannot cover this run's maximum of $${proposal.estimated_max_micros / 1e6}.`, null, {
         required_usd: proposal.estimated_max_micros / 1e6, resolution: 'Add compute to the account or lower max_runtime_seconds.', retryable: false,

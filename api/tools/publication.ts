@@ -7,7 +7,7 @@ import { ApiError, errors } from '../errors.ts';
 import { getRevision, getWorkspace } from '../../storage/db/workspaces.ts';
 import { blobKey } from '../../storage/objects.ts';
 import { createPlan, consumePlan, type Finding } from '../../storage/db/plans.ts';
-import { approvedPlan, grantablePlan, planView, PLAN_TTL_SECONDS } from '../plans.ts';
+import { approvedPlan, grantablePlan, planUnavailable, planUsed, planView, PLAN_TTL_SECONDS, resultOf } from '../plans.ts';
 import { countGrantUse, grantRefusal, lockGrant } from '../../storage/db/publicationGrants.ts';
 import type { Db } from '../../storage/db/knex.ts';
 import { namingFindings } from '../workspaces/naming.ts';
@@ -164,9 +164,9 @@ export const publicationTools: ToolDef[] = [
       const approval = input.grant_id ? { kind: 'workflow_grant', grant_id: input.grant_id } : { kind: 'plan_digest', plan_sha256: plan.plan_sha256 };
       await ctx.deps.db.transaction(async (trx) => {
         if (input.grant_id) await useGrant(trx, ctx.caller.account.id, input.grant_id, p);
-        if (!(await consumePlan(trx, plan.id, `publication:${id}`))) throw new ApiError(409, 'plan_unavailable', 'This plan was already used.', 'plan_id');
+        if (!(await consumePlan(trx, plan.id, `publication:${id}`))) throw planUsed(await resultOf(ctx.deps.db, ctx.caller.account.id, plan.id));
         if ((await takenVersions({ ...ctx, deps: { ...ctx.deps, db: trx } }, p.namespace, p.name)).includes(p.version)) {
-          throw new ApiError(409, 'plan_unavailable', `${p.version} was released since this plan was prepared.`, 'plan_id');
+          throw planUnavailable(`${p.version} was released since this plan was prepared.`, null);
         }
         await trx('publications').insert({
           id, account_id: ctx.caller.account.id, plan_id: plan.id, lab_id: p.lab_id, revision_id: p.revision_id,

@@ -5,7 +5,7 @@ import { errors } from '../errors.ts';
 import { prepareRun, type RunProposal } from '../runs/prepare.ts';
 import { acceptRun } from '../runs/accept.ts';
 import { runView, artifactView } from '../runs/view.ts';
-import { approvedPlan, planView, PLAN_TTL_SECONDS } from '../plans.ts';
+import { approvedPlan, planUnavailable, planView, PLAN_TTL_SECONDS } from '../plans.ts';
 import { createPlan } from '../../storage/db/plans.ts';
 import { getRun, listRuns, listEvents, listArtifacts, getArtifact, markRunCancelling, TERMINAL, MAX_EVENT_SEQ, type RunEvent } from '../../storage/db/runs.ts';
 import { digestJson } from '../../storage/digest.ts';
@@ -123,7 +123,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
         profileParam: 'plan_id', maxRuntimeSeconds: proposal.max_runtime_seconds, seed: proposal.seed,
       });
       if (again.release.package_sha256 !== proposal.package_sha256.replace('sha256:', '') || again.findings.some((f) => f.severity === 'blocking')) {
-        throw errors.conflict('plan_unavailable', 'The capability or its contract changed since this plan was prepared; prepare it again.');
+        throw planUnavailable('The capability or its contract changed since this plan was prepared; prepare it again.', null);
       }
     } else {
       const prepared = await prepareRun(ctx.deps, ctx.caller, {

@@ -1,11 +1,11 @@
 import type { ToolDef, ToolContext } from './tool.ts';
 import { str, nullableStr, limit, cursor, arr, sha256Hex, obj, uuid, planExecute } from '../schemas/common.ts';
-import { ApiError, errors } from '../errors.ts';
+import { errors } from '../errors.ts';
 import { createWorkspace, getWorkspace, getRevision, listWorkspaces, appendRevision, type RevisionRow, type WorkspaceRow } from '../../storage/db/workspaces.ts';
 import { normalizePath, PathError, treeDigest, treeSize, MAX_TREE_BYTES, type Tree } from '../../storage/trees.ts';
 import { blobKey } from '../../storage/objects.ts';
 import { createPlan, consumePlan, type Finding } from '../../storage/db/plans.ts';
-import { approvedPlan, planView, PLAN_TTL_SECONDS } from '../plans.ts';
+import { approvedPlan, planUnavailable, planUsed, planView, PLAN_TTL_SECONDS, resultOf } from '../plans.ts';
 import { decodeCursor, pageBody } from '../pagination.ts';
 import { isoTime } from '../../storage/ids.ts';
 import { namingFindings } from '../workspaces/naming.ts';
@@ -211,10 +211,10 @@ const WORKSPACE_HANDLERS: Record<string, ToolDef['handler']> = {
     let consumed = true;
     const rev = await appendRevision(ctx.deps.db, ws.id, p.base_revision_id, p.tree, plan.id, async (trx, revisionId) => {
       consumed = await consumePlan(trx, plan.id, `revision:${revisionId}`);
-      if (!consumed) throw new ApiError(409, 'plan_unavailable', 'This plan was already used; one approval authorizes one result.', 'plan_id');
+      if (!consumed) throw planUsed(await resultOf(ctx.deps.db, ctx.caller.account.id, plan.id));
     });
     if (!rev) {
-      throw new ApiError(409, 'plan_unavailable', 'The workspace head moved since this plan was prepared; prepare it again on the new head.', 'plan_id', { head_revision_id: (await getWorkspace(ctx.deps.db, ws.id, ctx.caller.account.id))?.head_revision_id });
+      throw planUnavailable('The workspace head moved since this plan was prepared; prepare it again on the new head.', null, { head_revision_id: (await getWorkspace(ctx.deps.db, ws.id, ctx.caller.account.id))?.head_revision_id });
     }
     return { body: { object: 'revision', workspace_id: ws.id, ...revisionView(rev) } };
   },

@@ -71,4 +71,8 @@ test('GET /hub/releases/{reference} inspects a release without executing it: con
   assert.equal(res.body.warnings[0].code, 'untrusted_metadata');
   const bad = await call('GET', '/hub/releases/not-a-reference', {});
   assert.equal(errorOf(bad).param, 'reference');
+  const raw = await call('GET', '/hub/releases/platform/predator-prey@1.0.0', {});
+  assert.equal(raw.status, 200, `a reference with its / unencoded resolves too: ${raw.text}`);
+  assert.equal(raw.body.package_sha256, res.body.package_sha256);
+  assert.equal(errorOf(await call('GET', '/hub/releases/platform/no-such-lab@1.0.0', {})).code, 'release_not_found');
 });

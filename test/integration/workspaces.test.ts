@@ -49,6 +49,7 @@ test('a workspace changes only through approved plans, each making an immutable 
   assert.equal(first.body.revision.file_count, 0, 'revision 1 is unchanged');
   const again = await apply(key, ok.body);
   assert.equal(errorOf(again).code, 'plan_unavailable');
+  assert.match(String(errorOf(again).details.result_ref), /^revision:/, 'a used plan names what it made');
 });
 
 test('two plans on the same base: the first apply wins, the second is 409 plan_unavailable, nothing half-applied', async () => {
@@ -61,6 +62,7 @@ test('two plans on the same base: the first apply wins, the second is 409 plan_u
   const lost = [ra, rb].filter((r) => r.status !== 200);
   assert.equal(won.length, 1);
   assert.equal(errorOf(lost[0]!).code, 'plan_unavailable');
+  assert.ok('result_ref' in errorOf(lost[0]!).details, 'details.result_ref is always there (null: its base moved)');
   const got = await call('GET', `/workspaces/${ws.workspace_id}`, { key });
   assert.equal(got.body.revision.number, 2);
   assert.equal(got.body.revision.file_count, 1);
