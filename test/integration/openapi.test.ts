@@ -119,3 +119,25 @@ test('/docs is an HTML page generated from the same route table', async () => {
   for (const r of ROUTES) assert.ok(html.includes(`/v1${r.path.replace(/&/g, '&amp;')}`), `${r.path} on /docs`);
   assert.match(html, /not implemented yet/);
 });
+
+test('every built route that answers 404 for an id that names nothing documents its 404 in OpenAPI', async () => {
+  const doc = (await call('GET', '/openapi.json', { key: null })).body;
+  const built = ROUTES.filter((r) => TOOLS.get(r.tool)!.handler && r.tool !== 'file_upload');
+  const answered404: string[] = [];
+  const seen: Record<string, number> = {};
+  // Valid references that name nothing (VALID's `x` is too short a lab name to be valid).
+  const nothing: typeof VALID = {
+    run_prepare: { body: { capability_ref: 'platform/no-such-lab@1.0.0', inputs: {} } },
+    hub_inspect: { path: { reference: 'platform%2Fno-such-lab%401.0.0' } },
+  };
+  for (const r of built) {
+    const v = nothing[r.tool] ?? VALID[r.tool] ?? {};
+    const url = fillPath(r.path, { ...PATH_ARGS, ...v.path }) + (v.query ? `?${v.query}` : '');
+    const res = await call(r.method, url, { body: v.body ?? (r.method === 'GET' ? undefined : {}), headers: r.idempotency ? { 'Idempotency-Key': crypto.randomUUID() } : {} });
+    seen[r.tool] = res.status;
+    if (res.status !== 404) continue;
+    answered404.push(r.tool);
+    assert.ok(doc.paths[r.path][r.method.toLowerCase()].responses['404'], `${r.method} ${r.path} answered 404 (${errorOf(res).code}) but OpenAPI does not list it`);
+  }
+  for (const t of ['run_create', 'run_prepare', 'publish_execute', 'publish_prepare', 'workspace_change_apply', 'file_import_from_run', 'hub_inspect']) assert.ok(answered404.includes(t), `${t} was probed with ids that name nothing: ${JSON.stringify(seen)}`);
+});
