@@ -128,7 +128,7 @@ test('every built route that answers 404 for an id that names nothing documents 
   // Valid references that name nothing (VALID's `x` is too short a lab name to be valid).
   const nothing: typeof VALID = {
     run_prepare: { body: { capability_ref: 'platform/no-such-lab@1.0.0', inputs: {} } },
-    hub_inspect: { path: { reference: 'platform%2Fno-such-lab%401.0.0' } },
+    hub_inspect: { path: { reference: 'platform/no-such-lab@1.0.0' } },
   };
   for (const r of built) {
     const v = nothing[r.tool] ?? VALID[r.tool] ?? {};
