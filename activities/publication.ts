@@ -97,7 +97,7 @@ export function createPublicationActivities(deps: { db: Db; objects: ObjectStore
           account_id: pub.account_id, namespace: pub.namespace, name: pub.name, version: pub.version,
           title: manifest.title ?? lab.title, description: manifest.description ?? lab.description, manifest, ...contractOf(manifest),
           package_sha256: packed.package_sha256, archive_key: packed.archive_key, files: packed.files, tree: rev.tree,
-          visibility: lab.visibility, ...hubIndexOf(manifest), qualification_state: qualification, runtime_problems: packed.runtime_problems,
+          visibility: lab.visibility, hub_listed: lab.hub_listed, ...hubIndexOf(manifest), qualification_state: qualification, runtime_problems: packed.runtime_problems,
         });
         await trx('publications').where({ id: publicationId }).update({ status: 'published', release_id: release.id, finished_at: trx.fn.now() });
         return release.id;

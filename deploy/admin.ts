@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createDb, migrate, type Db } from '../storage/db/knex.ts';
-import { createAccount, findAccountByNamespace, listAccounts, ownerPrincipal, setFeature, setGateway, type AccountRow } from '../storage/db/accounts.ts';
+import { addTeamMember, createAccount, findAccountByNamespace, listAccounts, ownerPrincipal, removeTeamMember, setFeature, setGateway, teamMembers, type AccountRow } from '../storage/db/accounts.ts';
+import { setLabListing } from '../storage/db/labs.ts';
 import { createKey, getKey, listKeys, revokeKey, rotateKey, SCOPES } from '../storage/db/apiKeys.ts';
 import { getBalances, grantCompute, microsToUsd, usdToMicros } from '../storage/ledger.ts';
 import { isoTime, newUuid } from '../storage/ids.ts';
@@ -19,6 +20,9 @@ const USAGE = `usage: npm run admin -- <command> [options] [--json]
 
   accounts create --namespace NS [--kind team|personal] [--name TEXT] [--gateway]
   accounts list
+  accounts add-member --team NS --member NS      (the member account sees the team's \`team\` labs)
+  accounts remove-member --team NS --member NS
+  hub list|unlist --account NS --lab NAME        (Hub listing; visibility is the owner's, apart)
   keys create --account NS [--scopes all|a,b,...] [--expires ISO-TIME | --expires-in DAYS] [--name TEXT]
   keys list [--account NS]
   keys revoke KEY_ID
@@ -91,6 +95,7 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
       'expires-in': { type: 'string' }, usd: { type: 'string' }, ref: { type: 'string' }, flag: { type: 'string' },
       on: { type: 'boolean' }, off: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
       lab: { type: 'string' }, versions: { type: 'string' }, note: { type: 'string' },
+      team: { type: 'string' }, member: { type: 'string' },
     },
   });
   const [group, cmd, arg] = positionals;
@@ -107,6 +112,24 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
     }
     case 'accounts list':
       return (await listAccounts(db)).map(accountView);
+    case 'accounts add-member':
+    case 'accounts remove-member': {
+      if (!v.team || !v.member) throw new UsageError('--team NS and --member NS are required');
+      const team = await account(db, v.team);
+      const member = await account(db, v.member);
+      if (team.kind !== 'team') throw new UsageError(`${team.namespace} is a ${team.kind} account; only a team has members`);
+      if (team.id === member.id) throw new UsageError('an account is not a member of itself');
+      if (cmd === 'add-member') await addTeamMember(db, team.id, member.id);
+      else await removeTeamMember(db, team.id, member.id);
+      return { team: team.namespace, members: await teamMembers(db, team.id) };
+    }
+    case 'hub list':
+    case 'hub unlist': {
+      const a = await account(db, v.account);
+      if (!v.lab) throw new UsageError('--lab is required');
+      const releases = await setLabListing(db, a.id, v.lab, cmd === 'list');
+      return { lab: `${a.namespace}/${v.lab}`, hub_listed: cmd === 'list', releases };
+    }
     case 'keys create': {
       const a = await account(db, v.account);
       const scopes = !v.scopes || v.scopes === 'all' ? [...SCOPES] : v.scopes.split(',').map((s) => s.trim()).filter(Boolean);

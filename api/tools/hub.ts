@@ -7,7 +7,7 @@ import { decodeCursor, encodeCursor, pageBody } from '../pagination.ts';
 import { isoTime } from '../../storage/ids.ts';
 
 import { toCapability } from './capabilities.ts';
-import { findVisibleRelease, parseReference, visibleTo, type ReleaseRow } from '../../storage/db/releases.ts';
+import { findVisibleRelease, parseReference, listedFor, type ReleaseRow } from '../../storage/db/releases.ts';
 
 export const hubTools: ToolDef[] = [
   {
@@ -65,7 +65,7 @@ export const labTools: ToolDef[] = [
   },
   {
     name: 'lab_visibility_set', scope: 'packages:publish', readOnly: false, idempotent: true, destructive: true,
-    description: 'Re-scope an owned lab without releasing a new version; deletes nothing.',
+    description: 'Re-scope an owned lab without releasing a new version (private: this account; team: also its team\'s members; public: anyone); deletes nothing and does not change Hub listing.',
     input: { path: { lab_id: id('lab') }, body: obj({ visibility: { enum: ['private', 'team', 'public'] } }, ['visibility']) },
   },
 ];
@@ -80,7 +80,7 @@ async function labView(ctx: ToolContext, lab: LabRow) {
   const workspaces = await ctx.deps.db('workspaces').where({ lab_id: lab.id }).orderBy('created_at').pluck('id');
   return {
     object: 'lab', lab_id: lab.id, name: lab.name, namespace: ctx.caller.account.namespace, title: lab.title, description: lab.description,
-    visibility: lab.visibility, content_settings: lab.content_settings, workspace_ids: workspaces,
+    visibility: lab.visibility, hub_listed: lab.hub_listed, content_settings: lab.content_settings, workspace_ids: workspaces,
     releases: await labReleases(ctx.deps.db, ctx.caller.account.id, lab.name),
     publications: (await ctx.deps.db('publications').where({ lab_id: lab.id }).orderBy('created_at').select('id', 'version', 'status', 'findings', 'created_at', 'finished_at'))
       .map((p) => ({ publication_id: p.id, version: p.version, status: p.status, findings: p.findings, created_at: isoTime(p.created_at), finished_at: isoTime(p.finished_at) })),
@@ -101,10 +101,12 @@ const LAB_HANDLERS: Record<string, ToolDef['handler']> = {
   async lab_visibility_set(input, ctx) {
     const lab = await ownedLab(ctx, input.lab_id);
     await setLabVisibility(ctx.deps.db, lab, input.visibility);
-    return {
-      body: await labView(ctx, (await ownedLab(ctx, lab.id))),
-      warnings: [{ code: 'hub_listing_unchanged', message: 'Visibility changes who can see the lab and its releases; it does not change Hub listing.' }],
-    };
+    const who = { private: 'only this account', team: 'this account and its team\'s members', public: 'anyone with a key' }[input.visibility as LabRow['visibility']];
+    const warnings = [{ code: 'hub_listing_unchanged', message: `The lab and its releases are now visible to ${who}. Hub listing is a separate setting and did not change: the lab is ${lab.hub_listed ? 'listed' : 'not listed'} on the Hub.` }];
+    if (lab.hub_listed && input.visibility !== 'public') {
+      warnings.push({ code: 'listed_not_public', message: `Listed on the Hub, but Hub search shows it only to those who can see it (${who}).` });
+    }
+    return { body: await labView(ctx, (await ownedLab(ctx, lab.id))), warnings };
   },
 };
 
@@ -127,7 +129,7 @@ const SEARCH_TEXT = `to_tsvector('english', coalesce(title, '') || ' ' || coales
 const HUB_HANDLERS: Record<string, ToolDef['handler']> = {
   async hub_search(input, ctx) {
     const { db } = ctx.deps;
-    const q = visibleTo(db, ctx.caller.account.id);
+    const q = listedFor(db, ctx.caller.account.id);
     if (input.package_type) q.andWhere({ package_type: input.package_type });
     // intended_use is free text in the ecosystem's labs: matched whole, ignoring case.
     if (input.intended_use) q.andWhereRaw('lower(intended_use) = lower(?)', [input.intended_use]);

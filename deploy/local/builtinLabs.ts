@@ -42,7 +42,7 @@ async function sourceTree(objects: ObjectStore, dir: string): Promise<Tree> {
  */
 export async function publishLab(
   db: Db, objects: ObjectStore, python: string,
-  lab: { dir: string; accountId: string; namespace: string; name: string; version: string; visibility: 'private' | 'team' | 'public' },
+  lab: { dir: string; accountId: string; namespace: string; name: string; version: string; visibility: 'private' | 'team' | 'public'; hubListed?: boolean },
 ) {
   const tmp = await mkdtemp(path.join(tmpdir(), 'silico-pack-'));
   try {
@@ -58,7 +58,7 @@ export async function publishLab(
     return await insertRelease(db, {
       account_id: lab.accountId, namespace: lab.namespace, name: lab.name, version: lab.version,
       title: manifest.title ?? lab.name, description: manifest.description ?? '', manifest, ...contractOf(manifest),
-      package_sha256: packed.package_sha256, archive_key: blobKey(archiveSha), visibility: lab.visibility, ...hubIndexOf(manifest),
+      package_sha256: packed.package_sha256, archive_key: blobKey(archiveSha), visibility: lab.visibility, hub_listed: lab.hubListed ?? false, ...hubIndexOf(manifest),
       runtime_problems: runtimeProblems(pins), files: packed.files, tree,
       // A release whose declared smoke inputs run is smoke-tested; the built-ins are checked by their own tests.
       qualification_state: 'unqualified',
@@ -79,7 +79,7 @@ export async function publishBuiltinLabs(db: Db, objects: ObjectStore, python: s
     if (!existsSync(path.join(dir, 'lab.yaml'))) continue;
     const exists = await db('releases').where({ namespace: PLATFORM_NAMESPACE, name, version: BUILTIN_VERSION }).first('id');
     if (exists) continue;
-    await publishLab(db, objects, python, { dir, accountId: account.id, namespace: PLATFORM_NAMESPACE, name, version: BUILTIN_VERSION, visibility: 'public' });
+    await publishLab(db, objects, python, { dir, accountId: account.id, namespace: PLATFORM_NAMESPACE, name, version: BUILTIN_VERSION, visibility: 'public', hubListed: true });
     published.push(`${PLATFORM_NAMESPACE}/${name}@${BUILTIN_VERSION}`);
   }
   if (published.length) log(`built-in labs published: ${published.join(', ')}`);

@@ -66,3 +66,18 @@ export async function setFeature(db: Db, accountId: string, flag: string, enable
     .where({ id: accountId })
     .update({ features: db.raw(`features || jsonb_build_object(?::text, ?::boolean)`, [flag, enabled]) });
 }
+
+/** Makes an account a member of a team account (idempotent): it sees the team's `team` labs. */
+export async function addTeamMember(db: Db, teamAccountId: string, memberAccountId: string): Promise<void> {
+  await db('account_members').insert({ team_account_id: teamAccountId, member_account_id: memberAccountId }).onConflict(['team_account_id', 'member_account_id']).ignore();
+}
+
+export async function removeTeamMember(db: Db, teamAccountId: string, memberAccountId: string): Promise<void> {
+  await db('account_members').where({ team_account_id: teamAccountId, member_account_id: memberAccountId }).delete();
+}
+
+/** The namespaces of a team's members. */
+export async function teamMembers(db: Db, teamAccountId: string): Promise<string[]> {
+  return db('account_members').join('accounts', 'accounts.id', 'account_members.member_account_id')
+    .where({ team_account_id: teamAccountId }).orderBy('accounts.namespace').pluck('accounts.namespace');
+}

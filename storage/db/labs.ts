@@ -3,7 +3,7 @@ import { keysetPage, type KeysetPage } from './pagination.ts';
 
 export interface LabRow {
   id: string; account_id: string; name: string; title: string; description: string;
-  visibility: 'private' | 'team' | 'public'; content_settings: Record<string, unknown>; created_at: Date; updated_at: Date;
+  visibility: 'private' | 'team' | 'public'; hub_listed: boolean; content_settings: Record<string, unknown>; created_at: Date; updated_at: Date;
 }
 
 export async function getLab(db: Db, id: string, accountId: string): Promise<LabRow | undefined> {
@@ -41,5 +41,13 @@ export async function setLabVisibility(db: Db, lab: LabRow, visibility: LabRow['
   await db.transaction(async (trx) => {
     await trx('labs').where({ id: lab.id }).update({ visibility, updated_at: trx.fn.now() });
     await trx('releases').where({ account_id: lab.account_id, name: lab.name }).update({ visibility });
+  });
+}
+
+/** Lists or unlists a lab and its releases on the Hub (an operator's decision); visibility is untouched. */
+export async function setLabListing(db: Db, accountId: string, name: string, listed: boolean): Promise<number> {
+  return db.transaction(async (trx) => {
+    await trx('labs').where({ account_id: accountId, name }).update({ hub_listed: listed, updated_at: trx.fn.now() });
+    return Number(await trx('releases').where({ account_id: accountId, name }).update({ hub_listed: listed }));
   });
 }

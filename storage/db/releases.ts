@@ -21,6 +21,8 @@ export interface ReleaseRow {
   package_sha256: string;
   archive_key: string | null;
   visibility: 'private' | 'team' | 'public';
+  /** Offered by Hub search (a setting of its lab's, apart from visibility). */
+  hub_listed: boolean;
   tags: string[];
   /** What the lab runtime cannot satisfy (Python version, dependencies); empty when runnable. */
   runtime_problems: string[];
@@ -33,8 +35,8 @@ export interface ReleaseRow {
   created_at: Date;
 }
 
-export type NewRelease = Omit<ReleaseRow, 'id' | 'created_at' | 'tags' | 'archive_key' | 'description' | 'package_type' | 'runtime_problems' | 'files' | 'intended_use' | 'compute_class' | 'qualification_state' | 'tree'> &
-  Partial<Pick<ReleaseRow, 'tags' | 'archive_key' | 'description' | 'package_type' | 'runtime_problems' | 'files' | 'intended_use' | 'compute_class' | 'qualification_state' | 'tree'>>;
+export type NewRelease = Omit<ReleaseRow, 'id' | 'created_at' | 'tags' | 'archive_key' | 'description' | 'package_type' | 'runtime_problems' | 'files' | 'intended_use' | 'compute_class' | 'qualification_state' | 'tree' | 'hub_listed'> &
+  Partial<Pick<ReleaseRow, 'tags' | 'archive_key' | 'description' | 'package_type' | 'runtime_problems' | 'files' | 'intended_use' | 'compute_class' | 'qualification_state' | 'tree' | 'hub_listed'>>;
 
 /** Records an immutable release; publishing the same coordinates twice is refused. */
 export async function insertRelease(db: Db, r: NewRelease): Promise<ReleaseRow> {
@@ -48,9 +50,18 @@ export async function insertRelease(db: Db, r: NewRelease): Promise<ReleaseRow> 
   return row as ReleaseRow;
 }
 
-/** Releases an account may see: its own, and public ones. */
+/**
+ * Releases an account may see and run: its own, public ones, and `team` ones of the team
+ * accounts it is a member of.
+ */
 export function visibleTo(db: Db, accountId: string) {
-  return db('releases').where((q) => q.where('account_id', accountId).orWhere('visibility', 'public'));
+  return db('releases').where((q) => q.where('account_id', accountId).orWhere('visibility', 'public')
+    .orWhere((t) => t.where('visibility', 'team').whereIn('account_id', db('account_members').where({ member_account_id: accountId }).select('team_account_id'))));
+}
+
+/** What Hub search offers an account: visible releases that are listed, and its own. */
+export function listedFor(db: Db, accountId: string) {
+  return visibleTo(db, accountId).andWhere((q) => q.where('hub_listed', true).orWhere('account_id', accountId));
 }
 
 /** One page of visible releases ordered by namespace, name, then publication (ULID id). */

@@ -1,10 +1,20 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, errorOf, closeTestDb, newAccount, testDb } from '../helpers.ts';
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { call, errorOf, closeTestDb, newAccount, testDb, until } from '../helpers.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { insertRelease } from '../../storage/db/releases.ts';
 import { sha256Hex } from '../../storage/digest.ts';
 
 after(closeTestDb);
+
+async function admin(...args: string[]): Promise<any> {
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'deploy/admin.ts'), ...args, '--json'], { env: process.env });
+  return JSON.parse(stdout);
+}
 
 test('GET /labs lists owned labs with their workspaces; PATCH and PUT visibility change them, nothing else', async () => {
   const a = await newAccount();
@@ -75,4 +85,45 @@ test('GET /hub/releases/{reference} inspects a release without executing it: con
   assert.equal(raw.status, 200, `a reference with its / unencoded resolves too: ${raw.text}`);
   assert.equal(raw.body.package_sha256, res.body.package_sha256);
   assert.equal(errorOf(await call('GET', '/hub/releases/platform/no-such-lab@1.0.0', {})).code, 'release_not_found');
+});
+
+test('visibility and Hub listing are two settings: team shares with the team\'s members only, and listing changes only when the operator lists', { timeout: 180_000 }, async () => {
+  const team = await newAccount({ kind: 'team', usd: 5 });
+  const member = await newAccount({ usd: 5 });
+  const stranger = await newAccount({ usd: 5 });
+  await admin('accounts', 'add-member', '--team', team.account.namespace, '--member', member.account.namespace);
+  const ws = (await call('POST', '/workspaces', { key: team.key, body: { title: 'Shared kinetics' } })).body;
+  const src = path.join(REPO_ROOT, 'labs/enzyme-kinetics');
+  const files = ['lab.yaml', 'README.md', 'models/michaelis_menten/model.yaml', 'models/michaelis_menten/src/enzyme.py'];
+  const change = await call('POST', `/workspaces/${ws.workspace_id}/change-plans`, { key: team.key, body: { base_revision_id: ws.head_revision_id, operations: files.map((f) => ({ kind: 'file_put', path: f, content: readFileSync(path.join(src, f), 'utf8') })) } });
+  const rev = (await call('POST', '/workspace-revisions', { key: team.key, body: { plan_id: change.body.plan_id, plan_sha256: change.body.plan_sha256 } })).body;
+  const prep = await call('POST', '/publication-plans', { key: team.key, body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, version: '1.0.0' } });
+  assert.equal((await call('POST', '/publications', { key: team.key, body: { plan_id: prep.body.plan_id, plan_sha256: prep.body.plan_sha256 } })).status, 200);
+  const ref = prep.body.reference as string;
+  const inspect = async (key: string) => (await call('GET', `/hub/releases/${encodeURIComponent(ref)}`, { key })).status;
+  const searched = async (key: string) => ((await call('GET', '/hub/search?query=shared&limit=100', { key })).body.items as any[]).some((i) => i.ref === ref);
+  await until(120000, async () => ((await inspect(team.key)) === 200 ? true : undefined));
+  const visibility = async (v: string) => call('PUT', `/labs/${ws.lab_id}/visibility`, { key: team.key, body: { visibility: v } });
+
+  assert.deepEqual([await inspect(member.key), await inspect(stranger.key)], [404, 404], 'private: only the owner');
+  const toTeam = await visibility('team');
+  assert.equal(toTeam.body.hub_listed, false);
+  assert.match(toTeam.body.warnings[0].message, /team's members.*not listed/);
+  assert.deepEqual([await inspect(member.key), await inspect(stranger.key)], [200, 404], 'team: the members, not a stranger');
+  assert.equal((await call('POST', '/run-plans', { key: member.key, body: { capability_ref: ref, inputs: {} } })).status, 200, 'a member can plan a run of it');
+  assert.equal(errorOf(await call('POST', '/run-plans', { key: stranger.key, body: { capability_ref: ref, inputs: {} } })).code, 'capability_not_found');
+  assert.equal(await searched(member.key), false, 'visible is not listed');
+
+  await visibility('public');
+  assert.equal(await inspect(stranger.key), 200);
+  assert.equal(await searched(stranger.key), false, 'public does not list it on the Hub');
+  assert.equal(await searched(team.key), true, 'the owner always finds its own');
+  const listed = await admin('hub', 'list', '--account', team.account.namespace, '--lab', 'shared-kinetics');
+  assert.deepEqual([listed.hub_listed, listed.releases], [true, 1]);
+  assert.equal(await searched(stranger.key), true, 'listed by the operator: Hub search offers it');
+
+  const back = await visibility('private');
+  assert.equal(back.body.hub_listed, true, 'still listed: visibility did not change it');
+  assert.deepEqual(back.body.warnings.map((w: any) => w.code), ['hub_listing_unchanged', 'listed_not_public']);
+  assert.deepEqual([await inspect(stranger.key), await searched(stranger.key), await inspect(member.key)], [404, false, 404]);
 });

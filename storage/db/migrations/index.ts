@@ -16,6 +16,7 @@ import * as publicationGrants from './014_publication_grants.ts';
 import * as runEventNotify from './015_run_event_notify.ts';
 import * as runPathFunctions from './016_run_path_functions.ts';
 import * as runOutputsFromExecution from './017_run_outputs_from_execution.ts';
+import * as teamMembersHubListing from './018_team_members_hub_listing.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
@@ -39,6 +40,7 @@ const migrations: Record<string, Migration> = {
   '015_run_event_notify': runEventNotify,
   '016_run_path_functions': runPathFunctions,
   '017_run_outputs_from_execution': runOutputsFromExecution,
+  '018_team_members_hub_listing': teamMembersHubListing,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
