@@ -29,6 +29,11 @@ import traceback
 from pathlib import Path
 
 _out_lock = threading.Lock()
+# Descriptor 4 is bubblewrap's report to the worker; the lab has nothing to say on it.
+try:
+    os.close(4)
+except OSError:
+    pass
 try:
     _protocol = os.fdopen(3, "w", buffering=1)
 except OSError:  # run by hand: the protocol goes to stdout

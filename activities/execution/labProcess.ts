@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { constants as os } from 'node:os';
-import { isSandboxSetupFailure, SandboxUnavailable, type Sandbox, type SandboxPaths, type SandboxSpec } from './sandbox.ts';
+import { INFO_FD, isSandboxSetupFailure, SandboxUnavailable, type Sandbox, type SandboxPaths, type SandboxSpec } from './sandbox.ts';
 
 /** What a lab process may send before it is stopped: every stream is bounded. */
 export interface StreamLimits {
@@ -69,7 +69,7 @@ export async function runLabProcess(
   const started = Date.now();
   let child;
   try {
-    child = spawn(cmd.command, cmd.args, { cwd: cmd.unsafe ? cmd.paths.scratch : '/', detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: cmd.env });
+    child = spawn(cmd.command, cmd.args, { cwd: cmd.unsafe ? cmd.paths.scratch : '/', detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'], env: cmd.env });
   } catch (err) {
     cmd.release();
     throw new SandboxUnavailable(`cannot start the sandbox: ${(err as Error).message}`);
@@ -84,8 +84,29 @@ export async function runLabProcess(
 
   let stop: LabError | null = null;
   let cancelled = false;
+  // The sandbox's init (bubblewrap's --info-fd): a stop that lands while bubblewrap is still
+  // building the sandbox can kill bubblewrap before its child has asked to die with it,
+  // and that child has its own session; the init's death ends its whole PID namespace.
+  let sandboxInit: number | null = null;
+  let killed = false;
+  const killInit = () => {
+    if (sandboxInit !== null) try { process.kill(sandboxInit, 'SIGKILL'); } catch { /* already gone */ }
+  };
+  let info = '';
+  (child.stdio[INFO_FD] as Readable).on('data', (chunk: Buffer) => {
+    info += chunk.toString();
+    const pid = /"child-pid"\s*:\s*(\d+)/.exec(info)?.[1];
+    if (pid && sandboxInit === null) {
+      sandboxInit = Number(pid);
+      if (killed) killInit();
+    }
+  }).on('error', () => undefined);
   const killGroup = (sig: NodeJS.Signals) => {
     try { process.kill(-child.pid!, sig); } catch { /* already gone */ }
+    if (sig === 'SIGKILL') {
+      killed = true;
+      killInit();
+    }
   };
   const halt = (why: LabError | 'cancelled') => {
     if (stop || cancelled) return;

@@ -73,6 +73,8 @@ export class SandboxUnavailable extends Error {
 }
 
 const INSIDE: SandboxPaths = { input: '/input', scratch: '/scratch' };
+/** The file descriptor bubblewrap reports the sandbox's init pid on (labProcess.ts opens it). */
+export const INFO_FD = 4;
 const SCRIPT_DIR = '/opt/silico';
 
 /** Resolves a command name on PATH (or checks a path), as an executable file. */
@@ -153,6 +155,9 @@ export function createSandbox(settings: SandboxSettings) {
         ...(uid !== null ? [] : ['--unshare-user', '--uid', '65534', '--gid', '65534']),
         '--unshare-pid', '--unshare-net', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
         '--hostname', 'lab', '--die-with-parent', '--new-session', '--clearenv', ...env,
+        // The sandbox's init pid, as the worker sees it: killing it ends every process of the
+        // sandbox's PID namespace, even one whose bubblewrap died before it could pass on death.
+        '--info-fd', String(INFO_FD),
         // Made first and readable: the directories bubblewrap would make for a bind are
         // closed to the sandbox's user.
         ...ancestors([...prefixes, script, '/etc/ld.so.cache']).flatMap((d) => ['--perms', '0755', '--dir', d]),
