@@ -7,7 +7,9 @@ import type { Db } from '../storage/db/knex.ts';
 import type { ObjectStore } from '../storage/objects.ts';
 import { blobKey } from '../storage/objects.ts';
 import { insertRelease } from '../storage/db/releases.ts';
-import { failPublication } from '../storage/db/publications.ts';
+import { failPublication, getPublication, markPublished } from '../storage/db/publications.ts';
+import { getRevisionById } from '../storage/db/workspaces.ts';
+import { getLabById } from '../storage/db/labs.ts';
 import type { Finding } from '../storage/db/plans.ts';
 import { contractOf, hubIndexOf } from '../storage/labContract.ts';
 import { packerIdentity } from '../storage/labIdentity.ts';
@@ -22,9 +24,10 @@ export interface PublicationInfo { publicationId: string; smokeInputs: Record<st
 export interface PackResult { package_sha256: string; archive_key: string; files: Packed['files']; runtime_problems: string[] }
 
 async function load(db: Db, objects: ObjectStore, publicationId: string) {
-  const pub = await db('publications').where({ id: publicationId }).first();
-  const rev = await db('revisions').where({ id: pub.revision_id }).first();
-  const manifest = YAML.parse((await objects.getBytes(blobKey(rev.tree['lab.yaml'].sha256))).toString('utf8'));
+  const pub = await getPublication(db, publicationId);
+  if (!pub) throw new Error(`no publication ${publicationId}`);
+  const rev = (await getRevisionById(db, pub.revision_id))!;
+  const manifest = YAML.parse((await objects.getBytes(blobKey(rev.tree['lab.yaml']!.sha256))).toString('utf8'));
   // A lab that declares its package/version is packed under them (the plan checked they are this release's).
   const identity = packerIdentity(manifest, { package: `${pub.namespace}/${pub.name}`, version: pub.version });
   return { pub, rev, manifest, identity };
@@ -88,18 +91,18 @@ export function createPublicationActivities(deps: { db: Db; objects: ObjectStore
     /** Records the immutable release and its capability, once (retries find it done). */
     async recordRelease(publicationId: string, packed: PackResult, qualification: 'smoke_tested' | 'unqualified'): Promise<string> {
       return deps.db.transaction(async (trx) => {
-        const pub = await trx('publications').where({ id: publicationId }).forUpdate().first();
-        if (pub.release_id) return pub.release_id as string;
-        const rev = await trx('revisions').where({ id: pub.revision_id }).first();
-        const lab = await trx('labs').where({ id: pub.lab_id }).first();
-        const manifest = YAML.parse((await deps.objects.getBytes(blobKey(rev.tree['lab.yaml'].sha256))).toString('utf8'));
+        const pub = (await getPublication(trx, publicationId, { forUpdate: true }))!;
+        if (pub.release_id) return pub.release_id;
+        const rev = (await getRevisionById(trx, pub.revision_id))!;
+        const lab = (await getLabById(trx, pub.lab_id))!;
+        const manifest = YAML.parse((await deps.objects.getBytes(blobKey(rev.tree['lab.yaml']!.sha256))).toString('utf8'));
         const release = await insertRelease(trx, {
           account_id: pub.account_id, namespace: pub.namespace, name: pub.name, version: pub.version,
           title: manifest.title ?? lab.title, description: manifest.description ?? lab.description, manifest, ...contractOf(manifest),
           package_sha256: packed.package_sha256, archive_key: packed.archive_key, files: packed.files, tree: rev.tree,
           visibility: lab.visibility, hub_listed: lab.hub_listed, ...hubIndexOf(manifest), qualification_state: qualification, runtime_problems: packed.runtime_problems,
         });
-        await trx('publications').where({ id: publicationId }).update({ status: 'published', release_id: release.id, finished_at: trx.fn.now() });
+        await markPublished(trx, publicationId, release.id);
         return release.id;
       });
     },

@@ -5,6 +5,7 @@ import type { Registry } from 'prom-client';
 import type { Deps } from './tools/tool.ts';
 import { buildOpenApi } from './openapi.ts';
 import { renderDocs } from './docs.ts';
+import { pingDb } from '../storage/db/knex.ts';
 
 type Check = 'ok' | 'unavailable' | 'timed_out';
 
@@ -51,7 +52,7 @@ export function buildOpsRouter(deps: Deps, registry: Registry, log: Logger): Rou
   });
   router.get('/readyz', async (ctx) => {
     const [postgres, temporal, objectStore] = await Promise.all([
-      probe('postgres', () => deps.db.raw('select 1'), log),
+      probe('postgres', () => pingDb(deps.db), log),
       probe('temporal', () => deps.temporal.ping(), log),
       probe('object_store', () => deps.objects.ping(), log),
     ]);

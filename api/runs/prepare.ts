@@ -10,6 +10,7 @@ import { resolveInputReferences } from './inputRefs.ts';
 import { getRevision, getWorkspace } from '../../storage/db/workspaces.ts';
 import { blobKey } from '../../storage/objects.ts';
 import { unstorableProblem } from '../validation.ts';
+import { getLabById } from '../../storage/db/labs.ts';
 import { readLabManifests } from '../../storage/labManifests.ts';
 import { runtimePinFindings } from '../../storage/runtimePins.ts';
 
@@ -72,7 +73,7 @@ async function resolveRevision(deps: Deps, caller: Caller, w: { workspaceId: str
   if (!ws) throw errors.notFound('workspace_not_found', 'workspace', 'workspace_id');
   const rev = await getRevision(deps.db, ws.id, w.revisionId);
   if (!rev) throw errors.notFound('revision_not_found', 'revision', 'revision_id');
-  const lab = await deps.db('labs').where({ id: ws.lab_id }).first('name');
+  const lab = (await getLabById(deps.db, ws.lab_id))!;
   const file = rev.tree['lab.yaml'];
   if (!file) throw errors.validation('manifest_missing', 'This revision has no lab.yaml to run.', 'revision_id');
   let manifest: Record<string, unknown>;

@@ -14,6 +14,8 @@ import { namingFindings } from '../workspaces/naming.ts';
 import { unstorableProblem } from '../validation.ts';
 import { checkInputs, contractOf } from '../contract.ts';
 import { newId } from '../../storage/ids.ts';
+import { getLabById } from '../../storage/db/labs.ts';
+import { insertPublication, takenVersions } from '../../storage/db/publications.ts';
 import { publicationWorkflowId, CONTROL_TASK_QUEUE } from '../../workflows/constants.ts';
 import type { Tree } from '../../storage/trees.ts';
 import { declaredIdentity } from '../../storage/labIdentity.ts';
@@ -39,12 +41,6 @@ async function useGrant(trx: Db, accountId: string, grantId: string, p: Proposal
   await countGrantUse(trx, grant.id);
 }
 
-/** Versions of a lab already released or being published. */
-async function takenVersions(ctx: ToolContext, namespace: string, name: string): Promise<string[]> {
-  const released: string[] = await ctx.deps.db('releases').where({ namespace, name }).pluck('version');
-  const inFlight: string[] = await ctx.deps.db('publications').where({ namespace, name, status: 'publishing' }).pluck('version');
-  return [...released, ...inFlight];
-}
 
 /**
  * A declared `package`/`version` against this release (the naming skill: releases are
@@ -136,9 +132,9 @@ export const publicationTools: ToolDef[] = [
       if (!ws) throw errors.notFound('workspace_not_found', 'workspace', 'workspace_id');
       const rev = await getRevision(ctx.deps.db, ws.id, input.revision_id);
       if (!rev) throw errors.notFound('revision_not_found', 'revision', 'revision_id');
-      const lab = await ctx.deps.db('labs').where({ id: ws.lab_id }).first();
+      const lab = (await getLabById(ctx.deps.db, ws.lab_id))!;
       const namespace = ctx.caller.account.namespace;
-      const findings = await staticFindings(ctx, rev.tree, { namespace, name: lab.name, version: input.version }, await takenVersions(ctx, namespace, lab.name));
+      const findings = await staticFindings(ctx, rev.tree, { namespace, name: lab.name, version: input.version }, await takenVersions(ctx.deps.db, namespace, lab.name));
       const proposal: Proposal = { workspace_id: ws.id, revision_id: rev.id, lab_id: lab.id, namespace, name: lab.name, version: input.version, release_notes: input.release_notes ?? '', tree_sha256: rev.tree_sha256 };
       const plan = await createPlan(ctx.deps.db, { accountId: ctx.caller.account.id, kind: 'publication', proposal, findings, ttlSeconds: PLAN_TTL_SECONDS });
       return {
@@ -165,12 +161,12 @@ export const publicationTools: ToolDef[] = [
       await ctx.deps.db.transaction(async (trx) => {
         if (input.grant_id) await useGrant(trx, ctx.caller.account.id, input.grant_id, p);
         if (!(await consumePlan(trx, plan.id, `publication:${id}`))) throw planUsed(await resultOf(ctx.deps.db, ctx.caller.account.id, plan.id));
-        if ((await takenVersions({ ...ctx, deps: { ...ctx.deps, db: trx } }, p.namespace, p.name)).includes(p.version)) {
+        if ((await takenVersions(trx, p.namespace, p.name)).includes(p.version)) {
           throw planUnavailable(`${p.version} was released since this plan was prepared.`, null);
         }
-        await trx('publications').insert({
+        await insertPublication(trx, {
           id, account_id: ctx.caller.account.id, plan_id: plan.id, lab_id: p.lab_id, revision_id: p.revision_id,
-          namespace: p.namespace, name: p.name, version: p.version, release_notes: p.release_notes, status: 'publishing', approval,
+          namespace: p.namespace, name: p.name, version: p.version, release_notes: p.release_notes, approval,
         });
         // Started before the transaction commits: if Temporal cannot take it, the plan is
         // not consumed, the version not taken, the answer is 503 and a retry publishes.

@@ -7,7 +7,7 @@ import type { Db } from '../../storage/db/knex.ts';
 import type { ObjectStore } from '../../storage/objects.ts';
 import { blobKey } from '../../storage/objects.ts';
 import { createAccount, findAccountByNamespace } from '../../storage/db/accounts.ts';
-import { insertRelease } from '../../storage/db/releases.ts';
+import { insertRelease, releaseExists } from '../../storage/db/releases.ts';
 import { REPO_ROOT } from './paths.ts';
 import { labManifestProblems } from '../../api/schemas/labManifest.ts';
 import { contractOf, hubIndexOf } from '../../storage/labContract.ts';
@@ -77,7 +77,7 @@ export async function publishBuiltinLabs(db: Db, objects: ObjectStore, python: s
   for (const name of (await readdir(root)).sort()) {
     const dir = path.join(root, name);
     if (!existsSync(path.join(dir, 'lab.yaml'))) continue;
-    const exists = await db('releases').where({ namespace: PLATFORM_NAMESPACE, name, version: BUILTIN_VERSION }).first('id');
+    const exists = await releaseExists(db, { namespace: PLATFORM_NAMESPACE, name, version: BUILTIN_VERSION });
     if (exists) continue;
     await publishLab(db, objects, python, { dir, accountId: account.id, namespace: PLATFORM_NAMESPACE, name, version: BUILTIN_VERSION, visibility: 'public', hubListed: true });
     published.push(`${PLATFORM_NAMESPACE}/${name}@${BUILTIN_VERSION}`);

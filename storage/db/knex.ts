@@ -47,3 +47,8 @@ export function createPgPool(databaseUrl: string, max = 10, d: PgDeadlines = {})
   pool.on('error', () => undefined);
   return pool;
 }
+
+/** One round trip to Postgres (readiness). */
+export async function pingDb(db: Db): Promise<void> {
+  await db.raw('select 1');
+}

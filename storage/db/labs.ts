@@ -51,3 +51,13 @@ export async function setLabListing(db: Db, accountId: string, name: string, lis
     return Number(await trx('releases').where({ account_id: accountId, name }).update({ hub_listed: listed }));
   });
 }
+
+/** A lab by id alone (workspaces and publications name their lab). */
+export async function getLabById(db: Db, id: string): Promise<LabRow | undefined> {
+  return db('labs').where({ id }).first();
+}
+
+/** The workspaces of a lab, oldest first. */
+export async function labWorkspaceIds(db: Db, labId: string): Promise<string[]> {
+  return db('workspaces').where({ lab_id: labId }).orderBy('created_at').pluck('id');
+}

@@ -97,3 +97,8 @@ export async function findLatestVisibleRelease(db: Db, accountId: string, namesp
 export async function getReleaseById(db: Db, id: string): Promise<ReleaseRow | undefined> {
   return db('releases').where({ id }).first();
 }
+
+/** Whether a release exists at these coordinates (of anyone's). */
+export async function releaseExists(db: Db, r: { namespace: string; name: string; version: string }): Promise<boolean> {
+  return Boolean(await db('releases').where(r).first('id'));
+}

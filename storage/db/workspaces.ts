@@ -12,26 +12,31 @@ export interface RevisionRow {
   tree_sha256: string; size_bytes: number; plan_id: string | null; created_at: Date;
 }
 
-/** A lab's name: a slug of its title, unique in the account (a suffix when taken). */
-async function freeLabName(db: Db, accountId: string, title: string): Promise<string> {
-  const base = (title.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 50) || 'lab').replace(/^([^a-z])/, 'lab-$1');
+/** A lab name made from a title: lowercase words joined by dashes, starting with a letter. */
+export function slugOf(title: string): string {
+  return (title.toLowerCase().normalize('NFKD').replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 50) || 'lab').replace(/^([^a-z])/, 'lab-$1');
+}
+
+/** A lab's name: `base` (a valid name), unique in the account (a suffix when taken). */
+async function freeLabName(db: Db, accountId: string, base: string): Promise<string> {
   const taken = new Set((await db('labs').where({ account_id: accountId }).andWhere('name', 'like', `${base}%`).select('name')).map((r) => r.name));
   if (!taken.has(base)) return base;
   for (let i = 2; ; i++) if (!taken.has(`${base}-${i}`)) return `${base}-${i}`;
 }
 
 /** Creates a lab with its workspace and revision 1 (the given tree, empty by default). */
-export async function createWorkspace(db: Db, p: { accountId: string; title: string; tree?: Tree; origin?: Record<string, unknown> | null }): Promise<{ workspace: WorkspaceRow; revision: RevisionRow }> {
+export async function createWorkspace(db: Db, p: { accountId: string; title: string; name?: string; tree?: Tree; origin?: Record<string, unknown> | null }): Promise<{ workspace: WorkspaceRow; revision: RevisionRow; labName: string }> {
   return db.transaction(async (trx) => {
     const labId = newId('lab');
-    await trx('labs').insert({ id: labId, account_id: p.accountId, name: await freeLabName(trx, p.accountId, p.title), title: p.title });
+    const labName = await freeLabName(trx, p.accountId, p.name ?? slugOf(p.title));
+    await trx('labs').insert({ id: labId, account_id: p.accountId, name: labName, title: p.title });
     const workspaceId = newUuid();
     const revisionId = newUuid();
     const tree = p.tree ?? {};
     const [workspace] = await trx('workspaces').insert({ id: workspaceId, account_id: p.accountId, lab_id: labId, title: p.title, origin: p.origin ? JSON.stringify(p.origin) : null }).returning('*');
     const [revision] = await trx('revisions').insert({ id: revisionId, workspace_id: workspaceId, number: 1, tree: JSON.stringify(tree), tree_sha256: treeDigest(tree), size_bytes: treeSize(tree) }).returning('*');
     await trx('workspaces').where({ id: workspaceId }).update({ head_revision_id: revisionId });
-    return { workspace: { ...workspace, head_revision_id: revisionId } as WorkspaceRow, revision: revision as RevisionRow };
+    return { workspace: { ...workspace, head_revision_id: revisionId } as WorkspaceRow, revision: revision as RevisionRow, labName };
   });
 }
 

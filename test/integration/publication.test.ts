@@ -41,6 +41,10 @@ test('a lab authored from scratch runs as a managed run, is published as 1.0.0, 
     return r.status === 200 ? r.body : undefined;
   });
   assert.equal(release.qualification_state, 'smoke_tested');
+  assert.deepEqual([release.origin.kind, release.origin.workspace_id, release.origin.revision_id, release.origin.tree_sha256, release.origin.approval], ['publication', ws.workspace_id, rev.revision_id, rev.tree_sha256, 'plan_digest'], 'origin from the records that exist');
+  const evidence = (await call('GET', `/workspaces/${ws.workspace_id}?revision_id=${rev.revision_id}`, { key })).body.evidence as any[];
+  assert.deepEqual(evidence.map((e) => [e.kind, e.status]), [['run', 'completed'], ['publication', 'published']], 'the revision\'s pinned evidence: its managed run and its publication');
+  assert.equal(evidence[0].run_id, mrun.body.id);
   // The stored package re-hashes to its digest: the runtime's own validator checks every
   // entry and the logical hash, which must be the release's package_sha256.
   const row = await testDb()('releases').where({ namespace: ns, name: 'reaction-rates', version: '1.0.0' }).first();

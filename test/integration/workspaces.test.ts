@@ -2,7 +2,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { call, errorOf, closeTestDb, newAccount, waitForRun } from '../helpers.ts';
+import { BASE_URL, call, errorOf, closeTestDb, newAccount, waitForRun } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { digestJson, sha256Hex } from '../../storage/digest.ts';
 
@@ -209,4 +209,40 @@ test('forking an exact Hub release copies its tree as revision 1 and records the
   assert.equal(mine.status, 'completed', JSON.stringify(mine.error));
   const [hr, mr] = [await call('GET', `/runs/${hub.id}/results`, { key }), await call('GET', `/runs/${mine.id}/results`, { key })];
   assert.deepEqual(mr.body.outputs, hr.body.outputs, 'the fork computes what the release computes');
+});
+
+test('naming rule 1: a new lab is named from its title, a fork keeps its source name, a taken name gets a suffix, and the findings say so and point at the naming skill', async () => {
+  const { key, account } = await newAccount();
+  const first = await call('POST', '/workspaces', { key, body: { title: 'Tumour Growth (v2)!' } });
+  assert.equal(first.status, 200, first.text);
+  assert.equal(first.body.lab_name, 'tumour-growth-v2');
+  assert.deepEqual(first.body.findings.map((f: any) => f.code), ['lab_named']);
+  assert.match(first.body.findings[0].message, new RegExp(`${account.namespace}/tumour-growth-v2@<version>.*GET /v1/skills/naming`));
+  assert.equal(first.body.links.naming_skill, '/v1/skills/naming');
+  const again = await call('POST', '/workspaces', { key, body: { title: 'Tumour growth v2' } });
+  assert.equal(again.body.lab_name, 'tumour-growth-v2-2');
+  assert.deepEqual(again.body.findings.map((f: any) => f.code), ['lab_named', 'lab_name_suffixed']);
+  const release = (await call('GET', `/hub/releases/${encodeURIComponent('platform/predator-prey@1.0.0')}`, { key })).body;
+  const fork = await call('POST', '/workspaces', { key, body: { title: 'My own take on it', fork: { reference: 'platform/predator-prey@1.0.0', sha256: release.package_sha256.replace(/^sha256:/, '') } } });
+  assert.equal(fork.status, 200, fork.text);
+  assert.equal(fork.body.lab_name, 'predator-prey', 'the source name is preserved, not the new title');
+  assert.match(fork.body.findings[0].message, /from the release it forks/);
+});
+
+test('file_put with a file_id puts the bytes of one of the caller\'s files; another account\'s file is the same 404 as a missing one', async () => {
+  const { key } = await newAccount();
+  const ws = await workspace(key);
+  const form = new FormData();
+  form.append('file', new Blob(['t,x\n0,1\n']), 'series.csv');
+  const f = (await (await fetch(`${BASE_URL}/files`, { method: 'POST', headers: { Authorization: `Bearer ${key}` }, body: form })).json()) as any;
+  const plan = await prepare(key, ws.workspace_id, ws.head_revision_id, [{ kind: 'file_put', path: 'data/series.csv', file_id: f.file_id }]);
+  assert.equal(plan.status, 200, plan.text);
+  assert.deepEqual(plan.body.operations, [{ kind: 'file_put', path: 'data/series.csv', sha256: f.sha256, size: f.size_bytes }]);
+  const other = await newAccount();
+  const ow = await workspace(other.key);
+  const theirs = await prepare(other.key, ow.workspace_id, ow.head_revision_id, [{ kind: 'file_put', path: 'x.csv', file_id: f.file_id }]);
+  const missing = await prepare(other.key, ow.workspace_id, ow.head_revision_id, [{ kind: 'file_put', path: 'x.csv', file_id: crypto.randomUUID() }]);
+  assert.equal(errorOf(theirs).code, 'file_not_found');
+  assert.equal(errorOf(theirs).param, 'operations[0].file_id');
+  assert.deepEqual({ ...errorOf(theirs), request_id: null }, { ...errorOf(missing), request_id: null });
 });

@@ -689,8 +689,8 @@ export type paths = {
         };
         get?: never;
         /**
-         * Re-scope an owned lab without releasing a new version; deletes nothing
-         * @description Re-scope an owned lab without releasing a new version; deletes nothing.
+         * Re-scope an owned lab without releasing a new version (private: this account; team: also its team's members; public: anyone); deletes nothing and does not change Hub listing
+         * @description Re-scope an owned lab without releasing a new version (private: this account; team: also its team's members; public: anyone); deletes nothing and does not change Hub listing.
          *
          *     Scope: `packages:publish`. Requires managed operations (the agent gateway) for the account.
          */
