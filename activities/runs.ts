@@ -7,13 +7,7 @@ export function createRunActivities(deps: { db: Db; maxConcurrentRuns: number })
   return {
     /** What the workflow needs to schedule the run. */
     async runSchedule(runId: string): Promise<{ profile: string; maxRuntimeSeconds: number; scheduleToStartSeconds: number }> {
-      // The api starts the workflow just before its acceptance commits, so the first read
-      // may come a moment early: look again briefly before failing (then retried).
-      let row;
-      for (let i = 0; i < 40 && !row; i++) {
-        if (i) await new Promise((r) => setTimeout(r, 25));
-        [row] = await runPrepared<{ profile: string; max_runtime_seconds: number; schedule_to_start_seconds: number }>(deps.db, RUN_SCHEDULE, [runId]);
-      }
+      const [row] = await runPrepared<{ profile: string; max_runtime_seconds: number; schedule_to_start_seconds: number }>(deps.db, RUN_SCHEDULE, [runId]);
       if (!row) throw new Error(`no run ${runId}`);
       return { profile: row.profile, maxRuntimeSeconds: row.max_runtime_seconds, scheduleToStartSeconds: row.schedule_to_start_seconds };
     },

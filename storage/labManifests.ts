@@ -1,18 +1,34 @@
 import YAML from 'yaml';
+import { LRUCache } from 'lru-cache';
+import { DependencyUnavailable } from './dependencies.ts';
 import { blobKey, type ObjectStore } from './objects.ts';
 import type { Tree } from './trees.ts';
 import { listOf } from './labContract.ts';
 import type { LabManifests } from './runtimePins.ts';
 
+/**
+ * Parsed manifests by the sha256 of their bytes. A blob never changes under its address,
+ * so a run plan (made again when the run is created) reads a release's model.yaml files
+ * from the object store once per process, not on every request. Callers only read them.
+ */
+const parsed = new LRUCache<string, { value: unknown }>({ max: 2000 });
+
 /** A YAML file of a tree parsed, or undefined when absent or unreadable (other checks report that). */
 async function yamlOf(objects: ObjectStore, tree: Tree, file: string): Promise<unknown> {
   const entry = tree[file];
   if (!entry) return undefined;
+  const hit = parsed.get(entry.sha256);
+  if (hit) return hit.value;
+  let value: unknown;
   try {
-    return YAML.parse((await objects.getBytes(blobKey(entry.sha256))).toString('utf8'));
-  } catch {
-    return undefined;
+    value = YAML.parse((await objects.getBytes(blobKey(entry.sha256))).toString('utf8'));
+  } catch (err) {
+    // An unavailable store is not an unreadable file: the caller answers 503.
+    if (err instanceof DependencyUnavailable) throw err;
+    value = undefined;
   }
+  parsed.set(entry.sha256, { value });
+  return value;
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { Deps, Caller } from '../tools/tool.ts';
 import { ApiError } from '../errors.ts';
 import { planUsed, resultOf } from '../plans.ts';
-import { insertAcceptedRun, type RunRow } from '../../storage/db/runs.ts';
+import { insertAcceptedRun, unacceptRun, type RunRow } from '../../storage/db/runs.ts';
 import { isSqlState, SQLSTATE } from '../../storage/db/sqlStates.ts';
 import { newUuid } from '../../storage/ids.ts';
 import { CONTROL_TASK_QUEUE, runWorkflowId } from '../../workflows/constants.ts';
@@ -11,31 +11,19 @@ import type { RunProposal } from './prepare.ts';
 /**
  * Accepts an approved run: in one transaction the plan is consumed (if any), the
  * proposal's maximum price is reserved (or 402 and nothing happens), and the run is
- * recorded as queued with its first event, and its workflow `run-<id>` is started before
- * that transaction commits. The workflow id is the natural dedupe of everything after the claim.
+ * recorded as queued with its first event; then its workflow `run-<id>` starts (when it
+ * cannot, the acceptance is undone). The workflow id is the natural dedupe of everything
+ * after the claim.
  */
 export async function acceptRun(deps: Deps, caller: Caller, proposal: RunProposal, opts: { planId?: string; metadata?: Record<string, string> }): Promise<RunRow> {
   const runId = newUuid();
   let run: RunRow;
   try {
-    run = await deps.db.transaction(async (trx) => {
-      const row = await insertAcceptedRun(trx, {
-        id: runId, account_id: caller.account.id, kind: proposal.kind, ref: proposal.ref, resolved_ref: proposal.resolved_ref,
-        release_id: proposal.release_id, workspace_id: proposal.workspace_id ?? null, revision_id: proposal.revision_id ?? null, package_sha256: proposal.package_sha256, inputs: proposal.inputs, metadata: opts.metadata ?? {},
-        compute_profile: proposal.compute_profile, max_runtime_seconds: proposal.max_runtime_seconds,
-        reserved_micros: proposal.estimated_max_micros, seed: proposal.seed, experiment_id: null, plan_id: opts.planId ?? null,
-      });
-      // Started before the acceptance commits: when Temporal cannot take the run, nothing
-      // was accepted (the plan unused, nothing reserved), the answer is 503, and a retry
-      // with the same Idempotency-Key completes it. Should the commit fail after the start,
-      // the workflow finds no run (its first step retries, then it ends owning nothing).
-      await deps.temporal.startWorkflow('runWorkflow', {
-        taskQueue: CONTROL_TASK_QUEUE,
-        workflowId: runWorkflowId(runId),
-        args: [{ runId }],
-        typedSearchAttributes: workflowSearchAttributes({ account: caller.account.id, kind: proposal.kind, ref: proposal.resolved_ref }),
-      });
-      return row;
+    run = await insertAcceptedRun(deps.db, {
+      id: runId, account_id: caller.account.id, kind: proposal.kind, ref: proposal.ref, resolved_ref: proposal.resolved_ref,
+      release_id: proposal.release_id, workspace_id: proposal.workspace_id ?? null, revision_id: proposal.revision_id ?? null, package_sha256: proposal.package_sha256, inputs: proposal.inputs, metadata: opts.metadata ?? {},
+      compute_profile: proposal.compute_profile, max_runtime_seconds: proposal.max_runtime_seconds,
+      reserved_micros: proposal.estimated_max_micros, seed: proposal.seed, experiment_id: null, plan_id: opts.planId ?? null,
     });
   } catch (err) {
     if (isSqlState(err, SQLSTATE.planUsed)) throw planUsed(opts.planId ? await resultOf(deps.db, caller.account.id, opts.planId) : null);
@@ -44,6 +32,21 @@ export async function acceptRun(deps: Deps, caller: Caller, proposal: RunProposa
         required_usd: proposal.estimated_max_micros / 1e6, resolution: 'Add compute to the account or lower max_runtime_seconds.', retryable: false,
       });
     }
+    throw err;
+  }
+  try {
+    await deps.temporal.startWorkflow('runWorkflow', {
+      taskQueue: CONTROL_TASK_QUEUE,
+      workflowId: runWorkflowId(runId),
+      args: [{ runId }],
+      typedSearchAttributes: workflowSearchAttributes({ account: caller.account.id, kind: proposal.kind, ref: proposal.resolved_ref }),
+    });
+  } catch (err) {
+    // Temporal could not take the run: its acceptance is undone (plan unused, reservation
+    // released, no row), the answer is 503, and a retry with the same Idempotency-Key
+    // completes it. Should the undo itself fail, the run stays queued with no workflow and
+    // the hourly reconciliation ends it, charging nothing.
+    await unacceptRun(deps.db, runId).catch(() => undefined);
     throw err;
   }
   return run;

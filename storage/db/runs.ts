@@ -59,6 +59,17 @@ export async function insertAcceptedRun(db: Db, run: NewRun): Promise<RunRow> {
 }
 const ACCEPT_RUN = statement('accept-run', `SELECT ${RUN_COLUMNS} FROM silico_accept_run($1::jsonb, $2)`);
 
+/**
+ * Undoes an acceptance whose workflow could not be started, leaving no trace (reservation,
+ * plan use, events, row; silico_unaccept_run, migration 019). False when the run is no
+ * longer queued: a workflow has it.
+ */
+export async function unacceptRun(db: Db, runId: string): Promise<boolean> {
+  const [row] = await runPrepared<{ undone: boolean }>(db, UNACCEPT_RUN, [runId]);
+  return row!.undone;
+}
+const UNACCEPT_RUN = statement('unaccept-run', 'SELECT silico_unaccept_run($1) AS undone');
+
 /** A run of this account, or undefined (another account's run is the same as none). */
 export async function getRun(db: Db, id: string, accountId?: string): Promise<RunRow | undefined> {
   const [row] = accountId ? await runPrepared<RunRow>(db, GET_OWN_RUN, [id, accountId]) : await runPrepared<RunRow>(db, GET_RUN, [id]);

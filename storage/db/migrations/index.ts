@@ -17,6 +17,7 @@ import * as runEventNotify from './015_run_event_notify.ts';
 import * as runPathFunctions from './016_run_path_functions.ts';
 import * as runOutputsFromExecution from './017_run_outputs_from_execution.ts';
 import * as teamMembersHubListing from './018_team_members_hub_listing.ts';
+import * as unacceptRun from './019_unaccept_run.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
@@ -41,6 +42,7 @@ const migrations: Record<string, Migration> = {
   '016_run_path_functions': runPathFunctions,
   '017_run_outputs_from_execution': runOutputsFromExecution,
   '018_team_members_hub_listing': teamMembersHubListing,
+  '019_unaccept_run': unacceptRun,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
