@@ -109,6 +109,9 @@ async function retried(send: () => ReturnType<typeof viaReplica>): ReturnType<ty
 }
 
 let lastPlan: any;
+let lastWorkspace = '';
+let lastLab = '';
+const plansOf = async (kind: string) => Number((await testDb()('plans').where({ account_id: owner.account.id, kind }).count<{ count: string }[]>('* as count'))[0]!.count);
 const CASES: WriteCase[] = [
   {
     route: 'POST /runs', deps: ['postgres', 'temporal'],
@@ -157,6 +160,63 @@ const CASES: WriteCase[] = [
     },
     state: async () => ({ plans: Number((await testDb()('plans').where({ account_id: owner.account.id, kind: 'workspace_change' }).count<{ count: string }[]>('* as count'))[0]!.count) }),
     once: (b) => ({ plans: b.plans + 1 }),
+  },
+  {
+    route: 'POST /workspaces', deps: ['postgres'], keyed: true, replaySafe: true,
+    request: async () => ({ method: 'POST', path: '/workspaces', body: { title: `Faults ${crypto.randomUUID().slice(0, 8)}` } }),
+    state: async () => ({ workspaces: await rowsOf('workspaces') }),
+    once: (b) => ({ workspaces: b.workspaces + 1 }),
+  },
+  {
+    route: 'POST /workspace-revisions', deps: ['postgres'], keyed: false, replaySafe: true,
+    request: async () => {
+      const ws = (await call('POST', '/workspaces', { key: owner.key, body: { title: `Revisions ${crypto.randomUUID().slice(0, 8)}` } })).body;
+      lastWorkspace = ws.workspace_id;
+      const plan = (await call('POST', `/workspaces/${ws.workspace_id}/change-plans`, { key: owner.key, body: { base_revision_id: ws.head_revision_id, operations: [{ kind: 'file_put', path: 'notes.md', content: 'n' }] } })).body;
+      return { method: 'POST', path: '/workspace-revisions', body: { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 } };
+    },
+    state: async () => ({ revisions: Number((await testDb()('revisions').where({ workspace_id: lastWorkspace }).count<{ count: string }[]>('* as count'))[0]!.count) }),
+    once: (b) => ({ revisions: b.revisions + 1 }),
+  },
+  {
+    route: 'POST /run-plans', deps: ['postgres'], keyed: false, replaySafe: false,
+    request: async () => ({ method: 'POST', path: '/run-plans', body: { capability_ref: 'platform/microbial-growth@1.0.0', inputs: {} } }),
+    state: async () => ({ plans: await plansOf('run') }),
+    once: (b) => ({ plans: b.plans + 1 }),
+  },
+  {
+    route: 'POST /publication-plans', deps: ['postgres', 'object_store'], keyed: true, replaySafe: true,
+    request: async () => {
+      const ws = (await call('POST', '/workspaces', { key: owner.key, body: { title: `Plans ${crypto.randomUUID().slice(0, 8)}` } })).body;
+      const src = path.join(REPO_ROOT, 'labs/enzyme-kinetics');
+      const files = ['lab.yaml', 'README.md', 'models/michaelis_menten/model.yaml', 'models/michaelis_menten/src/enzyme.py'];
+      const change = await call('POST', `/workspaces/${ws.workspace_id}/change-plans`, { key: owner.key, body: { base_revision_id: ws.head_revision_id, operations: files.map((f) => ({ kind: 'file_put', path: f, content: readFileSync(path.join(src, f), 'utf8') })) } });
+      const rev = (await call('POST', '/workspace-revisions', { key: owner.key, body: { plan_id: change.body.plan_id, plan_sha256: change.body.plan_sha256 } })).body;
+      return { method: 'POST', path: '/publication-plans', body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, version: '1.0.0' } };
+    },
+    state: async () => ({ plans: await plansOf('publication') }),
+    once: (b) => ({ plans: b.plans + 1 }),
+  },
+  {
+    route: 'POST /files/from-run', deps: ['postgres', 'object_store'], keyed: false, replaySafe: true,
+    request: async () => {
+      const res = await call('POST', '/runs', { key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { ref: 'platform/microbial-growth@1.0.0', inputs: {} } });
+      const run = await waitForRun(owner.key, res.body.id);
+      const art = (await call('GET', `/runs/${run.id}/results`, { key: owner.key })).body.artifacts.find((a: any) => a.file_name === 'outputs.json');
+      return { method: 'POST', path: '/files/from-run', body: { run_id: run.id, artifact_id: art.artifact_id, expected_sha256: art.sha256 } };
+    },
+    state: async () => ({ files: await objectsOf() }),
+    once: (b) => ({ files: b.files + 1 }),
+  },
+  {
+    route: 'PUT /labs/{lab_id}/visibility', deps: ['postgres'], keyed: false, replaySafe: true,
+    request: async () => {
+      const ws = (await call('POST', '/workspaces', { key: owner.key, body: { title: `Scope ${crypto.randomUUID().slice(0, 8)}` } })).body;
+      lastLab = ws.lab_id;
+      return { method: 'PUT', path: `/labs/${ws.lab_id}/visibility`, body: { visibility: 'team' } };
+    },
+    state: async () => ({ visibility: (await testDb()('labs').where({ id: lastLab }).first()).visibility }),
+    once: () => ({ visibility: 'team' }),
   },
 ];
 
