@@ -1,4 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { before, after } from 'node:test';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import getPort from 'get-port';
@@ -212,4 +214,44 @@ export async function until<T>(ms: number, f: () => Promise<T | undefined>): Pro
     if (Date.now() > deadline) throw new Error('timed out');
     await new Promise((r) => setTimeout(r, 300));
   }
+}
+
+/**
+ * Compute profiles of one test file only, inserted before its tests and removed after, so
+ * no other file's worker serves them. Register it before `after(closeTestDb)`: hooks run
+ * in the order they were registered.
+ */
+export function useTestProfiles(...profiles: Array<{ id: string; title: string } & Record<string, unknown>>): void {
+  const rows = profiles.map((p) => ({ kind: 'cpu', vcpus: 1, memory_mib: 1024, gpu: null, price_per_second_micros: 10, max_runtime_seconds: 600, schedule_to_start_seconds: 300, sort: 90, ...p }));
+  before(async () => {
+    await testDb()('compute_profiles').insert(rows).onConflict('id').ignore();
+  });
+  after(async () => {
+    await testDb()('compute_profiles').whereIn('id', rows.map((r) => r.id)).delete().catch(() => undefined);
+  });
+}
+
+/** The operator CLI (`npm run admin -- ... --json`), its JSON answer parsed. */
+export async function admin(...args: string[]): Promise<any> {
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'deploy/admin.ts'), ...args, '--json'], { env: process.env });
+  return JSON.parse(stdout);
+}
+
+/** A run artifact's bytes, downloaded as its owner would. */
+export async function downloadArtifact(key: string, runId: string, artifactId: string): Promise<Buffer> {
+  const res = await fetch(`${BASE_URL}/runs/${runId}/artifacts/${artifactId}`, { headers: { Authorization: `Bearer ${key}` } });
+  if (res.status !== 200) throw new Error(`download of ${artifactId}: ${res.status}`);
+  return Buffer.from(await res.arrayBuffer());
+}
+
+/** A workspace holding every file of a lab folder as its second revision (made through the API). */
+export async function workspaceOfLab(key: string, title: string, labDir: string): Promise<{ workspace_id: string; lab_id: string; revision_id: string }> {
+  const ws = (await call('POST', '/workspaces', { key, body: { title } })).body;
+  const files = readdirSync(labDir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && !e.parentPath.includes('__pycache__'))
+    .map((e) => path.relative(labDir, path.join(e.parentPath, e.name)).split(path.sep).join('/'));
+  const change = await call('POST', `/workspaces/${ws.workspace_id}/change-plans`, { key, body: { base_revision_id: ws.head_revision_id, operations: files.map((f) => ({ kind: 'file_put', path: f, content: readFileSync(path.join(labDir, f), 'utf8') })) } });
+  if (change.status !== 200 || change.body.status !== 'ready') throw new Error(`change plan: ${change.text}`);
+  const rev = await call('POST', '/workspace-revisions', { key, body: { plan_id: change.body.plan_id, plan_sha256: change.body.plan_sha256 } });
+  if (rev.status !== 200) throw new Error(`apply: ${rev.text}`);
+  return { workspace_id: ws.workspace_id, lab_id: ws.lab_id, revision_id: rev.body.revision_id };
 }

@@ -3,16 +3,12 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { call, closeTestDb, errorOf, testDb } from '../helpers.ts';
+import { admin, call, closeTestDb, errorOf, testDb } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/bootstrap.ts';
 import { sha256Hex } from '../../storage/digest.ts';
 
 after(closeTestDb);
 
-async function admin(...args: string[]): Promise<any> {
-  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'deploy/admin.ts'), ...args, '--json'], { env: process.env });
-  return JSON.parse(stdout);
-}
 
 test('operator CLI: account, key shown once and stored as a hash, grant, gateway, feature flags', async () => {
   const ns = `adm-${Date.now().toString(36)}`;

@@ -1,8 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { BASE_URL, call, closeTestDb, newAccount, publishFixtureLab, spawnApi, testDb, waitForRun, driverPid } from '../helpers.ts';
+import { BASE_URL, call, closeTestDb, newAccount, publishFixtureLab, spawnApi, testDb, waitForRun, driverPid, workspaceOfLab } from '../helpers.ts';
 import { createTcpFaultProxy, type ProxyMode, type TcpFaultProxy } from '../tcpFaultProxy.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 
@@ -59,8 +58,9 @@ async function viaReplica(method: string, p: string, opts: { body?: unknown; for
   return { status: res.status, body, retryAfter: res.headers.get('retry-after') };
 }
 
-const rowsOf = async (table: string) => Number((await testDb()(table).where({ account_id: owner.account.id }).count<{ count: string }[]>('* as count'))[0]!.count);
-const objectsOf = async () => Number((await testDb()('files').where({ account_id: owner.account.id }).count<{ count: string }[]>('* as count'))[0]!.count);
+/** How many rows of `table` match `where` (the owner's, unless `where` says otherwise). */
+const countOf = async (table: string, where: Record<string, unknown> = {}) =>
+  Number((await testDb()(table).where({ account_id: owner.account.id, ...where }).count<{ count: string }[]>('* as count'))[0]!.count);
 
 interface WriteCase {
   route: string;
@@ -77,13 +77,12 @@ interface WriteCase {
   once: (before: any) => unknown;
 }
 
+/** A workspace holding the enzyme-kinetics lab, ready to publish. */
+const publishable = (title: string) => workspaceOfLab(owner.key, `${title} ${crypto.randomUUID().slice(0, 8)}`, path.join(REPO_ROOT, 'labs/enzyme-kinetics'));
+
 async function publicationPlan() {
-  const ws = (await call('POST', '/workspaces', { key: owner.key, body: { title: `Faulty ${crypto.randomUUID().slice(0, 8)}` } })).body;
-  const src = path.join(REPO_ROOT, 'labs/enzyme-kinetics');
-  const files = ['lab.yaml', 'README.md', 'models/michaelis_menten/model.yaml', 'models/michaelis_menten/src/enzyme.py'];
-  const change = await call('POST', `/workspaces/${ws.workspace_id}/change-plans`, { key: owner.key, body: { base_revision_id: ws.head_revision_id, operations: files.map((f) => ({ kind: 'file_put', path: f, content: readFileSync(path.join(src, f), 'utf8') })) } });
-  const rev = (await call('POST', '/workspace-revisions', { key: owner.key, body: { plan_id: change.body.plan_id, plan_sha256: change.body.plan_sha256 } })).body;
-  const prep = await call('POST', '/publication-plans', { key: owner.key, body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, version: '1.0.0' } });
+  const ws = await publishable('Faulty');
+  const prep = await call('POST', '/publication-plans', { key: owner.key, body: { workspace_id: ws.workspace_id, revision_id: ws.revision_id, version: '1.0.0' } });
   assert.equal(prep.body.status, 'ready', JSON.stringify(prep.body.findings));
   return prep.body;
 }
@@ -111,13 +110,13 @@ async function retried(send: () => ReturnType<typeof viaReplica>): ReturnType<ty
 let lastPlan: any;
 let lastWorkspace = '';
 let lastLab = '';
-const plansOf = async (kind: string) => Number((await testDb()('plans').where({ account_id: owner.account.id, kind }).count<{ count: string }[]>('* as count'))[0]!.count);
+
 const CASES: WriteCase[] = [
   {
     route: 'POST /runs', deps: ['postgres', 'temporal'],
     keyed: true, replaySafe: true,
     request: async () => ({ method: 'POST', path: '/runs', body: { ref: 'platform/microbial-growth@1.0.0', inputs: {}, max_runtime_seconds: 60 } }),
-    state: async () => ({ runs: await rowsOf('runs'), reserved: Number((await testDb()('ledger_txns').where({ account_id: owner.account.id, kind: 'reserve' }).count<{ count: string }[]>('* as count'))[0]!.count) }),
+    state: async () => ({ runs: await countOf('runs'), reserved: await countOf('ledger_txns', { kind: 'reserve' }) }),
     once: (b) => ({ runs: b.runs + 1, reserved: b.reserved + 1 }),
   },
   {
@@ -126,7 +125,7 @@ const CASES: WriteCase[] = [
       lastPlan = await publicationPlan();
       return { method: 'POST', path: '/publications', body: { plan_id: lastPlan.plan_id, plan_sha256: lastPlan.plan_sha256 } };
     },
-    state: async () => ({ publications: await rowsOf('publications'), planUsed: Boolean((await testDb()('plans').where({ id: lastPlan.plan_id }).first()).consumed_at) }),
+    state: async () => ({ publications: await countOf('publications'), planUsed: Boolean((await testDb()('plans').where({ id: lastPlan.plan_id }).first()).consumed_at) }),
     once: (b) => ({ publications: b.publications + 1, planUsed: true }),
   },
   {
@@ -136,7 +135,7 @@ const CASES: WriteCase[] = [
       const member = { file_id: f.file_id, sha256: f.sha256, size_bytes: f.size_bytes, sample_id: 's1', group_id: 'g1', role: 'table', split: 'train' };
       return { method: 'POST', path: '/datasets', body: { name: `faults-${crypto.randomUUID().slice(0, 8)}`, source: 'bench', license: 'CC0-1.0', attribution: 'us', annotation_version: 'v1', members: [member] } };
     },
-    state: async () => ({ datasets: await rowsOf('datasets') }),
+    state: async () => ({ datasets: await countOf('datasets') }),
     once: (b) => ({ datasets: b.datasets + 1 }),
   },
   {
@@ -149,7 +148,7 @@ const CASES: WriteCase[] = [
         return form;
       } };
     },
-    state: async () => ({ files: await objectsOf() }),
+    state: async () => ({ files: await countOf('files') }),
     once: (b) => ({ files: b.files + 1 }),
   },
   {
@@ -158,13 +157,13 @@ const CASES: WriteCase[] = [
       const ws = (await call('POST', '/workspaces', { key: owner.key, body: { title: `Plans ${crypto.randomUUID().slice(0, 8)}` } })).body;
       return { method: 'POST', path: `/workspaces/${ws.workspace_id}/change-plans`, body: { base_revision_id: ws.head_revision_id, operations: [{ kind: 'file_put', path: 'README.md', content: `# ${Math.random()}\n` }] } };
     },
-    state: async () => ({ plans: Number((await testDb()('plans').where({ account_id: owner.account.id, kind: 'workspace_change' }).count<{ count: string }[]>('* as count'))[0]!.count) }),
+    state: async () => ({ plans: await countOf('plans', { kind: 'workspace_change' }) }),
     once: (b) => ({ plans: b.plans + 1 }),
   },
   {
     route: 'POST /workspaces', deps: ['postgres'], keyed: true, replaySafe: true,
     request: async () => ({ method: 'POST', path: '/workspaces', body: { title: `Faults ${crypto.randomUUID().slice(0, 8)}` } }),
-    state: async () => ({ workspaces: await rowsOf('workspaces') }),
+    state: async () => ({ workspaces: await countOf('workspaces') }),
     once: (b) => ({ workspaces: b.workspaces + 1 }),
   },
   {
@@ -181,20 +180,16 @@ const CASES: WriteCase[] = [
   {
     route: 'POST /run-plans', deps: ['postgres'], keyed: false, replaySafe: false,
     request: async () => ({ method: 'POST', path: '/run-plans', body: { capability_ref: 'platform/microbial-growth@1.0.0', inputs: {} } }),
-    state: async () => ({ plans: await plansOf('run') }),
+    state: async () => ({ plans: await countOf('plans', { kind: 'run' }) }),
     once: (b) => ({ plans: b.plans + 1 }),
   },
   {
     route: 'POST /publication-plans', deps: ['postgres', 'object_store'], keyed: true, replaySafe: true,
     request: async () => {
-      const ws = (await call('POST', '/workspaces', { key: owner.key, body: { title: `Plans ${crypto.randomUUID().slice(0, 8)}` } })).body;
-      const src = path.join(REPO_ROOT, 'labs/enzyme-kinetics');
-      const files = ['lab.yaml', 'README.md', 'models/michaelis_menten/model.yaml', 'models/michaelis_menten/src/enzyme.py'];
-      const change = await call('POST', `/workspaces/${ws.workspace_id}/change-plans`, { key: owner.key, body: { base_revision_id: ws.head_revision_id, operations: files.map((f) => ({ kind: 'file_put', path: f, content: readFileSync(path.join(src, f), 'utf8') })) } });
-      const rev = (await call('POST', '/workspace-revisions', { key: owner.key, body: { plan_id: change.body.plan_id, plan_sha256: change.body.plan_sha256 } })).body;
-      return { method: 'POST', path: '/publication-plans', body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, version: '1.0.0' } };
+      const ws = await publishable('Plans');
+      return { method: 'POST', path: '/publication-plans', body: { workspace_id: ws.workspace_id, revision_id: ws.revision_id, version: '1.0.0' } };
     },
-    state: async () => ({ plans: await plansOf('publication') }),
+    state: async () => ({ plans: await countOf('plans', { kind: 'publication' }) }),
     once: (b) => ({ plans: b.plans + 1 }),
   },
   {
@@ -205,7 +200,7 @@ const CASES: WriteCase[] = [
       const art = (await call('GET', `/runs/${run.id}/results`, { key: owner.key })).body.artifacts.find((a: any) => a.file_name === 'outputs.json');
       return { method: 'POST', path: '/files/from-run', body: { run_id: run.id, artifact_id: art.artifact_id, expected_sha256: art.sha256 } };
     },
-    state: async () => ({ files: await objectsOf() }),
+    state: async () => ({ files: await countOf('files') }),
     once: (b) => ({ files: b.files + 1 }),
   },
   {

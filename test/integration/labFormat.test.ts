@@ -7,7 +7,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { promisify } from 'node:util';
 import { createHash } from 'node:crypto';
-import { call, closeTestDb, newAccount, publishFixtureLab, testDb, testObjects, until, waitForRun } from '../helpers.ts';
+import { call, closeTestDb, downloadArtifact, newAccount, publishFixtureLab, testDb, testObjects, until, waitForRun } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 
 after(closeTestDb);
@@ -172,7 +172,7 @@ test('a lab with a 10 MB trajectory goes workspace → managed run → publish �
     assert.equal(done.status, 'completed', JSON.stringify(done.error));
     const res = (await call('GET', `/runs/${runId}/results`, { key })).body;
     const csv = res.artifacts.find((a: any) => a.file_name === 'phases.csv');
-    const bytes = Buffer.from(await (await fetch(`${process.env.SILICO_TEST_BASE_URL}/runs/${runId}/artifacts/${csv.artifact_id}`, { headers: { Authorization: `Bearer ${key}` } })).arrayBuffer());
+    const bytes = await downloadArtifact(key, runId, csv.artifact_id);
     assert.ok(bytes.length > 10_000_000, `${bytes.length} bytes`);
     assert.equal(createHash('sha256').update(bytes).digest('hex'), csv.sha256);
     return res.outputs.phases as number[];

@@ -1,20 +1,13 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
-import { call, errorOf, closeTestDb, newAccount, testDb, until } from '../helpers.ts';
+import { admin, call, errorOf, closeTestDb, newAccount, testDb, until, workspaceOfLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { insertRelease } from '../../storage/db/releases.ts';
 import { sha256Hex } from '../../storage/digest.ts';
 
 after(closeTestDb);
 
-async function admin(...args: string[]): Promise<any> {
-  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'deploy/admin.ts'), ...args, '--json'], { env: process.env });
-  return JSON.parse(stdout);
-}
 
 test('GET /labs lists owned labs with their workspaces; PATCH and PUT visibility change them, nothing else', async () => {
   const a = await newAccount();
@@ -92,12 +85,8 @@ test('visibility and Hub listing are two settings: team shares with the team\'s 
   const member = await newAccount({ usd: 5 });
   const stranger = await newAccount({ usd: 5 });
   await admin('accounts', 'add-member', '--team', team.account.namespace, '--member', member.account.namespace);
-  const ws = (await call('POST', '/workspaces', { key: team.key, body: { title: 'Shared kinetics' } })).body;
-  const src = path.join(REPO_ROOT, 'labs/enzyme-kinetics');
-  const files = ['lab.yaml', 'README.md', 'models/michaelis_menten/model.yaml', 'models/michaelis_menten/src/enzyme.py'];
-  const change = await call('POST', `/workspaces/${ws.workspace_id}/change-plans`, { key: team.key, body: { base_revision_id: ws.head_revision_id, operations: files.map((f) => ({ kind: 'file_put', path: f, content: readFileSync(path.join(src, f), 'utf8') })) } });
-  const rev = (await call('POST', '/workspace-revisions', { key: team.key, body: { plan_id: change.body.plan_id, plan_sha256: change.body.plan_sha256 } })).body;
-  const prep = await call('POST', '/publication-plans', { key: team.key, body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, version: '1.0.0' } });
+  const ws = await workspaceOfLab(team.key, 'Shared kinetics', path.join(REPO_ROOT, 'labs/enzyme-kinetics'));
+  const prep = await call('POST', '/publication-plans', { key: team.key, body: { workspace_id: ws.workspace_id, revision_id: ws.revision_id, version: '1.0.0' } });
   assert.equal((await call('POST', '/publications', { key: team.key, body: { plan_id: prep.body.plan_id, plan_sha256: prep.body.plan_sha256 } })).status, 200);
   const ref = prep.body.reference as string;
   const inspect = async (key: string) => (await call('GET', `/hub/releases/${encodeURIComponent(ref)}`, { key })).status;

@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { Connection, Client } from '@temporalio/client';
-import { call, closeTestDb, newAccount, publishFixtureLab, testDb, waitForRun } from '../helpers.ts';
+import { call, closeTestDb, downloadArtifact, newAccount, publishFixtureLab, testDb, waitForRun } from '../helpers.ts';
 import { runWorkflowId } from '../../workflows/constants.ts';
 
 // Outputs of any size: whatever grows with a lab's output goes from the execution
@@ -19,11 +19,7 @@ before(async () => {
 });
 after(async () => connection?.close());
 
-async function download(runId: string, artifactId: string): Promise<Buffer> {
-  const res = await fetch(`${process.env.SILICO_TEST_BASE_URL}/runs/${runId}/artifacts/${artifactId}`, { headers: { Authorization: `Bearer ${owner.key}` } });
-  assert.equal(res.status, 200);
-  return Buffer.from(await res.arrayBuffer());
-}
+const download = (runId: string, artifactId: string) => downloadArtifact(owner.key, runId, artifactId);
 
 /** The largest payload bytes carried by any one event of a run's workflow history. */
 async function largestHistoryEvent(runId: string): Promise<number> {

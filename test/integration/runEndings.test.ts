@@ -1,23 +1,20 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, closeTestDb, newAccount, publishFixtureLab, spawnWorker, testDb, testObjects, until, waitForRun } from '../helpers.ts';
+import { call, closeTestDb, newAccount, publishFixtureLab, spawnWorker, testDb, testObjects, until, useTestProfiles, waitForRun } from '../helpers.ts';
 import { getBalances } from '../../storage/ledger.ts';
 
 // Every way a run can end, on the real stack, each with its precise error, its charge,
 // and what it leaves (timed_out and the sandbox limits are in sandbox.test.ts).
 
 const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
-const PROFILE = { id: 'test-upload-kill', title: 'Test profile whose worker is killed while it stores artifacts', kind: 'cpu', vcpus: 1, memory_mib: 1024, gpu: null, price_per_second_micros: 10, max_runtime_seconds: 600, schedule_to_start_seconds: 300, sort: 95 };
+const PROFILE = { id: 'test-upload-kill', title: 'Test profile whose worker is killed while it stores artifacts' };
+useTestProfiles(PROFILE);
+after(closeTestDb);
 let owner: Awaited<ReturnType<typeof newAccount>>;
 let hostile = '';
 before(async () => {
-  await testDb()('compute_profiles').insert(PROFILE).onConflict('id').ignore();
   owner = await newAccount({ usd: 20 });
   hostile = await publishFixtureLab(owner, 'hostile-lab');
-});
-after(async () => {
-  await testDb()('compute_profiles').where({ id: PROFILE.id }).delete().catch(() => undefined);
-  await closeTestDb();
 });
 
 async function runHostile(attack: number) {

@@ -1,26 +1,21 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, errorOf, closeTestDb, newAccount, testDb, spawnWorker, waitForRun, driverPid, processAlive, publishFixtureLab } from '../helpers.ts';
+import { call, errorOf, closeTestDb, newAccount, testDb, spawnWorker, waitForRun, driverPid, processAlive, publishFixtureLab, useTestProfiles } from '../helpers.ts';
 import { getBalances } from '../../storage/ledger.ts';
 
-after(closeTestDb);
 const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
 
 
-// Profiles of this test only, so other tests' workers and runs are unaffected.
-const PROFILES = [
-  { id: 'test-killable', title: 'Test profile served by a worker this test kills', kind: 'cpu', vcpus: 1, memory_mib: 1024, gpu: null, price_per_second_micros: 10, max_runtime_seconds: 600, schedule_to_start_seconds: 120, sort: 90 },
-  { id: 'test-gpu-none', title: 'Test GPU profile nobody serves', kind: 'gpu', vcpus: 8, memory_mib: 65536, gpu: 'test', price_per_second_micros: 1000, max_runtime_seconds: 600, schedule_to_start_seconds: 3, sort: 91 },
-];
+useTestProfiles(
+  { id: 'test-killable', title: 'Test profile served by a worker this test kills', schedule_to_start_seconds: 120 },
+  { id: 'test-gpu-none', title: 'Test GPU profile nobody serves', kind: 'gpu', vcpus: 8, memory_mib: 65536, gpu: 'test', price_per_second_micros: 1000, schedule_to_start_seconds: 3, sort: 91 },
+);
+after(closeTestDb);
 let owner: Awaited<ReturnType<typeof newAccount>>;
 let slowRef = '';
 before(async () => {
-  await testDb()('compute_profiles').insert(PROFILES).onConflict('id').ignore();
   owner = await newAccount({ usd: 20 });
   slowRef = await publishFixtureLab(owner, 'slow-lab');
-});
-after(async () => {
-  await testDb()('compute_profiles').whereIn('id', PROFILES.map((p) => p.id)).delete().catch(() => undefined);
 });
 
 async function ledgerOf(runId: string) {

@@ -3,30 +3,26 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import path from 'node:path';
-import { call, closeTestDb, newAccount, processAlive, publishFixtureLab, spawnWorker, testDb, waitForRun, driverPid } from '../helpers.ts';
+import { call, closeTestDb, downloadArtifact, newAccount, processAlive, publishFixtureLab, spawnWorker, useTestProfiles, waitForRun, driverPid } from '../helpers.ts';
 
 // Every lab process runs sandboxed: a hostile lab (test/fixtures/labs/hostile-lab) tries,
 // one attack per run, what a stranger's code might, on the real stack. Each ends with its
 // own precise run error, the worker serves the next run, and nothing of the lab survives.
 
-after(closeTestDb);
 const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
-const PROFILES = [
-  { id: 'test-no-bwrap', title: 'Test profile served by a worker without bubblewrap', kind: 'cpu', vcpus: 1, memory_mib: 1024, gpu: null, price_per_second_micros: 10, max_runtime_seconds: 600, schedule_to_start_seconds: 120, sort: 92 },
-  { id: 'test-unsafe', title: 'Test profile served by a worker with the development opt-out', kind: 'cpu', vcpus: 1, memory_mib: 1024, gpu: null, price_per_second_micros: 10, max_runtime_seconds: 600, schedule_to_start_seconds: 120, sort: 93 },
-];
+useTestProfiles(
+  { id: 'test-no-bwrap', title: 'Test profile served by a worker without bubblewrap', schedule_to_start_seconds: 120 },
+  { id: 'test-unsafe', title: 'Test profile served by a worker with the development opt-out', schedule_to_start_seconds: 120 },
+);
+after(closeTestDb);
 
 let owner: Awaited<ReturnType<typeof newAccount>>;
 let hostile = '';
 let slow = '';
 before(async () => {
-  await testDb()('compute_profiles').insert(PROFILES).onConflict('id').ignore();
   owner = await newAccount({ usd: 50 });
   hostile = await publishFixtureLab(owner, 'hostile-lab');
   slow = await publishFixtureLab(owner, 'slow-lab');
-});
-after(async () => {
-  await testDb()('compute_profiles').whereIn('id', PROFILES.map((p) => p.id)).delete().catch(() => undefined);
 });
 
 /** What the lab should never reach: the stack's own ports on every address this machine has. */
@@ -70,9 +66,7 @@ async function runAttack(attack: number, target: { ports?: number[]; hosts?: str
 async function outputOf(runId: string, name: string): Promise<any> {
   const value = (await call('GET', `/runs/${runId}/results`, { key: owner.key })).body.outputs[name];
   if (!value?.artifact_ref) return value;
-  const res = await fetch(`${process.env.SILICO_TEST_BASE_URL}/runs/${runId}/artifacts/${value.artifact_ref.artifact_id}`, { headers: { Authorization: `Bearer ${owner.key}` } });
-  assert.equal(res.status, 200);
-  return res.json();
+  return JSON.parse((await downloadArtifact(owner.key, runId, value.artifact_ref.artifact_id)).toString());
 }
 
 async function assertNothingSurvives(run: { id: string }, pid: number) {

@@ -1,24 +1,21 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { call, closeTestDb, newAccount, processAlive, publishFixtureLab, spawnWorker, testDb, until, waitForRun } from '../helpers.ts';
+import { call, closeTestDb, newAccount, processAlive, publishFixtureLab, spawnWorker, until, useTestProfiles, waitForRun } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 
 // A worker told to stop (SIGTERM, as a deployment does) drains: its labs get the grace
 // time, then they are stopped and their runs go to another worker, neither cancelled nor
 // failed, and without using up the attempts kept for workers that die.
 
-const PROFILE = { id: 'test-draining', title: 'Test profile whose workers are restarted', kind: 'cpu', vcpus: 1, memory_mib: 1024, gpu: null, price_per_second_micros: 10, max_runtime_seconds: 600, schedule_to_start_seconds: 300, sort: 94 };
+const PROFILE = { id: 'test-draining', title: 'Test profile whose workers are restarted' };
+useTestProfiles(PROFILE);
+after(closeTestDb);
 let owner: Awaited<ReturnType<typeof newAccount>>;
 let slow = '';
 before(async () => {
-  await testDb()('compute_profiles').insert(PROFILE).onConflict('id').ignore();
   owner = await newAccount({ usd: 10 });
   slow = await publishFixtureLab(owner, 'slow-lab');
-});
-after(async () => {
-  await testDb()('compute_profiles').where({ id: PROFILE.id }).delete().catch(() => undefined);
-  await closeTestDb();
 });
 
 test('`npm run worker` starts a worker, and SIGTERM stops it', async () => {
