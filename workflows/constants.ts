@@ -33,5 +33,15 @@ export function publicationWorkflowId(publicationId: string): string {
   return `publication-${publicationId}`;
 }
 
+/** Workflow id of a study: `experiment-<id>`. */
+export function experimentWorkflowId(experimentId: string): string {
+  return `experiment-${experimentId}`;
+}
+
+/** Workflow id of one passport's build. */
+export function passportWorkflowId(passportId: string): string {
+  return `passport-${passportId}`;
+}
+
 /** The failure type of a lab execution stopped by its worker's shutdown (rescheduled, not failed). */
 export const WORKER_SHUTDOWN = 'WorkerShutdown';

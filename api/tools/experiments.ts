@@ -1,5 +1,5 @@
 import type { ToolDef } from './tool.ts';
-import { str, nullableStr, limit, cursor, arr, obj, uuid, planExecute, id } from '../schemas/common.ts';
+import { str, limit, cursor, arr, obj, uuid, planExecute, id } from '../schemas/common.ts';
 
 const arm = obj({
   label: str(100, { minLength: 1 }), workspace_id: uuid, revision_id: uuid, inputs: { type: 'object' },
@@ -33,19 +33,6 @@ export const experimentTools: ToolDef[] = [
     input: {
       path: { experiment_id: id('exp') },
       body: obj({ name: str(200, { minLength: 1 }), goal: str(2000), status: { const: 'closed' }, detach_run_ids: arr(uuid, { maxItems: 100 }) }, [], { minProperties: 1 }),
-    },
-  },
-];
-
-export const passportTools: ToolDef[] = [
-  {
-    name: 'passport_get', scope: 'passports:read', readOnly: true,
-    description: 'Return a signed per-check evidence passport for exactly one owned subject (not a validity score).',
-    input: {
-      query: {
-        passport_id: nullableStr(64), run_id: { type: ['string', 'null'], format: 'uuid' },
-        workspace_id: { type: ['string', 'null'], format: 'uuid' }, revision_id: { type: ['string', 'null'], format: 'uuid' },
-      },
     },
   },
 ];
