@@ -12,6 +12,7 @@ import { workflowStateOf } from '../activities/workflowState.ts';
 import { createObjectStore } from '../storage/objects.ts';
 import { createPublicationActivities } from '../activities/publication.ts';
 import { createDatasetActivities } from '../activities/datasets.ts';
+import { createExperimentActivities } from '../activities/experiments.ts';
 import { WORKFLOWS_PATH } from './workflowBundle.ts';
 
 /**
@@ -44,6 +45,7 @@ async function main(): Promise<void> {
       ...createRunActivities({ db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount }),
       ...publication,
       ...createDatasetActivities({ db, objects }),
+      ...createExperimentActivities({ db, objects, maxConcurrentRuns: config.limits.concurrentRunsPerAccount }),
     },
   });
   // One activity worker per compute profile this machine serves (GPU profiles are served

@@ -41,3 +41,15 @@ export async function finishRun(db: Db, f: Finish): Promise<RunStatus> {
   return row!.status;
 }
 const FINISH_RUN = statement('finish-run', 'SELECT silico_finish_run($1, $2, $3::jsonb, $4, $5::jsonb) AS status');
+
+/**
+ * Ends a run that has not begun as cancelled, nothing charged (silico_cancel_queued_run,
+ * migration 020): a study's runs wait for their turn without a workflow of their own, so
+ * cancelling one is a row change. Returns the status afterwards; a run that began is
+ * left to its workflow.
+ */
+export async function cancelQueuedRun(db: Db, runId: string): Promise<RunStatus> {
+  const [row] = await runPrepared<{ status: RunStatus }>(db, CANCEL_QUEUED, [runId]);
+  return row!.status;
+}
+const CANCEL_QUEUED = statement('cancel-queued-run', 'SELECT silico_cancel_queued_run($1) AS status');

@@ -3,3 +3,4 @@ export { maintenanceWorkflow } from './maintenance.ts';
 export { runWorkflow } from './run.ts';
 export { publicationWorkflow } from './publication.ts';
 export { datasetRegistrationWorkflow } from './datasetRegistration.ts';
+export { experimentWorkflow } from './experiment.ts';

@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import type { Deps, Caller } from '../tools/tool.ts';
 import { ApiError, errors } from '../errors.ts';
+import { planUnavailable } from '../plans.ts';
 import { findLatestVisibleRelease, findVisibleRelease, parseReference, type ReleaseRow } from '../../storage/db/releases.ts';
 import { getComputeProfile, type ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
 import type { Finding } from '../../storage/db/plans.ts';
@@ -133,4 +134,20 @@ export async function prepareRun(
       estimated_max_micros: maxRuntime * profile.price_per_second_micros, seed: req.seed ?? randomInt(0, 2 ** 31 - 1),
     },
   };
+}
+
+/**
+ * Execution rechecks permissions and inputs of an approved proposal: the release or
+ * revision must still be visible with the same bytes and the inputs still valid, or the
+ * plan is unavailable (409) and must be prepared again.
+ */
+export async function recheckProposal(deps: Deps, caller: Caller, proposal: RunProposal): Promise<void> {
+  const again = await prepareRun(deps, caller, {
+    ref: proposal.kind === 'hub' ? proposal.resolved_ref : undefined, refParam: 'plan_id',
+    workspace: proposal.kind === 'managed' ? { workspaceId: proposal.workspace_id!, revisionId: proposal.revision_id! } : undefined, inputs: proposal.inputs, profileId: proposal.compute_profile,
+    profileParam: 'plan_id', maxRuntimeSeconds: proposal.max_runtime_seconds, seed: proposal.seed,
+  });
+  if (again.release.package_sha256 !== proposal.package_sha256.replace('sha256:', '') || again.findings.some((f) => f.severity === 'blocking')) {
+    throw planUnavailable('The capability or its contract changed since this plan was prepared; prepare it again.', null);
+  }
 }

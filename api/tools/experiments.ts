@@ -1,10 +1,31 @@
-import type { ToolDef } from './tool.ts';
+import type { ToolDef, ToolContext } from './tool.ts';
 import { str, limit, cursor, arr, obj, uuid, planExecute, id } from '../schemas/common.ts';
+import { errors } from '../errors.ts';
+import { approvedPlan, planView, PLAN_TTL_SECONDS } from '../plans.ts';
+import { createPlan } from '../../storage/db/plans.ts';
+import { microsToUsd } from '../../storage/ledger.ts';
+import { decodeCursor, pageBody } from '../pagination.ts';
+import { MAX_SEED, prepareExperiment, type ExperimentProposal } from '../experiments/prepare.ts';
+import { openExperiment } from '../experiments/accept.ts';
+import { armView, experimentSummary, experimentView } from '../experiments/view.ts';
+import {
+  closeExperiment, describeExperiment, detachRuns, experimentRuns, getExperiment, listExperiments, runTotals, type ExperimentRow,
+} from '../../storage/db/experiments.ts';
+import { compareArms } from '../../storage/experimentComparison.ts';
+import { storeComparisonArtifacts } from '../../storage/experimentArtifacts.ts';
+import { cancelQueuedRun } from '../../storage/runLifecycle.ts';
+import { markRunCancelling } from '../../storage/db/runs.ts';
+import { runWorkflowId } from '../../workflows/constants.ts';
 
 const arm = obj({
-  label: str(100, { minLength: 1 }), workspace_id: uuid, revision_id: uuid, inputs: { type: 'object' },
-  compute_profile_id: str(64), replicates: { type: 'integer', minimum: 1, maximum: 10 }, seed: { type: 'integer' },
+  label: str(100, { minLength: 1 }), workspace_id: uuid, revision_id: uuid, inputs: { type: 'object', maxProperties: 256 },
+  compute_profile_id: str(64), max_runtime_seconds: { type: 'integer', minimum: 1 },
+  replicates: { type: 'integer', minimum: 1, maximum: 10, description: 'Runs of this arm (default 1).' },
+  seed: { type: 'integer', minimum: 0, maximum: MAX_SEED, description: 'Replicate k runs with seed + k (chosen at plan time when absent).' },
+  fixed_seed: { type: 'boolean', description: 'Every replicate runs with `seed` itself (to check reproducibility).' },
 }, ['label', 'workspace_id', 'revision_id']);
+
+const experimentPath = { experiment_id: id('exp') };
 
 export const experimentTools: ToolDef[] = [
   {
@@ -14,25 +35,121 @@ export const experimentTools: ToolDef[] = [
   },
   {
     name: 'experiment_prepare', scope: 'runs:write', readOnly: true,
-    description: 'Preflight every arm exactly as a lone run and digest the whole proposal; nothing is queued.',
+    description: 'Preflight every arm exactly as a lone run and digest the whole proposal with its whole-study price; nothing is queued or reserved.',
     input: { body: obj({ name: str(200, { minLength: 1 }), goal: str(2000), arms: arr(arm, { minItems: 1, maxItems: 20 }) }, ['name', 'arms']) },
   },
   {
     name: 'experiment_create', scope: 'runs:write', readOnly: false, idempotent: true,
-    description: 'Open the approved study and queue exactly its arms under that approval.',
+    description: 'Open the approved study: reserve it whole (402 and no run when short) and queue exactly its arms x replicates under that approval.',
     input: { body: planExecute },
   },
   {
     name: 'experiment_get', scope: 'runs:read', readOnly: true,
-    description: 'Read arms, their runs and the comparison across them (completed runs only).',
-    input: { path: { experiment_id: id('exp') } },
+    description: 'Read arms, their runs and the comparison across them (completed runs only; descriptive statistics).',
+    input: { path: experimentPath },
   },
   {
     name: 'experiment_update', scope: 'runs:write', readOnly: false, idempotent: true, destructive: true,
-    description: 'Rename, re-goal or close a study, or detach runs; deletes nothing.',
+    description: 'Rename, re-goal or close a study (closing cancels its queued runs, and running ones only with cancel_running), or detach runs; deletes nothing.',
     input: {
-      path: { experiment_id: id('exp') },
-      body: obj({ name: str(200, { minLength: 1 }), goal: str(2000), status: { const: 'closed' }, detach_run_ids: arr(uuid, { maxItems: 100 }) }, [], { minProperties: 1 }),
+      path: experimentPath,
+      body: obj({
+        name: str(200, { minLength: 1 }), goal: str(2000), status: { const: 'closed' }, detach_run_ids: arr(uuid, { minItems: 1, maxItems: 200, uniqueItems: true }),
+        cancel_running: { type: 'boolean', description: 'With status closed: also cancel runs already running (only elapsed compute is charged).' },
+      }, [], { minProperties: 1 }),
     },
   },
 ];
+
+async function ownedExperiment(ctx: ToolContext, experimentId: string): Promise<ExperimentRow> {
+  const e = await getExperiment(ctx.deps.db, experimentId, ctx.caller.account.id);
+  if (!e) throw errors.notFound('experiment_not_found', 'experiment', 'experiment_id');
+  return e;
+}
+
+async function fullView(ctx: ToolContext, e: ExperimentRow) {
+  const runs = await experimentRuns(ctx.deps.db, e.id);
+  const totals = await runTotals(ctx.deps.db, [e.id]);
+  return experimentView(e, runs, totals.get(e.id), compareArms(e.arms, runs), ctx.deps.config.baseUrl);
+}
+
+const HANDLERS: Record<string, ToolDef['handler']> = {
+  async experiment_prepare(input, ctx) {
+    const { proposal, findings } = await prepareExperiment(ctx.deps, ctx.caller, input as Parameters<typeof prepareExperiment>[2]);
+    const plan = await createPlan(ctx.deps.db, { accountId: ctx.caller.account.id, kind: 'experiment', proposal, findings, ttlSeconds: PLAN_TTL_SECONDS });
+    return {
+      body: {
+        object: 'experiment_plan', ...planView(plan), name: proposal.name, goal: proposal.goal,
+        arms: proposal.arms.map((a, i) => armView(a, findings.filter((f) => f.path?.startsWith(`arms[${i}]`)))),
+        run_count: proposal.run_count, estimated_max_usd: microsToUsd(proposal.estimated_max_micros),
+      },
+      next_actions: plan.status === 'ready'
+        ? [{ tool: 'experiment_create', description: `After the user approves this digest and the whole-study maximum of $${microsToUsd(proposal.estimated_max_micros)} for ${proposal.run_count} runs, open the study.`, arguments: { plan_id: plan.id, plan_sha256: plan.plan_sha256 } }]
+        : [],
+    };
+  },
+
+  async experiment_create(input, ctx) {
+    const plan = await approvedPlan(ctx.deps.db, ctx.caller.account.id, 'experiment', input.plan_id, input.plan_sha256);
+    const e = await openExperiment(ctx.deps, ctx.caller, plan.id, plan.proposal as ExperimentProposal);
+    return {
+      body: await fullView(ctx, e),
+      next_actions: [{ tool: 'experiment_get', description: 'Follow the study: run totals, then the comparison.', arguments: { experiment_id: e.id } }],
+    };
+  },
+
+  async experiment_list(input, ctx) {
+    const page = await listExperiments(ctx.deps.db, ctx.caller.account.id, {
+      status: input.status, workspaceId: input.workspace_id, limit: input.limit ?? ctx.deps.config.limits.pageDefault, after: decodeCursor(input.cursor, ['text', 'text']),
+    });
+    const totals = await runTotals(ctx.deps.db, page.rows.map((e) => e.id));
+    return { body: pageBody(page, page.rows.map((e) => experimentSummary(e, totals.get(e.id), ctx.deps.config.baseUrl))) };
+  },
+
+  async experiment_get(input, ctx) {
+    const e = await ownedExperiment(ctx, input.experiment_id);
+    return {
+      body: await fullView(ctx, e),
+      warnings: [{ code: 'not_validation', message: 'The comparison is descriptive: completed runs only, no correction for multiple outputs, and no statement of scientific validity.' }],
+    };
+  },
+
+  async experiment_update(input, ctx) {
+    let e = await ownedExperiment(ctx, input.experiment_id);
+    if (input.cancel_running !== undefined && input.status !== 'closed') {
+      throw errors.validation('parameter_requires', 'cancel_running applies only when closing the study (status: closed).', 'cancel_running');
+    }
+    if (input.detach_run_ids) {
+      const unknown = await detachRuns(ctx.deps.db, e.id, input.detach_run_ids);
+      if (unknown.length) throw errors.validation('run_not_in_experiment', `Not attached runs of this study: ${unknown.join(', ')}.`, 'detach_run_ids', { run_ids: unknown });
+    }
+    await describeExperiment(ctx.deps.db, e.id, { name: input.name, goal: input.goal });
+    if (input.status === 'closed') {
+      await closeExperiment(ctx.deps.db, e.id);
+      // No new runs: those still waiting end now, nothing charged. Running ones go on
+      // unless the caller asked otherwise; their workflows record how they end.
+      for (const r of await experimentRuns(ctx.deps.db, e.id)) {
+        if (r.status === 'queued' || r.status === 'running') {
+          const now = r.status === 'queued' ? await cancelQueuedRun(ctx.deps.db, r.run_id) : r.status;
+          if (now === 'running' && input.cancel_running) {
+            await ctx.deps.temporal.cancelWorkflow(runWorkflowId(r.run_id));
+            await markRunCancelling(ctx.deps.db, r.run_id);
+          }
+        }
+      }
+    }
+    e = (await getExperiment(ctx.deps.db, e.id))!;
+    // A study whose runs have all ended keeps its stored comparison true to its runs
+    // (while runs go on, its workflow stores the comparison when the last one ends).
+    if (input.detach_run_ids && e.completed_at) {
+      await storeComparisonArtifacts(ctx.deps, e, compareArms(e.arms, await experimentRuns(ctx.deps.db, e.id)));
+      e = (await getExperiment(ctx.deps.db, e.id))!;
+    }
+    return { body: await fullView(ctx, e) };
+  },
+};
+
+for (const t of experimentTools) {
+  const h = HANDLERS[t.name];
+  if (h) t.handler = h;
+}

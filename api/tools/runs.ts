@@ -2,13 +2,14 @@ import { blobKey } from '../../storage/objects.ts';
 import { PassThrough } from 'node:stream';
 import type { ToolDef, ToolContext } from './tool.ts';
 import { errors } from '../errors.ts';
-import { prepareRun, type RunProposal } from '../runs/prepare.ts';
+import { prepareRun, recheckProposal, type RunProposal } from '../runs/prepare.ts';
 import { acceptRun } from '../runs/accept.ts';
 import { runView, artifactView } from '../runs/view.ts';
-import { approvedPlan, planUnavailable, planView, PLAN_TTL_SECONDS } from '../plans.ts';
+import { approvedPlan, planView, PLAN_TTL_SECONDS } from '../plans.ts';
 import { createPlan } from '../../storage/db/plans.ts';
 import { getRun, listRuns, listEvents, listArtifacts, getArtifact, markRunCancelling, TERMINAL, MAX_EVENT_SEQ, type RunEvent } from '../../storage/db/runs.ts';
 import { digestJson } from '../../storage/digest.ts';
+import { cancelQueuedRun } from '../../storage/runLifecycle.ts';
 import { isoTime } from '../../storage/ids.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
 import { decodeCursor, pageBody } from '../pagination.ts';
@@ -116,15 +117,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
       const plan = await approvedPlan(ctx.deps.db, ctx.caller.account.id, 'run', input.plan_id, input.plan_sha256);
       proposal = plan.proposal as RunProposal;
       planId = plan.id;
-      // Execution rechecks permissions and inputs: the release must still be visible and the inputs still valid.
-      const again = await prepareRun(ctx.deps, ctx.caller, {
-        ref: proposal.kind === 'hub' ? proposal.resolved_ref : undefined, refParam: 'plan_id',
-        workspace: proposal.kind === 'managed' ? { workspaceId: proposal.workspace_id!, revisionId: proposal.revision_id! } : undefined, inputs: proposal.inputs, profileId: proposal.compute_profile,
-        profileParam: 'plan_id', maxRuntimeSeconds: proposal.max_runtime_seconds, seed: proposal.seed,
-      });
-      if (again.release.package_sha256 !== proposal.package_sha256.replace('sha256:', '') || again.findings.some((f) => f.severity === 'blocking')) {
-        throw planUnavailable('The capability or its contract changed since this plan was prepared; prepare it again.', null);
-      }
+      await recheckProposal(ctx.deps, ctx.caller, proposal);
     } else {
       const prepared = await prepareRun(ctx.deps, ctx.caller, {
         ref: input.ref, refParam: 'ref', inputs: input.inputs ?? {}, profileId: input.compute_profile, profileParam: 'compute_profile',
@@ -173,7 +166,13 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     // Temporal first: if it cannot be reached the answer is 503 and the run is shown as it
     // is (never cancelling with nobody to finish it); a retry sends the request again.
     await ctx.deps.temporal.cancelWorkflow(runWorkflowId(run.id));
-    await markRunCancelling(ctx.deps.db, run.id);
+    // A run that has not begun ends here: a study's waiting runs have no workflow yet.
+    // One that began is marked cancelling and its workflow records the ending; when it
+    // began after the first request, that request found no workflow, so it goes again.
+    if ((await cancelQueuedRun(ctx.deps.db, run.id)) === 'running') {
+      await markRunCancelling(ctx.deps.db, run.id);
+      if (run.status === 'queued') await ctx.deps.temporal.cancelWorkflow(runWorkflowId(run.id));
+    }
     run = (await getRun(ctx.deps.db, run.id))!;
     return { body: runView(run) };
   },

@@ -1,22 +1,30 @@
 import type { Db } from './knex.ts';
 
 /** A record a workflow owns that is not in a terminal state yet. */
-export interface OpenRecord { kind: 'run' | 'publication' | 'dataset'; id: string }
+export interface OpenRecord {
+  kind: 'run' | 'publication' | 'dataset' | 'experiment';
+  id: string;
+  /** A run's study, whose workflow starts the run's own when its turn comes. */
+  experimentId?: string | null;
+}
 
 /**
  * Records older than `olderThanSeconds` that their workflow should have ended by now if
- * it were gone: runs not terminal, publications publishing, dataset versions registering.
+ * it were gone: runs not terminal, publications publishing, dataset versions registering, studies running
+ * (listed last, so a pass ends a study's runs before the study).
  */
 export async function openRecords(db: Db, olderThanSeconds: number, limit = 500): Promise<OpenRecord[]> {
   const cutoff = db.raw(`now() - make_interval(secs => ?)`, [olderThanSeconds]);
-  const [runs, publications, datasets] = await Promise.all([
-    db('runs').whereIn('status', ['queued', 'running', 'cancelling']).where('created_at', '<', cutoff).limit(limit).pluck('id'),
+  const [runs, publications, datasets, experiments] = await Promise.all([
+    db('runs').whereIn('status', ['queued', 'running', 'cancelling']).where('created_at', '<', cutoff).limit(limit).select('id', 'experiment_id'),
     db('publications').where({ status: 'publishing' }).where('created_at', '<', cutoff).limit(limit).pluck('id'),
     db('datasets').where({ status: 'registering' }).where('created_at', '<', cutoff).limit(limit).pluck('id'),
+    db('experiments').where({ status: 'running' }).where('created_at', '<', cutoff).limit(limit).pluck('id'),
   ]);
   return [
-    ...runs.map((id: string) => ({ kind: 'run' as const, id })),
+    ...runs.map((r: { id: string; experiment_id: string | null }) => ({ kind: 'run' as const, id: r.id, experimentId: r.experiment_id })),
     ...publications.map((id: string) => ({ kind: 'publication' as const, id })),
     ...datasets.map((id: string) => ({ kind: 'dataset' as const, id })),
+    ...experiments.map((id: string) => ({ kind: 'experiment' as const, id })),
   ];
 }

@@ -2,6 +2,7 @@ import { before, after } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime, DefaultLogger } from '@temporalio/worker';
+import { ACCOUNT_KEY, CAPABILITY_REF_KEY, KIND_KEY } from '../../workflows/searchAttributes.ts';
 
 /** The workflows every worker under test loads (the sources, bundled by the worker). */
 export const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
@@ -16,7 +17,11 @@ export function useWorkflowEnvironment(): () => TestWorkflowEnvironment {
   before(async () => {
     Runtime.install({ logger: new DefaultLogger('WARN') });
     env = await TestWorkflowEnvironment.createLocal({
-      server: { executable: { type: 'existing-path', path: process.env.SILICO_TEST_TEMPORAL_BIN! }, extraArgs: ['--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=OFF'] },
+      server: {
+        executable: { type: 'existing-path', path: process.env.SILICO_TEST_TEMPORAL_BIN! },
+        // The workflows set our search attributes on the runs they start, as the stack registers them.
+        searchAttributes: [ACCOUNT_KEY, KIND_KEY, CAPABILITY_REF_KEY],
+        extraArgs: ['--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=OFF'] },
     });
   });
   after(async () => {

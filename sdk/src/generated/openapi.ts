@@ -196,12 +196,10 @@ export type paths = {
         get?: never;
         put?: never;
         /**
-         * Preflight every arm exactly as a lone run and digest the whole proposal; nothing is queued
-         * @description Preflight every arm exactly as a lone run and digest the whole proposal; nothing is queued.
+         * Preflight every arm exactly as a lone run and digest the whole proposal with its whole-study price; nothing is queued or reserved
+         * @description Preflight every arm exactly as a lone run and digest the whole proposal with its whole-study price; nothing is queued or reserved.
          *
          *     Scope: `runs:write`.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         post: operations["experiment_prepare"];
         delete?: never;
@@ -222,18 +220,14 @@ export type paths = {
          * @description List the caller's studies with run totals, most recently changed first.
          *
          *     Scope: `runs:read`.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         get: operations["experiment_list"];
         put?: never;
         /**
-         * Open the approved study and queue exactly its arms under that approval
-         * @description Open the approved study and queue exactly its arms under that approval.
+         * Open the approved study: reserve it whole (402 and no run when short) and queue exactly its arms x replicates under that approval
+         * @description Open the approved study: reserve it whole (402 and no run when short) and queue exactly its arms x replicates under that approval.
          *
          *     Scope: `runs:write`. Requires managed operations (the agent gateway) for the account.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         post: operations["experiment_create"];
         delete?: never;
@@ -250,12 +244,10 @@ export type paths = {
             cookie?: never;
         };
         /**
-         * Read arms, their runs and the comparison across them (completed runs only)
-         * @description Read arms, their runs and the comparison across them (completed runs only).
+         * Read arms, their runs and the comparison across them (completed runs only; descriptive statistics)
+         * @description Read arms, their runs and the comparison across them (completed runs only; descriptive statistics).
          *
          *     Scope: `runs:read`.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         get: operations["experiment_get"];
         put?: never;
@@ -264,12 +256,10 @@ export type paths = {
         options?: never;
         head?: never;
         /**
-         * Rename, re-goal or close a study, or detach runs; deletes nothing
-         * @description Rename, re-goal or close a study, or detach runs; deletes nothing.
+         * Rename, re-goal or close a study (closing cancels its queued runs, and running ones only with cancel_running), or detach runs; deletes nothing
+         * @description Rename, re-goal or close a study (closing cancels its queued runs, and running ones only with cancel_running), or detach runs; deletes nothing.
          *
          *     Scope: `runs:write`.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         patch: operations["experiment_update"];
         trace?: never;
@@ -1985,11 +1975,16 @@ export interface operations {
                 "application/json": {
                     arms: {
                         compute_profile_id?: string;
+                        /** @description Every replicate runs with `seed` itself (to check reproducibility). */
+                        fixed_seed?: boolean;
                         inputs?: Record<string, unknown>;
                         label: string;
+                        max_runtime_seconds?: number;
+                        /** @description Runs of this arm (default 1). */
                         replicates?: number;
                         /** Format: uuid */
                         revision_id: string;
+                        /** @description Replicate k runs with seed + k (chosen at plan time when absent). */
                         seed?: number;
                         /** Format: uuid */
                         workspace_id: string;
@@ -2028,13 +2023,13 @@ export interface operations {
             400: components["responses"]["E400"];
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
             409: components["responses"]["E409"];
             413: components["responses"]["E413"];
             415: components["responses"]["E415"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -2082,14 +2077,16 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
     experiment_create: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A unique key per logical request; reuse it only when retrying the same payload. Kept 24 hours. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2132,13 +2129,13 @@ export interface operations {
             400: components["responses"]["E400"];
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
             409: components["responses"]["E409"];
             413: components["responses"]["E413"];
             415: components["responses"]["E415"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -2184,7 +2181,6 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -2200,6 +2196,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description With status closed: also cancel runs already running (only elapsed compute is charged). */
+                    cancel_running?: boolean;
                     detach_run_ids?: string[];
                     goal?: string;
                     name?: string;
@@ -2244,7 +2242,6 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };

@@ -18,6 +18,7 @@ import * as runPathFunctions from './016_run_path_functions.ts';
 import * as runOutputsFromExecution from './017_run_outputs_from_execution.ts';
 import * as teamMembersHubListing from './018_team_members_hub_listing.ts';
 import * as unacceptRun from './019_unaccept_run.ts';
+import * as experiments from './020_experiments.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
@@ -43,6 +44,7 @@ const migrations: Record<string, Migration> = {
   '017_run_outputs_from_execution': runOutputsFromExecution,
   '018_team_members_hub_listing': teamMembersHubListing,
   '019_unaccept_run': unacceptRun,
+  '020_experiments': experiments,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

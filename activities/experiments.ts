@@ -1,0 +1,32 @@
+import type { Db } from '../storage/db/knex.ts';
+import type { ObjectStore } from '../storage/objects.ts';
+import { completeExperiment, experimentRunOrder, experimentRuns, getExperiment } from '../storage/db/experiments.ts';
+import { compareArms } from '../storage/experimentComparison.ts';
+import { storeComparisonArtifacts } from '../storage/experimentArtifacts.ts';
+
+/** Control-queue activities of a study: its order of runs, and its ending. */
+export function createExperimentActivities(deps: { db: Db; objects: ObjectStore; maxConcurrentRuns: number }) {
+  return {
+    /**
+     * The study's runs in start order, and how many to keep in flight: the account's
+     * concurrency limit, so a run is started when a slot is there for it rather than
+     * started to wait.
+     */
+    async experimentSchedule(experimentId: string): Promise<{ account: string; runs: Array<{ runId: string; ref: string }>; window: number }> {
+      const e = await getExperiment(deps.db, experimentId);
+      if (!e) throw new Error(`no experiment ${experimentId}`);
+      const runs = (await experimentRunOrder(deps.db, experimentId)).map((r) => ({ runId: r.run_id, ref: e.arms[r.arm_index]!.resolved_ref }));
+      return { account: e.account_id, runs, window: Math.max(1, deps.maxConcurrentRuns) };
+    },
+
+    /** Every run is terminal: store the comparison's CSV and chart, and mark the study completed. */
+    async finishExperiment(experimentId: string): Promise<void> {
+      const e = await getExperiment(deps.db, experimentId);
+      if (!e) throw new Error(`no experiment ${experimentId}`);
+      await storeComparisonArtifacts(deps, e, compareArms(e.arms, await experimentRuns(deps.db, experimentId)));
+      await completeExperiment(deps.db, experimentId);
+    },
+  };
+}
+
+export type ExperimentActivities = ReturnType<typeof createExperimentActivities>;

@@ -1,0 +1,81 @@
+import type { Deps, Caller } from '../tools/tool.ts';
+import { ApiError } from '../errors.ts';
+import { planUsed, resultOf } from '../plans.ts';
+import { recheckProposal } from '../runs/prepare.ts';
+import { acceptExperiment as recordAcceptance, unacceptExperiment, type ExperimentRow } from '../../storage/db/experiments.ts';
+import type { NewRun } from '../../storage/db/runs.ts';
+import { isSqlState, SQLSTATE } from '../../storage/db/sqlStates.ts';
+import { newId, newUuid } from '../../storage/ids.ts';
+import { microsToUsd } from '../../storage/ledger.ts';
+import { CONTROL_TASK_QUEUE, experimentWorkflowId } from '../../workflows/constants.ts';
+import { workflowSearchAttributes } from '../../workflows/searchAttributes.ts';
+import { armRunProposal, type ExperimentProposal } from './prepare.ts';
+
+/**
+ * The study's runs in start order: replicate 0 of every arm, then replicate 1 of every
+ * arm, and so on, so early results already cover each arm.
+ */
+function studyRuns(experimentId: string, accountId: string, p: ExperimentProposal): Array<{ run: NewRun; arm_index: number; replicate: number }> {
+  const most = Math.max(...p.arms.map((a) => a.replicates));
+  const out: Array<{ run: NewRun; arm_index: number; replicate: number }> = [];
+  for (let k = 0; k < most; k++) {
+    p.arms.forEach((arm, a) => {
+      if (k >= arm.replicates) return;
+      const run = armRunProposal(arm, arm.seeds[k]!);
+      out.push({
+        arm_index: a, replicate: k,
+        run: {
+          id: newUuid(), account_id: accountId, kind: run.kind, ref: run.ref, resolved_ref: run.resolved_ref, release_id: null,
+          workspace_id: arm.workspace_id, revision_id: arm.revision_id, package_sha256: run.package_sha256, inputs: run.inputs,
+          metadata: { experiment_arm: arm.label, replicate: String(k) }, compute_profile: run.compute_profile,
+          max_runtime_seconds: run.max_runtime_seconds, reserved_micros: run.estimated_max_micros, seed: run.seed, experiment_id: experimentId, plan_id: null,
+        },
+      });
+    });
+  }
+  return out;
+}
+
+/**
+ * Opens an approved study: each arm is rechecked as its lone run would be, then in one
+ * transaction the plan is consumed, the study recorded and every run accepted with its
+ * own reservation (402 and no run at all when the balance cannot cover the whole study);
+ * then its workflow `experiment-<id>` starts. When Temporal cannot take it, the
+ * acceptance is undone and the answer is 503, so a retry completes it.
+ */
+export async function openExperiment(deps: Deps, caller: Caller, planId: string, proposal: ExperimentProposal): Promise<ExperimentRow> {
+  for (const arm of proposal.arms) await recheckProposal(deps, caller, armRunProposal(arm));
+  const id = newId('exp');
+  let experiment: ExperimentRow;
+  try {
+    experiment = await recordAcceptance(deps.db, {
+      id, account_id: caller.account.id, name: proposal.name, goal: proposal.goal, arms: proposal.arms, plan_id: planId,
+      workspace_ids: [...new Set(proposal.arms.map((a) => a.workspace_id))], reserved_micros: proposal.estimated_max_micros,
+    }, studyRuns(id, caller.account.id, proposal));
+  } catch (err) {
+    if (isSqlState(err, SQLSTATE.planUsed)) throw planUsed(await resultOf(deps.db, caller.account.id, planId));
+    if (isSqlState(err, SQLSTATE.insufficientCompute)) {
+      const usd = microsToUsd(proposal.estimated_max_micros);
+      throw new ApiError(402, 'insufficient_credits', `Available compute cannot cover this study's maximum of $${usd} (${proposal.run_count} runs); no run was created.`, null, {
+        required_usd: usd, run_count: proposal.run_count, resolution: 'Add compute to the account, or prepare a study with fewer arms, replicates or a shorter max_runtime_seconds.', retryable: false,
+      });
+    }
+    throw err;
+  }
+  try {
+    await deps.temporal.startWorkflow('experimentWorkflow', {
+      taskQueue: CONTROL_TASK_QUEUE,
+      workflowId: experimentWorkflowId(id),
+      args: [{ experimentId: id }],
+      typedSearchAttributes: workflowSearchAttributes({
+        account: caller.account.id, kind: 'experiment', ref: [...new Set(proposal.arms.map((a) => a.resolved_ref.split('@')[0]))].join(' ').slice(0, 1000),
+      }),
+    });
+  } catch (err) {
+    // Should the undo itself fail, the study's runs stay queued with no workflow and the
+    // hourly reconciliation ends them, charging nothing.
+    await unacceptExperiment(deps.db, id).catch(() => undefined);
+    throw err;
+  }
+  return experiment;
+}

@@ -1,0 +1,178 @@
+import type { Db } from './knex.ts';
+import { keysetPage, type KeysetPage } from './pagination.ts';
+import { TERMINAL, type NewRun, type RunStatus } from './runs.ts';
+
+export type ExperimentStatus = 'running' | 'completed' | 'closed';
+
+/** One arm as approved: the run preparation's proposal plus its replicate plan. */
+export interface ExperimentArm {
+  [k: string]: unknown;
+  label: string;
+  workspace_id: string;
+  revision_id: string;
+  resolved_ref: string;
+  package_sha256: string;
+  inputs: Record<string, unknown>;
+  compute_profile: string;
+  max_runtime_seconds: number;
+  replicates: number;
+  seed: number;
+  fixed_seed: boolean;
+  /** Seed of replicate k (0-based): `seed + k`, or `seed` for every replicate when fixed. */
+  seeds: number[];
+  estimated_max_micros: number;
+  /** Outputs the arm's contract declares as numbers: what the comparison summarizes. */
+  scalar_outputs: string[];
+}
+
+/** A stored comparison output (CSV or chart), kept as one of the account's files. */
+export interface ExperimentArtifact { file_id: string; file_name: string; content_type: string; format: string; size_bytes: number; sha256: string }
+
+export interface ExperimentRow {
+  id: string;
+  account_id: string;
+  name: string;
+  goal: string;
+  status: ExperimentStatus;
+  plan_id: string | null;
+  arms: ExperimentArm[];
+  workspace_ids: string[];
+  reserved_micros: number;
+  artifacts: ExperimentArtifact[];
+  created_at: Date;
+  updated_at: Date;
+  completed_at: Date | null;
+  closed_at: Date | null;
+}
+
+/** A run of a study, with where it sits in it. */
+export interface ExperimentRunRow {
+  run_id: string;
+  arm_index: number;
+  replicate: number;
+  position: number;
+  detached_at: Date | null;
+  status: RunStatus;
+  seed: number;
+  outputs: Record<string, unknown> | null;
+  error: { code: string; message: string } | null;
+  reserved_micros: number;
+  settled_micros: number | null;
+}
+
+/**
+ * Records a study as accepted, all or nothing (silico_accept_experiment, migration 020):
+ * consumes its plan, records it running and accepts each run with its own reservation.
+ * Raises SQLSTATE.planUsed or SQLSTATE.insufficientCompute and changes nothing when it
+ * cannot.
+ */
+export async function acceptExperiment(
+  db: Db,
+  e: Pick<ExperimentRow, 'id' | 'account_id' | 'name' | 'goal' | 'arms' | 'workspace_ids' | 'reserved_micros'> & { plan_id: string },
+  runs: Array<{ run: NewRun; arm_index: number; replicate: number }>,
+): Promise<ExperimentRow> {
+  const { rows } = await db.raw('SELECT * FROM silico_accept_experiment(?::jsonb, ?::jsonb, ?)', [
+    JSON.stringify(e), JSON.stringify(runs.map((r) => ({ ...r, run: { ...r.run, status: 'queued' } }))), e.plan_id,
+  ]);
+  return rows[0] as ExperimentRow;
+}
+
+/** Undoes an acceptance whose workflow could not start (silico_unaccept_experiment); false once any run left the queue. */
+export async function unacceptExperiment(db: Db, id: string): Promise<boolean> {
+  const { rows } = await db.raw('SELECT silico_unaccept_experiment(?) AS undone', [id]);
+  return rows[0].undone as boolean;
+}
+
+/** A study of this account, or undefined (another account's study is the same as none). */
+export async function getExperiment(db: Db, id: string, accountId?: string): Promise<ExperimentRow | undefined> {
+  const q = db('experiments').where({ id });
+  if (accountId) q.andWhere({ account_id: accountId });
+  return q.first();
+}
+
+const CHANGED_AT = `to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')`;
+
+/** Most recently changed first; keyset-paginated on (updated_at, id). */
+export async function listExperiments(
+  db: Db, accountId: string, f: { status?: string | null; workspaceId?: string | null; limit: number; after?: Array<string | number> | null },
+): Promise<KeysetPage<ExperimentRow>> {
+  const q = db('experiments').where({ account_id: accountId }).select('*', db.raw(`${CHANGED_AT} as sort_at`));
+  if (f.status) q.andWhere({ status: f.status });
+  if (f.workspaceId) q.andWhereRaw('?::uuid = ANY(workspace_ids)', [f.workspaceId]);
+  return keysetPage<ExperimentRow>(q, { columns: ['sort_at', 'id'], direction: 'desc', limit: f.limit, after: f.after, sortExpr: { sort_at: CHANGED_AT } });
+}
+
+/** Every run a study made, detached ones included, in start order. */
+export async function experimentRuns(db: Db, experimentId: string): Promise<ExperimentRunRow[]> {
+  return db('experiment_runs as x').join('runs as r', 'r.id', 'x.run_id').where('x.experiment_id', experimentId).orderBy('x.position')
+    .select('x.run_id', 'x.arm_index', 'x.replicate', 'x.position', 'x.detached_at', 'r.status', 'r.seed', 'r.outputs', 'r.error', 'r.reserved_micros', 'r.settled_micros');
+}
+
+/** Runs per status of each study (detached runs are no longer the study's). */
+export async function runTotals(db: Db, experimentIds: string[]): Promise<Map<string, Record<string, number>>> {
+  const out = new Map<string, Record<string, number>>();
+  if (!experimentIds.length) return out;
+  const rows: Array<{ experiment_id: string; status: string; n: string }> = await db('experiment_runs as x').join('runs as r', 'r.id', 'x.run_id')
+    .whereIn('x.experiment_id', experimentIds).whereNull('x.detached_at').groupBy('x.experiment_id', 'r.status').select('x.experiment_id', 'r.status', db.raw('count(*) AS n'));
+  for (const row of rows) {
+    const t = out.get(row.experiment_id) ?? {};
+    t[row.status] = Number(row.n);
+    out.set(row.experiment_id, t);
+  }
+  return out;
+}
+
+/** A study's runs (ids and arms) in the order its workflow starts them. */
+export async function experimentRunOrder(db: Db, experimentId: string): Promise<Array<{ run_id: string; arm_index: number }>> {
+  return db('experiment_runs').where({ experiment_id: experimentId }).orderBy('position').select('run_id', 'arm_index');
+}
+
+/** Renames or re-goals a study; returns the row afterwards. */
+export async function describeExperiment(db: Db, id: string, change: { name?: string; goal?: string }): Promise<void> {
+  if (change.name === undefined && change.goal === undefined) return;
+  await db('experiments').where({ id }).update({ ...change, updated_at: db.fn.now() });
+}
+
+/** Closes a study (no new runs); a closed study stays closed. */
+export async function closeExperiment(db: Db, id: string): Promise<void> {
+  await db('experiments').where({ id }).whereNot({ status: 'closed' }).update({ status: 'closed', closed_at: db.fn.now(), updated_at: db.fn.now() });
+}
+
+/**
+ * Detaches runs from their study: the run stays (with its own record and charge) but no
+ * longer counts in the study's totals or comparison. Returns the ids that are not
+ * attached runs of this study (nothing is changed when there are any).
+ */
+export async function detachRuns(db: Db, experimentId: string, runIds: string[]): Promise<string[]> {
+  return db.transaction(async (trx) => {
+    const attached: string[] = await trx('experiment_runs').where({ experiment_id: experimentId }).whereIn('run_id', runIds).whereNull('detached_at').forUpdate().pluck('run_id');
+    const missing = runIds.filter((id) => !attached.includes(id));
+    if (missing.length) return missing;
+    await trx('experiment_runs').whereIn('run_id', runIds).update({ detached_at: trx.fn.now() });
+    await trx('runs').whereIn('id', runIds).update({ experiment_id: null });
+    await trx('experiments').where({ id: experimentId }).update({ updated_at: trx.fn.now() });
+    return [];
+  });
+}
+
+/**
+ * Records that every run a study made has ended: a running study becomes completed (a
+ * closed one stays closed) and `completed_at` is set, once; a study with a run still
+ * going is left as it is. True when its runs have all ended.
+ */
+export async function completeExperiment(db: Db, id: string): Promise<boolean> {
+  const open = db('experiment_runs as x').join('runs as r', 'r.id', 'x.run_id').where('x.experiment_id', id).whereNotIn('r.status', TERMINAL).select(db.raw('1'));
+  await db('experiments').where({ id }).whereNull('completed_at').whereNotExists(open).update({
+    status: db.raw(`CASE WHEN status = 'running' THEN 'completed' ELSE status END`), completed_at: db.fn.now(), updated_at: db.fn.now(),
+  });
+  return Boolean((await db('experiments').where({ id }).first('completed_at'))?.completed_at);
+}
+
+export async function setExperimentArtifacts(db: Db, id: string, artifacts: ExperimentArtifact[]): Promise<void> {
+  await db('experiments').where({ id }).update({ artifacts: JSON.stringify(artifacts), updated_at: db.fn.now() });
+}
+
+/** Studies still running whose creation is older than the cutoff (reconciliation). */
+export async function runningExperiments(db: Db, olderThanSeconds: number, limit: number): Promise<string[]> {
+  return db('experiments').where({ status: 'running' }).where('created_at', '<', db.raw('now() - make_interval(secs => ?)', [olderThanSeconds])).limit(limit).pluck('id');
+}
