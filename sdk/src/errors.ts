@@ -6,6 +6,8 @@
  */
 import type { Run } from './models.ts';
 import type { RunHandle } from './runHandle.ts';
+import type { Experiment, ExperimentPlan } from './experimentModels.ts';
+import type { StudyHandle } from './studyHandle.ts';
 
 /** The base of every error the SDK throws. */
 export class SilicoError extends Error {
@@ -158,6 +160,25 @@ export class RunTimeout extends SilicoError {
   override name = 'RunTimeout';
   constructor(readonly handle: RunHandle, readonly run: Run | undefined, readonly timeoutMs: number) {
     super(`run ${handle.id} was still ${run?.status ?? 'unknown'} after ${timeoutMs} ms; it keeps running (wait on error.handle to continue)`);
+  }
+}
+
+/** `experiments.run()` opened no study: its plan was blocked, or the confirmation declined it. */
+export class StudyNotStarted extends SilicoError {
+  override name = 'StudyNotStarted';
+  constructor(readonly plan: ExperimentPlan, readonly reason: 'blocked' | 'declined') {
+    super(reason === 'blocked'
+      ? `the study plan ${plan.plan_id} is blocked: ${plan.findings.filter((f) => f.severity === 'blocking').map((f) => f.code).join(', ') || 'see its findings'}; nothing was started`
+      : `the study plan ${plan.plan_id} was not confirmed; nothing was started`);
+  }
+}
+
+/** The caller's wait for a study timed out; its runs go on, and `handle` can wait again. */
+export class StudyTimeout extends SilicoError {
+  override name = 'StudyTimeout';
+  constructor(readonly handle: StudyHandle, readonly experiment: Experiment | undefined, readonly timeoutMs: number) {
+    const t = experiment?.run_totals;
+    super(`study ${handle.id} was still ${experiment?.status ?? 'unknown'}${t ? ` (${t.total - t.queued - t.running - t.cancelling} of ${t.total} runs ended)` : ''} after ${timeoutMs} ms; its runs go on (wait on error.handle to continue)`);
   }
 }
 

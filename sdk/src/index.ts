@@ -7,16 +7,18 @@
  */
 export { Silico, SDK_VERSION, type ClientOptions, type RunOptions, type RunOutcome } from './client.ts';
 export { RunHandle, type WaitOptions, type EventsOptions } from './runHandle.ts';
+export { StudyHandle, type StudyWaitOptions } from './studyHandle.ts';
 export {
   SilicoError, ApiError, ValidationError, AuthenticationError, InsufficientCreditsError, PermissionError, NotFoundError,
   ConflictError, IdempotencyConflictError, RateLimitError, NotImplementedError, ServerError, ConnectionError,
-  ConnectionTimeoutError, EventStreamUnavailableError, IntegrityError, RunFailed, RunTimeout, errorClassFor, errorFromResponse, type ApiErrorBody,
+  ConnectionTimeoutError, EventStreamUnavailableError, IntegrityError, RunFailed, RunTimeout, StudyNotStarted, StudyTimeout, errorClassFor, errorFromResponse, type ApiErrorBody,
 } from './errors.ts';
 export type { RequestOptions } from './core/http.ts';
 export { Page, PageRequest } from './core/pagination.ts';
 export { DEFAULT_RETRY_POLICY, backoffDelayMs, isRetryableStatus, parseRetryAfter, retryDelayMs, type RetryPolicy } from './core/retry.ts';
 export { normalizeSha256, type VerifiedFile } from './core/download.ts';
 export * from './models.ts';
+export * from './experimentModels.ts';
 export type * from './types.ts';
 export type { RunCreateParams, RunListParams, RunPrepareParams, RunEventsParams, RunStartOptions, DownloadedArtifact, Runs } from './resources/runs.ts';
 export type { FileSource, UploadOptions, Files } from './resources/files.ts';
@@ -24,7 +26,7 @@ export type { Capability, Capabilities } from './resources/capabilities.ts';
 export type { HubRelease, Hub } from './resources/hub.ts';
 export type { Lab, Labs } from './resources/labs.ts';
 export type { Workspace, Workspaces } from './resources/workspaces.ts';
-export type { Experiment, Experiments } from './resources/experiments.ts';
+export type { ExperimentListParams, ExperimentRunOptions, Experiments } from './resources/experiments.ts';
 export type { Session, Sessions } from './resources/sessions.ts';
 export type { Dataset, DatasetPageBody, Datasets } from './resources/datasets.ts';
 export type { Biology } from './resources/biology.ts';

@@ -3,6 +3,7 @@ import { Silico, SDK_VERSION } from '../client.ts';
 import { resolveSettings, configFile, readSettings, writeSettings, type Settings } from './config.ts';
 import { EXIT, UsageError, makeOut, reportFailure, type Out } from './output.ts';
 import { runCommand } from './commands/run.ts';
+import { experimentGet, experimentRun } from './commands/experiment.ts';
 import * as r from './commands/resources.ts';
 import { serveMcpOverStdio } from './mcpBridge.ts';
 
@@ -125,6 +126,22 @@ export function buildProgram(): Command {
       const { client, out } = connect(cmd);
       return r.runsEvents(client, id, cmd.opts(), out);
     }));
+
+  const experiment = program.command('experiment').description('studies: arms of a lab run and compared together');
+  experiment.command('run <study.yaml>')
+    .description('prepare a study (arms, or a sweep expanded into arms), show its price, confirm, open it; exit 1 with --wait when a run did not complete')
+    .option('-y, --yes', 'open without asking (required when stdin is not a terminal)')
+    .option('--wait', 'follow the run totals to the end, then print the comparison')
+    .option('--poll-ms <ms>', 'between reads of the study while waiting', positiveInt, 1000)
+    .option('--no-progress', 'no progress bar')
+    .action(action(async (cmd, file: string) => {
+      const { client, out } = connect(cmd);
+      return experimentRun(client, file, cmd.opts(), out);
+    }));
+  experiment.command('get <experiment_id>').description('status, run totals and the comparison of a study').action(action(async (cmd, id: string) => {
+    const { client, out } = connect(cmd);
+    return experimentGet(client, id, out);
+  }));
 
   const files = program.command('files').description('your input files');
   files.command('upload <path>')

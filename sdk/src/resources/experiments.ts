@@ -1,36 +1,86 @@
-/** Experiments: studies of several arms, prepared as one digest and queued together. */
+/**
+ * Experiments: studies of several arms, prepared as one digest and price, opened
+ * together, followed through a StudyHandle and compared across arms.
+ */
 import type { RequestOptions } from '../core/http.ts';
 import type { PageRequest } from '../core/pagination.ts';
 import { path } from '../core/url.ts';
+import { StudyNotStarted } from '../errors.ts';
+import type {
+  Experiment, ExperimentPlan, ExperimentPlanParams, ExperimentStatus, ExperimentSummary, ExperimentUpdateParams,
+} from '../experimentModels.ts';
 import type { CursorPageBody } from '../models.ts';
-import type { ListItem, QueryParams, RequestBody, ResponseBody, WithEnvelope } from '../types.ts';
+import { StudyHandle, type StudyWaitOptions } from '../studyHandle.ts';
+import type { WithEnvelope } from '../types.ts';
 import { Resource } from './resource.ts';
 
-export type Experiment = ListItem<'experiment_list'>;
+/** GET /experiments filters. */
+export interface ExperimentListParams {
+  status?: ExperimentStatus | null;
+  workspace_id?: string | null;
+  limit?: number;
+  cursor?: string | null;
+}
+
+/** `experiments.run()` options. */
+export interface ExperimentRunOptions {
+  /**
+   * Shown the prepared plan (findings, run count, whole-study price, digest) before
+   * anything is reserved; the study opens only if it returns true. Without it, a ready
+   * plan opens at once.
+   */
+  confirm?: (plan: WithEnvelope<ExperimentPlan>) => boolean | Promise<boolean>;
+  /** Your own key for opening the study (a retry of yours must send the same one). */
+  idempotencyKey?: string;
+  signal?: AbortSignal;
+}
 
 export class Experiments extends Resource {
-  /** GET /experiments. */
-  list(params: QueryParams<'experiment_list'> = {}, opts?: RequestOptions): PageRequest<Experiment, WithEnvelope<CursorPageBody<Experiment>>> {
-    return this.cursorList<Experiment>('/experiments', params, opts);
+  /** GET /experiments: most recently changed first, with run totals. Await for one page; `for await` for every study. */
+  list(params: ExperimentListParams = {}, opts?: RequestOptions): PageRequest<ExperimentSummary, WithEnvelope<CursorPageBody<ExperimentSummary>>> {
+    return this.cursorList<ExperimentSummary>('/experiments', params, opts);
   }
 
-  /** POST /experiment-plans: preflight every arm; nothing is queued. */
-  prepare(body: RequestBody<'experiment_prepare'>, opts?: RequestOptions): Promise<ResponseBody<'experiment_prepare'>> {
+  /** POST /experiment-plans: preflight every arm as a lone run, price and digest the whole study; nothing is queued. */
+  prepare(body: ExperimentPlanParams, opts?: RequestOptions): Promise<WithEnvelope<ExperimentPlan>> {
     return this.postJson('/experiment-plans', body, opts);
   }
 
-  /** POST /experiments: open the approved study and queue its arms. */
-  create(plan: RequestBody<'experiment_create'>, opts?: RequestOptions): Promise<ResponseBody<'experiment_create'>> {
-    return this.postJson('/experiments', plan, opts);
+  /** POST /experiments: reserve the approved study whole (402 and no run when short) and queue its runs. */
+  create(plan: { plan_id: string; plan_sha256: string }, opts?: RequestOptions): Promise<WithEnvelope<Experiment>> {
+    return this.postJson('/experiments', { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, opts);
   }
 
-  /** GET /experiments/{experiment_id}: arms, runs and the comparison. */
-  get(experimentId: string, opts?: RequestOptions): Promise<ResponseBody<'experiment_get'>> {
+  /**
+   * Prepares the study, lets `confirm` see its plan and price, then opens exactly that
+   * plan; returns its handle without waiting. Throws StudyNotStarted (with the plan)
+   * when the plan is blocked or `confirm` declines it: then nothing is reserved.
+   */
+  async run(body: ExperimentPlanParams, options: ExperimentRunOptions = {}): Promise<StudyHandle> {
+    const plan = await this.prepare(body, { signal: options.signal });
+    if (plan.status !== 'ready') throw new StudyNotStarted(plan, 'blocked');
+    if (options.confirm && !(await options.confirm(plan))) throw new StudyNotStarted(plan, 'declined');
+    const study = await this.create(plan, { idempotencyKey: options.idempotencyKey, signal: options.signal });
+    return new StudyHandle(this, study.id, study);
+  }
+
+  /** A handle on an existing study (no request is made). */
+  handle(experimentId: string): StudyHandle {
+    return new StudyHandle(this, experimentId);
+  }
+
+  /** Waits until every run of a study has ended (see StudyHandle.wait). */
+  wait(experimentId: string, options?: StudyWaitOptions): Promise<WithEnvelope<Experiment>> {
+    return this.handle(experimentId).wait(options);
+  }
+
+  /** GET /experiments/{experiment_id}: arms, their runs and the comparison. */
+  get(experimentId: string, opts?: RequestOptions): Promise<WithEnvelope<Experiment>> {
     return this.getJson(path`/experiments/${experimentId}`, undefined, opts);
   }
 
-  /** PATCH /experiments/{experiment_id}: rename, re-goal, close, detach runs. */
-  update(experimentId: string, body: RequestBody<'experiment_update'>, opts?: RequestOptions): Promise<ResponseBody<'experiment_update'>> {
+  /** PATCH /experiments/{experiment_id}: rename, re-goal, close, detach runs; deletes nothing. */
+  update(experimentId: string, body: ExperimentUpdateParams, opts?: RequestOptions): Promise<WithEnvelope<Experiment>> {
     return this.patchJson(path`/experiments/${experimentId}`, body, opts);
   }
 }

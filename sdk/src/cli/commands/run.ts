@@ -38,6 +38,25 @@ async function confirmed(question: string): Promise<boolean> {
   }
 }
 
+/**
+ * Shows a prepared plan and asks for its approval: a blocked plan, or anything but yes
+ * at the terminal, starts nothing. Without a terminal only --yes approves (a usage
+ * error otherwise). Returns the exit code to end with, or null to go ahead.
+ */
+export async function approvePlan(plan: { status: string }, text: string, question: string, yes: boolean | undefined, out: Out): Promise<number | null> {
+  out.note(text);
+  if (plan.status !== 'ready') {
+    if (out.json) out.result({ plan }, () => '');
+    process.stderr.write('The plan is blocked; nothing was started.\n');
+    return EXIT.api;
+  }
+  if (yes) return null;
+  if (!process.stdin.isTTY) throw new UsageError('confirmation needed: review the plan above and pass --yes to run it non-interactively');
+  if (await confirmed(question)) return null;
+  process.stderr.write('Not started.\n');
+  return EXIT.runFailed;
+}
+
 /** Follows a run's events to its end: a progress bar on a terminal, state lines otherwise. */
 async function follow(handle: RunHandle, out: Out, showBar: boolean): Promise<void> {
   const bar = showBar ? new cliProgress.SingleBar({
@@ -85,19 +104,8 @@ export async function runCommand(client: Silico, ref: string, flags: RunFlags, o
     ...(flags.maxRuntime ? { max_runtime_seconds: flags.maxRuntime } : {}),
     ...(flags.seed !== undefined ? { seed: flags.seed } : {}),
   });
-  out.note(planText(plan));
-  if (plan.status !== 'ready') {
-    if (out.json) out.result({ plan }, () => '');
-    process.stderr.write('The plan is blocked; nothing was started.\n');
-    return EXIT.api;
-  }
-  if (!flags.yes) {
-    if (!process.stdin.isTTY) throw new UsageError('confirmation needed: review the plan above and pass --yes to run it non-interactively');
-    if (!(await confirmed('Run this plan? [y/N] '))) {
-      process.stderr.write('Not started.\n');
-      return EXIT.runFailed;
-    }
-  }
+  const refused = await approvePlan(plan, planText(plan), 'Run this plan? [y/N] ', flags.yes, out);
+  if (refused !== null) return refused;
   const run = await client.runs.create({ plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 });
   const handle = client.runs.handle(run.id);
   out.note(`run       ${run.id} (${run.status})`);

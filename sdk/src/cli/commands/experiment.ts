@@ -1,0 +1,153 @@
+import { readFileSync } from 'node:fs';
+import cliProgress from 'cli-progress';
+import type { Silico } from '../../client.ts';
+import type { Comparison, Experiment, ExperimentPlan, RunTotals } from '../../experimentModels.ts';
+import { EXIT, UsageError, table, type Out } from '../output.ts';
+import { studyFromYaml } from '../studyFile.ts';
+import { approvePlan } from './run.ts';
+
+export interface ExperimentRunFlags {
+  yes?: boolean;
+  wait?: boolean;
+  progress?: boolean;
+  pollMs?: number;
+}
+
+const STATUSES = ['queued', 'running', 'cancelling', 'completed', 'failed', 'cancelled', 'timed_out'] as const;
+
+const usd = (x: number) => `$${x.toFixed(6)}`;
+const num = (x: number | null | undefined) => (x === null || x === undefined ? '-' : String(Number(x.toPrecision(6))));
+
+function seedsText(seeds: number[]): string {
+  if (seeds.length > 1 && seeds.every((s, i) => s === seeds[0]! + i)) return `${seeds[0]}..${seeds.at(-1)}`;
+  return seeds.join(',');
+}
+
+function planText(plan: ExperimentPlan): string {
+  const arms = plan.arms.map((a) => ({
+    label: a.label, runs: a.replicates, seeds: seedsText(a.seeds), lab: a.resolved_ref, profile: a.compute_profile,
+    max_s: a.max_runtime_seconds, max_usd_per_run: a.estimated_max_usd_per_run,
+  }));
+  const lines = [
+    `study     ${plan.name} (${plan.status})${plan.goal ? `\ngoal      ${plan.goal}` : ''}`,
+    `plan      ${plan.plan_id}`,
+    table(arms, ['label', 'runs', 'seeds', 'lab', 'profile', 'max_s', 'max_usd_per_run']),
+  ];
+  for (const f of plan.findings) lines.push(`${f.severity.padEnd(9)} ${f.code}: ${f.message}${f.path ? ` (${f.path})` : ''}`);
+  lines.push(
+    `price     at most ${usd(plan.estimated_max_usd)} for ${plan.run_count} runs (reserved when the study opens, unused compute returned run by run)`,
+    `digest    ${plan.plan_sha256}`,
+  );
+  return lines.join('\n');
+}
+
+/** `queued 2, running 3, completed 1 (of 6)`: the statuses that have runs. */
+export function totalsText(t: RunTotals): string {
+  const parts = STATUSES.filter((s) => t[s] > 0).map((s) => `${s} ${t[s]}`);
+  return `${parts.join(', ') || 'no runs'} (of ${t.total})`;
+}
+
+/** Per output, a row per arm with its statistics; then the two-arm tests and the note. */
+export function comparisonText(c: Comparison): string {
+  const lines = ['comparison (descriptive: completed runs only; 95% interval of the mean, Student t)'];
+  if (!c.outputs.length) lines.push('  no numeric outputs from completed runs');
+  for (const output of c.outputs) {
+    lines.push('', output);
+    lines.push(table(c.arms.map((a) => {
+      const m = a.metrics?.[output];
+      return m
+        ? { arm: a.label, n: m.n, mean: num(m.mean), sd: num(m.stddev), min: num(m.min), max: num(m.max), ci95: m.ci95 ? `[${num(m.ci95[0])}, ${num(m.ci95[1])}]` : '-' }
+        : { arm: a.label, n: 0, mean: a.completed_runs ? '-' : 'no completed run' };
+    }), ['arm', 'n', 'mean', 'sd', 'min', 'max', 'ci95']));
+  }
+  if (c.tests.length) {
+    lines.push('', `Welch t-test, ${c.arms[0]?.label} vs ${c.arms[1]?.label} (descriptive, uncorrected):`);
+    for (const t of c.tests) {
+      lines.push(`  ${t.output}: ${t.p_value === null ? `no p-value (${t.note ?? 'undefined'})` : `t=${num(t.statistic)} df=${num(t.df)} p=${num(t.p_value)}`}`);
+    }
+  }
+  lines.push('', `note: ${c.note}`);
+  return lines.join('\n');
+}
+
+/** A study for people: status, run totals, money, comparison, stored files. */
+export function studyText(e: Experiment): string {
+  const failed = e.arms.flatMap((a) => a.runs.filter((r) => r.error).map((r) => `  ${a.label} #${r.replicate} ${r.run_id}: ${r.error!.code}: ${r.error!.message}`));
+  return [
+    `study     ${e.id}  ${e.name} (${e.status}${e.completed_at ? `, every run ended ${e.completed_at}` : ''})`,
+    ...(e.goal ? [`goal      ${e.goal}`] : []),
+    `runs      ${totalsText(e.run_totals)}`,
+    `credits   ${usd(e.credits_reserved)} reserved, ${usd(e.credits_settled)} settled`,
+    ...(failed.length ? ['runs that did not complete:', ...failed] : []),
+    '',
+    comparisonText(e.comparison),
+    ...(e.artifacts.length ? ['', 'files:', ...e.artifacts.map((a) => `  ${a.file_name}  ${a.size_bytes} bytes  sha256 ${a.sha256}  ${a.download_url}`)] : []),
+  ].join('\n');
+}
+
+/** Waits for the study, showing its run totals: a bar of ended runs on a terminal, a line per change otherwise. */
+async function follow(client: Silico, id: string, out: Out, showBar: boolean, pollMs: number): Promise<Experiment> {
+  const bar = showBar ? new cliProgress.SingleBar({
+    format: '{bar} {value}/{total} runs ended | {summary}', stream: process.stderr, hideCursor: true, clearOnComplete: false,
+  }, cliProgress.Presets.shades_classic) : undefined;
+  let started = false;
+  try {
+    return await client.experiments.wait(id, {
+      pollMs,
+      onProgress: (t) => {
+        const ended = t.completed + t.failed + t.cancelled + t.timed_out;
+        if (!bar) out.note(`${new Date().toISOString()}  ${totalsText(t)}`);
+        else if (started) bar.update(ended, { summary: totalsText(t) });
+        else {
+          started = true;
+          bar.start(t.total, ended, { summary: totalsText(t) });
+        }
+      },
+    });
+  } finally {
+    bar?.stop();
+  }
+}
+
+/**
+ * `silico experiment run study.yaml`: read the study file (arms, or a sweep expanded
+ * into arms), prepare it → show every arm, the findings and the whole-study price →
+ * confirm (or --yes) → open exactly that plan. With --wait, follow the run totals to the
+ * end and print the comparison: exit 0 when every run completed, 1 when any did not.
+ */
+export async function experimentRun(client: Silico, file: string, flags: ExperimentRunFlags, out: Out): Promise<number> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`cannot read ${file}: ${(err as Error).message}`);
+  }
+  const plan = await client.experiments.prepare(studyFromYaml(text, file));
+  const refused = await approvePlan(plan, planText(plan), `Open this study: ${plan.run_count} runs for at most ${usd(plan.estimated_max_usd)}? [y/N] `, flags.yes, out);
+  if (refused !== null) return refused;
+  const study = await client.experiments.create(plan);
+  out.note(`study     ${study.id} (${study.status}), ${study.run_totals.total} runs`);
+  if (!flags.wait) {
+    out.result({ plan, experiment: study }, () => `${study.id}\nfollow it with: silico experiment get ${study.id}`);
+    return EXIT.ok;
+  }
+  const onSigint = () => {
+    process.stderr.write(`\nstopped watching; the study goes on (silico experiment get ${study.id})\n`);
+    process.exit(130);
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    const done = await follow(client, study.id, out, flags.progress !== false && !out.json && Boolean(process.stderr.isTTY), flags.pollMs ?? 1000);
+    out.result({ plan, experiment: done }, () => studyText(done));
+    return done.run_totals.completed === done.run_totals.total ? EXIT.ok : EXIT.runFailed;
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
+}
+
+/** `silico experiment get ID`: status, run totals and the comparison as it stands. */
+export async function experimentGet(client: Silico, id: string, out: Out): Promise<number> {
+  const e = await client.experiments.get(id);
+  out.result(e, () => studyText(e));
+  return EXIT.ok;
+}
