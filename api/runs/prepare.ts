@@ -77,9 +77,11 @@ async function resolveRevision(deps: Deps, caller: Caller, w: { workspaceId: str
   const lab = (await getLabById(deps.db, ws.lab_id))!;
   const file = rev.tree['lab.yaml'];
   if (!file) throw errors.validation('manifest_missing', 'This revision has no lab.yaml to run.', 'revision_id');
+  // Read outside the parse: a store that cannot answer is a 503, not a lab.yaml problem.
+  const text = (await deps.objects.getBytes(blobKey(file.sha256))).toString('utf8');
   let manifest: Record<string, unknown>;
   try {
-    manifest = YAML.parse((await deps.objects.getBytes(blobKey(file.sha256))).toString('utf8'));
+    manifest = YAML.parse(text);
   } catch (err) {
     throw errors.validation('manifest_invalid', `lab.yaml does not parse: ${(err as Error).message.split('\n')[0]}`, 'revision_id');
   }

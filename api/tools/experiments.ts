@@ -73,6 +73,11 @@ async function fullView(ctx: ToolContext, e: ExperimentRow) {
   return experimentView(e, runs, totals.get(e.id), compareArms(e.arms, runs), ctx.deps.config.baseUrl);
 }
 
+/** Runs of a study that are running now. */
+async function runningRuns(ctx: ToolContext, experimentId: string): Promise<string[]> {
+  return (await experimentRuns(ctx.deps.db, experimentId)).filter((r) => r.status === 'running').map((r) => r.run_id);
+}
+
 const HANDLERS: Record<string, ToolDef['handler']> = {
   async experiment_prepare(input, ctx) {
     const { proposal, findings } = await prepareExperiment(ctx.deps, ctx.caller, input as Parameters<typeof prepareExperiment>[2]);
@@ -119,23 +124,30 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     if (input.cancel_running !== undefined && input.status !== 'closed') {
       throw errors.validation('parameter_requires', 'cancel_running applies only when closing the study (status: closed).', 'cancel_running');
     }
-    if (input.detach_run_ids) {
-      const unknown = await detachRuns(ctx.deps.db, e.id, input.detach_run_ids);
-      if (unknown.length) throw errors.validation('run_not_in_experiment', `Not attached runs of this study: ${unknown.join(', ')}.`, 'detach_run_ids', { run_ids: unknown });
-    }
-    await describeExperiment(ctx.deps.db, e.id, { name: input.name, goal: input.goal });
-    if (input.status === 'closed') {
-      await closeExperiment(ctx.deps.db, e.id);
-      // No new runs: those still waiting end now, nothing charged. Running ones go on
-      // unless the caller asked otherwise; their workflows record how they end.
-      for (const r of await experimentRuns(ctx.deps.db, e.id)) {
-        if (r.status === 'queued' || r.status === 'running') {
-          const now = r.status === 'queued' ? await cancelQueuedRun(ctx.deps.db, r.run_id) : r.status;
-          if (now === 'running' && input.cancel_running) {
-            await ctx.deps.temporal.cancelWorkflow(runWorkflowId(r.run_id));
-            await markRunCancelling(ctx.deps.db, r.run_id);
-          }
-        }
+    const closing = input.status === 'closed';
+    const cancelRunning = closing && input.cancel_running === true;
+    // Temporal is asked first: when it cannot be reached the answer is 503 with nothing
+    // changed, and a retry does it all. Then every change is one transaction.
+    const cancelled = cancelRunning ? await runningRuns(ctx, e.id) : [];
+    for (const id of cancelled) await ctx.deps.temporal.cancelWorkflow(runWorkflowId(id));
+    await ctx.deps.db.transaction(async (trx) => {
+      if (input.detach_run_ids) {
+        const unknown = await detachRuns(trx, e.id, input.detach_run_ids);
+        if (unknown.length) throw errors.validation('run_not_in_experiment', `Not runs of this study: ${unknown.join(', ')}.`, 'detach_run_ids', { run_ids: unknown });
+      }
+      await describeExperiment(trx, e.id, { name: input.name, goal: input.goal });
+      if (closing) {
+        // No new runs: those still waiting end now, nothing charged. Running ones go on
+        // unless cancel_running; their workflows record how they end.
+        await closeExperiment(trx, e.id);
+        for (const r of await experimentRuns(trx, e.id)) if (r.status === 'queued') await cancelQueuedRun(trx, r.run_id);
+      }
+    });
+    if (cancelRunning) {
+      // Including a run that took its slot while the study was being closed.
+      for (const id of await runningRuns(ctx, e.id)) {
+        if (!cancelled.includes(id)) await ctx.deps.temporal.cancelWorkflow(runWorkflowId(id));
+        await markRunCancelling(ctx.deps.db, id);
       }
     }
     e = (await getExperiment(ctx.deps.db, e.id))!;

@@ -140,16 +140,18 @@ export async function closeExperiment(db: Db, id: string): Promise<void> {
 
 /**
  * Detaches runs from their study: the run stays (with its own record and charge) but no
- * longer counts in the study's totals or comparison. Returns the ids that are not
- * attached runs of this study (nothing is changed when there are any).
+ * longer counts in the study's totals or comparison. A run detached before is left as it
+ * is, so a retry is harmless. Returns the ids that are not runs of this study (nothing is
+ * changed when there are any).
  */
 export async function detachRuns(db: Db, experimentId: string, runIds: string[]): Promise<string[]> {
   return db.transaction(async (trx) => {
-    const attached: string[] = await trx('experiment_runs').where({ experiment_id: experimentId }).whereIn('run_id', runIds).whereNull('detached_at').forUpdate().pluck('run_id');
-    const missing = runIds.filter((id) => !attached.includes(id));
-    if (missing.length) return missing;
-    await trx('experiment_runs').whereIn('run_id', runIds).update({ detached_at: trx.fn.now() });
-    await trx('runs').whereIn('id', runIds).update({ experiment_id: null });
+    const rows: Array<{ run_id: string; detached_at: Date | null }> = await trx('experiment_runs').where({ experiment_id: experimentId }).whereIn('run_id', runIds).forUpdate().select('run_id', 'detached_at');
+    const missing = runIds.filter((id) => !rows.some((r) => r.run_id === id));
+    const attached = rows.filter((r) => !r.detached_at).map((r) => r.run_id);
+    if (missing.length || !attached.length) return missing;
+    await trx('experiment_runs').whereIn('run_id', attached).update({ detached_at: trx.fn.now() });
+    await trx('runs').whereIn('id', attached).update({ experiment_id: null });
     await trx('experiments').where({ id: experimentId }).update({ updated_at: trx.fn.now() });
     return [];
   });

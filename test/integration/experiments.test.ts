@@ -272,8 +272,12 @@ test('PATCH renames, detaches (the comparison follows) and closes: queued runs a
   assert.notEqual(renamed.body.artifacts[0].sha256, done.artifacts[0].sha256, 'the stored comparison follows the detach');
   assert.equal((await call('GET', `/runs/${first.run_id}`, { key: owner.key })).body.experiment_id, null);
   const again = await call('PATCH', `/experiments/${study.id}`, { key: owner.key, body: { detach_run_ids: [first.run_id] } });
-  assert.equal(again.status, 422);
-  assert.equal(errorOf(again).code, 'run_not_in_experiment');
+  assert.equal(again.status, 200, 'detaching again changes nothing');
+  assert.equal(again.body.detached_runs.length, 1);
+  const stranger = await call('PATCH', `/experiments/${study.id}`, { key: owner.key, body: { name: 'not applied', detach_run_ids: [crypto.randomUUID()] } });
+  assert.equal(stranger.status, 422);
+  assert.equal(errorOf(stranger).code, 'run_not_in_experiment');
+  assert.equal((await call('GET', `/experiments/${study.id}`, { key: owner.key })).body.name, 'Renamed', 'a refused PATCH changes nothing');
 
   // A study bigger than the concurrency limit, closed at once: what had not begun is
   // cancelled with nothing charged; what was running finishes.

@@ -110,6 +110,7 @@ async function retried(send: () => ReturnType<typeof viaReplica>): ReturnType<ty
 let lastPlan: any;
 let lastWorkspace = '';
 let lastLab = '';
+let lastExperiment = '';
 
 const CASES: WriteCase[] = [
   {
@@ -213,7 +214,42 @@ const CASES: WriteCase[] = [
     state: async () => ({ visibility: (await testDb()('labs').where({ id: lastLab }).first()).visibility }),
     once: () => ({ visibility: 'team' }),
   },
+  {
+    route: 'POST /experiment-plans', deps: ['postgres', 'object_store'], keyed: true, replaySafe: true,
+    request: async () => ({ method: 'POST', path: '/experiment-plans', body: await studyBody('Study plans') }),
+    state: async () => ({ plans: await countOf('plans', { kind: 'experiment' }) }),
+    once: (b) => ({ plans: b.plans + 1 }),
+  },
+  {
+    route: 'POST /experiments', deps: ['postgres', 'temporal'], keyed: true, replaySafe: true,
+    request: async () => {
+      lastPlan = (await call('POST', '/experiment-plans', { key: owner.key, body: await studyBody('Studies') })).body;
+      assert.equal(lastPlan.status, 'ready', JSON.stringify(lastPlan.findings));
+      return { method: 'POST', path: '/experiments', body: { plan_id: lastPlan.plan_id, plan_sha256: lastPlan.plan_sha256 } };
+    },
+    state: async () => ({ experiments: await countOf('experiments'), runs: await countOf('runs'), reserved: await countOf('ledger_txns', { kind: 'reserve' }) }),
+    once: (b) => ({ experiments: b.experiments + 1, runs: b.runs + 2, reserved: b.reserved + 2 }),
+  },
+  {
+    route: 'PATCH /experiments/{experiment_id}', deps: ['postgres'], keyed: false, replaySafe: true,
+    request: async () => {
+      const plan = (await call('POST', '/experiment-plans', { key: owner.key, body: await studyBody('Renamed study') })).body;
+      lastExperiment = (await call('POST', '/experiments', { key: owner.key, body: { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 } })).body.id;
+      return { method: 'PATCH', path: `/experiments/${lastExperiment}`, body: { name: 'Renamed', goal: 'after the outage' } };
+    },
+    state: async () => {
+      const e = await testDb()('experiments').where({ id: lastExperiment }).first();
+      return { name: e.name, goal: e.goal };
+    },
+    once: () => ({ name: 'Renamed', goal: 'after the outage' }),
+  },
 ];
+
+/** A study of one arm, two replicates, on a fresh workspace of a lab. */
+async function studyBody(title: string) {
+  const ws = await publishable(title);
+  return { name: title, arms: [{ label: 'a', workspace_id: ws.workspace_id, revision_id: ws.revision_id, max_runtime_seconds: 60, replicates: 2 }] };
+}
 
 for (const c of CASES) {
   for (const dep of c.deps) {

@@ -114,7 +114,8 @@ test('errors are isError results carrying the same envelope as REST: scope, vali
     ['run_get', { run_id: crypto.randomUUID() }, 'GET', '/runs/00000000-0000-4000-8000-000000000000'],
     ['run_list', { limit: 0 }, 'GET', '/runs?limit=0'],
     ['run_list', { bogus: 1 }, 'GET', '/runs?bogus=1'],
-    ['experiment_list', {}, 'GET', '/experiments'],
+    ['experiment_get', { experiment_id: 'exp_missing' }, 'GET', '/experiments/exp_missing'],
+    ['session_list', {}, 'GET', '/sessions'],
     ['run_prepare', { capability_ref: 'platform/microbial-growth@1.0.0', inputs: { nope: 1 } }, 'POST', '/run-plans', { capability_ref: 'platform/microbial-growth@1.0.0', inputs: { nope: 1 } }],
     // An empty reference took the workspace branch with no ids: a 500 on both doors.
     ['run_prepare', { capability_ref: '' }, 'POST', '/run-plans', { capability_ref: '' }],
