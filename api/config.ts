@@ -33,6 +33,12 @@ export interface Config {
   python: string;
   /** How lab processes are sandboxed (workers only; activities/execution/sandbox.ts). */
   sandbox: { bwrap: string; unsafeNoSandbox: boolean; uidBase: number; uidCount: number };
+  passports: {
+    /** The keyring of Ed25519 signing keys, `<key_id>.pem` each (workers sign; null: none configured). */
+    keysDir: string | null;
+    /** How long GET /passports waits for a passport's build before answering 503. */
+    buildTimeoutMs: number;
+  };
   worker: {
     /** Pre-built workflow bundle; absent means bundle the sources on start (tests). */
     workflowBundle?: string;
@@ -56,6 +62,11 @@ function str(env: NodeJS.ProcessEnv, name: string, fallback?: string): string {
   if (v !== undefined && v !== '') return v;
   if (fallback === undefined) throw new Error(`${name} is required`);
   return fallback;
+}
+
+/** The passport keyring (SILICO_PASSPORT_KEYS_DIR), also read by the operator CLI, which needs no other setting. */
+export function passportKeysDir(env: NodeJS.ProcessEnv = process.env): string | null {
+  return env.SILICO_PASSPORT_KEYS_DIR || null;
 }
 
 /** Builds the configuration from an environment (defaults match `npm start`). */
@@ -103,6 +114,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       unsafeNoSandbox: env.SILICO_UNSAFE_NO_SANDBOX === '1',
       uidBase: int(env, 'SILICO_SANDBOX_UID_BASE', 61000),
       uidCount: int(env, 'SILICO_SANDBOX_UID_COUNT', 1000),
+    },
+    passports: {
+      keysDir: passportKeysDir(env),
+      buildTimeoutMs: int(env, 'SILICO_PASSPORT_BUILD_TIMEOUT_SECONDS', 60) * 1000,
     },
     worker: {
       workflowBundle: env.SILICO_WORKFLOW_BUNDLE || undefined,

@@ -78,3 +78,13 @@ export function checkInputs(release: Contracted, inputs: Record<string, unknown>
   }
   return { unknown, findings };
 }
+
+/**
+ * Why a value does not have a declared value_type (DECISIONS.md's vocabulary), or null
+ * when it has: what a passport's output_contract check asks of each declared output.
+ */
+export function valueTypeProblem(valueType: string, value: unknown): string | null {
+  const validate = validatorOf(VALUE_TYPES[valueType] ?? {});
+  if (typeof validate === 'string' || validate(value)) return null;
+  return `${validate.errors?.[0]?.message ?? 'is invalid'} (declared ${valueType})`;
+}

@@ -86,13 +86,15 @@ export function buildOpenApi(baseUrl: string): Record<string, unknown> {
       summary: tool.description.split('. ')[0]!.replace(/\.$/, ''),
       description: `${tool.description}\n\nScope: \`${tool.scope === 'any' ? 'any valid API key' : tool.scope}\`.` +
         (route.gateway ? ' Requires managed operations (the agent gateway) for the account.' : '') +
-        (implemented ? '' : '\n\n**Not implemented yet**: answers 501 `not_implemented`.'),
+        (implemented ? '' : '\n\n**Not implemented yet**: answers 501 `not_implemented`.') +
+        (route.addition ? '\n\n**An addition to the spec**: this route is not in the service contract\'s route table.' : ''),
       tags: [route.group],
       security: [{ apiKey: [] }],
       'x-required-scope': tool.scope,
       'x-mcp-tool': route.restOnly ? null : tool.name,
       'x-implemented': implemented,
       'x-gateway-required': Boolean(route.gateway),
+      'x-spec-addition': Boolean(route.addition),
       parameters: parameters(tool, route),
       ...(body ? { requestBody: body } : {}),
       responses: responses(tool, route),

@@ -26,6 +26,8 @@ export interface RouteDef {
   restOnly?: boolean;
   /** No 422 for this route (the spec lists three). */
   no422?: boolean;
+  /** Not in the spec's route table: a route of ours (OpenAPI marks it `x-spec-addition`). */
+  addition?: boolean;
 }
 
 const r = (method: Method, path: string, tool: string, group: string, extra: Partial<RouteDef> = {}): RouteDef =>
@@ -52,7 +54,8 @@ export const ROUTES: readonly RouteDef[] = [
   r('POST', '/experiment-plans', 'experiment_prepare', 'experiments', { idempotency: 'optional', notFound: true }),
   r('GET', '/experiments/{experiment_id}', 'experiment_get', 'experiments', { notFound: true }),
   r('PATCH', '/experiments/{experiment_id}', 'experiment_update', 'experiments', { notFound: true }),
-  r('GET', '/passports', 'passport_get', 'passports'),
+  r('GET', '/passports', 'passport_get', 'passports', { notFound: true }),
+  r('GET', '/passports/keys', 'passport_keys_list', 'passports', { addition: true }),
   r('POST', '/publication-plans', 'publish_prepare', 'publication', { idempotency: 'optional', notFound: true }),
   r('POST', '/publications', 'publish_execute', 'publication', { gateway: true, notFound: true }),
   r('GET', '/labs/{lab_id}/hosting', 'hosting_get', 'hosting', { notFound: true }),

@@ -1,4 +1,4 @@
-import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { DependencyUnavailable } from '../storage/dependencies.ts';
 import protoPkg from '@temporalio/proto';
 import { computeTaskQueue } from '../workflows/constants.ts';
@@ -16,6 +16,12 @@ export interface TemporalGateway {
    * WorkflowExecutionAlreadyStartedError, as the client says.
    */
   startWorkflow(type: string, options: Parameters<Client['workflow']['start']>[1]): Promise<void>;
+  /**
+   * Starts a short workflow and waits up to `waitMs` for its result (the api answers with
+   * it). Temporal refusing, not answering, or the result not there in time is
+   * DependencyUnavailable('temporal'); a workflow that failed is WorkflowFailedError.
+   */
+  executeWorkflow<T>(type: string, options: Parameters<Client['workflow']['start']>[1], waitMs: number): Promise<T>;
   /** Requests a workflow's cancellation within the call deadline (a workflow already gone is fine). */
   cancelWorkflow(workflowId: string): Promise<void>;
   ping(): Promise<boolean>;
@@ -28,7 +34,7 @@ export interface TemporalGateway {
 
 /** Errors that are Temporal's answer about a workflow, not Temporal being unavailable. */
 function isAnswer(err: unknown): boolean {
-  return err instanceof WorkflowExecutionAlreadyStartedError || err instanceof WorkflowNotFoundError;
+  return err instanceof WorkflowExecutionAlreadyStartedError || err instanceof WorkflowNotFoundError || err instanceof WorkflowFailedError;
 }
 
 export function createTemporalGateway(cfg: { address: string; namespace: string; timeoutMs?: number }): TemporalGateway {
@@ -63,6 +69,14 @@ export function createTemporalGateway(cfg: { address: string; namespace: string;
       await bounded(async (c, cl) => {
         await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.start(type, options));
       });
+    },
+    async executeWorkflow<T>(type: string, options: Parameters<Client['workflow']['start']>[1], waitMs: number) {
+      let result: T | undefined;
+      await bounded(async (c, cl) => {
+        const handle = await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.start(type, options));
+        result = await c.withDeadline(Date.now() + waitMs, () => handle.result() as Promise<T>);
+      });
+      return result as T;
     },
     async cancelWorkflow(workflowId) {
       await bounded(async (c, cl) => {

@@ -10,6 +10,9 @@ import { isoTime, newUuid } from '../storage/ids.ts';
 import { REPO_ROOT } from './local/bootstrap.ts';
 import semver from 'semver';
 import { createGrant, getGrant, listGrants, revokeGrant, type GrantRow } from '../storage/db/publicationGrants.ts';
+import { passportKeysDir } from '../api/config.ts';
+import { rotatePassportKey } from '../storage/passportKeys.ts';
+import { listPassportKeys, type PassportKeyRow } from '../storage/db/passports.ts';
 
 /**
  * Operator CLI: `npm run admin -- <group> <command> [options] [--json]`. Talks to
@@ -33,6 +36,8 @@ const USAGE = `usage: npm run admin -- <command> [options] [--json]
   grants create --account NS --lab NAME|* [--versions RANGE] [--expires ISO-TIME | --expires-in DAYS] [--note TEXT]
   grants list [--account NS]
   grants revoke GRANT_ID
+  passport-keys list
+  passport-keys rotate                           (a new signing key in the keyring; the old one is retired and keeps verifying)
 
 A grant (a workflow grant) lets the account's automated pipeline publish plans of that
 lab whose version is in RANGE (semver, default *) with POST /v1/publications
@@ -42,9 +47,12 @@ scopes: ${SCOPES.join(', ')}`;
 
 class UsageError extends Error {}
 
+/** The local stack's data dir (`npm start`), where its state and passport keyring live. */
+const localDataDir = () => process.env.SILICO_DATA_DIR ?? path.join(REPO_ROOT, '.data');
+
 function databaseUrl(): string {
   if (process.env.DATABASE_URL) return process.env.DATABASE_URL;
-  const state = path.join(process.env.SILICO_DATA_DIR ?? path.join(REPO_ROOT, '.data'), 'local.json');
+  const state = path.join(localDataDir(), 'local.json');
   try {
     return (JSON.parse(readFileSync(state, 'utf8')) as { database_url: string }).database_url;
   } catch {
@@ -71,6 +79,8 @@ const grantView = (g: GrantRow) => ({
   grant_id: g.id, account_id: g.account_id, lab_name: g.lab_name, version_range: g.version_range, note: g.note,
   expires_at: isoTime(g.expires_at), revoked_at: isoTime(g.revoked_at), uses: g.uses, last_used_at: isoTime(g.last_used_at), created_at: isoTime(g.created_at),
 });
+
+const passportKeyView = (k: PassportKeyRow) => ({ key_id: k.key_id, alg: k.alg, created_at: isoTime(k.created_at), retired_at: isoTime(k.retired_at), public_key_pem: k.public_key_pem });
 
 function expiry(v: Record<string, string | boolean | undefined>): Date | null {
   if (typeof v.expires === 'string') {
@@ -190,6 +200,14 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
       if (!(await getGrant(db, arg))) throw new UsageError(`no grant ${arg}`);
       await revokeGrant(db, arg);
       return grantView((await getGrant(db, arg))!);
+    }
+    case 'passport-keys list':
+      return (await listPassportKeys(db)).map(passportKeyView);
+    case 'passport-keys rotate': {
+      // The configured keyring (SILICO_PASSPORT_KEYS_DIR), else the local stack's; workers read the same one.
+      const dir = passportKeysDir() ?? path.join(localDataDir(), 'passport-keys');
+      const key = await rotatePassportKey(db, dir);
+      return { ...passportKeyView((await listPassportKeys(db)).find((k) => k.key_id === key.keyId)!), keyring: dir, note: 'New passports are signed with this key; the previous one is retired and keeps verifying.' };
     }
     default:
       throw new UsageError(what ? `unknown command: ${what}` : 'no command given');

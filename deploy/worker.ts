@@ -13,6 +13,8 @@ import { createObjectStore } from '../storage/objects.ts';
 import { createPublicationActivities } from '../activities/publication.ts';
 import { createDatasetActivities } from '../activities/datasets.ts';
 import { createExperimentActivities } from '../activities/experiments.ts';
+import { createPassportActivities } from '../activities/passports.ts';
+import { registerKeyring } from '../storage/passportKeys.ts';
 import { WORKFLOWS_PATH } from './workflowBundle.ts';
 
 /**
@@ -33,6 +35,8 @@ async function main(): Promise<void> {
   if (config.sandbox.unsafeNoSandbox) {
     log.warn('SILICO_UNSAFE_NO_SANDBOX=1: LAB CODE RUNS UNSANDBOXED, AS THIS WORKER\'S USER, WITH ITS NETWORK AND FILES. Local development only; never serve strangers\' labs like this.');
   }
+  // Keys dropped into the keyring since the last start are recorded (the newest signs).
+  if (config.passports.keysDir) await registerKeyring(db, config.passports.keysDir);
   const publication = createPublicationActivities({ db, objects, python: config.python, sandbox });
   const control = await Worker.create({
     connection,
@@ -46,6 +50,7 @@ async function main(): Promise<void> {
       ...publication,
       ...createDatasetActivities({ db, objects }),
       ...createExperimentActivities({ db, objects, maxConcurrentRuns: config.limits.concurrentRunsPerAccount }),
+      ...createPassportActivities({ db, objects, keysDir: config.passports.keysDir }),
     },
   });
   // One activity worker per compute profile this machine serves (GPU profiles are served

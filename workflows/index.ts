@@ -4,3 +4,4 @@ export { runWorkflow } from './run.ts';
 export { publicationWorkflow } from './publication.ts';
 export { datasetRegistrationWorkflow } from './datasetRegistration.ts';
 export { experimentWorkflow } from './experiment.ts';
+export { passportWorkflow } from './passport.ts';

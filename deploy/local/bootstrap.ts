@@ -9,6 +9,7 @@ import { createKey, findKeyBySecret, SCOPES } from '../../storage/db/apiKeys.ts'
 import { grantCompute, usdToMicros } from '../../storage/ledger.ts';
 import { publishSkills } from '../../storage/skills.ts';
 import { publishBuiltinLabs } from './builtinLabs.ts';
+import { ensureKeyring } from '../../storage/passportKeys.ts';
 import { CONTROL_TASK_QUEUE, MAINTENANCE_SCHEDULE_ID } from '../../workflows/constants.ts';
 
 export const OPERATOR_NAMESPACE = 'local';
@@ -17,11 +18,11 @@ export const SKILLS_DIR = fileURLToPath(new URL('../skills', import.meta.url));
 /**
  * Everything a fresh data dir needs before the api and worker start: the schema, the
  * bucket, the built-in skills, the operator account `local` (team, $100, gateway on)
- * with an all-scopes key, and the hourly maintenance schedule. Idempotent: a second
+ * with an all-scopes key, a passport signing key, and the hourly maintenance schedule. Idempotent: a second
  * start keeps the data and reuses the key written to local.json when it still works.
  */
 export async function bootstrap(opts: {
-  db: Db; objects: ObjectStore; temporalAddress: string; namespace: string; stateFile: string; python: string; log: (l: string) => void;
+  db: Db; objects: ObjectStore; temporalAddress: string; namespace: string; stateFile: string; python: string; passportKeysDir: string; log: (l: string) => void;
 }): Promise<{ apiKey: string; keyId: string; accountId: string; created: boolean }> {
   const { db, objects, log } = opts;
   const applied = await migrate(db);
@@ -30,6 +31,8 @@ export async function bootstrap(opts: {
   const skills = await publishSkills(db, objects, SKILLS_DIR);
   log(`skills published: ${skills.join(', ')}`);
   await publishBuiltinLabs(db, objects, opts.python, log);
+  const keys = await ensureKeyring(db, opts.passportKeysDir);
+  if (keys.length) log(`passport signing key recorded: ${keys.join(', ')} (keyring ${opts.passportKeysDir})`);
 
   let account = await findAccountByNamespace(db, OPERATOR_NAMESPACE);
   let created = false;

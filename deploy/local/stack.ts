@@ -101,13 +101,15 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       SILICO_API_PORT: String(opts.ports.api),
       SILICO_BASE_URL: baseUrl,
       SILICO_PYTHON: python,
+      // The passport keyring of this data dir (bootstrap makes its first key).
+      SILICO_PASSPORT_KEYS_DIR: path.join(opts.dataDir, 'passport-keys'),
       ...opts.serviceEnv,
     };
     const db = createDb(pg.url, { poolMax: 2 });
     const stateFile = path.join(opts.dataDir, 'local.json');
     let boot;
     try {
-      boot = await bootstrap({ db, objects: createObjectStore({ endpoint: minio.endpoint, region: 'us-east-1', accessKeyId: S3_ACCESS, secretAccessKey: S3_SECRET, bucket: 'silico' }), temporalAddress: temporal.address, namespace: 'default', stateFile, python, log: say });
+      boot = await bootstrap({ db, objects: createObjectStore({ endpoint: minio.endpoint, region: 'us-east-1', accessKeyId: S3_ACCESS, secretAccessKey: S3_SECRET, bucket: 'silico' }), temporalAddress: temporal.address, namespace: 'default', stateFile, python, passportKeysDir: env.SILICO_PASSPORT_KEYS_DIR!, log: say });
     } finally {
       await db.destroy();
     }

@@ -17,6 +17,8 @@ export type { RequestOptions } from './core/http.ts';
 export { Page, PageRequest } from './core/pagination.ts';
 export { DEFAULT_RETRY_POLICY, backoffDelayMs, isRetryableStatus, parseRetryAfter, retryDelayMs, type RetryPolicy } from './core/retry.ts';
 export { normalizeSha256, type VerifiedFile } from './core/download.ts';
+export { verifyPassport, passportOf, passportSignedText, type PassportKey, type PassportVerification, type SignedPassport } from './passportVerify.ts';
+export { canonicalJson } from './core/canonicalJson.ts';
 export * from './models.ts';
 export * from './experimentModels.ts';
 export type * from './types.ts';

@@ -4,6 +4,7 @@ import { resolveSettings, configFile, readSettings, writeSettings, type Settings
 import { EXIT, UsageError, makeOut, reportFailure, type Out } from './output.ts';
 import { runCommand } from './commands/run.ts';
 import { experimentGet, experimentRun } from './commands/experiment.ts';
+import { passportGet, passportVerify } from './commands/passports.ts';
 import * as r from './commands/resources.ts';
 import { serveMcpOverStdio } from './mcpBridge.ts';
 
@@ -142,6 +143,27 @@ export function buildProgram(): Command {
     const { client, out } = connect(cmd);
     return experimentGet(client, id, out);
   }));
+
+  const passport = program.command('passport').description('signed per-check evidence of a run or a workspace revision (never a score)');
+  passport.command('get')
+    .description('build a passport of a run or a revision now, or fetch a stored one by id')
+    .option('--run <run_id>', 'a run of yours')
+    .option('--workspace <workspace_id>', 'a workspace of yours (with --revision)')
+    .option('--revision <revision_id>', 'a revision of that workspace')
+    .option('--id <passport_id>', 'a stored passport (pp_...), exactly as signed')
+    .option('--out <file>', 'write the passport as JSON')
+    .option('--openssl-dir <dir>', 'write passport.json, passport.canonical.json, passport.sig and key.pem for `openssl pkeyutl -verify`')
+    .action(action(async (cmd) => {
+      const { client, out } = connect(cmd);
+      return passportGet(client, cmd.opts(), out);
+    }));
+  passport.command('verify <file>')
+    .description('check a passport\'s Ed25519 signature offline; exit 0 verified, 1 not')
+    .option('--keys <file>', 'public keys (the body of GET /passports/keys) instead of fetching them')
+    .action(action(async (cmd, file: string) => {
+      const keys = cmd.opts<{ keys?: string }>().keys;
+      return passportVerify(file, { file: keys, client: () => connect(cmd).client }, makeOut(Boolean(cmd.optsWithGlobals<Globals>().json)));
+    }));
 
   const files = program.command('files').description('your input files');
   files.command('upload <path>')

@@ -701,13 +701,35 @@ export type paths = {
         };
         /**
          * Return a signed per-check evidence passport for exactly one owned subject (not a validity score)
-         * @description Return a signed per-check evidence passport for exactly one owned subject (not a validity score).
+         * @description Return a signed per-check evidence passport for exactly one owned subject (not a validity score). With run_id, or workspace_id and revision_id, a new passport is built from evidence re-derived now (artifacts re-hashed from the store); with passport_id, a stored one is returned exactly as signed.
+         *
+         *     Scope: `passports:read`.
+         */
+        get: operations["passport_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/passports/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the public keys that sign passports (Ed25519, PEM), with when each was created and retired: a retired key signs nothing new, and what it signed stays verifiable offline
+         * @description List the public keys that sign passports (Ed25519, PEM), with when each was created and retired: a retired key signs nothing new, and what it signed stays verifiable offline.
          *
          *     Scope: `passports:read`.
          *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
+         *     **An addition to the spec**: this route is not in the service contract's route table.
          */
-        get: operations["passport_get"];
+        get: operations["passport_keys_list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3288,7 +3310,88 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown> & {
+                    "application/json": ({
+                        checks: {
+                            /** @enum {unknown} */
+                            check: "package_integrity" | "input_contract" | "execution_completed" | "artifact_hashes" | "output_contract" | "provenance_chain" | "reproducibility";
+                            /** Format: date-time */
+                            checked_at: string;
+                            evidence: Record<string, unknown>;
+                            /** @enum {unknown} */
+                            status: "passed" | "failed" | "not_applicable" | "unknown";
+                        }[];
+                        /** Format: date-time */
+                        created_at: string;
+                        key_id: string;
+                        /** @constant */
+                        object: "passport";
+                        passport_id: string;
+                        signature: {
+                            /** @constant */
+                            alg: "Ed25519";
+                            key_id: string;
+                            /** @description base64 Ed25519 signature of the RFC 8785 canonical JSON of the passport without `signature` */
+                            value: string;
+                        };
+                        /** @description kind `run` (run_id, resolved_ref, package_sha256) or `workspace_revision` (workspace_id, revision_id, tree_sha256) */
+                        subject: Record<string, unknown>;
+                    } & {
+                        [key: string]: unknown;
+                    }) & {
+                        links: Record<string, unknown>;
+                        next_actions: {
+                            arguments: Record<string, unknown>;
+                            description: string;
+                            http: {
+                                method: string;
+                                path: string;
+                            };
+                            tool: string;
+                        }[];
+                        /** Format: uuid */
+                        request_id: string;
+                        /** @constant */
+                        schema_version: "2026-11-01";
+                        warnings: Record<string, unknown>[];
+                    };
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            500: components["responses"]["E500"];
+            503: components["responses"]["E503"];
+        };
+    };
+    passport_keys_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items?: {
+                            /** @constant */
+                            alg: "Ed25519";
+                            /** Format: date-time */
+                            created_at: string;
+                            key_id: string;
+                            public_key_pem: string;
+                            /** Format: date-time */
+                            retired_at: string | null;
+                        }[];
+                    } & {
                         links: Record<string, unknown>;
                         next_actions: {
                             arguments: Record<string, unknown>;
@@ -3312,7 +3415,6 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };

@@ -19,6 +19,7 @@ import * as runOutputsFromExecution from './017_run_outputs_from_execution.ts';
 import * as teamMembersHubListing from './018_team_members_hub_listing.ts';
 import * as unacceptRun from './019_unaccept_run.ts';
 import * as experiments from './020_experiments.ts';
+import * as passports from './021_passports.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
@@ -45,6 +46,7 @@ const migrations: Record<string, Migration> = {
   '018_team_members_hub_listing': teamMembersHubListing,
   '019_unaccept_run': unacceptRun,
   '020_experiments': experiments,
+  '021_passports': passports,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

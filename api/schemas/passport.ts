@@ -1,0 +1,29 @@
+import { arr, obj, str, time, type JsonSchema } from './common.ts';
+import { CHECKS } from '../../storage/passportDocument.ts';
+
+/** One check of a passport: a status of its own and its evidence; there is no overall score. */
+const check = obj({
+  check: { enum: [...CHECKS] },
+  status: { enum: ['passed', 'failed', 'not_applicable', 'unknown'] },
+  evidence: { type: 'object' },
+  checked_at: time,
+}, ['check', 'status', 'evidence', 'checked_at']);
+
+/** A signed passport, as stored and served (the envelope's fields sit beside these, unsigned). */
+export const passport: JsonSchema = obj({
+  object: { const: 'passport' },
+  passport_id: str(64),
+  subject: { type: 'object', description: 'kind `run` (run_id, resolved_ref, package_sha256) or `workspace_revision` (workspace_id, revision_id, tree_sha256)' },
+  checks: arr(check, { minItems: CHECKS.length, maxItems: CHECKS.length }),
+  created_at: time,
+  key_id: str(64),
+  signature: obj({
+    alg: { const: 'Ed25519' }, key_id: str(64),
+    value: str(200, { description: 'base64 Ed25519 signature of the RFC 8785 canonical JSON of the passport without `signature`' }),
+  }, ['alg', 'key_id', 'value']),
+}, ['object', 'passport_id', 'subject', 'checks', 'created_at', 'key_id', 'signature'], { additionalProperties: true });
+
+/** A public key of passports: retired keys stay listed so what they signed stays verifiable. */
+export const passportKey: JsonSchema = obj({
+  key_id: str(64), alg: { const: 'Ed25519' }, public_key_pem: str(1000), created_at: time, retired_at: { type: ['string', 'null'], format: 'date-time' },
+}, ['key_id', 'alg', 'public_key_pem', 'created_at', 'retired_at']);

@@ -1,0 +1,59 @@
+import { sign } from 'node:crypto';
+import { canonicalJson } from './digest.ts';
+import type { SigningKey } from './passportKeys.ts';
+
+/** The seven checks of a passport, in the order a passport lists them (DECISIONS.md, Passports). */
+export const CHECKS = [
+  'package_integrity', 'input_contract', 'execution_completed', 'artifact_hashes', 'output_contract', 'provenance_chain', 'reproducibility',
+] as const;
+export type CheckName = typeof CHECKS[number];
+export type CheckStatus = 'passed' | 'failed' | 'not_applicable' | 'unknown';
+
+/** One check: its own verdict and the evidence it was reached from. Never a score. */
+export interface CheckResult { check: CheckName; status: CheckStatus; evidence: Record<string, unknown>; checked_at: string }
+
+/** What a passport is about: identifiers only (the workflow carries nothing bigger). */
+export type PassportSubject =
+  | { kind: 'run'; run_id: string }
+  | { kind: 'workspace_revision'; workspace_id: string; revision_id: string };
+
+/** A passport before it is signed. */
+export interface UnsignedPassport {
+  object: 'passport';
+  passport_id: string;
+  subject: Record<string, unknown>;
+  checks: CheckResult[];
+  created_at: string;
+  key_id: string;
+}
+
+export interface Passport extends UnsignedPassport {
+  signature: { alg: 'Ed25519'; key_id: string; value: string };
+}
+
+/** A check's result, timed now. */
+export function checked(check: CheckName, status: CheckStatus, evidence: Record<string, unknown>): CheckResult {
+  return { check, status, evidence, checked_at: new Date().toISOString() };
+}
+
+/** A check that means nothing for this subject (a revision has no execution), saying why. */
+export function notApplicable(check: CheckName, why: string): CheckResult {
+  return checked(check, 'not_applicable', { reason: why });
+}
+
+/**
+ * The bytes a passport's signature covers: the RFC 8785 canonical JSON of the passport
+ * without its `signature` member (`openssl pkeyutl -verify -rawin` checks exactly these).
+ */
+export function signedText(passport: UnsignedPassport | Passport): string {
+  const rest: Partial<Passport> = { ...passport };
+  delete rest.signature;
+  return canonicalJson(rest);
+}
+
+/** Signs a passport with Ed25519 (no prehash: the canonical bytes themselves). */
+export function signPassport(unsigned: UnsignedPassport, key: SigningKey): Passport {
+  if (unsigned.key_id !== key.keyId) throw new Error(`passport names key ${unsigned.key_id}, signing with ${key.keyId}`);
+  const value = sign(null, Buffer.from(signedText(unsigned), 'utf8'), key.privateKey).toString('base64');
+  return { ...unsigned, signature: { alg: 'Ed25519', key_id: key.keyId, value } };
+}
