@@ -1,9 +1,12 @@
-import { proxyActivities, startChild, log, ParentClosePolicy, ChildWorkflowCancellationType, WorkflowIdReusePolicy } from '@temporalio/workflow';
+import { proxyLocalActivities, proxyActivities, executeChild, log, ParentClosePolicy, ChildWorkflowCancellationType, WorkflowIdReusePolicy } from '@temporalio/workflow';
 import { workflowSearchAttributes } from './searchAttributes.ts';
 import type { ExperimentActivities } from '../activities/experiments.ts';
 import { runWorkflow } from './run.ts';
 import { CONTROL_TASK_QUEUE, runWorkflowId } from './constants.ts';
 
+// Reading the schedule is one short query: a local activity, no round trip through the server.
+const local = proxyLocalActivities<ExperimentActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 20 } });
+// Storing the comparison renders a chart and writes two objects: a regular activity.
 const control = proxyActivities<ExperimentActivities>({ startToCloseTimeout: '2 minutes', retry: { maximumAttempts: 20 } });
 
 /**
@@ -14,13 +17,15 @@ const control = proxyActivities<ExperimentActivities>({ startToCloseTimeout: '2 
  * Runs are passed by id; their outcomes are read from Postgres, never carried here.
  */
 export async function experimentWorkflow(args: { experimentId: string }): Promise<string> {
-  const { account, runs, window } = await control.experimentSchedule(args.experimentId);
+  const { account, runs, window } = await local.experimentSchedule(args.experimentId);
   const inFlight = new Map<string, Promise<void>>();
   let next = 0;
   while (next < runs.length || inFlight.size > 0) {
     while (next < runs.length && inFlight.size < window) {
       const { runId, ref } = runs[next++]!;
-      const child = await startChild(runWorkflow, {
+      // Every free slot is filled in the same workflow task: awaiting each start would
+      // cost a round trip per run and cap a study at about ten starts a second.
+      const ended = executeChild(runWorkflow, {
         workflowId: runWorkflowId(runId),
         args: [{ runId }],
         taskQueue: CONTROL_TASK_QUEUE,
@@ -30,14 +35,12 @@ export async function experimentWorkflow(args: { experimentId: string }): Promis
         parentClosePolicy: ParentClosePolicy.ABANDON,
         cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-      }).catch((err: unknown) => {
-        // Only this workflow starts its runs' workflows; should one exist anyway, that
-        // workflow owns the run's ending and the study does not wait for it here.
-        log.warn('run workflow of a study was already started', { runId, error: String(err) });
-        return null;
+      }).then(() => undefined, (err: unknown) => {
+        // A run's workflow records its own ending; one that failed, or that only this
+        // workflow should have started but existed already, just frees its place here.
+        log.warn('run workflow of a study ended badly or was already started', { runId, error: String(err) });
       });
-      if (!child) continue;
-      inFlight.set(runId, child.result().then(() => undefined, () => undefined).finally(() => inFlight.delete(runId)));
+      inFlight.set(runId, ended.finally(() => inFlight.delete(runId)));
     }
     await Promise.race(inFlight.values());
   }
