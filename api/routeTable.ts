@@ -61,7 +61,7 @@ export const ROUTES: readonly RouteDef[] = [
   r('GET', '/labs/{lab_id}/hosting', 'hosting_get', 'hosting', { notFound: true }),
   r('PATCH', '/labs/{lab_id}/hosting', 'hosting_update', 'hosting', { notFound: true, gateway: true }),
   r('POST', '/labs/{lab_id}/hosting-plans', 'hosting_prepare', 'hosting', { success: 201, notFound: true, idempotency: 'required' }),
-  r('POST', '/hosting-requests', 'hosting_execute', 'hosting', { success: 201, gateway: true }),
+  r('POST', '/hosting-requests', 'hosting_execute', 'hosting', { success: 201, gateway: true, notFound: true }),
   r('POST', '/files/from-run', 'file_import_from_run', 'files', { success: 201, notFound: true }),
   r('GET', '/files', 'file_list', 'files'),
   r('POST', '/files', 'file_upload', 'files', { restOnly: true }),

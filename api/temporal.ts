@@ -1,4 +1,4 @@
-import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { DependencyUnavailable } from '../storage/dependencies.ts';
 import protoPkg from '@temporalio/proto';
 import { computeTaskQueue } from '../workflows/constants.ts';
@@ -24,6 +24,13 @@ export interface TemporalGateway {
   executeWorkflow<T>(type: string, options: Parameters<Client['workflow']['start']>[1], waitMs: number): Promise<T>;
   /** Requests a workflow's cancellation within the call deadline (a workflow already gone is fine). */
   cancelWorkflow(workflowId: string): Promise<void>;
+  /**
+   * Sends an update to a running workflow and waits for its result within the call
+   * deadline. A validator's or handler's refusal is WorkflowUpdateFailedError and a
+   * workflow that is gone WorkflowNotFoundError, as the client says; anything else is
+   * DependencyUnavailable('temporal').
+   */
+  executeUpdate<R>(workflowId: string, update: string, arg: unknown): Promise<R>;
   ping(): Promise<boolean>;
   /** True when at least one worker polled the profile's task queue recently (cached 5 s). */
   hasComputeWorker(profileId: string): Promise<boolean>;
@@ -34,7 +41,7 @@ export interface TemporalGateway {
 
 /** Errors that are Temporal's answer about a workflow, not Temporal being unavailable. */
 function isAnswer(err: unknown): boolean {
-  return err instanceof WorkflowExecutionAlreadyStartedError || err instanceof WorkflowNotFoundError || err instanceof WorkflowFailedError;
+  return err instanceof WorkflowExecutionAlreadyStartedError || err instanceof WorkflowNotFoundError || err instanceof WorkflowFailedError || err instanceof WorkflowUpdateFailedError;
 }
 
 export function createTemporalGateway(cfg: { address: string; namespace: string; timeoutMs?: number }): TemporalGateway {
@@ -84,6 +91,13 @@ export function createTemporalGateway(cfg: { address: string; namespace: string;
           if (!(err instanceof WorkflowNotFoundError)) throw err;
         });
       });
+    },
+    async executeUpdate<R>(workflowId: string, update: string, arg: unknown): Promise<R> {
+      let result: R;
+      await bounded(async (c, cl) => {
+        result = await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.getHandle(workflowId).executeUpdate<R, [unknown]>(update, { args: [arg] }));
+      });
+      return result!;
     },
     async ping() {
       const c = await connection();

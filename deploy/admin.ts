@@ -13,6 +13,7 @@ import { createGrant, getGrant, listGrants, revokeGrant, type GrantRow } from '.
 import { passportKeysDir } from '../api/config.ts';
 import { rotatePassportKey } from '../storage/passportKeys.ts';
 import { listPassportKeys, type PassportKeyRow } from '../storage/db/passports.ts';
+import { HOSTING_USAGE, listForReview, reviewHosting } from './adminHosting.ts';
 
 /**
  * Operator CLI: `npm run admin -- <group> <command> [options] [--json]`. Talks to
@@ -38,6 +39,7 @@ const USAGE = `usage: npm run admin -- <command> [options] [--json]
   grants revoke GRANT_ID
   passport-keys list
   passport-keys rotate                           (a new signing key in the keyring; the old one is retired and keeps verifying)
+${HOSTING_USAGE}
 
 A grant (a workflow grant) lets the account's automated pipeline publish plans of that
 lab whose version is in RANGE (semver, default *) with POST /v1/publications
@@ -105,7 +107,7 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
       'expires-in': { type: 'string' }, usd: { type: 'string' }, ref: { type: 'string' }, flag: { type: 'string' },
       on: { type: 'boolean' }, off: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
       lab: { type: 'string' }, versions: { type: 'string' }, note: { type: 'string' },
-      team: { type: 'string' }, member: { type: 'string' },
+      team: { type: 'string' }, member: { type: 'string' }, status: { type: 'string' },
     },
   });
   const [group, cmd, arg] = positionals;
@@ -208,6 +210,13 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
       const dir = passportKeysDir() ?? path.join(localDataDir(), 'passport-keys');
       const key = await rotatePassportKey(db, dir);
       return { ...passportKeyView((await listPassportKeys(db)).find((k) => k.key_id === key.keyId)!), keyring: dir, note: 'New passports are signed with this key; the previous one is retired and keeps verifying.' };
+    }
+    case 'hosting list':
+      return listForReview(db, v.status);
+    case 'hosting approve':
+    case 'hosting reject': {
+      if (!arg) throw new UsageError(`hosting ${cmd} LAB_ID`);
+      return reviewHosting(localDataDir(), arg, { decision: cmd === 'approve' ? 'approve' : 'reject', actor: `operator:${process.env.USER ?? 'admin'}`, note: typeof v.note === 'string' ? v.note : undefined });
     }
     default:
       throw new UsageError(what ? `unknown command: ${what}` : 'no command given');

@@ -13,6 +13,7 @@ import { createObjectStore } from '../storage/objects.ts';
 import { createPublicationActivities } from '../activities/publication.ts';
 import { createDatasetActivities } from '../activities/datasets.ts';
 import { createExperimentActivities } from '../activities/experiments.ts';
+import { createHostingActivities } from '../activities/hosting.ts';
 import { createPassportActivities } from '../activities/passports.ts';
 import { registerKeyring } from '../storage/passportKeys.ts';
 import { WORKFLOWS_PATH } from './workflowBundle.ts';
@@ -38,6 +39,7 @@ async function main(): Promise<void> {
   // Keys dropped into the keyring since the last start are recorded (the newest signs).
   if (config.passports.keysDir) await registerKeyring(db, config.passports.keysDir);
   const publication = createPublicationActivities({ db, objects, python: config.python, sandbox });
+  const hosting = createHostingActivities({ db, objects, python: config.python, sandbox });
   const control = await Worker.create({
     connection,
     namespace: config.temporal.namespace,
@@ -50,6 +52,7 @@ async function main(): Promise<void> {
       ...publication,
       ...createDatasetActivities({ db, objects }),
       ...createExperimentActivities({ db, objects, maxConcurrentRuns: config.limits.concurrentRunsPerAccount }),
+      ...hosting,
       ...createPassportActivities({ db, objects, keysDir: config.passports.keysDir }),
     },
   });
@@ -61,7 +64,7 @@ async function main(): Promise<void> {
     connection,
     namespace: config.temporal.namespace,
     taskQueue: computeTaskQueue(p),
-    activities: { ...execution, ...publication },
+    activities: { ...execution, ...publication, ...hosting },
     maxConcurrentActivityTaskExecutions: 2,
     // SIGTERM drains: running labs get this long to finish; then they are stopped and
     // their runs rescheduled on another worker (not cancelled, no attempt used).

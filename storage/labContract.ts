@@ -33,3 +33,9 @@ export function hubIndexOf(manifest: { tags?: unknown; intended_use?: unknown; c
     compute_class: manifest.compute_class === 'gpu' ? 'gpu' : 'cpu',
   };
 }
+
+/** A lab's private smoke fixtures: the inputs its lab.yaml declares under `smoke` (none: {}). */
+export function smokeInputsOf(manifest: Record<string, unknown>): Record<string, unknown> {
+  const smoke = manifest.smoke as { inputs?: unknown } | undefined;
+  return smoke?.inputs && typeof smoke.inputs === 'object' && !Array.isArray(smoke.inputs) ? smoke.inputs as Record<string, unknown> : {};
+}

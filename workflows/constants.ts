@@ -43,5 +43,10 @@ export function passportWorkflowId(passportId: string): string {
   return `passport-${passportId}`;
 }
 
+/** Workflow id of a lab's hosting lifecycle (one lifecycle at a time per lab). */
+export function hostingWorkflowId(labId: string): string {
+  return `hosting-${labId}`;
+}
+
 /** The failure type of a lab execution stopped by its worker's shutdown (rescheduled, not failed). */
 export const WORKER_SHUTDOWN = 'WorkerShutdown';

@@ -5,3 +5,4 @@ export { publicationWorkflow } from './publication.ts';
 export { datasetRegistrationWorkflow } from './datasetRegistration.ts';
 export { experimentWorkflow } from './experiment.ts';
 export { passportWorkflow } from './passport.ts';
+export { hostingLifecycleWorkflow } from './hosting.ts';

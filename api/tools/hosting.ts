@@ -1,5 +1,20 @@
-import type { ToolDef } from './tool.ts';
+import type { ToolDef, ToolContext } from './tool.ts';
 import { str, obj, sha256Hex, planExecute, id } from '../schemas/common.ts';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { ApiError, errors } from '../errors.ts';
+import { approvedPlan, planUsed, planView, resultOf, PLAN_TTL_SECONDS } from '../plans.ts';
+import { createPlan } from '../../storage/db/plans.ts';
+import { getHosting, hostingEvents, HostingExists, HOSTING_ENDED, PlanAlreadyUsed, requestHosting, unrequestHosting, type HostingRow } from '../../storage/db/hosting.ts';
+import { microsToUsd } from '../../storage/ledger.ts';
+import { findVisibleRelease, parseReference } from '../../storage/db/releases.ts';
+import { getComputeProfile } from '../../storage/db/computeProfiles.ts';
+import { listOf } from '../../storage/labContract.ts';
+import { CONTROL_TASK_QUEUE, hostingWorkflowId } from '../../workflows/constants.ts';
+import { workflowSearchAttributes } from '../../workflows/searchAttributes.ts';
+import type { ActionRequest, HostingState } from '../../workflows/hosting.ts';
+import { ownedLab, prepareHosting, recheckHosting, type HostingProposal, type HostingRequest } from '../hosting/prepare.ts';
+import { hostingView } from '../hosting/view.ts';
 
 export const hostingTools: ToolDef[] = [
   {
@@ -60,3 +75,141 @@ export const hostingTools: ToolDef[] = [
     input: { path: { invocation_id: id('inv'), port: str(100) }, query: { include_content: { type: 'boolean' } } },
   },
 ];
+
+async function ownedHosting(ctx: ToolContext, labId: string): Promise<HostingRow> {
+  await ownedLab(ctx.deps, ctx.caller, labId);
+  const h = await getHosting(ctx.deps.db, labId, ctx.caller.account.id);
+  if (!h) throw errors.notFound('hosting_not_found', 'hosting for this lab', 'lab_id');
+  return h;
+}
+
+async function fullView(ctx: ToolContext, labId: string) {
+  const h = (await getHosting(ctx.deps.db, labId, ctx.caller.account.id))!;
+  return hostingView(h, await hostingEvents(ctx.deps.db, labId, h.generation));
+}
+
+/** A workflow's refusal of an update, answered as the 409 its failure type names. */
+function refusal(err: unknown): ApiError | null {
+  if (!(err instanceof WorkflowUpdateFailedError)) return null;
+  const cause = err.cause instanceof ApplicationFailure ? err.cause : null;
+  const code = cause?.type === 'revision_conflict' ? 'revision_conflict' : 'invalid_state';
+  return new ApiError(409, code, cause?.message ?? 'The hosting refused this change.', code === 'revision_conflict' ? 'revision' : 'action');
+}
+
+const HANDLERS: Record<string, ToolDef['handler']> = {
+  async hosting_prepare(input, ctx) {
+    const { proposal, findings, release, profile, smokeInputs } = await prepareHosting(ctx.deps, ctx.caller, input.lab_id, input as HostingRequest);
+    const plan = await createPlan(ctx.deps.db, { accountId: ctx.caller.account.id, kind: 'hosting', proposal, findings, ttlSeconds: PLAN_TTL_SECONDS });
+    const hourly = microsToUsd(proposal.hourly_micros);
+    return {
+      body: {
+        object: 'hosting_plan', ...planView(plan), lab_id: proposal.lab_id,
+        release: { release_id: release.id, reference: proposal.reference, sha256: proposal.package_sha256 },
+        // The caller owns the lab: only an owner ever sees the fixtures (rule 13).
+        smoke_inputs: smokeInputs, smoke_inputs_sha256: proposal.smoke_inputs_sha256,
+        compute: {
+          profile: profile.id, kind: profile.kind, vcpus: profile.vcpus, memory_mib: profile.memory_mib, gpu: profile.gpu,
+          min_instances: proposal.min_instances, max_instances: proposal.max_instances, max_runtime_seconds: profile.max_runtime_seconds,
+        },
+        cost: {
+          hourly_usd: hourly, price_per_second_usd: microsToUsd(profile.price_per_second_micros),
+          caveat: `While ready, ${proposal.min_instances} warm instance(s) of ${profile.id} cost $${hourly} per hour to this account, until paused or retired; invocations are charged to whoever invokes them.`,
+        },
+        approval: { required: proposal.approval_required, reasons: proposal.approval_reasons },
+        visibility: proposal.visibility,
+      },
+      next_actions: plan.status === 'ready'
+        ? [{ tool: 'hosting_execute', description: 'After the owner approves this digest and the standing cost, request the hosting.', arguments: { plan_id: plan.id, plan_sha256: plan.plan_sha256 } }]
+        : [],
+    };
+  },
+
+  async hosting_execute(input, ctx) {
+    const plan = await approvedPlan(ctx.deps.db, ctx.caller.account.id, 'hosting', input.plan_id, input.plan_sha256);
+    const p = plan.proposal as HostingProposal;
+    await recheckHosting(ctx.deps, ctx.caller, p);
+    let recorded: Awaited<ReturnType<typeof requestHosting>>;
+    try {
+      recorded = await requestHosting(ctx.deps.db, {
+        lab_id: p.lab_id, account_id: ctx.caller.account.id, release_id: p.release_id, reference: p.reference, package_sha256: p.package_sha256,
+        compute_profile: p.compute_profile, min_instances: p.min_instances, max_instances: p.max_instances, visibility: p.visibility, plan_id: plan.id,
+        approval: { required: p.approval_required, reasons: p.approval_reasons, decision: null, actor: null, note: null, decided_at: null },
+      });
+    } catch (err) {
+      if (err instanceof PlanAlreadyUsed) throw planUsed(await resultOf(ctx.deps.db, ctx.caller.account.id, plan.id));
+      if (err instanceof HostingExists) throw new ApiError(409, 'invalid_state', 'This lab is already hosted; retire its hosting before requesting another.', 'plan_id');
+      throw err;
+    }
+    const state: HostingState = {
+      labId: p.lab_id, generation: recorded.row.generation, profile: p.compute_profile, status: 'requested', revision: 1, approvalRequired: p.approval_required, review: null,
+    };
+    try {
+      await ctx.deps.temporal.startWorkflow('hostingLifecycleWorkflow', {
+        taskQueue: CONTROL_TASK_QUEUE, workflowId: hostingWorkflowId(p.lab_id), args: [state],
+        typedSearchAttributes: workflowSearchAttributes({ account: ctx.caller.account.id, kind: 'hosting', ref: p.reference }),
+      });
+    } catch (err) {
+      await unrequestHosting(ctx.deps.db, recorded.row, recorded.previous).catch(() => undefined);
+      throw err;
+    }
+    return {
+      body: await fullView(ctx, p.lab_id),
+      warnings: [{ code: 'not_ready', message: 'A recorded request is not a ready deployment: read the hosting until its checks finish (and, for public or GPU hosting, an operator approves).' }],
+      next_actions: [{ tool: 'hosting_get', description: 'Follow the deployment checks and status.', arguments: { lab_id: p.lab_id } }],
+    };
+  },
+
+  async hosted_release_get(input, ctx) {
+    const ref = parseReference(input.reference, true);
+    if (!ref) throw errors.validation('parameter_invalid_format', 'reference must be <namespace>/<name>@<version>.', 'reference');
+    const release = await findVisibleRelease(ctx.deps.db, ctx.caller.account.id, { ...ref, version: ref.version! });
+    const lab = release && await ctx.deps.db('labs').where({ account_id: release.account_id, name: release.name }).first('id');
+    const hosting = lab && await getHosting(ctx.deps.db, lab.id);
+    const owner = release?.account_id === ctx.caller.account.id;
+    // Hosting a release does not widen who may see it: private hosting is the owner's,
+    // team hosting its team's (whom the release is visible to), public anyone's.
+    if (!release || !hosting || hosting.release_id !== release.id || HOSTING_ENDED.includes(hosting.status) || (hosting.visibility === 'private' && !owner)) {
+      throw errors.notFound('release_not_found', 'hosted release', 'reference');
+    }
+    if (input.sha256 !== hosting.package_sha256) throw errors.validation('checksum_mismatch', `${input.reference} is hosted with package digest ${hosting.package_sha256}.`, 'sha256');
+    const profile = (await getComputeProfile(ctx.deps.db, hosting.compute_profile))!;
+    const io = (release.manifest.io ?? {}) as { inputs?: unknown; outputs?: unknown };
+    return {
+      body: {
+        object: 'hosted_release', reference: hosting.reference, sha256: hosting.package_sha256, status: hosting.status, ready: hosting.status === 'ready',
+        // The contract as declared (units, bounds, defaults); the smoke fixtures are never shown (rule 13).
+        inputs: listOf(io.inputs as never[]).map((i: Record<string, unknown>) => ({
+          name: i.name, value_type: i.value_type ?? 'object', required: i.required ?? false, description: i.description ?? null, units: i.units ?? null, default: i.default ?? null, schema: i.schema ?? null,
+        })),
+        outputs: listOf(io.outputs as never[]).filter((o: Record<string, unknown>) => o.public !== false).map((o: Record<string, unknown>) => ({ name: o.name, value_type: o.value_type ?? 'object', description: o.description ?? null, units: o.units ?? null })),
+        compute: { profile: profile.id, kind: profile.kind, min_instances: hosting.min_instances, max_instances: hosting.max_instances, max_runtime_seconds: profile.max_runtime_seconds, price_per_second_usd: microsToUsd(profile.price_per_second_micros) },
+      },
+    };
+  },
+
+  async hosting_get(input, ctx) {
+    await ownedHosting(ctx, input.lab_id);
+    return { body: await fullView(ctx, input.lab_id) };
+  },
+
+  async hosting_update(input, ctx) {
+    const h = await ownedHosting(ctx, input.lab_id);
+    if (HOSTING_ENDED.includes(h.status)) throw new ApiError(409, 'invalid_state', `This hosting has ended (${h.status}); request a new one.`, 'action');
+    const change: ActionRequest = { revision: input.revision, action: input.action, actor: `key:${ctx.caller.key.id}` };
+    try {
+      await ctx.deps.temporal.executeUpdate(hostingWorkflowId(h.lab_id), 'hostingAction', change);
+    } catch (err) {
+      const refused = refusal(err);
+      if (refused) throw refused;
+      if (err instanceof WorkflowNotFoundError) throw new ApiError(409, 'invalid_state', 'This hosting has ended; request a new one.', 'action');
+      throw err;
+    }
+    return { body: await fullView(ctx, h.lab_id), warnings: [{ code: 'applied_asynchronously', message: `The ${input.action} is recorded; the deployment applies it shortly. Read the hosting to see it done.` }] };
+  },
+};
+
+for (const t of hostingTools) {
+  const h = HANDLERS[t.name];
+  if (h) t.handler = h;
+}
+

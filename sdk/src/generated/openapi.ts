@@ -490,8 +490,6 @@ export type paths = {
          * @description Read accessible hosting inputs and bounds without exposing private smoke fixtures.
          *
          *     Scope: `runs:read`.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         get: operations["hosted_release_get"];
         put?: never;
@@ -516,8 +514,6 @@ export type paths = {
          * @description Execute an approved hosting plan through the existing hosted-lab lifecycle.
          *
          *     Scope: `runs:write`. Requires managed operations (the agent gateway) for the account.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         post: operations["hosting_execute"];
         delete?: never;
@@ -626,8 +622,6 @@ export type paths = {
          * @description Read an owned lab's hosting approval, exact release, deployment checks and status.
          *
          *     Scope: `runs:read`.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         get: operations["hosting_get"];
         put?: never;
@@ -640,8 +634,6 @@ export type paths = {
          * @description Record an authorized hosting lifecycle change (pause, resume, retire); workers apply it asynchronously.
          *
          *     Scope: `runs:write`. Requires managed operations (the agent gateway) for the account.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         patch: operations["hosting_update"];
         trace?: never;
@@ -660,8 +652,6 @@ export type paths = {
          * @description Validate and digest an exact hosting request; no hosting compute starts.
          *
          *     Scope: `runs:write`.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         post: operations["hosting_prepare"];
         delete?: never;
@@ -2802,7 +2792,6 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -2852,13 +2841,13 @@ export interface operations {
             400: components["responses"]["E400"];
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
             409: components["responses"]["E409"];
             413: components["responses"]["E413"];
             415: components["responses"]["E415"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -3104,7 +3093,6 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -3162,7 +3150,6 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -3230,7 +3217,6 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };

@@ -20,6 +20,7 @@ import * as teamMembersHubListing from './018_team_members_hub_listing.ts';
 import * as unacceptRun from './019_unaccept_run.ts';
 import * as experiments from './020_experiments.ts';
 import * as passports from './021_passports.ts';
+import * as hosting from './022_hosting.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
@@ -47,6 +48,7 @@ const migrations: Record<string, Migration> = {
   '019_unaccept_run': unacceptRun,
   '020_experiments': experiments,
   '021_passports': passports,
+  '022_hosting': hosting,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

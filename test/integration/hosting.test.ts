@@ -1,0 +1,209 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client, Connection } from '@temporalio/client';
+import path from 'node:path';
+import { admin, call, closeTestDb, errorOf, newAccount, testDb, testObjects, until, workspaceOfLab } from '../helpers.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
+
+// The hosting lifecycle on the real stack: plan, request, deployment checks, operator
+// review for public hosting, ready, pause, resume and retire, each change recorded in
+// Postgres (GET .../hosting) and in the lab's lifecycle workflow.
+
+after(closeTestDb);
+
+type Owner = Awaited<ReturnType<typeof newAccount>>;
+
+const LAB = path.join(REPO_ROOT, 'test/fixtures/labs/noisy-growth');
+
+/** A fixture lab published through the API by a fresh account: its owner, lab id and exact release. */
+async function hostedLabOwner(): Promise<{ owner: Owner; labId: string; reference: string; sha256: string }> {
+  const owner = await newAccount({ usd: 10 });
+  const ws = await workspaceOfLab(owner.key, 'Noisy growth', LAB);
+  const prep = await call('POST', '/publication-plans', { key: owner.key, body: { workspace_id: ws.workspace_id, revision_id: ws.revision_id, version: '1.0.0' } });
+  assert.equal(prep.body.status, 'ready', prep.text);
+  const pub = await call('POST', '/publications', { key: owner.key, body: { plan_id: prep.body.plan_id, plan_sha256: prep.body.plan_sha256 } });
+  assert.equal(pub.status, 200, pub.text);
+  const release = await until(120_000, async () => {
+    const r = await call('GET', `/hub/releases/${encodeURIComponent(prep.body.reference)}`, { key: owner.key });
+    return r.status === 200 ? r.body : undefined;
+  });
+  return { owner, labId: ws.lab_id, reference: prep.body.reference, sha256: String(release.package_sha256).replace(/^sha256:/, '') };
+}
+
+async function plan(o: Awaited<ReturnType<typeof hostedLabOwner>>, extra: Record<string, unknown> = {}) {
+  const res = await call('POST', `/labs/${o.labId}/hosting-plans`, {
+    key: o.owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { release: { reference: o.reference, sha256: o.sha256 }, ...extra },
+  });
+  assert.equal(res.status, 201, res.text);
+  return res.body;
+}
+
+async function request(o: Awaited<ReturnType<typeof hostedLabOwner>>, p: any) {
+  const res = await call('POST', '/hosting-requests', { key: o.owner.key, body: { plan_id: p.plan_id, plan_sha256: p.plan_sha256 } });
+  assert.equal(res.status, 201, res.text);
+  return res.body;
+}
+
+async function hostingOf(o: { owner: Owner; labId: string }) {
+  const res = await call('GET', `/labs/${o.labId}/hosting`, { key: o.owner.key });
+  assert.equal(res.status, 200, res.text);
+  return res.body;
+}
+
+const waitForStatus = (o: { owner: Owner; labId: string }, status: string, ms = 120_000) =>
+  until(ms, async () => {
+    const h = await hostingOf(o);
+    return h.status === status ? h : undefined;
+  });
+
+async function patch(o: { owner: Owner; labId: string }, revision: number, action: string) {
+  return call('PATCH', `/labs/${o.labId}/hosting`, { key: o.owner.key, body: { revision, action } });
+}
+
+async function makePublic(o: { owner: Owner; labId: string }) {
+  const res = await call('PUT', `/labs/${o.labId}/visibility`, { key: o.owner.key, body: { visibility: 'public' } });
+  assert.equal(res.status, 200, res.text);
+}
+
+let lab: Awaited<ReturnType<typeof hostedLabOwner>>;
+before(async () => {
+  lab = await hostedLabOwner();
+});
+
+test('the whole private lifecycle: plan, request, checks, ready, pause, resume, retire; every change in GET and in the workflow history', { timeout: 240_000 }, async () => {
+  const p = await plan(lab, { min_instances: 1, max_instances: 2, visibility: 'private' });
+  assert.equal(p.object, 'hosting_plan');
+  assert.deepEqual(p.release, { release_id: p.release.release_id, reference: lab.reference, sha256: lab.sha256 });
+  assert.deepEqual(p.approval, { required: false, reasons: [] });
+  assert.equal(p.compute.min_instances, 1);
+  assert.equal(p.cost.hourly_usd, 3600 * 10 / 1e6, 'one warm cpu-small instance for an hour');
+  assert.match(p.cost.caveat, /per hour/);
+  assert.ok(p.expires_at);
+  assert.deepEqual(p.smoke_inputs, {}, 'the owner sees the private fixtures (none declared here)');
+
+  const requested = await request(lab, p);
+  assert.ok(['requested', 'checking'].includes(requested.status), requested.status);
+  assert.equal(requested.ready, false, 'a recorded request is not a ready deployment');
+  const again = await call('POST', '/hosting-requests', { key: lab.owner.key, body: { plan_id: p.plan_id, plan_sha256: p.plan_sha256 } });
+  assert.equal(again.status, 409);
+  assert.equal(errorOf(again).code, 'plan_unavailable');
+
+  const ready = await waitForStatus(lab, 'ready');
+  assert.deepEqual(ready.checks.map((c: any) => [c.check, c.status]), [['release_bytes', 'passed'], ['environment', 'passed'], ['smoke_run', 'passed']]);
+  assert.equal(ready.release.reference, lab.reference);
+
+  const stale = await patch(lab, ready.revision - 1, 'pause');
+  assert.equal(stale.status, 409);
+  assert.equal(errorOf(stale).code, 'revision_conflict');
+  const badMove = await patch(lab, ready.revision, 'resume');
+  assert.equal(badMove.status, 409);
+  assert.equal(errorOf(badMove).code, 'invalid_state');
+
+  // Two PATCHes against the same revision: exactly one applies.
+  const [a, b] = await Promise.all([patch(lab, ready.revision, 'pause'), patch(lab, ready.revision, 'pause')]);
+  assert.deepEqual([a.status, b.status].sort(), [200, 409]);
+  const applied = a.status === 200 ? a : b;
+  assert.equal(applied.body.revision, ready.revision + 1);
+  assert.equal(applied.body.pending_action === 'pause' || applied.body.status === 'paused', true, 'the response shows what was recorded');
+  const paused = await waitForStatus(lab, 'paused');
+  const resumed = await patch(lab, paused.revision, 'resume');
+  assert.equal(resumed.status, 200, resumed.text);
+  const readyAgain = await waitForStatus(lab, 'ready');
+  const retire = await patch(lab, readyAgain.revision, 'retire');
+  assert.equal(retire.status, 200, retire.text);
+  const retired = await waitForStatus(lab, 'retired');
+  assert.ok(retired.ended_at);
+  const statuses = retired.history.map((e: any) => e.status);
+  for (const s of ['requested', 'checking', 'ready', 'paused', 'retiring', 'retired']) assert.ok(statuses.includes(s), `history has ${s}: ${statuses}`);
+  const ended = await patch(lab, retired.revision, 'resume');
+  assert.equal(ended.status, 409);
+
+  // The workflow's own history holds the same changes: an accepted update per PATCH that applied.
+  const connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! });
+  try {
+    const client = new Client({ connection });
+    const history = await client.workflow.getHandle(retired.workflow_id).fetchHistory();
+    const accepted = (history.events ?? []).filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).length;
+    assert.equal(accepted, 3, 'pause, resume, retire');
+  } finally {
+    await connection.close();
+  }
+
+  // A retired lab may be hosted again, as a new lifecycle.
+  const second = await request(lab, await plan(lab));
+  assert.equal(second.revision, 1);
+  const readyNew = await waitForStatus(lab, 'ready');
+  assert.ok(!readyNew.history.some((e: any) => e.status === 'retired'), 'history of the new lifecycle only');
+  assert.equal((await patch(lab, readyNew.revision, 'retire')).status, 200);
+  await waitForStatus(lab, 'retired');
+});
+
+test('public hosting waits for the operator: approval makes it ready; a rejection ends it, clearly', { timeout: 240_000 }, async () => {
+  const pub = await hostedLabOwner();
+  const tooWide = await plan(pub, { visibility: 'public' });
+  assert.equal(tooWide.status, 'blocked', 'public hosting of a private release');
+  assert.equal(tooWide.findings[0].code, 'visibility_exceeds_release');
+  await makePublic(pub);
+  const p = await plan(pub, { visibility: 'public' });
+  assert.deepEqual(p.approval, { required: true, reasons: ['public hosting'] });
+  await request(pub, p);
+  const waiting = await waitForStatus(pub, 'awaiting_review');
+  assert.equal(waiting.ready, false);
+  const listed = await admin('hosting', 'list', '--status', 'awaiting_review');
+  assert.ok(listed.some((h: any) => h.lab_id === pub.labId));
+  await assert.rejects(admin('hosting', 'approve', lab.labId), 'a hosting not awaiting review cannot be approved');
+  await admin('hosting', 'approve', pub.labId, '--note', 'looks fine');
+  const ready = await waitForStatus(pub, 'ready');
+  assert.equal(ready.approval.decision, 'approved');
+  assert.equal(ready.approval.note, 'looks fine');
+  // Anyone may read a public hosting's contract, never its smoke fixtures.
+  const stranger = await newAccount();
+  const hosted = await call('GET', `/hosted-releases/${encodeURIComponent(pub.reference)}?sha256=${pub.sha256}`, { key: stranger.key });
+  assert.equal(hosted.status, 200, hosted.text);
+  assert.deepEqual(hosted.body.inputs.map((i: any) => i.name), ['growth_rate', 'noise', 'fail']);
+  assert.ok(!JSON.stringify(hosted.body).includes('smoke'));
+  const wrongDigest = await call('GET', `/hosted-releases/${encodeURIComponent(pub.reference)}?sha256=${'0'.repeat(64)}`, { key: stranger.key });
+  assert.equal(wrongDigest.status, 422);
+  assert.equal(errorOf(wrongDigest).code, 'checksum_mismatch');
+  assert.equal((await patch(pub, ready.revision, 'retire')).status, 200);
+
+  const rej = await hostedLabOwner();
+  await makePublic(rej);
+  await request(rej, await plan(rej, { visibility: 'public' }));
+  await waitForStatus(rej, 'awaiting_review');
+  await admin('hosting', 'reject', rej.labId, '--note', 'not for public use');
+  const rejected = await waitForStatus(rej, 'rejected');
+  assert.equal(rejected.approval.decision, 'rejected');
+  assert.ok(rejected.ended_at);
+});
+
+test('tampered release bytes fail the checks; the lifecycle ends failed and names the check', { timeout: 180_000 }, async () => {
+  const bad = await hostedLabOwner();
+  const release = await testDb()('releases').where({ account_id: bad.owner.account.id }).first();
+  await testObjects().putObject(release.archive_key, Buffer.from('not the archive'));
+  await request(bad, await plan(bad));
+  const failed = await waitForStatus(bad, 'failed');
+  const bytes = failed.checks.find((c: any) => c.check === 'release_bytes');
+  assert.equal(bytes.status, 'failed');
+  assert.match(failed.history.at(-1).message, /release_bytes/);
+});
+
+test('another account sees no hosting and cannot plan one; bad plans name the field', async () => {
+  const stranger = await newAccount();
+  const read = await call('GET', `/labs/${lab.labId}/hosting`, { key: stranger.key });
+  const missing = await call('GET', '/labs/lab_00000000000000000000000000/hosting', { key: stranger.key });
+  assert.equal(read.status, 404);
+  assert.deepEqual({ ...errorOf(read), request_id: null }, { ...errorOf(missing), request_id: null });
+  const foreignPlan = await call('POST', `/labs/${lab.labId}/hosting-plans`, { key: stranger.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { release: { reference: lab.reference, sha256: lab.sha256 } } });
+  assert.equal(foreignPlan.status, 404);
+  const noKey = await call('POST', `/labs/${lab.labId}/hosting-plans`, { key: lab.owner.key, body: { release: { reference: lab.reference, sha256: lab.sha256 } } });
+  assert.equal(noKey.status, 400);
+  const digest = await call('POST', `/labs/${lab.labId}/hosting-plans`, { key: lab.owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { release: { reference: lab.reference, sha256: 'a'.repeat(64) } } });
+  assert.equal(digest.status, 422);
+  assert.equal(errorOf(digest).param, 'release.sha256');
+  const bounds = await call('POST', `/labs/${lab.labId}/hosting-plans`, { key: lab.owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { release: { reference: lab.reference, sha256: lab.sha256 }, min_instances: 3, max_instances: 2 } });
+  assert.equal(bounds.status, 422);
+  assert.equal(errorOf(bounds).param, 'max_instances');
+  const privateHosted = await call('GET', `/hosted-releases/${encodeURIComponent(lab.reference)}?sha256=${lab.sha256}`, { key: stranger.key });
+  assert.equal(privateHosted.status, 404);
+});

@@ -1,0 +1,148 @@
+import {
+  ApplicationFailure, condition, continueAsNew, defineQuery, defineUpdate, proxyActivities, proxyLocalActivities, setHandler, workflowInfo, allHandlersFinished, ActivityFailure,
+} from '@temporalio/workflow';
+import type { HostingActivities, ChecksResult, HostingAction, HostingStatus } from '../activities/hosting.ts';
+import { computeTaskQueue } from './constants.ts';
+
+/** What a lifecycle carries across continue-as-new. */
+export interface HostingState {
+  labId: string;
+  generation: number;
+  profile: string;
+  status: HostingStatus;
+  revision: number;
+  approvalRequired: boolean;
+  review: Review | null;
+}
+
+export interface Review { decision: 'approve' | 'reject'; actor: string; note?: string }
+export interface ActionRequest { revision: number; action: HostingAction; actor: string }
+export interface Recorded { status: HostingStatus; revision: number; pending_actions: HostingAction[] }
+
+/** PATCH /labs/{lab_id}/hosting: a lifecycle action against the revision the caller saw. */
+export const hostingActionUpdate = defineUpdate<Recorded, [ActionRequest]>('hostingAction');
+/** The operator's review of a public or GPU hosting. */
+export const hostingReviewUpdate = defineUpdate<Recorded, [Review]>('hostingReview');
+export const hostingStateQuery = defineQuery<Recorded>('hostingState');
+
+/** Failure types a validator refuses with; the api answers them as 409 with the same code. */
+export const REVISION_CONFLICT = 'revision_conflict';
+export const INVALID_STATE = 'invalid_state';
+
+const control = proxyLocalActivities<HostingActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 20 } });
+
+/** Where each action may be taken from (retire: from anywhere the lifecycle is still going). */
+const ALLOWED: Record<HostingAction, readonly HostingStatus[]> = {
+  pause: ['ready'],
+  resume: ['paused'],
+  retire: ['requested', 'checking', 'awaiting_review', 'ready', 'paused'],
+};
+const AFTER: Record<HostingAction, HostingStatus> = { pause: 'paused', resume: 'ready', retire: 'retiring' };
+
+/** Past this many history events the lifecycle continues as a new run (Temporal may also suggest it). */
+const HISTORY_BOUND = 2000;
+
+/**
+ * The hosting lifecycle of one lab, workflow id `hosting-<lab_id>`, long-lived:
+ * requested → checking (release bytes, environment, smoke run on the private fixtures) →
+ * awaiting_review (public or GPU hosting: the operator's update) → ready ⇄ paused; any
+ * → retiring → retired; failed checks → failed; a rejected review → rejected. Changes
+ * arrive as updates whose validators refuse a stale revision or an action the status
+ * does not allow, synchronously; each accepted change is recorded in Postgres (the read
+ * model) before the caller hears back, and applied here in order.
+ */
+export async function hostingLifecycleWorkflow(initial: HostingState): Promise<HostingStatus> {
+  const state = { ...initial };
+  const queue: Array<{ action: HostingAction; actor: string }> = [];
+  /** The status once every queued action is applied: what a new action is judged against. */
+  const projected = () => queue.reduce<HostingStatus>((s, a) => (a.action === 'retire' ? 'retiring' : AFTER[a.action]), state.status);
+  const recorded = (): Recorded => ({ status: state.status, revision: state.revision, pending_actions: queue.map((a) => a.action) });
+  const record = (change: Parameters<HostingActivities['recordHosting']>[2], event: Parameters<HostingActivities['recordHosting']>[3]) =>
+    control.recordHosting(state.labId, state.generation, change, event);
+  const moveTo = async (status: HostingStatus, kind: string, message: string, actor: string | null = null) => {
+    state.status = status;
+    await record({ status, pending_action: queue[0]?.action ?? null }, { kind, actor, message });
+  };
+
+  setHandler(hostingStateQuery, recorded);
+  setHandler(hostingActionUpdate, async ({ action, actor }) => {
+    state.revision += 1;
+    queue.push({ action, actor });
+    await record({ revision: state.revision, pending_action: queue[0]!.action }, { kind: 'action_requested', actor, message: `${action} requested (revision ${state.revision}).` });
+    return recorded();
+  }, {
+    validator: ({ revision, action }: ActionRequest) => {
+      if (revision !== state.revision) throw ApplicationFailure.create({ type: REVISION_CONFLICT, message: `The hosting is at revision ${state.revision}, not ${revision}; read it again.` });
+      if (!ALLOWED[action].includes(projected())) throw ApplicationFailure.create({ type: INVALID_STATE, message: `Cannot ${action} a hosting that is ${projected()}.` });
+    },
+  });
+  setHandler(hostingReviewUpdate, async (review) => {
+    state.review = review;
+    const approved = review.decision === 'approve';
+    await record({ approval: { required: true, reasons: [], decision: approved ? 'approved' : 'rejected', actor: review.actor, note: review.note ?? null, decided_at: new Date().toISOString() } },
+      { kind: approved ? 'approved' : 'rejected', actor: review.actor, message: `Review: ${approved ? 'approved' : 'rejected'}${review.note ? ` (${review.note})` : ''}.` });
+    return recorded();
+  }, {
+    validator: (_review: Review) => {
+      if (state.status !== 'awaiting_review' || state.review) throw ApplicationFailure.create({ type: INVALID_STATE, message: `This hosting is ${state.status}; only one awaiting review can be reviewed.` });
+    },
+  });
+
+  const retiring = () => queue.some((a) => a.action === 'retire');
+
+  if (state.status === 'requested' || state.status === 'checking') {
+    await moveTo('checking', 'checking', 'Deployment checks started: release bytes, environment, smoke run.');
+    const checks = await runChecks(state.profile, state.labId, state.generation);
+    await record({ checks: checks.checks }, { kind: 'checks_finished', message: checks.ok ? 'Every deployment check passed.' : 'A deployment check failed.' });
+    if (!checks.ok) {
+      queue.length = 0;
+      await moveTo('failed', 'failed', `Deployment checks failed: ${checks.checks.filter((c) => c.status !== 'passed').map((c) => c.check).join(', ')}.`);
+      return state.status;
+    }
+    if (!retiring()) {
+      if (state.approvalRequired && !state.review) await moveTo('awaiting_review', 'awaiting_review', 'Public or GPU hosting waits for an operator review.');
+      else await moveTo('ready', 'ready', 'Ready for invocation.');
+    }
+  }
+  if (state.status === 'awaiting_review') {
+    await condition(() => state.review !== null || retiring());
+    if (!retiring()) {
+      if (state.review!.decision === 'reject') {
+        await moveTo('rejected', 'rejected', `Rejected by ${state.review!.actor}.`, state.review!.actor);
+        return state.status;
+      }
+      await moveTo('ready', 'ready', 'Approved; ready for invocation.', state.review!.actor);
+    }
+  }
+  for (;;) {
+    await condition(() => queue.length > 0 || workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > HISTORY_BOUND);
+    if (!queue.length) {
+      await condition(allHandlersFinished);
+      if (!queue.length) await continueAsNew<typeof hostingLifecycleWorkflow>({ ...state });
+      continue;
+    }
+    const { action, actor } = queue.shift()!;
+    if (action === 'retire') {
+      queue.length = 0;
+      await moveTo('retiring', 'retiring', 'Retiring: no new invocations.', actor);
+      await moveTo('retired', 'retired', 'Retired.', actor);
+      await condition(allHandlersFinished);
+      return state.status;
+    }
+    await moveTo(AFTER[action], action === 'pause' ? 'paused' : 'resumed', action === 'pause' ? 'Paused: invocations are refused.' : 'Resumed: ready for invocation.', actor);
+  }
+}
+
+/** The deployment checks on a worker of the hosting's own profile: that a worker serves it is part of the environment. */
+async function runChecks(profile: string, labId: string, generation: number): Promise<ChecksResult> {
+  const compute = proxyActivities<HostingActivities>({
+    taskQueue: computeTaskQueue(profile), scheduleToStartTimeout: '10 minutes', startToCloseTimeout: '15 minutes', heartbeatTimeout: '30 seconds', retry: { maximumAttempts: 3 },
+  });
+  try {
+    return await compute.hostingChecks(labId, generation);
+  } catch (err) {
+    const cause = err instanceof ActivityFailure ? err.cause : err;
+    const message = cause instanceof Error ? cause.message : 'the checks could not run';
+    return { ok: false, checks: [{ check: 'environment', status: 'failed', detail: `No worker of ${profile} completed the checks: ${message}`, checked_at: new Date().toISOString() }] };
+  }
+}
