@@ -170,9 +170,15 @@ def prepare(archive, workdir, request, inputs):
 
 def main():
     die_with_parent()
+    if len(sys.argv) > 1 and sys.argv[1] == "--serve":
+        return serve(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]))
     emit({"type": "hello", "pid": os.getpid()})
     archive, workdir = Path(sys.argv[1]), Path(sys.argv[2])
-    request = json.loads(sys.stdin.read() or "{}")
+    run_request(archive, workdir, json.loads(sys.stdin.read() or "{}"))
+
+
+def run_request(archive, workdir, request):
+    """One run of the lab: seeded, prepared with its inputs, run to its end, reported."""
     inputs = request.get("inputs") or {}
     seed = int(request.get("seed") or 0)
     random.seed(seed)
@@ -269,6 +275,102 @@ def main():
     emit({"type": "result", "status": "stopped" if stop.is_set() else "completed", "cpu_seconds": cpu_seconds()})
 
 
+def serve(archive, workdir, sock_path):
+    """A warm instance: the runtime imported and the package checked once, then one
+    invocation at a time, each in a child
+    forked from this pristine process, so nothing one invocation does is seen by the next.
+    The worker connects to the unix socket `sock_path` per invocation, sends the request as
+    one JSON line and reads that invocation's protocol from the same connection (the child
+    has it as descriptor 3). On descriptor 3 this process itself says `ready`, and
+    `exited` with each child's exit code. Lines on stdin control the running child:
+    {"signal": "TERM" | "KILL"}.
+    """
+    import socket
+    warm = json.loads(sys.stdin.readline() or "{}")
+    # What every invocation needs, loaded once. The lab's own modules are not: importing
+    # or constructing them here could run its code once for all invocations, and a lab
+    # must behave as in a cold run.
+    import yaml  # noqa: F401
+    from zipfile import ZipFile
+    from biosimulant import WorldEvent  # noqa: F401
+    from biosimulant.pack import validate_package
+    from biosim.run_overrides import apply_run_overrides  # noqa: F401
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        pass
+    checked = validate_package(archive)
+    if not checked.valid:
+        fail("package_invalid", "; ".join(checked.errors))
+    with ZipFile(archive) as z:
+        digest = yaml.safe_load(z.read("package.yaml")).get("sha256")
+    expected = (warm.get("package_sha256") or "").removeprefix("sha256:")
+    if expected and digest != expected:
+        fail("package_digest_mismatch", f"archive digest {digest} is not the release's {expected}")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(sock_path))
+    server.listen(8)
+    current = [None]
+
+    def control():
+        for line in sys.stdin:
+            try:
+                sig = {"TERM": signal.SIGTERM, "KILL": signal.SIGKILL}[json.loads(line).get("signal")]
+            except (ValueError, KeyError, AttributeError):
+                continue
+            if current[0]:
+                try:
+                    os.kill(current[0], sig)
+                except ProcessLookupError:
+                    pass
+
+    threading.Thread(target=control, daemon=True).start()
+    emit({"type": "ready", "pid": os.getpid()})
+    seq = 0
+    while True:
+        conn, _ = server.accept()
+        seq += 1
+        pid = os.fork()
+        if pid == 0:
+            server.close()
+            invocation(conn, archive, workdir / f"invocation-{seq}")
+        conn.close()
+        current[0] = pid
+        _, status = os.waitpid(pid, 0)
+        current[0] = None
+        emit({"type": "exited", "seq": seq, "code": os.waitstatus_to_exitcode(status)})
+
+
+def invocation(conn, archive, workdir):
+    """A forked child of a warm instance: runs one request read from `conn`, reporting on
+    it as descriptor 3, and never returns."""
+    code = 0
+    try:
+        os.dup2(conn.fileno(), 3)
+        request = json.loads(conn.makefile("r").readline() or "{}")
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        workdir.mkdir(parents=True)
+        emit({"type": "hello", "pid": os.getpid()})
+        run_request(archive, workdir, request)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 2
+    except BaseException as exc:  # the lab's own failure, reported as such
+        report_failure(exc)
+        code = 2
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def report_failure(exc):
+    code = limit_code(exc)
+    try:
+        message = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
+    except MemoryError:
+        message = type(exc).__name__
+    emit({"type": "error", "code": code or "lab_error", "message": message[:4000]})
+
+
 if __name__ == "__main__":
     try:
         main()
@@ -280,10 +382,5 @@ if __name__ == "__main__":
     except SystemExit:
         raise
     except BaseException as exc:  # the lab's own failure, reported as such
-        code = limit_code(exc)
-        try:
-            message = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
-        except MemoryError:
-            message = type(exc).__name__
-        emit({"type": "error", "code": code or "lab_error", "message": message[:4000]})
+        report_failure(exc)
         sys.exit(2)

@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { constants as os } from 'node:os';
-import { INFO_FD, isSandboxSetupFailure, SandboxUnavailable, type Sandbox, type SandboxPaths, type SandboxSpec } from './sandbox.ts';
+import { INFO_FD, isSandboxSetupFailure, SandboxUnavailable, type Sandbox, type SandboxedCommand, type SandboxPaths, type SandboxSpec } from './sandbox.ts';
 
 /** What a lab process may send before it is stopped: every stream is bounded. */
 export interface StreamLimits {
@@ -53,21 +53,12 @@ export function signalError(exitCode: number | null): LabError | null {
 }
 
 /**
- * Runs one sandboxed lab process to its end: writes `stdin`, reads its protocol messages
- * (fd 3) and its stdout/stderr as log lines, each bounded; stops it (SIGTERM to its
- * process group, SIGKILL 2 s later) on `signal` abort, past `wallSeconds`, or when a
- * stream passes its bound. Never throws for the lab's behaviour: the outcome says what
- * happened. Throws SandboxUnavailable when the sandbox cannot be made.
+ * Starts a sandboxed command in its own process group with stdin, stdout, stderr, the
+ * protocol (fd 3) and bubblewrap's report (fd 4) as pipes; `exited` resolves with its
+ * exit code (128 + the signal's number when killed). Gives the uid back when it cannot start.
  */
-export async function runLabProcess(
-  sandbox: Sandbox, spec: SandboxSpec, stdin: string | ((paths: SandboxPaths) => string),
-  opts: { wallSeconds: number; signal?: AbortSignal; limits?: StreamLimits },
-  hooks: LabProcessHooks,
-): Promise<LabProcessOutcome> {
-  const limits = opts.limits ?? DEFAULT_STREAM_LIMITS;
-  const cmd = await sandbox.command(spec);
-  const started = Date.now();
-  let child;
+export function spawnSandboxed(cmd: SandboxedCommand): { child: ChildProcess; exited: Promise<number | null> } {
+  let child: ChildProcess;
   try {
     child = spawn(cmd.command, cmd.args, { cwd: cmd.unsafe ? cmd.paths.scratch : '/', detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'], env: cmd.env });
   } catch (err) {
@@ -79,14 +70,16 @@ export async function runLabProcess(
     child.once('error', () => resolve(null));
   });
   child.stdin!.on('error', () => undefined);
-  child.stdin!.end(typeof stdin === 'function' ? stdin(cmd.paths) : stdin);
-  if (child.pid) hooks.onStart?.(child.pid);
+  return { child, exited };
+}
 
-  let stop: LabError | null = null;
-  let cancelled = false;
-  // The sandbox's init (bubblewrap's --info-fd): a stop that lands while bubblewrap is still
-  // building the sandbox can kill bubblewrap before its child has asked to die with it,
-  // and that child has its own session; the init's death ends its whole PID namespace.
+/**
+ * Signals a sandboxed process's whole group. SIGKILL also kills the sandbox's init
+ * (bubblewrap's --info-fd): a stop that lands while bubblewrap is still building the
+ * sandbox can kill bubblewrap before its child has asked to die with it, and that child
+ * has its own session; the init's death ends its whole PID namespace.
+ */
+export function groupKiller(child: ChildProcess): (sig: NodeJS.Signals) => void {
   let sandboxInit: number | null = null;
   let killed = false;
   const killInit = () => {
@@ -101,13 +94,37 @@ export async function runLabProcess(
       if (killed) killInit();
     }
   }).on('error', () => undefined);
-  const killGroup = (sig: NodeJS.Signals) => {
+  return (sig) => {
     try { process.kill(-child.pid!, sig); } catch { /* already gone */ }
     if (sig === 'SIGKILL') {
       killed = true;
       killInit();
     }
   };
+}
+
+/**
+ * Runs one sandboxed lab process to its end: writes `stdin`, reads its protocol messages
+ * (fd 3) and its stdout/stderr as log lines, each bounded; stops it (SIGTERM to its
+ * process group, SIGKILL 2 s later) on `signal` abort, past `wallSeconds`, or when a
+ * stream passes its bound. Never throws for the lab's behaviour: the outcome says what
+ * happened. Throws SandboxUnavailable when the sandbox cannot be made.
+ */
+export async function runLabProcess(
+  sandbox: Sandbox, spec: SandboxSpec, stdin: string | ((paths: SandboxPaths) => string),
+  opts: { wallSeconds: number; signal?: AbortSignal; limits?: StreamLimits },
+  hooks: LabProcessHooks,
+): Promise<LabProcessOutcome> {
+  const limits = opts.limits ?? DEFAULT_STREAM_LIMITS;
+  const cmd = await sandbox.command(spec);
+  const started = Date.now();
+  const { child, exited } = spawnSandboxed(cmd);
+  child.stdin!.end(typeof stdin === 'function' ? stdin(cmd.paths) : stdin);
+  if (child.pid) hooks.onStart?.(child.pid);
+
+  let stop: LabError | null = null;
+  let cancelled = false;
+  const killGroup = groupKiller(child);
   const halt = (why: LabError | 'cancelled') => {
     if (stop || cancelled) return;
     if (why === 'cancelled') cancelled = true;
@@ -140,9 +157,33 @@ export async function runLabProcess(
   };
   const logsDone = Promise.all([readLog('stdout', child.stdout!), readLog('stderr', child.stderr!)]);
 
-  // Protocol bytes are counted as they arrive, so neither a flood nor one endless line
-  // is ever held whole.
-  const protocol = child.stdio[3] as Readable;
+  const { hello, reported, result } = await readProtocol(child.stdio[3] as Readable, limits, () => Boolean(stop || cancelled), halt, hooks);
+  const exitCode = await exited;
+  await logsDone;
+  clearTimeout(wall);
+  opts.signal?.removeEventListener('abort', onAbort);
+  cmd.release();
+  const wallSeconds = (Date.now() - started) / 1000;
+  let error: LabError | null = stop;
+  if (!error && !cancelled && !hello) {
+    const first = stderrTail.find((l) => l.trim()) ?? '';
+    if (!cmd.unsafe && (isSandboxSetupFailure(first) || exitCode === null)) {
+      error = { code: 'sandbox_unavailable', message: `The sandbox could not be set up: ${first || 'the sandbox did not start'}` };
+    }
+  }
+  return { error, reported, exitCode, result, stderrTail, wallSeconds, cancelled };
+}
+
+/**
+ * Reads one lab's protocol (JSON lines) to its end: `hello`, the driver's own `error`
+ * and its `result` are kept, every other message goes to `onMessage` in order. Bytes
+ * are counted as they arrive, so neither a flood nor one endless line is ever held
+ * whole: past the bounds the stream is destroyed and `halt` says why. Messages that
+ * arrive once the lab is being stopped (`stopped()`) are dropped.
+ */
+export async function readProtocol(
+  protocol: Readable, limits: StreamLimits, stopped: () => boolean, halt: (why: LabError) => void, hooks: Pick<LabProcessHooks, 'onMessage'>,
+): Promise<{ hello: boolean; reported: LabError | null; result: LabProcessOutcome['result'] }> {
   let protocolBytes = 0;
   let sinceNewline = 0;
   protocol.on('data', (chunk: Buffer) => {
@@ -159,7 +200,7 @@ export async function runLabProcess(
   let result: LabProcessOutcome['result'] = null;
   try {
     for await (const line of createInterface({ input: protocol, crlfDelay: Infinity })) {
-      if (stop || cancelled) continue;
+      if (stopped()) continue;
       let msg: Record<string, unknown>;
       try {
         msg = JSON.parse(line);
@@ -175,20 +216,7 @@ export async function runLabProcess(
   } catch {
     // a destroyed stream: the stop reason says why
   }
-  const exitCode = await exited;
-  await logsDone;
-  clearTimeout(wall);
-  opts.signal?.removeEventListener('abort', onAbort);
-  cmd.release();
-  const wallSeconds = (Date.now() - started) / 1000;
-  let error: LabError | null = stop;
-  if (!error && !cancelled && !hello) {
-    const first = stderrTail.find((l) => l.trim()) ?? '';
-    if (!cmd.unsafe && (isSandboxSetupFailure(first) || exitCode === null)) {
-      error = { code: 'sandbox_unavailable', message: `The sandbox could not be set up: ${first || 'the sandbox did not start'}` };
-    }
-  }
-  return { error, reported, exitCode, result, stderrTail, wallSeconds, cancelled };
+  return { hello, reported, result };
 }
 
 /**

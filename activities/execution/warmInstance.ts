@@ -1,0 +1,162 @@
+import net from 'node:net';
+import path from 'node:path';
+import { rm } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import { DRIVER } from './execute.ts';
+import { DEFAULT_STREAM_LIMITS, groupKiller, readProtocol, spawnSandboxed, type LabError, type LabProcessHooks, type LabProcessOutcome, type StreamLimits } from './labProcess.ts';
+import type { Sandbox, SandboxSpec } from './sandbox.ts';
+
+/** Where the instance listens, inside its scratch directory. */
+const SOCKET = 'instance.sock';
+
+/**
+ * A warm instance of a hosted release: one sandbox (its own user, no network, limits)
+ * whose driver has imported the runtime and prepared the package once, and that runs
+ * each invocation in a fresh fork of that pristine process, so nothing an invocation does
+ * is seen by the next (driver.py, `--serve`). One invocation at a time.
+ */
+export interface WarmInstance {
+  readonly pid: number;
+  /** Seconds it took from spawning the sandbox to ready. */
+  readonly startSeconds: number;
+  /** Runs one request (`{inputs, seed, ...}`) to its end; the outcome is a one-shot run's. */
+  invoke(request: Record<string, unknown>, opts: { wallSeconds: number; signal?: AbortSignal; limits?: StreamLimits }, hooks: LabProcessHooks): Promise<LabProcessOutcome>;
+  /** Whether the instance is still there to serve. */
+  alive(): boolean;
+  /** Stops the whole sandbox. */
+  close(): Promise<void>;
+}
+
+export class WarmInstanceFailed extends Error {
+  constructor(readonly error: LabError) {
+    super(error.message);
+  }
+}
+
+/**
+ * Starts a warm instance of the package `entry` in `spec.input` and resolves once it is
+ * ready (the package checked against `warm.package_sha256` and prepared), or rejects with
+ * the reason it is not (WarmInstanceFailed; SandboxUnavailable when no sandbox).
+ */
+export async function startWarmInstance(
+  sandbox: Sandbox, spec: Omit<SandboxSpec, 'script' | 'args'>, entry: string, warm: Record<string, unknown>, opts: { readySeconds: number },
+): Promise<WarmInstance> {
+  const started = Date.now();
+  const cmd = await sandbox.command({ ...spec, script: DRIVER, args: (p) => ['--serve', path.join(p.input, entry), p.scratch, path.join(p.scratch, SOCKET)] });
+  const { child, exited } = spawnSandboxed(cmd);
+  const killGroup = groupKiller(child);
+  let gone = false;
+  void exited.then(() => {
+    gone = true;
+    cmd.release();
+  });
+  child.stdin!.write(`${JSON.stringify(warm)}\n`);
+
+  // The instance's own messages: `ready` once, then `exited` per invocation.
+  const exits: Array<(code: number | null) => void> = [];
+  let reported: LabError | null = null;
+  const ready = new Promise<void>((resolve, reject) => {
+    const lines = createInterface({ input: child.stdio[3] as Readable, crlfDelay: Infinity });
+    lines.on('line', (line) => {
+      let msg: Record<string, unknown>;
+      try {
+        msg = JSON.parse(line);
+      } catch {
+        return;
+      }
+      if (msg.type === 'ready') resolve();
+      else if (msg.type === 'error') reported = { code: String(msg.code ?? 'lab_error').slice(0, 64), message: String(msg.message ?? '').slice(0, 4000) };
+      else if (msg.type === 'exited') exits.shift()?.(typeof msg.code === 'number' ? msg.code : null);
+    });
+    void exited.then((code) => {
+      reject(new WarmInstanceFailed(reported ?? { code: 'lab_error', message: `The warm instance exited with ${code} before it was ready: ${stderrTail.slice(-5).join('\n')}` }));
+      for (const settle of exits.splice(0)) settle(null);
+    });
+  });
+
+  // The lab's own output goes to the invocation being served, bounded per invocation.
+  const stderrTail: string[] = [];
+  let onLog: LabProcessHooks['onLog'] | undefined;
+  for (const [stream, input] of [['stdout', child.stdout!], ['stderr', child.stderr!]] as const) {
+    createInterface({ input, crlfDelay: Infinity }).on('line', (l) => {
+      if (stream === 'stderr') {
+        stderrTail.push(l.slice(0, 2000));
+        if (stderrTail.length > 40) stderrTail.shift();
+      }
+      onLog?.(stream, l);
+    });
+  }
+
+  const timer = setTimeout(() => killGroup('SIGKILL'), opts.readySeconds * 1000);
+  try {
+    await ready;
+  } catch (err) {
+    killGroup('SIGKILL');
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+  const startSeconds = (Date.now() - started) / 1000;
+  let busy = false;
+  let seq = 0;
+  const send = (sig: 'TERM' | 'KILL') => child.stdin!.write(`${JSON.stringify({ signal: sig })}\n`);
+
+  return {
+    pid: child.pid!,
+    startSeconds,
+    alive: () => !gone,
+    async invoke(request, o, hooks) {
+      if (busy) throw new Error('a warm instance serves one invocation at a time');
+      if (gone) throw new WarmInstanceFailed({ code: 'instance_lost', message: 'The warm instance is gone.' });
+      busy = true;
+      seq += 1;
+      const t0 = Date.now();
+      const limits = o.limits ?? DEFAULT_STREAM_LIMITS;
+      let stop: LabError | null = null;
+      let cancelled = false;
+      const exitCode = new Promise<number | null>((resolve) => exits.push(resolve));
+      const halt = (why: LabError | 'cancelled') => {
+        if (stop || cancelled) return;
+        if (why === 'cancelled') cancelled = true;
+        else stop = why;
+        send('TERM');
+        setTimeout(() => send('KILL'), 2000).unref();
+      };
+      const onAbort = () => halt('cancelled');
+      o.signal?.addEventListener('abort', onAbort);
+      if (o.signal?.aborted) onAbort();
+      const wall = setTimeout(() => halt({ code: 'timed_out', message: `The invocation exceeded its ${o.wallSeconds} s.` }), o.wallSeconds * 1000);
+      let logBytes = 0;
+      onLog = (stream, line) => {
+        logBytes += line.length + 1;
+        if (logBytes > limits.logBytes) halt({ code: 'output_limit_exceeded', message: `The lab wrote more than ${limits.logBytes} bytes to stdout and stderr.` });
+        else if (!stop) hooks.onLog?.(stream, line);
+      };
+      const tailFrom = stderrTail.length;
+      try {
+        const socket = net.connect(path.join(spec.scratch, SOCKET));
+        socket.on('error', () => undefined);
+        socket.write(`${JSON.stringify(request)}\n`);
+        hooks.onStart?.(child.pid!);
+        const read = await readProtocol(socket, limits, () => Boolean(stop || cancelled), halt, hooks);
+        socket.destroy();
+        const code = await exitCode;
+        if (gone && !stop && !cancelled && !read.result) stop = { code: 'instance_lost', message: 'The warm instance stopped during the invocation.' };
+        return { error: stop, reported: read.reported, exitCode: code, result: read.result, stderrTail: stderrTail.slice(tailFrom), wallSeconds: (Date.now() - t0) / 1000, cancelled };
+      } finally {
+        clearTimeout(wall);
+        o.signal?.removeEventListener('abort', onAbort);
+        onLog = undefined;
+        busy = false;
+        // What this invocation left in the scratch directory goes with it.
+        await rm(path.join(spec.scratch, `invocation-${seq}`), { recursive: true, force: true }).catch(() => undefined);
+      }
+    },
+    async close() {
+      if (gone) return;
+      killGroup('SIGKILL');
+      await exited;
+    },
+  };
+}
