@@ -48,5 +48,10 @@ export function hostingWorkflowId(labId: string): string {
   return `hosting-${labId}`;
 }
 
+/** Workflow id of one hosted invocation. */
+export function invocationWorkflowId(invocationId: string): string {
+  return `invocation-${invocationId}`;
+}
+
 /** The failure type of a lab execution stopped by its worker's shutdown (rescheduled, not failed). */
 export const WORKER_SHUTDOWN = 'WorkerShutdown';

@@ -21,6 +21,7 @@ import * as unacceptRun from './019_unaccept_run.ts';
 import * as experiments from './020_experiments.ts';
 import * as passports from './021_passports.ts';
 import * as hosting from './022_hosting.ts';
+import * as hostedInvocations from './023_hosted_invocations.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
@@ -49,6 +50,7 @@ const migrations: Record<string, Migration> = {
   '020_experiments': experiments,
   '021_passports': passports,
   '022_hosting': hosting,
+  '023_hosted_invocations': hostedInvocations,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,170 @@
+import type { Db } from './knex.ts';
+
+export type InvocationStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled' | 'expired';
+export const INVOCATION_ENDED: readonly InvocationStatus[] = ['completed', 'failed', 'cancelled', 'expired'];
+
+export interface InvocationRow {
+  id: string;
+  account_id: string;
+  client_id: string;
+  lab_id: string;
+  hosting_generation: number;
+  reference: string;
+  package_sha256: string;
+  compute_profile: string;
+  inputs: Record<string, unknown>;
+  inputs_sha256: string;
+  seed: number;
+  max_seconds: number;
+  status: InvocationStatus;
+  reserved_micros: number;
+  settled_micros: number | null;
+  outputs: Record<string, unknown> | null;
+  error: { code: string; message: string } | null;
+  attempts: number;
+  lease_expires_at: Date | null;
+  cancel_requested_at: Date | null;
+  plan_id: string | null;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+export interface InvocationArtifactRow { invocation_id: string; port: string; file_name: string; content_type: string; format: string; size_bytes: number; sha256: string; created_at: Date }
+
+export class InvocationPlanUsed extends Error {}
+export class InvocationNotCovered extends Error {}
+
+const ledgerRef = (id: string) => `invocation:${id}`;
+
+export type NewInvocation = Omit<InvocationRow, 'status' | 'settled_micros' | 'outputs' | 'error' | 'attempts' | 'lease_expires_at' | 'cancel_requested_at' | 'created_at' | 'started_at' | 'finished_at'>;
+
+/**
+ * Accepts an invocation, all or nothing: consumes its plan, reserves its maximum price
+ * under `invocation:<id>` and records it queued. Throws InvocationPlanUsed or
+ * InvocationNotCovered (the balance cannot cover it) and changes nothing then.
+ */
+export async function acceptInvocation(db: Db, inv: NewInvocation & { plan_id: string }): Promise<InvocationRow> {
+  return db.transaction(async (trx) => {
+    const { rows: [used] } = await trx.raw('SELECT silico_consume_plan(?, ?) AS ok', [inv.plan_id, ledgerRef(inv.id)]);
+    if (!used.ok) throw new InvocationPlanUsed();
+    const { rows: [reserved] } = await trx.raw('SELECT silico_reserve_compute(?, ?, ?) AS ok', [inv.account_id, inv.reserved_micros, ledgerRef(inv.id)]);
+    if (!reserved.ok) throw new InvocationNotCovered();
+    const [row] = await trx('hosted_invocations').insert({ ...inv, inputs: JSON.stringify(inv.inputs), status: 'queued' }).returning('*');
+    return row as InvocationRow;
+  });
+}
+
+/** Undoes an acceptance whose workflow could not start: reservation, plan use and row. False once it left the queue. */
+export async function unacceptInvocation(db: Db, id: string): Promise<boolean> {
+  return db.transaction(async (trx) => {
+    const row: InvocationRow | undefined = await trx('hosted_invocations').where({ id }).forUpdate().first();
+    if (!row || row.status !== 'queued') return false;
+    const txn = await trx('ledger_txns').where({ kind: 'reserve', ref: ledgerRef(id) }).first('id');
+    if (txn) {
+      await trx('compute_balances').where({ account_id: row.account_id })
+        .update({ available_micros: trx.raw('available_micros + ?', [row.reserved_micros]), reserved_micros: trx.raw('reserved_micros - ?', [row.reserved_micros]) });
+      await trx('ledger_entries').where({ txn_id: txn.id }).delete();
+      await trx('ledger_txns').where({ id: txn.id }).delete();
+    }
+    if (row.plan_id) await trx('plans').where({ id: row.plan_id, result_ref: ledgerRef(id) }).update({ consumed_at: null, result_ref: null });
+    await trx('hosted_invocations').where({ id }).delete();
+    return true;
+  });
+}
+
+/** An invocation of this account, or undefined (another account's is the same as none). */
+export async function getInvocation(db: Db, id: string, accountId?: string): Promise<InvocationRow | undefined> {
+  const q = db('hosted_invocations').where({ id });
+  if (accountId) q.andWhere({ account_id: accountId });
+  return q.first();
+}
+
+/**
+ * Takes the lease of an invocation for one execution attempt: queued or running (a retry
+ * after a lost worker) becomes running with a fresh lease. Returns the status afterwards;
+ * an ended invocation, or one whose cancellation was asked for, is not started.
+ */
+export async function leaseInvocation(db: Db, id: string, leaseSeconds: number): Promise<InvocationStatus | 'cancel_requested'> {
+  const [row] = await db('hosted_invocations').where({ id }).whereIn('status', ['queued', 'running']).whereNull('cancel_requested_at')
+    .update({
+      status: 'running', attempts: db.raw('attempts + 1'), started_at: db.raw('coalesce(started_at, now())'),
+      lease_expires_at: db.raw(`now() + make_interval(secs => ?)`, [leaseSeconds]),
+    }).returning('status');
+  if (row) return row.status as InvocationStatus;
+  const now = await db('hosted_invocations').where({ id }).first('status', 'cancel_requested_at');
+  return now?.cancel_requested_at && !INVOCATION_ENDED.includes(now.status) ? 'cancel_requested' : (now?.status as InvocationStatus);
+}
+
+/** Renews a held lease; false when it was revoked (cancellation) or the invocation ended. */
+export async function renewLease(db: Db, id: string, leaseSeconds: number): Promise<boolean> {
+  const n = await db('hosted_invocations').where({ id, status: 'running' }).whereNull('cancel_requested_at')
+    .update({ lease_expires_at: db.raw(`now() + make_interval(secs => ?)`, [leaseSeconds]) });
+  return n > 0;
+}
+
+/**
+ * Records that the caller asked to cancel and revokes the lease; an invocation that never
+ * began ends cancelled here, nothing charged. Ended ones are left as they are. Returns
+ * the row afterwards.
+ */
+export async function requestCancel(db: Db, id: string): Promise<InvocationRow> {
+  await db('hosted_invocations').where({ id }).whereNotIn('status', INVOCATION_ENDED).whereNull('cancel_requested_at')
+    .update({ cancel_requested_at: db.fn.now(), lease_expires_at: db.fn.now() });
+  const row = (await getInvocation(db, id))!;
+  if (row.status === 'queued') await finishInvocation(db, { id, status: 'cancelled', computeSeconds: 0 });
+  return (await getInvocation(db, id))!;
+}
+
+export interface InvocationEnding {
+  id: string;
+  status: Extract<InvocationStatus, 'completed' | 'failed' | 'cancelled' | 'expired'>;
+  error?: { code: string; message: string } | null;
+  computeSeconds: number;
+  outputs?: Record<string, unknown> | null;
+}
+
+/**
+ * Ends an invocation exactly once: charges its compute (never more than reserved) and
+ * releases the rest, records the ending, in one transaction. An ended one is unchanged.
+ */
+export async function finishInvocation(db: Db, e: InvocationEnding): Promise<InvocationStatus> {
+  return db.transaction(async (trx) => {
+    const row: InvocationRow | undefined = await trx('hosted_invocations').where({ id: e.id }).forUpdate().first();
+    if (!row) throw new Error(`no invocation ${e.id}`);
+    if (INVOCATION_ENDED.includes(row.status)) return row.status;
+    const profile = await trx('compute_profiles').where({ id: row.compute_profile }).first('price_per_second_micros');
+    const charge = Math.min(Math.ceil(Math.max(0, e.computeSeconds) * Number(profile.price_per_second_micros)), Number(row.reserved_micros));
+    const { rows: [s] } = await trx.raw('SELECT charged_micros FROM silico_settle_compute(?, ?, ?)', [row.account_id, ledgerRef(row.id), charge]);
+    await trx('hosted_invocations').where({ id: e.id }).update({
+      status: e.status, error: e.error ? JSON.stringify(e.error) : null, settled_micros: s.charged_micros,
+      outputs: e.outputs ? JSON.stringify(e.outputs) : row.outputs ? JSON.stringify(row.outputs) : null, finished_at: trx.fn.now(), lease_expires_at: null,
+    });
+    return e.status;
+  });
+}
+
+/** Final output values of a running invocation, written by its execution (never through a workflow). */
+export async function setInvocationOutputs(db: Db, id: string, outputs: Record<string, unknown>): Promise<void> {
+  await db('hosted_invocations').where({ id, status: 'running' }).update({ outputs: JSON.stringify(outputs) });
+}
+
+export async function recordInvocationArtifact(db: Db, a: Omit<InvocationArtifactRow, 'created_at'>): Promise<void> {
+  await db('hosted_invocation_artifacts').insert(a).onConflict(['invocation_id', 'file_name']).ignore();
+}
+
+export async function invocationArtifacts(db: Db, id: string): Promise<InvocationArtifactRow[]> {
+  return db('hosted_invocation_artifacts').where({ invocation_id: id }).orderBy('file_name');
+}
+
+/** The worker task queue serving a deployment's warm instances, or null while none does. */
+export async function setServingQueue(db: Db, labId: string, generation: number, queue: string | null, onlyIf?: string): Promise<void> {
+  const q = db('hostings').where({ lab_id: labId, generation });
+  if (onlyIf) q.andWhere({ serving_queue: onlyIf });
+  await q.update({ serving_queue: queue });
+}
+
+export async function servingQueue(db: Db, labId: string, generation: number): Promise<{ queue: string | null; status: string } | undefined> {
+  const row = await db('hostings').where({ lab_id: labId, generation }).first('serving_queue', 'status');
+  return row ? { queue: row.serving_queue, status: row.status } : undefined;
+}
