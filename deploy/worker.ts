@@ -14,6 +14,9 @@ import { createPublicationActivities } from '../activities/publication.ts';
 import { createDatasetActivities } from '../activities/datasets.ts';
 import { createExperimentActivities } from '../activities/experiments.ts';
 import { createHostingActivities } from '../activities/hosting.ts';
+import { createInvocationActivities, type Deployments } from '../activities/invocations.ts';
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
 import { createPassportActivities } from '../activities/passports.ts';
 import { registerKeyring } from '../storage/passportKeys.ts';
 import { WORKFLOWS_PATH } from './workflowBundle.ts';
@@ -40,6 +43,11 @@ async function main(): Promise<void> {
   if (config.passports.keysDir) await registerKeyring(db, config.passports.keysDir);
   const publication = createPublicationActivities({ db, objects, python: config.python, sandbox });
   const hosting = createHostingActivities({ db, objects, python: config.python, sandbox });
+  // Warm instances of the deployments this process serves, reached through its own task
+  // queue: an invocation is sent to the worker that holds its deployment's instances.
+  const deployments: Deployments = new Map();
+  const hostQueue = `host-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const invocations = createInvocationActivities({ db, objects, python: config.python, sandbox, deployments, hostQueue });
   const control = await Worker.create({
     connection,
     namespace: config.temporal.namespace,
@@ -53,6 +61,7 @@ async function main(): Promise<void> {
       ...createDatasetActivities({ db, objects }),
       ...createExperimentActivities({ db, objects, maxConcurrentRuns: config.limits.concurrentRunsPerAccount }),
       ...hosting,
+      ...invocations,
       ...createPassportActivities({ db, objects, keysDir: config.passports.keysDir }),
     },
   });
@@ -64,7 +73,7 @@ async function main(): Promise<void> {
     connection,
     namespace: config.temporal.namespace,
     taskQueue: computeTaskQueue(p),
-    activities: { ...execution, ...publication, ...hosting },
+    activities: { ...execution, ...publication, ...hosting, ...invocations },
     maxConcurrentActivityTaskExecutions: 2,
     // SIGTERM drains: running labs get this long to finish; then they are stopped and
     // their runs rescheduled on another worker (not cancelled, no attempt used).
@@ -72,8 +81,18 @@ async function main(): Promise<void> {
     // Cancellation reaches an activity with its next heartbeat: keep that prompt.
     maxHeartbeatThrottleInterval: '1 second',
   })));
-  const workers = [control, ...compute];
-  log.info({ taskQueues: [CONTROL_TASK_QUEUE, ...profiles.map(computeTaskQueue)] }, 'worker started');
+  const host = profiles.length ? [await Worker.create({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: hostQueue,
+    activities: invocations,
+    // Each invocation has a warm instance to itself; the pools bound how many run at once.
+    maxConcurrentActivityTaskExecutions: 32,
+    maxHeartbeatThrottleInterval: '1 second',
+    shutdownGraceTime: `${config.worker.shutdownGraceSeconds} seconds`,
+  })] : [];
+  const workers = [control, ...compute, ...host];
+  log.info({ taskQueues: [CONTROL_TASK_QUEUE, ...profiles.map(computeTaskQueue), ...(host.length ? [hostQueue] : [])] }, 'worker started');
   const stop = () => workers.forEach((w) => w.shutdown());
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);

@@ -1,7 +1,9 @@
 import {
   ApplicationFailure, condition, continueAsNew, defineQuery, defineUpdate, proxyActivities, proxyLocalActivities, setHandler, workflowInfo, allHandlersFinished, ActivityFailure,
+  CancellationScope, ActivityCancellationType, isCancellation, log,
 } from '@temporalio/workflow';
 import type { HostingActivities, ChecksResult, HostingAction, HostingStatus } from '../activities/hosting.ts';
+import type { InvocationActivities } from '../activities/invocations.ts';
 import { computeTaskQueue } from './constants.ts';
 
 /** What a lifecycle carries across continue-as-new. */
@@ -64,6 +66,35 @@ export async function hostingLifecycleWorkflow(initial: HostingState): Promise<H
     await record({ status, pending_action: queue[0]?.action ?? null }, { kind, actor, message });
   };
 
+  // While ready, a worker of the profile holds the deployment's warm instances: an
+  // activity that lasts until cancelled (pause, retire) and is retried elsewhere when its
+  // worker goes away.
+  let serving: { scope: CancellationScope; done: Promise<void> } | null = null;
+  const serve = () => {
+    if (serving) return;
+    const host = proxyActivities<InvocationActivities>({
+      taskQueue: computeTaskQueue(state.profile), heartbeatTimeout: '30 seconds', startToCloseTimeout: '365 days',
+      retry: { initialInterval: '1 second', maximumInterval: '1 minute' }, cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    });
+    const scope = new CancellationScope();
+    serving = {
+      scope,
+      done: scope.run(() => host.serveDeployment(state.labId, state.generation)).catch((err: unknown) => {
+        if (!isCancellation(err)) log.warn('serving the deployment ended', { labId: state.labId, error: String(err) });
+      }),
+    };
+  };
+  const unserve = async () => {
+    if (!serving) return;
+    serving.scope.cancel();
+    await serving.done;
+    serving = null;
+  };
+  const servedWhenReady = async () => {
+    if (state.status === 'ready') serve();
+    else await unserve();
+  };
+
   setHandler(hostingStateQuery, recorded);
   setHandler(hostingActionUpdate, async ({ action, actor }) => {
     state.revision += 1;
@@ -115,16 +146,22 @@ export async function hostingLifecycleWorkflow(initial: HostingState): Promise<H
     }
   }
   for (;;) {
+    await servedWhenReady();
     await condition(() => queue.length > 0 || workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > HISTORY_BOUND);
     if (!queue.length) {
       await condition(allHandlersFinished);
-      if (!queue.length) await continueAsNew<typeof hostingLifecycleWorkflow>({ ...state });
+      if (!queue.length) {
+        // The next run serves again: an activity belongs to the run that scheduled it.
+        await unserve();
+        await continueAsNew<typeof hostingLifecycleWorkflow>({ ...state });
+      }
       continue;
     }
     const { action, actor } = queue.shift()!;
     if (action === 'retire') {
       queue.length = 0;
-      await moveTo('retiring', 'retiring', 'Retiring: no new invocations.', actor);
+      await moveTo('retiring', 'retiring', 'Retiring: no new invocations; stopping the warm instances.', actor);
+      await unserve();
       await moveTo('retired', 'retired', 'Retired.', actor);
       await condition(allHandlersFinished);
       return state.status;

@@ -6,3 +6,4 @@ export { datasetRegistrationWorkflow } from './datasetRegistration.ts';
 export { experimentWorkflow } from './experiment.ts';
 export { passportWorkflow } from './passport.ts';
 export { hostingLifecycleWorkflow } from './hosting.ts';
+export { invocationWorkflow } from './invocation.ts';

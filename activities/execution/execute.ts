@@ -199,23 +199,38 @@ async function materialize(deps: { db: Db; objects: ObjectStore }, run: RunRow, 
 
 /**
  * Stores a completed run's artifacts by content address, streamed from the worker's disk,
- * and returns its outputs record, the public outputs only: each final value inline when
- * small, else a reference to the artifact holding it. `outputs.json` carries the same;
- * the rest go to the owner's private `private-outputs.json`.
+ * and returns its outputs record (storeOutputs), each artifact recorded as the run's.
  */
 async function storeResults(
   deps: { db: Db; objects: ObjectStore }, runId: string, dir: string, files: ArtifactFile[],
   values: Map<string, unknown>, declared: Array<{ name: string; public: boolean }>, visuals: unknown,
 ): Promise<Record<string, unknown>> {
-  const store = async (f: ArtifactFile) => {
-    const key = blobKey(f.sha256);
-    if (!(await deps.objects.exists(key))) await deps.objects.putStream(key, createReadStream(f.path), f.content_type);
+  return storeOutputs(dir, files, values, declared, visuals, { keepPrivate: true }, async (f) => {
+    await putArtifactBytes(deps.objects, f);
     const rec = await recordArtifact(deps.db, runId, newId('art'), {
       role: f.role, file_name: f.file_name, content_type: f.content_type, format: f.format, size_bytes: f.size_bytes, sha256: f.sha256, public: f.public,
     });
     if (rec.created) await appendEvent(deps.db, runId, 'artifact_stored', `Stored ${f.file_name} (${f.size_bytes} bytes).`, { artifact_id: rec.id, sha256: f.sha256, file_name: f.file_name });
     return rec.id;
-  };
+  });
+}
+
+/** An artifact file's bytes in the object store under their content address (once). */
+export async function putArtifactBytes(objects: ObjectStore, f: ArtifactFile): Promise<void> {
+  const key = blobKey(f.sha256);
+  if (!(await objects.exists(key))) await objects.putStream(key, createReadStream(f.path), f.content_type);
+}
+
+/**
+ * A completed execution's outputs record, the public outputs only: each final value
+ * inline when small, else a reference to the artifact holding it; every file is given to
+ * `store` (which returns its id). `outputs.json` carries the same; with `keepPrivate` the
+ * rest go to the owner's private `private-outputs.json`, else they are not kept at all.
+ */
+export async function storeOutputs(
+  dir: string, files: ArtifactFile[], values: Map<string, unknown>, declared: Array<{ name: string; public: boolean }>, visuals: unknown,
+  opts: { keepPrivate: boolean }, store: (f: ArtifactFile) => Promise<string>,
+): Promise<Record<string, unknown>> {
   const outputs: Record<string, unknown> = {};
   for (const d of declared) {
     const value = values.get(d.name) ?? null;
@@ -233,7 +248,7 @@ async function storeResults(
   await store(await textFile(dir, { role: 'outputs', file_name: 'outputs.json', content_type: 'application/json', format: 'json', public: true }, `${JSON.stringify(publicOutputs, null, 2)}\n`));
   // Outputs the lab does not declare public stay with the owner's evidence, out of results.
   const privateOutputs = of(false);
-  if (Object.keys(privateOutputs).length) {
+  if (opts.keepPrivate && Object.keys(privateOutputs).length) {
     await store(await textFile(dir, { role: 'private_outputs', file_name: 'private-outputs.json', content_type: 'application/json', format: 'json', public: false }, `${JSON.stringify(privateOutputs, null, 2)}\n`));
   }
   // The runtime reports an empty list for a lab without visual models: nothing to keep.

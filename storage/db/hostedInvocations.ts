@@ -120,7 +120,8 @@ export interface InvocationEnding {
   id: string;
   status: Extract<InvocationStatus, 'completed' | 'failed' | 'cancelled' | 'expired'>;
   error?: { code: string; message: string } | null;
-  computeSeconds: number;
+  /** Measured compute; null charges the time since execution began (a stop that measured nothing). */
+  computeSeconds: number | null;
   outputs?: Record<string, unknown> | null;
 }
 
@@ -134,7 +135,8 @@ export async function finishInvocation(db: Db, e: InvocationEnding): Promise<Inv
     if (!row) throw new Error(`no invocation ${e.id}`);
     if (INVOCATION_ENDED.includes(row.status)) return row.status;
     const profile = await trx('compute_profiles').where({ id: row.compute_profile }).first('price_per_second_micros');
-    const charge = Math.min(Math.ceil(Math.max(0, e.computeSeconds) * Number(profile.price_per_second_micros)), Number(row.reserved_micros));
+    const seconds = e.computeSeconds ?? (row.started_at ? (Date.now() - new Date(row.started_at).getTime()) / 1000 : 0);
+    const charge = Math.min(Math.ceil(Math.max(0, seconds) * Number(profile.price_per_second_micros)), Number(row.reserved_micros));
     const { rows: [s] } = await trx.raw('SELECT charged_micros FROM silico_settle_compute(?, ?, ?)', [row.account_id, ledgerRef(row.id), charge]);
     await trx('hosted_invocations').where({ id: e.id }).update({
       status: e.status, error: e.error ? JSON.stringify(e.error) : null, settled_micros: s.charged_micros,

@@ -160,7 +160,7 @@ test('public hosting waits for the operator: approval makes it ready; a rejectio
   const stranger = await newAccount();
   const hosted = await call('GET', `/hosted-releases/${encodeURIComponent(pub.reference)}?sha256=${pub.sha256}`, { key: stranger.key });
   assert.equal(hosted.status, 200, hosted.text);
-  assert.deepEqual(hosted.body.inputs.map((i: any) => i.name), ['growth_rate', 'noise', 'fail']);
+  assert.deepEqual(hosted.body.inputs.map((i: any) => i.name), ['growth_rate', 'noise', 'fail', 'window_delay']);
   assert.ok(!JSON.stringify(hosted.body).includes('smoke'));
   const wrongDigest = await call('GET', `/hosted-releases/${encodeURIComponent(pub.reference)}?sha256=${'0'.repeat(64)}`, { key: stranger.key });
   assert.equal(wrongDigest.status, 422);

@@ -1,0 +1,167 @@
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import type { Db } from '../storage/db/knex.ts';
+import type { ObjectStore } from '../storage/objects.ts';
+import { sha256Hex } from '../storage/digest.ts';
+import { getHosting } from '../storage/db/hosting.ts';
+import { getReleaseById } from '../storage/db/releases.ts';
+import { getComputeProfile } from '../storage/db/computeProfiles.ts';
+import { listOf } from '../storage/labContract.ts';
+import {
+  finishInvocation, getInvocation, leaseInvocation, recordInvocationArtifact, renewLease, servingQueue, setInvocationOutputs, setServingQueue, type InvocationEnding,
+} from '../storage/db/hostedInvocations.ts';
+import { labEnv, putArtifactBytes, runLimits, storeOutputs } from './execution/execute.ts';
+import { seriesSvg } from './execution/artifacts.ts';
+import { createOutputSink } from './execution/outputs.ts';
+import { outcomeError } from './execution/labProcess.ts';
+import { startWarmInstance } from './execution/warmInstance.ts';
+import { createWarmPool, type WarmPool } from './execution/warmPool.ts';
+import type { Sandbox } from './execution/sandbox.ts';
+
+export type { InvocationEnding } from '../storage/db/hostedInvocations.ts';
+
+/** How long a lease lasts without a renewal from the execution's heartbeats. */
+export const LEASE_SECONDS = 10;
+/** The failure type of an invocation sent to a worker that does not serve its deployment. */
+export const NOT_SERVED_HERE = 'NotServedHere';
+
+/** The deployments whose warm instances this worker process holds, by `<lab_id>:<generation>`. */
+export type Deployments = Map<string, WarmPool>;
+const deploymentKey = (labId: string, generation: number) => `${labId}:${generation}`;
+
+interface Deps { db: Db; objects: ObjectStore; python: string; sandbox: Sandbox; deployments: Deployments; hostQueue: string }
+
+/**
+ * Activities of hosted execution. `serveDeployment` (on a worker of the profile) holds a
+ * ready deployment's warm pool for as long as it is not cancelled and tells where it is
+ * served (this worker's own task queue); `invokeHosted` (on that queue) runs one
+ * invocation on a warm instance under a lease its heartbeats renew; the control steps
+ * read the schedule and record the ending (settled once).
+ */
+export function createInvocationActivities(deps: Deps) {
+  return {
+    async invocationSchedule(invocationId: string): Promise<{ labId: string; generation: number; maxSeconds: number }> {
+      const inv = await getInvocation(deps.db, invocationId);
+      if (!inv) throw new Error(`no invocation ${invocationId}`);
+      return { labId: inv.lab_id, generation: inv.hosting_generation, maxSeconds: inv.max_seconds };
+    },
+
+    async servingQueueOf(labId: string, generation: number): Promise<{ queue: string | null; status: string | null }> {
+      const s = await servingQueue(deps.db, labId, generation);
+      return { queue: s?.queue ?? null, status: s?.status ?? null };
+    },
+
+    async finishInvocation(ending: InvocationEnding): Promise<string> {
+      return finishInvocation(deps.db, ending);
+    },
+
+    async serveDeployment(labId: string, generation: number): Promise<void> {
+      const ctx = Context.current();
+      const hosting = await getHosting(deps.db, labId);
+      if (!hosting || hosting.generation !== generation) return;
+      const release = (await getReleaseById(deps.db, hosting.release_id))!;
+      const profile = (await getComputeProfile(deps.db, hosting.compute_profile))!;
+      const dir = await mkdtemp(path.join(tmpdir(), 'silico-deployment-'));
+      const key = deploymentKey(labId, generation);
+      let pool: WarmPool | undefined;
+      try {
+        const bytes = await deps.objects.getBytes(release.archive_key!);
+        if (`blobs/sha256/${sha256Hex(bytes)}` !== release.archive_key) throw ApplicationFailure.nonRetryable('The stored package does not match its address.', 'artifact_store_error');
+        await mkdir(path.join(dir, 'input'));
+        await writeFile(path.join(dir, 'input', 'lab.bsilab'), bytes);
+        let n = 0;
+        pool = createWarmPool({
+          min: hosting.min_instances, max: hosting.max_instances, idleSeconds: 60,
+          start: () => startWarmInstance(deps.sandbox, {
+            python: deps.python, input: path.join(dir, 'input'), scratch: path.join(dir, `instance-${++n}`),
+            limits: runLimits(profile, profile.max_runtime_seconds), env: labEnv(profile.vcpus),
+          }, 'lab.bsilab', { package_sha256: release.package_sha256 }, { readySeconds: 60 }),
+        });
+        deps.deployments.set(key, pool);
+        await setServingQueue(deps.db, labId, generation, deps.hostQueue);
+        // Held until the lifecycle cancels it (pause, retire) or this worker goes away.
+        await new Promise<void>((resolve) => {
+          const beat = setInterval(() => ctx.heartbeat(pool!.stats()), 2000);
+          ctx.cancellationSignal.addEventListener('abort', () => {
+            clearInterval(beat);
+            resolve();
+          }, { once: true });
+        });
+        throw new CancelledFailure('deployment no longer served here');
+      } finally {
+        deps.deployments.delete(key);
+        await setServingQueue(deps.db, labId, generation, null, deps.hostQueue).catch(() => undefined);
+        await pool?.close();
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+
+    async invokeHosted(invocationId: string): Promise<{ status: 'completed' | 'failed' | 'cancelled' | 'skipped'; error?: { code: string; message: string } | null; computeSeconds: number }> {
+      const ctx = Context.current();
+      const inv = await getInvocation(deps.db, invocationId);
+      if (!inv) return { status: 'skipped', computeSeconds: 0 };
+      const pool = deps.deployments.get(deploymentKey(inv.lab_id, inv.hosting_generation));
+      if (!pool) throw ApplicationFailure.nonRetryable('This worker does not serve the deployment.', NOT_SERVED_HERE);
+      const leased = await leaseInvocation(deps.db, invocationId, LEASE_SECONDS);
+      if (leased === 'cancel_requested') return { status: 'cancelled', computeSeconds: 0 };
+      if (leased !== 'running') return { status: 'skipped', computeSeconds: 0 };
+      const stop = new AbortController();
+      const onCancel = () => stop.abort();
+      ctx.cancellationSignal.addEventListener('abort', onCancel);
+      // The lease is renewed with every heartbeat; one that was revoked stops the work.
+      let renewing = false;
+      const beat = setInterval(() => {
+        ctx.heartbeat();
+        if (renewing) return;
+        renewing = true;
+        renewLease(deps.db, invocationId, LEASE_SECONDS).then((held) => { if (!held) stop.abort(); }, () => undefined).finally(() => { renewing = false; });
+      }, 1000);
+      const lease = await pool.acquire(stop.signal).catch(() => null);
+      const dir = await mkdtemp(path.join(tmpdir(), 'silico-invocation-'));
+      try {
+        if (!lease) return { status: 'cancelled', computeSeconds: 0 };
+        const release = await getHosting(deps.db, inv.lab_id).then((h) => getReleaseById(deps.db, h!.release_id));
+        const declared = listOf((release!.manifest as { io?: { outputs?: Array<{ name?: unknown; public?: unknown }> } }).io?.outputs)
+          .filter((o) => o && typeof o.name === 'string').map((o) => ({ name: o.name as string, public: o.public !== false }));
+        const sink = createOutputSink(dir, declared);
+        let visuals: unknown = null;
+        let outcome;
+        try {
+          outcome = await lease.instance.invoke({ inputs: inv.inputs, seed: inv.seed, package_sha256: inv.package_sha256 }, { wallSeconds: inv.max_seconds, signal: stop.signal }, {
+            onMessage: async (msg) => {
+              if (msg.type === 'series') await sink.addSeries(String(msg.name), msg.points);
+              else if (msg.type === 'output') sink.setFinal(String(msg.name), msg.value);
+              else if (msg.type === 'visual') visuals = msg.visuals;
+            },
+          });
+        } finally {
+          lease.release();
+        }
+        const computeSeconds = outcome.result?.cpu_seconds ?? outcome.wallSeconds;
+        if (outcome.cancelled) return { status: 'cancelled', computeSeconds: outcome.wallSeconds };
+        const error = outcomeError(outcome);
+        if (error?.code === 'instance_lost') throw ApplicationFailure.retryable(error.message, NOT_SERVED_HERE);
+        if (error) return { status: 'failed', error, computeSeconds };
+        const missing = sink.missing();
+        if (missing.length) return { status: 'failed', error: { code: 'output_contract_violation', message: `Declared outputs missing: ${missing.join(', ')}.` }, computeSeconds };
+        const { files, values } = await sink.finish(seriesSvg);
+        // Only the public outputs are the invoker's: the owner's private ones are not kept.
+        const outputs = await storeOutputs(dir, files.filter((f) => f.public), values, declared, visuals, { keepPrivate: false }, async (f) => {
+          await putArtifactBytes(deps.objects, f);
+          await recordInvocationArtifact(deps.db, { invocation_id: invocationId, port: f.role, file_name: f.file_name, content_type: f.content_type, format: f.format, size_bytes: f.size_bytes, sha256: f.sha256 });
+          return f.sha256;
+        });
+        await setInvocationOutputs(deps.db, invocationId, outputs);
+        return { status: 'completed', computeSeconds };
+      } finally {
+        clearInterval(beat);
+        ctx.cancellationSignal.removeEventListener('abort', onCancel);
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+export type InvocationActivities = ReturnType<typeof createInvocationActivities>;

@@ -1,0 +1,138 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { call, closeTestDb, newAccount, testDb, until, waitForRun, workspaceOfLab } from '../helpers.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { createPlan } from '../../storage/db/plans.ts';
+import { acceptInvocation, getInvocation, requestCancel } from '../../storage/db/hostedInvocations.ts';
+import { digestJson } from '../../storage/digest.ts';
+import { newId } from '../../storage/ids.ts';
+import { CONTROL_TASK_QUEUE, invocationWorkflowId } from '../../workflows/constants.ts';
+
+// Hosted execution below the HTTP routes: a ready deployment is served from warm
+// instances on one worker, an invocation accepted in Postgres runs there under a lease,
+// gives a cold run's outputs, stops within 3 s when cancelled and is settled once.
+
+after(closeTestDb);
+const LAB = path.join(REPO_ROOT, 'test/fixtures/labs/noisy-growth');
+let owner: Awaited<ReturnType<typeof newAccount>>;
+let labId = '';
+let reference = '';
+let packageSha = '';
+let client: Client;
+let connection: Connection;
+
+before(async () => {
+  connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! });
+  client = new Client({ connection });
+  owner = await newAccount({ usd: 10 });
+  const ws = await workspaceOfLab(owner.key, 'Served', LAB);
+  labId = ws.lab_id;
+  const prep = (await call('POST', '/publication-plans', { key: owner.key, body: { workspace_id: ws.workspace_id, revision_id: ws.revision_id, version: '1.0.0' } })).body;
+  assert.equal((await call('POST', '/publications', { key: owner.key, body: { plan_id: prep.plan_id, plan_sha256: prep.plan_sha256 } })).status, 200);
+  reference = prep.reference;
+  const release = await until(120_000, async () => testDb()('releases').where({ account_id: owner.account.id }).first());
+  packageSha = release.package_sha256;
+  const plan = (await call('POST', `/labs/${labId}/hosting-plans`, {
+    key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { release: { reference, sha256: packageSha.replace(/^sha256:/, '') }, min_instances: 1, max_instances: 2 },
+  })).body;
+  assert.equal(plan.status, 'ready', JSON.stringify(plan));
+  const requested = await call('POST', '/hosting-requests', { key: owner.key, body: { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 } });
+  assert.equal(requested.status, 201, requested.text);
+  await until(120_000, async () => {
+    const h = await testDb()('hostings').where({ lab_id: labId }).first();
+    return h?.status === 'ready' && h.serving_queue ? h : undefined;
+  }).catch(async (err) => {
+    const history = await client.workflow.getHandle(`hosting-${labId}`).fetchHistory();
+    const events = (history.events ?? []).map((e) => JSON.stringify(e).slice(0, 400));
+    throw new Error(`${err.message}: ${events.slice(-12).join('\n')}`);
+  });
+});
+after(async () => {
+  await connection?.close();
+});
+
+/** An invocation accepted as the API accepts one, and its workflow started. */
+async function invoke(inputs: Record<string, unknown>, seed: number): Promise<string> {
+  const hosting = await testDb()('hostings').where({ lab_id: labId }).first();
+  const plan = await createPlan(testDb(), { accountId: owner.account.id, kind: 'hosted_invocation', proposal: { inputs }, findings: [], ttlSeconds: 600 });
+  const id = newId('inv');
+  await acceptInvocation(testDb(), {
+    id, account_id: owner.account.id, client_id: 'cli_test', lab_id: labId, hosting_generation: hosting.generation, reference, package_sha256: packageSha,
+    compute_profile: hosting.compute_profile, inputs, inputs_sha256: digestJson(inputs), seed, max_seconds: 60, reserved_micros: 600, plan_id: plan.id,
+  });
+  await client.workflow.start('invocationWorkflow', { taskQueue: CONTROL_TASK_QUEUE, workflowId: invocationWorkflowId(id), args: [{ invocationId: id }] });
+  return id;
+}
+
+const ended = (id: string, ms = 60_000) => until(ms, async () => {
+  const inv = await getInvocation(testDb(), id);
+  return inv && ['completed', 'failed', 'cancelled', 'expired'].includes(inv.status) ? inv : undefined;
+});
+
+async function coldRun(inputs: Record<string, unknown>, seed: number) {
+  const res = await call('POST', '/runs', { key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { ref: reference, inputs, seed, max_runtime_seconds: 60 } });
+  assert.equal(res.status, 200, res.text);
+  const run = await waitForRun(owner.key, res.body.id);
+  assert.equal(run.status, 'completed');
+  return (await call('GET', `/runs/${run.id}/results`, { key: owner.key })).body;
+}
+
+test('two invocations with different inputs on the warm deployment give two cold runs\' outputs; artifacts by port; settled once', { timeout: 180_000 }, async () => {
+  const a = { growth_rate: 0.1, noise: 0.3 };
+  const b = { growth_rate: 0.25, noise: 0.01 };
+  const first = await ended(await invoke(a, 11));
+  const second = await ended(await invoke(b, 12));
+  assert.equal(first.status, 'completed', JSON.stringify(first.error));
+  assert.equal(second.status, 'completed', JSON.stringify(second.error));
+  const [coldA, coldB] = [await coldRun(a, 11), await coldRun(b, 12)];
+  for (const k of ['final_size', 'mean_growth']) {
+    assert.equal(first.outputs![k], coldA.outputs[k], `${k} of a`);
+    assert.equal(second.outputs![k], coldB.outputs[k], `${k} of b`);
+  }
+  const arts = await testDb()('hosted_invocation_artifacts').where({ invocation_id: first.id });
+  const csv = arts.find((x: any) => x.file_name === 'size.csv');
+  assert.equal(csv.port, 'size');
+  assert.equal(csv.sha256, coldA.artifacts.find((x: any) => x.file_name === 'size.csv').sha256, 'the same bytes as the cold run');
+  const txns = await testDb()('ledger_txns').where({ ref: `invocation:${first.id}` }).select('kind');
+  assert.deepEqual(txns.map((t: any) => t.kind).sort(), ['reserve', 'settle']);
+  assert.ok(Number(first.settled_micros) <= 600);
+});
+
+test('cancelling a running invocation revokes its lease and stops its process within 3 s; only elapsed compute is charged; an ended one is unchanged', { timeout: 120_000 }, async () => {
+  const id = await invoke({ window_delay: 2 }, 1);
+  await until(30_000, async () => ((await getInvocation(testDb(), id))?.status === 'running' ? true : undefined));
+  await new Promise((r) => setTimeout(r, 1000));
+  const asked = Date.now();
+  await requestCancel(testDb(), id);
+  await client.workflow.getHandle(invocationWorkflowId(id)).cancel();
+  const inv = await ended(id, 10_000);
+  const took = Date.now() - asked;
+  assert.equal(inv.status, 'cancelled');
+  assert.ok(took < 3000, `stopped in ${took} ms`);
+  assert.ok(Number(inv.settled_micros) > 0 && Number(inv.settled_micros) < 600, `charged ${inv.settled_micros} of 600`);
+  const after = await requestCancel(testDb(), id);
+  assert.equal(after.status, 'cancelled');
+  assert.equal(after.settled_micros, inv.settled_micros);
+  // The deployment serves on.
+  const next = await ended(await invoke({ growth_rate: 0.1 }, 3));
+  assert.equal(next.status, 'completed');
+});
+
+test('pausing the deployment stops serving it; an invocation then ends deployment_paused, nothing charged; resuming serves again', { timeout: 120_000 }, async () => {
+  const h = (await call('GET', `/labs/${labId}/hosting`, { key: owner.key })).body;
+  assert.equal((await call('PATCH', `/labs/${labId}/hosting`, { key: owner.key, body: { revision: h.revision, action: 'pause' } })).status, 200);
+  await until(30_000, async () => {
+    const row = await testDb()('hostings').where({ lab_id: labId }).first();
+    return row.status === 'paused' && !row.serving_queue ? true : undefined;
+  });
+  const refused = await ended(await invoke({}, 1));
+  assert.equal(refused.status, 'failed');
+  assert.equal(refused.error?.code, 'deployment_paused');
+  assert.equal(Number(refused.settled_micros), 0);
+  const paused = (await call('GET', `/labs/${labId}/hosting`, { key: owner.key })).body;
+  assert.equal((await call('PATCH', `/labs/${labId}/hosting`, { key: owner.key, body: { revision: paused.revision, action: 'resume' } })).status, 200);
+  await until(60_000, async () => ((await testDb()('hostings').where({ lab_id: labId }).first()).serving_queue ? true : undefined));
+  assert.equal((await ended(await invoke({}, 2))).status, 'completed');
+});
