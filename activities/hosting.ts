@@ -6,7 +6,7 @@ import type { Db } from '../storage/db/knex.ts';
 import type { ObjectStore } from '../storage/objects.ts';
 import { sha256Hex } from '../storage/digest.ts';
 import { getReleaseById } from '../storage/db/releases.ts';
-import { getHosting, recordHosting, type HostingChange, type HostingCheck } from '../storage/db/hosting.ts';
+import { chargeStandingCost, getHosting, recordHosting, type HostingChange, type HostingCheck } from '../storage/db/hosting.ts';
 import { smokeRun } from './execution/smokeRun.ts';
 import { smokeInputsOf } from '../storage/labContract.ts';
 import type { Sandbox } from './execution/sandbox.ts';
@@ -28,6 +28,11 @@ export function createHostingActivities(deps: { db: Db; objects: ObjectStore; py
   return {
     async recordHosting(labId: string, generation: number, change: HostingChange, event: { kind: string; actor?: string | null; message: string }): Promise<void> {
       await recordHosting(deps.db, labId, generation, change, event);
+    },
+
+    /** The standing cost of the period that ended at `periodEnd` (once per period). */
+    async accrueStandingCost(labId: string, generation: number, periodEnd: string, seconds: number): Promise<{ charged_micros: number; short: boolean }> {
+      return chargeStandingCost(deps.db, labId, generation, periodEnd, seconds);
     },
 
     async hostingChecks(labId: string, generation: number): Promise<ChecksResult> {

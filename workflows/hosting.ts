@@ -41,6 +41,9 @@ const ALLOWED: Record<HostingAction, readonly HostingStatus[]> = {
 };
 const AFTER: Record<HostingAction, HostingStatus> = { pause: 'paused', resume: 'ready', retire: 'retiring' };
 
+/** How often a ready deployment's standing cost is charged. */
+const ACCRUAL_PERIOD = '1 hour';
+
 /** Past this many history events the lifecycle continues as a new run (Temporal may also suggest it). */
 const HISTORY_BOUND = 2000;
 
@@ -90,9 +93,30 @@ export async function hostingLifecycleWorkflow(initial: HostingState): Promise<H
     await serving.done;
     serving = null;
   };
+  // The owner pays for the warm instances while ready: each hour, and for the part of an
+  // hour before the deployment leaves ready. A balance that cannot cover it pauses it.
+  let accruedSince: number | null = null;
+  const accrue = async () => {
+    if (accruedSince === null) return;
+    const now = Date.now();
+    const seconds = (now - accruedSince) / 1000;
+    accruedSince = now;
+    if (seconds <= 0) return;
+    const bill = await control.accrueStandingCost(state.labId, state.generation, new Date(now).toISOString(), seconds);
+    if (bill.short && state.status === 'ready' && !queue.some((a) => a.action !== 'resume')) {
+      state.revision += 1;
+      queue.push({ action: 'pause', actor: 'billing' });
+      await record({ revision: state.revision, pending_action: 'pause' }, { kind: 'action_requested', actor: 'billing', message: 'The balance cannot cover the standing cost: pausing.' });
+    }
+  };
   const servedWhenReady = async () => {
-    if (state.status === 'ready') serve();
-    else await unserve();
+    if (state.status === 'ready') {
+      serve();
+      accruedSince ??= Date.now();
+    } else {
+      accruedSince = null;
+      await unserve();
+    }
   };
 
   setHandler(hostingStateQuery, recorded);
@@ -147,16 +171,23 @@ export async function hostingLifecycleWorkflow(initial: HostingState): Promise<H
   }
   for (;;) {
     await servedWhenReady();
-    await condition(() => queue.length > 0 || workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > HISTORY_BOUND);
+    const woken = await condition(() => queue.length > 0 || workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > HISTORY_BOUND, ACCRUAL_PERIOD);
+    if (!woken) {
+      await accrue();
+      continue;
+    }
     if (!queue.length) {
       await condition(allHandlersFinished);
       if (!queue.length) {
-        // The next run serves again: an activity belongs to the run that scheduled it.
+        // The next run serves (and bills) again: an activity belongs to the run that scheduled it.
+        await accrue();
         await unserve();
         await continueAsNew<typeof hostingLifecycleWorkflow>({ ...state });
       }
       continue;
     }
+    // What was used up to now is billed before the status changes.
+    if (state.status === 'ready' && queue[0]!.action !== 'resume') await accrue();
     const { action, actor } = queue.shift()!;
     if (action === 'retire') {
       queue.length = 0;

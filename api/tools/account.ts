@@ -52,6 +52,8 @@ export const accountGet: ToolDef = {
             spent_usd: microsToUsd(s.spent_micros),
           },
           releases: s.releases,
+          // Ready deployments' warm instances are charged hourly to their owner while ready.
+          hosting: { hourly_usd: microsToUsd(s.hosting_hourly_micros), spent_usd: microsToUsd(s.hosting_spent_micros) },
         },
       },
       next_actions: [

@@ -6,6 +6,9 @@ export interface AccountSummary {
   reserved_micros: number;
   spent_micros: number;
   releases: number;
+  /** What the account's ready deployments cost per hour, and what hosting has cost so far. */
+  hosting_hourly_micros: number;
+  hosting_spent_micros: number;
   requests_today_key: number;
   requests_today_account: number;
 }
@@ -13,7 +16,7 @@ export interface AccountSummary {
 /**
  * What GET /account shows beyond the account row, read in one prepared statement (it
  * runs on every call, so it is planned once per connection): compute balances, owned
- * releases, and today's request counts (this key, and every key of the account) from
+ * releases, standing hosting cost, and today's request counts (this key, and every key of the account) from
  * the daily rate-limit counters.
  */
 export async function accountSummary(pool: pg.Pool, accountId: string, keyId: string, day: string): Promise<AccountSummary> {
@@ -24,6 +27,10 @@ export async function accountSummary(pool: pg.Pool, accountId: string, keyId: st
              coalesce(b.reserved_micros, 0)::float8 AS reserved_micros,
              coalesce(b.spent_micros, 0)::float8 AS spent_micros,
              (SELECT count(*) FROM releases r WHERE r.account_id = a.id)::int AS releases,
+             (SELECT coalesce(sum(h.min_instances * p.price_per_second_micros * 3600), 0) FROM hostings h
+                JOIN compute_profiles p ON p.id = h.compute_profile WHERE h.account_id = a.id AND h.status = 'ready')::float8 AS hosting_hourly_micros,
+             (SELECT coalesce(sum(e.amount_micros), 0) FROM ledger_txns t JOIN ledger_entries e ON e.txn_id = t.id
+               WHERE t.account_id = a.id AND t.kind = 'hosting' AND e.book = 'spent')::float8 AS hosting_spent_micros,
              (SELECT coalesce(max(points), 0) FROM rate_limits WHERE key = $2)::int AS requests_today_key,
              (SELECT coalesce(sum(rl.points), 0) FROM api_keys k
                 JOIN rate_limits rl ON rl.key = $3 || ':' || k.id || ':' || $4

@@ -127,3 +127,32 @@ export async function recordHosting(db: Db, labId: string, generation: number, c
     await trx('hosting_events').insert({ lab_id: labId, generation, status, kind: event.kind, actor: event.actor ?? null, message: event.message.slice(0, 2000) });
   });
 }
+
+/**
+ * Charges the owner the standing cost of a ready deployment for `seconds` ending at
+ * `periodEnd` (its `min_instances` warm instances at the profile's price), once per
+ * period: a ledger movement from available to spent, `hosting:<lab>:<generation>:<end>`.
+ * What the balance cannot cover is not charged; `short` says so (the lifecycle pauses).
+ */
+export async function chargeStandingCost(db: Db, labId: string, generation: number, periodEnd: string, seconds: number): Promise<{ charged_micros: number; short: boolean }> {
+  return db.transaction(async (trx) => {
+    const h: HostingRow | undefined = await trx('hostings').where({ lab_id: labId, generation }).first();
+    if (!h) return { charged_micros: 0, short: false };
+    const profile = await trx('compute_profiles').where({ id: h.compute_profile }).first('price_per_second_micros');
+    const due = Math.ceil(h.min_instances * Number(profile.price_per_second_micros) * Math.max(0, seconds));
+    if (due <= 0) return { charged_micros: 0, short: false };
+    const balance = await trx('compute_balances').where({ account_id: h.account_id }).forUpdate().first('available_micros');
+    const charge = Math.min(due, Number(balance?.available_micros ?? 0));
+    if (charge > 0) {
+      const { rows: [t] } = await trx.raw('SELECT silico_ledger_record(?, ?, ?, ?, ?::text[], ?::bigint[]) AS txn', [
+        h.account_id, 'hosting', `hosting:${labId}:${generation}:${periodEnd}`, `Standing cost of ${h.min_instances} warm instance(s) of ${h.reference} for ${Math.round(seconds)} s`,
+        ['available', 'spent'], [-charge, charge],
+      ]);
+      if (t.txn !== null) {
+        await trx('compute_balances').where({ account_id: h.account_id })
+          .update({ available_micros: trx.raw('available_micros - ?', [charge]), spent_micros: trx.raw('spent_micros + ?', [charge]) });
+      }
+    }
+    return { charged_micros: charge, short: charge < due };
+  });
+}

@@ -122,17 +122,25 @@ test('cancelling a running invocation revokes its lease and stops its process wi
 
 test('pausing the deployment stops serving it; an invocation then ends deployment_paused, nothing charged; resuming serves again', { timeout: 120_000 }, async () => {
   const h = (await call('GET', `/labs/${labId}/hosting`, { key: owner.key })).body;
+  const ready = (await call('GET', '/account', { key: owner.key })).body.holdings.hosting;
+  assert.equal(ready.hourly_usd, 3600 * 10 / 1e6, 'one warm cpu-small instance while ready');
   assert.equal((await call('PATCH', `/labs/${labId}/hosting`, { key: owner.key, body: { revision: h.revision, action: 'pause' } })).status, 200);
   await until(30_000, async () => {
     const row = await testDb()('hostings').where({ lab_id: labId }).first();
     return row.status === 'paused' && !row.serving_queue ? true : undefined;
   });
+  // The time it stood ready is charged to the owner when it leaves ready; paused costs nothing.
+  const bills = await testDb()('ledger_txns').where('ref', 'like', `hosting:${labId}:%`).select('id');
+  assert.equal(bills.length, 1);
+  const paused = (await call('GET', '/account', { key: owner.key })).body.holdings.hosting;
+  assert.equal(paused.hourly_usd, 0);
+  assert.ok(paused.spent_usd > 0 && paused.spent_usd < 0.036, `spent ${paused.spent_usd}`);
   const refused = await ended(await invoke({}, 1));
   assert.equal(refused.status, 'failed');
   assert.equal(refused.error?.code, 'deployment_paused');
   assert.equal(Number(refused.settled_micros), 0);
-  const paused = (await call('GET', `/labs/${labId}/hosting`, { key: owner.key })).body;
-  assert.equal((await call('PATCH', `/labs/${labId}/hosting`, { key: owner.key, body: { revision: paused.revision, action: 'resume' } })).status, 200);
+  const pausedHosting = (await call('GET', `/labs/${labId}/hosting`, { key: owner.key })).body;
+  assert.equal((await call('PATCH', `/labs/${labId}/hosting`, { key: owner.key, body: { revision: pausedHosting.revision, action: 'resume' } })).status, 200);
   await until(60_000, async () => ((await testDb()('hostings').where({ lab_id: labId }).first()).serving_queue ? true : undefined));
   assert.equal((await ended(await invoke({}, 2))).status, 'completed');
 });
