@@ -76,7 +76,7 @@ export async function hostingLifecycleWorkflow(initial: HostingState): Promise<H
   const serve = () => {
     if (serving) return;
     const host = proxyActivities<InvocationActivities>({
-      taskQueue: computeTaskQueue(state.profile), heartbeatTimeout: '30 seconds', startToCloseTimeout: '365 days',
+      taskQueue: computeTaskQueue(state.profile), heartbeatTimeout: '10 seconds', startToCloseTimeout: '365 days',
       retry: { initialInterval: '1 second', maximumInterval: '1 minute' }, cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     });
     const scope = new CancellationScope();

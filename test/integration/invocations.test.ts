@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { call, closeTestDb, newAccount, testDb, until, waitForRun, workspaceOfLab } from '../helpers.ts';
+import { call, closeTestDb, newAccount, spawnWorker, testDb, until, useTestProfiles, waitForRun, workspaceOfLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { createPlan } from '../../storage/db/plans.ts';
 import { acceptInvocation, getInvocation, requestCancel } from '../../storage/db/hostedInvocations.ts';
@@ -14,6 +14,9 @@ import { CONTROL_TASK_QUEUE, invocationWorkflowId } from '../../workflows/consta
 // instances on one worker, an invocation accepted in Postgres runs there under a lease,
 // gives a cold run's outputs, stops within 3 s when cancelled and is settled once.
 
+/** Served only by workers this file starts, so one can be killed under an invocation. */
+const PROFILE = { id: 'test-hosted', title: 'Test profile of hosted execution', price_per_second_micros: 10, max_runtime_seconds: 120 };
+useTestProfiles(PROFILE);
 after(closeTestDb);
 const LAB = path.join(REPO_ROOT, 'test/fixtures/labs/noisy-growth');
 let owner: Awaited<ReturnType<typeof newAccount>>;
@@ -23,43 +26,46 @@ let packageSha = '';
 let client: Client;
 let connection: Connection;
 
+/** A published lab of a fresh account, hosted ready on `profile`: its owner, lab, reference and package digest. */
+async function deployed(profile: string) {
+  const o = await newAccount({ usd: 10 });
+  const ws = await workspaceOfLab(o.key, 'Served', LAB);
+  const prep = (await call('POST', '/publication-plans', { key: o.key, body: { workspace_id: ws.workspace_id, revision_id: ws.revision_id, version: '1.0.0' } })).body;
+  assert.equal((await call('POST', '/publications', { key: o.key, body: { plan_id: prep.plan_id, plan_sha256: prep.plan_sha256 } })).status, 200);
+  const release = await until(120_000, async () => testDb()('releases').where({ account_id: o.account.id }).first());
+  const plan = (await call('POST', `/labs/${ws.lab_id}/hosting-plans`, {
+    key: o.key, headers: { 'Idempotency-Key': crypto.randomUUID() },
+    body: { release: { reference: prep.reference, sha256: release.package_sha256.replace(/^sha256:/, '') }, min_instances: 1, max_instances: 2, compute_profile_id: profile },
+  })).body;
+  assert.equal(plan.status, 'ready', JSON.stringify(plan));
+  const requested = await call('POST', '/hosting-requests', { key: o.key, body: { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 } });
+  assert.equal(requested.status, 201, requested.text);
+  await servedAt(ws.lab_id);
+  return { owner: o, labId: ws.lab_id, reference: prep.reference as string, packageSha: release.package_sha256 as string };
+}
+
+/** The task queue a lab's deployment is served on, once it is (other than `not`). */
+const servedAt = (lab: string, not?: string) => until(120_000, async () => {
+  const h = await testDb()('hostings').where({ lab_id: lab }).first();
+  return h?.status === 'ready' && h.serving_queue && h.serving_queue !== not ? h.serving_queue as string : undefined;
+});
+
 before(async () => {
   connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! });
   client = new Client({ connection });
-  owner = await newAccount({ usd: 10 });
-  const ws = await workspaceOfLab(owner.key, 'Served', LAB);
-  labId = ws.lab_id;
-  const prep = (await call('POST', '/publication-plans', { key: owner.key, body: { workspace_id: ws.workspace_id, revision_id: ws.revision_id, version: '1.0.0' } })).body;
-  assert.equal((await call('POST', '/publications', { key: owner.key, body: { plan_id: prep.plan_id, plan_sha256: prep.plan_sha256 } })).status, 200);
-  reference = prep.reference;
-  const release = await until(120_000, async () => testDb()('releases').where({ account_id: owner.account.id }).first());
-  packageSha = release.package_sha256;
-  const plan = (await call('POST', `/labs/${labId}/hosting-plans`, {
-    key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { release: { reference, sha256: packageSha.replace(/^sha256:/, '') }, min_instances: 1, max_instances: 2 },
-  })).body;
-  assert.equal(plan.status, 'ready', JSON.stringify(plan));
-  const requested = await call('POST', '/hosting-requests', { key: owner.key, body: { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 } });
-  assert.equal(requested.status, 201, requested.text);
-  await until(120_000, async () => {
-    const h = await testDb()('hostings').where({ lab_id: labId }).first();
-    return h?.status === 'ready' && h.serving_queue ? h : undefined;
-  }).catch(async (err) => {
-    const history = await client.workflow.getHandle(`hosting-${labId}`).fetchHistory();
-    const events = (history.events ?? []).map((e) => JSON.stringify(e).slice(0, 400));
-    throw new Error(`${err.message}: ${events.slice(-12).join('\n')}`);
-  });
+  ({ owner, labId, reference, packageSha } = await deployed('cpu-small'));
 });
 after(async () => {
   await connection?.close();
 });
 
 /** An invocation accepted as the API accepts one, and its workflow started. */
-async function invoke(inputs: Record<string, unknown>, seed: number): Promise<string> {
-  const hosting = await testDb()('hostings').where({ lab_id: labId }).first();
-  const plan = await createPlan(testDb(), { accountId: owner.account.id, kind: 'hosted_invocation', proposal: { inputs }, findings: [], ttlSeconds: 600 });
+async function invoke(inputs: Record<string, unknown>, seed: number, target = { owner, labId, reference, packageSha }): Promise<string> {
+  const hosting = await testDb()('hostings').where({ lab_id: target.labId }).first();
+  const plan = await createPlan(testDb(), { accountId: target.owner.account.id, kind: 'hosted_invocation', proposal: { inputs }, findings: [], ttlSeconds: 600 });
   const id = newId('inv');
   await acceptInvocation(testDb(), {
-    id, account_id: owner.account.id, client_id: 'cli_test', lab_id: labId, hosting_generation: hosting.generation, reference, package_sha256: packageSha,
+    id, account_id: target.owner.account.id, client_id: 'cli_test', lab_id: target.labId, hosting_generation: hosting.generation, reference: target.reference, package_sha256: target.packageSha,
     compute_profile: hosting.compute_profile, inputs, inputs_sha256: digestJson(inputs), seed, max_seconds: 60, reserved_micros: 600, plan_id: plan.id,
   });
   await client.workflow.start('invocationWorkflow', { taskQueue: CONTROL_TASK_QUEUE, workflowId: invocationWorkflowId(id), args: [{ invocationId: id }] });
@@ -143,4 +149,26 @@ test('pausing the deployment stops serving it; an invocation then ends deploymen
   assert.equal((await call('PATCH', `/labs/${labId}/hosting`, { key: owner.key, body: { revision: pausedHosting.revision, action: 'resume' } })).status, 200);
   await until(60_000, async () => ((await testDb()('hostings').where({ lab_id: labId }).first()).serving_queue ? true : undefined));
   assert.equal((await ended(await invoke({}, 2))).status, 'completed');
+});
+
+test('kill -9 of the worker serving an invocation: the deployment moves to another worker and the invocation is retried there to completion or ends expired, charged once', { timeout: 240_000 }, async () => {
+  let worker = await spawnWorker({ SILICO_COMPUTE_PROFILES: PROFILE.id });
+  try {
+    const target = await deployed(PROFILE.id);
+    const first = await servedAt(target.labId);
+    const id = await invoke({ window_delay: 1 }, 5, target);
+    await until(30_000, async () => ((await getInvocation(testDb(), id))?.status === 'running' ? true : undefined));
+    worker.proc.kill('SIGKILL');
+    await new Promise((r) => worker.proc.once('exit', r));
+    worker = await spawnWorker({ SILICO_COMPUTE_PROFILES: PROFILE.id });
+    const moved = await servedAt(target.labId, first);
+    assert.notEqual(moved, first, 'served by the new worker');
+    const inv = await ended(id, 120_000);
+    assert.ok(['completed', 'expired'].includes(inv.status), `${inv.status} ${JSON.stringify(inv.error)}`);
+    const txns = await testDb()('ledger_txns').where({ ref: `invocation:${id}` }).select('kind');
+    assert.deepEqual(txns.map((t: any) => t.kind).sort(), ['reserve', 'settle'], 'reserved and settled once');
+    assert.equal((await ended(await invoke({}, 6, target))).status, 'completed', 'the moved deployment serves');
+  } finally {
+    await worker.stop();
+  }
 });
