@@ -255,3 +255,23 @@ export async function workspaceOfLab(key: string, title: string, labDir: string)
   if (rev.status !== 200) throw new Error(`apply: ${rev.text}`);
   return { workspace_id: ws.workspace_id, lab_id: ws.lab_id, revision_id: rev.body.revision_id };
 }
+
+/**
+ * A fixture lab (noisy-growth by default) published as 1.0.0 through the API by a fresh
+ * account with $10: its owner, lab id and exact release, ready to be hosted.
+ */
+export async function hostedLabOwner(labDir = path.join(REPO_ROOT, 'test/fixtures/labs/noisy-growth')): Promise<{
+  owner: Awaited<ReturnType<typeof newAccount>>; labId: string; reference: string; sha256: string;
+}> {
+  const owner = await newAccount({ usd: 10 });
+  const ws = await workspaceOfLab(owner.key, 'Noisy growth', labDir);
+  const prep = await call('POST', '/publication-plans', { key: owner.key, body: { workspace_id: ws.workspace_id, revision_id: ws.revision_id, version: '1.0.0' } });
+  if (prep.body?.status !== 'ready') throw new Error(`publication plan: ${prep.text}`);
+  const pub = await call('POST', '/publications', { key: owner.key, body: { plan_id: prep.body.plan_id, plan_sha256: prep.body.plan_sha256 } });
+  if (pub.status !== 200) throw new Error(`publication: ${pub.text}`);
+  const release = await until(120_000, async () => {
+    const r = await call('GET', `/hub/releases/${encodeURIComponent(prep.body.reference)}`, { key: owner.key });
+    return r.status === 200 ? r.body : undefined;
+  });
+  return { owner, labId: ws.lab_id, reference: prep.body.reference, sha256: String(release.package_sha256).replace(/^sha256:/, '') };
+}

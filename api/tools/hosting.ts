@@ -7,7 +7,6 @@ import { approvedPlan, planUsed, planView, resultOf, PLAN_TTL_SECONDS } from '..
 import { createPlan } from '../../storage/db/plans.ts';
 import { getHosting, hostingEvents, HostingExists, HOSTING_ENDED, PlanAlreadyUsed, requestHosting, unrequestHosting, type HostingRow } from '../../storage/db/hosting.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
-import { findVisibleRelease, parseReference } from '../../storage/db/releases.ts';
 import { getComputeProfile } from '../../storage/db/computeProfiles.ts';
 import { listOf } from '../../storage/labContract.ts';
 import { CONTROL_TASK_QUEUE, hostingWorkflowId } from '../../workflows/constants.ts';
@@ -15,6 +14,7 @@ import { workflowSearchAttributes } from '../../workflows/searchAttributes.ts';
 import type { ActionRequest, HostingState } from '../../workflows/hosting.ts';
 import { ownedLab, prepareHosting, recheckHosting, type HostingProposal, type HostingRequest } from '../hosting/prepare.ts';
 import { hostingView } from '../hosting/view.ts';
+import { visibleHostedRelease } from '../hosting/release.ts';
 
 export const hostingTools: ToolDef[] = [
   {
@@ -48,31 +48,6 @@ export const hostingTools: ToolDef[] = [
     name: 'hosted_release_get', scope: 'runs:read', readOnly: true,
     description: 'Read accessible hosting inputs and bounds without exposing private smoke fixtures.',
     input: { path: { reference: str(300) }, query: { sha256: sha256Hex }, requiredQuery: ['sha256'] },
-  },
-  {
-    name: 'hosted_invocation_prepare', scope: 'runs:write', readOnly: true,
-    description: 'Bind input identities, deployment, account, expiry and compute bounds; no execution starts.',
-    input: { body: obj({ reference: str(300), sha256: sha256Hex, inputs: { type: 'object' } }, ['reference', 'sha256']) },
-  },
-  {
-    name: 'hosted_invocation_execute', scope: 'runs:write', readOnly: false, idempotent: true,
-    description: 'Recheck permissions and inputs, then enqueue once in the hosted worker.',
-    input: { body: planExecute },
-  },
-  {
-    name: 'hosted_invocation_get', scope: 'runs:read', readOnly: true,
-    description: 'Read status, release and input identity, bounded result values; artifacts are retrieved separately.',
-    input: { path: { invocation_id: id('inv') } },
-  },
-  {
-    name: 'hosted_invocation_cancel', scope: 'runs:write', readOnly: false, idempotent: true, destructive: true,
-    description: 'Record cancellation and revoke the lease; terminal invocations stay unchanged.',
-    input: { path: { invocation_id: id('inv') } },
-  },
-  {
-    name: 'hosted_invocation_artifact_get', scope: 'runs:read', readOnly: true,
-    description: 'Retrieve immutable output identities and bytes; hash independently before interpreting.',
-    input: { path: { invocation_id: id('inv'), port: str(100) }, query: { include_content: { type: 'boolean' } } },
   },
 ];
 
@@ -160,18 +135,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
   },
 
   async hosted_release_get(input, ctx) {
-    const ref = parseReference(input.reference, true);
-    if (!ref) throw errors.validation('parameter_invalid_format', 'reference must be <namespace>/<name>@<version>.', 'reference');
-    const release = await findVisibleRelease(ctx.deps.db, ctx.caller.account.id, { ...ref, version: ref.version! });
-    const lab = release && await ctx.deps.db('labs').where({ account_id: release.account_id, name: release.name }).first('id');
-    const hosting = lab && await getHosting(ctx.deps.db, lab.id);
-    const owner = release?.account_id === ctx.caller.account.id;
-    // Hosting a release does not widen who may see it: private hosting is the owner's,
-    // team hosting its team's (whom the release is visible to), public anyone's.
-    if (!release || !hosting || hosting.release_id !== release.id || HOSTING_ENDED.includes(hosting.status) || (hosting.visibility === 'private' && !owner)) {
-      throw errors.notFound('release_not_found', 'hosted release', 'reference');
-    }
-    if (input.sha256 !== hosting.package_sha256) throw errors.validation('checksum_mismatch', `${input.reference} is hosted with package digest ${hosting.package_sha256}.`, 'sha256');
+    const { release, hosting } = await visibleHostedRelease(ctx.deps, ctx.caller, input.reference, input.sha256);
     const profile = (await getComputeProfile(ctx.deps.db, hosting.compute_profile))!;
     const io = (release.manifest.io ?? {}) as { inputs?: unknown; outputs?: unknown };
     return {

@@ -10,6 +10,7 @@ import { experimentTools } from './experiments.ts';
 import { passportTools } from './passports.ts';
 import { publicationTools } from './publication.ts';
 import { hostingTools } from './hosting.ts';
+import { hostedInvocationTools } from './hostedInvocations.ts';
 import { fileTools } from './files.ts';
 import { sessionTools } from './sessions.ts';
 
@@ -18,7 +19,7 @@ export const TOOLS: ReadonlyMap<string, ToolDef> = new Map(
   [
     accountGet, computeProfileList, capabilityList, capabilityGet, skillList, skillGet,
     ...runTools, ...hubTools, ...biologyTools, ...labTools, ...workspaceTools, ...experimentTools,
-    ...passportTools, ...publicationTools, ...hostingTools, ...fileTools, ...sessionTools,
+    ...passportTools, ...publicationTools, ...hostingTools, ...hostedInvocationTools, ...fileTools, ...sessionTools,
   ].map((t) => [t.name, t]),
 );
 

@@ -1,9 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, Connection } from '@temporalio/client';
-import path from 'node:path';
-import { admin, call, closeTestDb, errorOf, newAccount, testDb, testObjects, until, workspaceOfLab } from '../helpers.ts';
-import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { admin, call, closeTestDb, errorOf, hostedLabOwner, newAccount, testDb, testObjects, until } from '../helpers.ts';
 
 // The hosting lifecycle on the real stack: plan, request, deployment checks, operator
 // review for public hosting, ready, pause, resume and retire, each change recorded in
@@ -12,23 +10,6 @@ import { REPO_ROOT } from '../../deploy/local/paths.ts';
 after(closeTestDb);
 
 type Owner = Awaited<ReturnType<typeof newAccount>>;
-
-const LAB = path.join(REPO_ROOT, 'test/fixtures/labs/noisy-growth');
-
-/** A fixture lab published through the API by a fresh account: its owner, lab id and exact release. */
-async function hostedLabOwner(): Promise<{ owner: Owner; labId: string; reference: string; sha256: string }> {
-  const owner = await newAccount({ usd: 10 });
-  const ws = await workspaceOfLab(owner.key, 'Noisy growth', LAB);
-  const prep = await call('POST', '/publication-plans', { key: owner.key, body: { workspace_id: ws.workspace_id, revision_id: ws.revision_id, version: '1.0.0' } });
-  assert.equal(prep.body.status, 'ready', prep.text);
-  const pub = await call('POST', '/publications', { key: owner.key, body: { plan_id: prep.body.plan_id, plan_sha256: prep.body.plan_sha256 } });
-  assert.equal(pub.status, 200, pub.text);
-  const release = await until(120_000, async () => {
-    const r = await call('GET', `/hub/releases/${encodeURIComponent(prep.body.reference)}`, { key: owner.key });
-    return r.status === 200 ? r.body : undefined;
-  });
-  return { owner, labId: ws.lab_id, reference: prep.body.reference, sha256: String(release.package_sha256).replace(/^sha256:/, '') };
-}
 
 async function plan(o: Awaited<ReturnType<typeof hostedLabOwner>>, extra: Record<string, unknown> = {}) {
   const res = await call('POST', `/labs/${o.labId}/hosting-plans`, {

@@ -372,8 +372,6 @@ export type paths = {
          * @description Bind input identities, deployment, account, expiry and compute bounds; no execution starts.
          *
          *     Scope: `runs:write`.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         post: operations["hosted_invocation_prepare"];
         delete?: never;
@@ -396,8 +394,6 @@ export type paths = {
          * @description Recheck permissions and inputs, then enqueue once in the hosted worker.
          *
          *     Scope: `runs:write`. Requires managed operations (the agent gateway) for the account.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         post: operations["hosted_invocation_execute"];
         delete?: never;
@@ -418,8 +414,6 @@ export type paths = {
          * @description Read status, release and input identity, bounded result values; artifacts are retrieved separately.
          *
          *     Scope: `runs:read`.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         get: operations["hosted_invocation_get"];
         put?: never;
@@ -442,8 +436,6 @@ export type paths = {
          * @description Retrieve immutable output identities and bytes; hash independently before interpreting.
          *
          *     Scope: `runs:read`.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         get: operations["hosted_invocation_artifact_get"];
         put?: never;
@@ -468,8 +460,6 @@ export type paths = {
          * @description Record cancellation and revoke the lease; terminal invocations stay unchanged.
          *
          *     Scope: `runs:write`.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         post: operations["hosted_invocation_cancel"];
         delete?: never;
@@ -2505,6 +2495,7 @@ export interface operations {
                 "application/json": {
                     inputs?: Record<string, unknown>;
                     reference: string;
+                    seed?: number;
                     /** @description 64 lowercase hex characters */
                     sha256: string;
                 };
@@ -2539,13 +2530,13 @@ export interface operations {
             400: components["responses"]["E400"];
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
             409: components["responses"]["E409"];
             413: components["responses"]["E413"];
             415: components["responses"]["E415"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -2595,13 +2586,13 @@ export interface operations {
             400: components["responses"]["E400"];
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
             409: components["responses"]["E409"];
             413: components["responses"]["E413"];
             415: components["responses"]["E415"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -2647,7 +2638,6 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -2696,7 +2686,6 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -2744,7 +2733,6 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };

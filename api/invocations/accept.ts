@@ -1,0 +1,85 @@
+import type { Deps, Caller } from '../tools/tool.ts';
+import { ApiError } from '../errors.ts';
+import { planUnavailable, planUsed, resultOf } from '../plans.ts';
+import { deploymentFinding, prepareInvocation, type InvocationProposal } from './prepare.ts';
+import { acceptInvocation, InvocationNotCovered, InvocationPlanUsed, unacceptInvocation, type InvocationRow } from '../../storage/db/hostedInvocations.ts';
+import type { PlanRow } from '../../storage/db/plans.ts';
+import { digestJson } from '../../storage/digest.ts';
+import { newId } from '../../storage/ids.ts';
+import { microsToUsd } from '../../storage/ledger.ts';
+import { CONTROL_TASK_QUEUE, invocationWorkflowId } from '../../workflows/constants.ts';
+import { workflowSearchAttributes } from '../../workflows/searchAttributes.ts';
+
+const unavailable = (message: string) => new ApiError(409, 'deployment_unavailable', message, 'plan_id');
+
+/**
+ * Execution rechecks what the plan bound: the same deployment (lab and generation) of the
+ * same release, still visible to the caller and still ready (paused is 409
+ * `deployment_paused`, anything else 409 `deployment_unavailable`), and the inputs still
+ * valid for its contract; any other change is 409 `plan_unavailable`.
+ */
+async function recheckInvocation(deps: Deps, caller: Caller, p: InvocationProposal): Promise<void> {
+  let again: Awaited<ReturnType<typeof prepareInvocation>>;
+  try {
+    again = await prepareInvocation(deps, caller, { reference: p.reference, sha256: p.package_sha256, inputs: p.inputs, seed: p.seed });
+  } catch (err) {
+    // The lab now hosts another release, or the caller no longer sees it.
+    if (err instanceof ApiError && err.status === 404) throw unavailable(`${p.reference} is no longer hosted for you; prepare again against a hosted release.`);
+    throw err;
+  }
+  if (again.hosting.lab_id !== p.lab_id || again.hosting.generation !== p.hosting_generation) {
+    throw unavailable(`The deployment this plan was prepared for has been replaced; prepare the invocation again.`);
+  }
+  const refused = deploymentFinding(again.hosting);
+  if (refused) throw new ApiError(409, refused.code, refused.message, 'plan_id');
+  if (digestJson(again.proposal) !== digestJson(p) || again.findings.some((f) => f.severity === 'blocking')) {
+    throw planUnavailable('The release contract or its price changed since this plan was prepared; prepare it again.', null);
+  }
+}
+
+/**
+ * Accepts an approved invocation plan, only from the OAuth client and account that
+ * prepared it (rule 12; another account's plan is already not found): rechecks it, then
+ * in one transaction consumes the plan, reserves its maximum price under
+ * `invocation:<id>` (402 and nothing happens when the balance cannot cover it) and records
+ * it queued; then starts `invocation-<id>`. When Temporal cannot take it the acceptance
+ * is undone (plan unused, nothing reserved, no row) and the answer is 503.
+ */
+export async function acceptHostedInvocation(deps: Deps, caller: Caller, plan: PlanRow): Promise<InvocationRow> {
+  const p = plan.proposal as InvocationProposal;
+  if (p.client_id !== caller.key.client_id) {
+    throw new ApiError(403, 'client_mismatch', 'This invocation plan was prepared by another client; only the client that prepared it may execute it.', 'plan_id', {
+      resolution: 'Prepare the invocation with this key, or execute it with the key that prepared it.', retryable: false,
+    });
+  }
+  await recheckInvocation(deps, caller, p);
+  const id = newId('inv');
+  const { estimated_max_micros: reserved, ...bound } = p;
+  let row: InvocationRow;
+  try {
+    row = await acceptInvocation(deps.db, { ...bound, id, account_id: caller.account.id, reserved_micros: reserved, plan_id: plan.id });
+  } catch (err) {
+    if (err instanceof InvocationPlanUsed) throw planUsed(await resultOf(deps.db, caller.account.id, plan.id));
+    if (err instanceof InvocationNotCovered) {
+      const usd = microsToUsd(p.estimated_max_micros);
+      throw new ApiError(402, 'insufficient_credits', `Available compute cannot cover this invocation's maximum of $${usd}.`, null, {
+        required_usd: usd, resolution: 'Add compute to the account, then prepare again.', retryable: false,
+      });
+    }
+    throw err;
+  }
+  try {
+    await deps.temporal.startWorkflow('invocationWorkflow', {
+      taskQueue: CONTROL_TASK_QUEUE,
+      workflowId: invocationWorkflowId(id),
+      args: [{ invocationId: id }],
+      typedSearchAttributes: workflowSearchAttributes({ account: caller.account.id, kind: 'invocation', ref: p.reference }),
+    });
+  } catch (err) {
+    // Should the undo itself fail, the invocation stays queued with no workflow, its
+    // reservation held, until reconciliation ends it.
+    await unacceptInvocation(deps.db, id).catch(() => undefined);
+    throw err;
+  }
+  return row;
+}
