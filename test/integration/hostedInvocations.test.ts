@@ -1,6 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import path from 'node:path';
 import { admin, call, closeTestDb, errorOf, hostedLabOwner, newAccount, testDb, until } from '../helpers.ts';
 import { createKey, SCOPES } from '../../storage/db/apiKeys.ts';
 import { createPlan } from '../../storage/db/plans.ts';
@@ -8,6 +9,7 @@ import { acceptInvocation } from '../../storage/db/hostedInvocations.ts';
 import { getBalances } from '../../storage/ledger.ts';
 import { digestJson } from '../../storage/digest.ts';
 import { newId } from '../../storage/ids.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
 
 // Hosted invocations through the API on the real stack: a plan binds the exact release,
 // the inputs, the deployment, the account and the key's OAuth client; only that client
@@ -260,4 +262,19 @@ test('a paused deployment blocks plans (deployment_paused) and refuses an approv
   const after = await prepare(lab.owner.key);
   assert.equal(after.body.status, 'blocked', after.text);
   assert.equal(after.body.findings[0].code, 'deployment_unavailable');
+});
+
+test('a release whose inputs name stored files is not invocable yet: input_kind_not_supported, whatever its deployment does', { timeout: 120_000 }, async () => {
+  const reader = await hostedLabOwner(path.join(REPO_ROOT, 'test/fixtures/labs/csv-reader'));
+  const hosting = await call('POST', `/labs/${reader.labId}/hosting-plans`, {
+    key: reader.owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { release: { reference: reader.reference, sha256: reader.sha256 } },
+  });
+  assert.equal((await call('POST', '/hosting-requests', { key: reader.owner.key, body: { plan_id: hosting.body.plan_id, plan_sha256: hosting.body.plan_sha256 } })).status, 201);
+  const res = await call('POST', '/hosted-invocation-plans', {
+    key: reader.owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { reference: reader.reference, sha256: reader.sha256, inputs: { table: crypto.randomUUID() } },
+  });
+  assert.equal(res.status, 201, res.text);
+  assert.equal(res.body.status, 'blocked');
+  const kind = res.body.findings.find((f: any) => f.code === 'input_kind_not_supported');
+  assert.equal(kind?.path, 'inputs.table', res.text);
 });
