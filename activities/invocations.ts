@@ -27,8 +27,16 @@ export const LEASE_SECONDS = 10;
 /** The failure type of an invocation sent to a worker that does not serve its deployment. */
 export const NOT_SERVED_HERE = 'NotServedHere';
 
+/** A deployment this worker serves: its warm pool and the outputs its release declares. */
+export interface Served { pool: WarmPool; declared: Array<{ name: string; public: boolean }> }
 /** The deployments whose warm instances this worker process holds, by `<lab_id>:<generation>`. */
-export type Deployments = Map<string, WarmPool>;
+export type Deployments = Map<string, Served>;
+
+/** The outputs a release's lab.yaml declares, each with whether it is public. */
+function declaredOutputs(manifest: Record<string, unknown>): Served['declared'] {
+  return listOf((manifest as { io?: { outputs?: Array<{ name?: unknown; public?: unknown }> } }).io?.outputs)
+    .filter((o) => o && typeof o.name === 'string').map((o) => ({ name: o.name as string, public: o.public !== false }));
+}
 const deploymentKey = (labId: string, generation: number) => `${labId}:${generation}`;
 
 interface Deps { db: Db; objects: ObjectStore; python: string; sandbox: Sandbox; deployments: Deployments; hostQueue: string }
@@ -79,7 +87,7 @@ export function createInvocationActivities(deps: Deps) {
             limits: runLimits(profile, profile.max_runtime_seconds), env: labEnv(profile.vcpus),
           }, 'lab.bsilab', { package_sha256: release.package_sha256 }, { readySeconds: 60 }),
         });
-        deps.deployments.set(key, pool);
+        deps.deployments.set(key, { pool, declared: declaredOutputs(release.manifest) });
         await setServingQueue(deps.db, labId, generation, deps.hostQueue);
         // Held until the lifecycle cancels it (pause, retire) or this worker goes away.
         await new Promise<void>((resolve) => {
@@ -102,8 +110,8 @@ export function createInvocationActivities(deps: Deps) {
       const ctx = Context.current();
       const inv = await getInvocation(deps.db, invocationId);
       if (!inv) return { status: 'skipped', computeSeconds: 0 };
-      const pool = deps.deployments.get(deploymentKey(inv.lab_id, inv.hosting_generation));
-      if (!pool) throw ApplicationFailure.nonRetryable('This worker does not serve the deployment.', NOT_SERVED_HERE);
+      const served = deps.deployments.get(deploymentKey(inv.lab_id, inv.hosting_generation));
+      if (!served) throw ApplicationFailure.nonRetryable('This worker does not serve the deployment.', NOT_SERVED_HERE);
       const leased = await leaseInvocation(deps.db, invocationId, LEASE_SECONDS);
       if (leased === 'cancel_requested') return { status: 'cancelled', computeSeconds: 0 };
       if (leased !== 'running') return { status: 'skipped', computeSeconds: 0 };
@@ -118,13 +126,11 @@ export function createInvocationActivities(deps: Deps) {
         renewing = true;
         renewLease(deps.db, invocationId, LEASE_SECONDS).then((held) => { if (!held) stop.abort(); }, () => undefined).finally(() => { renewing = false; });
       }, 1000);
-      const lease = await pool.acquire(stop.signal).catch(() => null);
+      const lease = await served.pool.acquire(stop.signal).catch(() => null);
       const dir = await mkdtemp(path.join(tmpdir(), 'silico-invocation-'));
       try {
         if (!lease) return { status: 'cancelled', computeSeconds: 0 };
-        const release = await getHosting(deps.db, inv.lab_id).then((h) => getReleaseById(deps.db, h!.release_id));
-        const declared = listOf((release!.manifest as { io?: { outputs?: Array<{ name?: unknown; public?: unknown }> } }).io?.outputs)
-          .filter((o) => o && typeof o.name === 'string').map((o) => ({ name: o.name as string, public: o.public !== false }));
+        const { declared } = served;
         const sink = createOutputSink(dir, declared);
         let visuals: unknown = null;
         let outcome;

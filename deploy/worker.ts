@@ -3,7 +3,7 @@ import pino from 'pino';
 import { loadConfig } from '../api/config.ts';
 import { createDb } from '../storage/db/knex.ts';
 import { createMaintenanceActivities } from '../activities/maintenance.ts';
-import { CONTROL_TASK_QUEUE, computeTaskQueue } from '../workflows/constants.ts';
+import { CONTROL_TASK_QUEUE, computeTaskQueue, servingTaskQueue } from '../workflows/constants.ts';
 import { createRunActivities } from '../activities/runs.ts';
 import { createExecutionActivities } from '../activities/execution/execute.ts';
 import { createSandbox } from '../activities/execution/sandbox.ts';
@@ -73,13 +73,23 @@ async function main(): Promise<void> {
     connection,
     namespace: config.temporal.namespace,
     taskQueue: computeTaskQueue(p),
-    activities: { ...execution, ...publication, ...hosting, ...invocations },
+    activities: { ...execution, ...publication, ...hosting },
     maxConcurrentActivityTaskExecutions: 2,
     // SIGTERM drains: running labs get this long to finish; then they are stopped and
     // their runs rescheduled on another worker (not cancelled, no attempt used).
     shutdownGraceTime: `${config.worker.shutdownGraceSeconds} seconds`,
     // Cancellation reaches an activity with its next heartbeat: keep that prompt.
     maxHeartbeatThrottleInterval: '1 second',
+  })));
+  // Ready deployments held by this process, one long activity each, on queues of their
+  // own: they never take the slots lab executions run in.
+  const serving = await Promise.all(profiles.map((p) => Worker.create({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: servingTaskQueue(p),
+    activities: { serveDeployment: invocations.serveDeployment },
+    maxConcurrentActivityTaskExecutions: 100,
+    shutdownGraceTime: `${config.worker.shutdownGraceSeconds} seconds`,
   })));
   const host = profiles.length ? [await Worker.create({
     connection,
@@ -91,7 +101,7 @@ async function main(): Promise<void> {
     maxHeartbeatThrottleInterval: '1 second',
     shutdownGraceTime: `${config.worker.shutdownGraceSeconds} seconds`,
   })] : [];
-  const workers = [control, ...compute, ...host];
+  const workers = [control, ...compute, ...serving, ...host];
   log.info({ taskQueues: [CONTROL_TASK_QUEUE, ...profiles.map(computeTaskQueue), ...(host.length ? [hostQueue] : [])] }, 'worker started');
   const stop = () => workers.forEach((w) => w.shutdown());
   process.once('SIGTERM', stop);

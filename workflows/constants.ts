@@ -9,6 +9,15 @@ export function computeTaskQueue(profileId: string): string {
   return `compute-${profileId}`;
 }
 
+/**
+ * Task queue on which a compute profile's workers hold ready deployments (one long
+ * activity each): apart from lab executions, so standing deployments never take the
+ * slots runs execute in.
+ */
+export function servingTaskQueue(profileId: string): string {
+  return `serve-${profileId}`;
+}
+
 /** Custom search attributes registered with the Temporal server at stack start. */
 export const SEARCH_ATTRIBUTES = {
   SilicoAccount: 'Keyword',

@@ -4,7 +4,7 @@ import {
 } from '@temporalio/workflow';
 import type { HostingActivities, ChecksResult, HostingAction, HostingStatus } from '../activities/hosting.ts';
 import type { InvocationActivities } from '../activities/invocations.ts';
-import { computeTaskQueue } from './constants.ts';
+import { computeTaskQueue, servingTaskQueue } from './constants.ts';
 
 /** What a lifecycle carries across continue-as-new. */
 export interface HostingState {
@@ -76,7 +76,7 @@ export async function hostingLifecycleWorkflow(initial: HostingState): Promise<H
   const serve = () => {
     if (serving) return;
     const host = proxyActivities<InvocationActivities>({
-      taskQueue: computeTaskQueue(state.profile), heartbeatTimeout: '10 seconds', startToCloseTimeout: '365 days',
+      taskQueue: servingTaskQueue(state.profile), heartbeatTimeout: '10 seconds', startToCloseTimeout: '365 days',
       retry: { initialInterval: '1 second', maximumInterval: '1 minute' }, cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     });
     const scope = new CancellationScope();

@@ -39,6 +39,8 @@ try:
 except OSError:  # run by hand: the protocol goes to stdout
     _protocol = sys.stdout
 SERIES_CHUNK = 2000
+# Packages already validated in this process (a warm instance's, mounted read-only).
+_validated = set()
 
 
 def emit(obj):
@@ -146,9 +148,10 @@ def prepare(archive, workdir, request, inputs):
         # A managed run: a workspace revision's files, packed here by the runtime's packer.
         archive = build_package(archive, output_path=workdir / "source.bsilab",
                                 package_name=request["package"], version=request["version"])
-    checked = validate_package(archive)
-    if not checked.valid:
-        fail("package_invalid", "; ".join(checked.errors))
+    if archive not in _validated:  # a warm instance checked its read-only package once
+        checked = validate_package(archive)
+        if not checked.valid:
+            fail("package_invalid", "; ".join(checked.errors))
     with ZipFile(archive) as z:
         package = yaml.load(z.read("package.yaml"), Loader=loader)
         expected = (request.get("package_sha256") or "").removeprefix("sha256:")
@@ -302,6 +305,7 @@ def serve(archive, workdir, sock_path):
     checked = validate_package(archive)
     if not checked.valid:
         fail("package_invalid", "; ".join(checked.errors))
+    _validated.add(archive)
     with ZipFile(archive) as z:
         digest = yaml.safe_load(z.read("package.yaml")).get("sha256")
     expected = (warm.get("package_sha256") or "").removeprefix("sha256:")

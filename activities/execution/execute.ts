@@ -1,5 +1,6 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createReadStream } from 'node:fs';
+import pLimit from 'p-limit';
 import { writeTree } from './labFiles.ts';
 import YAML from 'yaml';
 import { tmpdir } from 'node:os';
@@ -215,10 +216,18 @@ async function storeResults(
   });
 }
 
+/** Files at most this big are sent in one request; larger ones are streamed in parts. */
+const SINGLE_PUT_BYTES = 8 << 20;
+/** Artifact files stored at once. */
+const STORE_CONCURRENCY = 6;
+
 /** An artifact file's bytes in the object store under their content address (once). */
 export async function putArtifactBytes(objects: ObjectStore, f: ArtifactFile): Promise<void> {
   const key = blobKey(f.sha256);
-  if (!(await objects.exists(key))) await objects.putStream(key, createReadStream(f.path), f.content_type);
+  // A small file is put as it is (the same bytes under the same address: harmless); a
+  // large one is looked for first and streamed only when missing.
+  if (f.size_bytes <= SINGLE_PUT_BYTES) await objects.putObject(key, await readFile(f.path), f.content_type);
+  else if (!(await objects.exists(key))) await objects.putStream(key, createReadStream(f.path), f.content_type);
 }
 
 /**
@@ -231,7 +240,12 @@ export async function storeOutputs(
   dir: string, files: ArtifactFile[], values: Map<string, unknown>, declared: Array<{ name: string; public: boolean }>, visuals: unknown,
   opts: { keepPrivate: boolean }, store: (f: ArtifactFile) => Promise<string>,
 ): Promise<Record<string, unknown>> {
+  // Files go to the store side by side (a few at a time): one after another, a lab's
+  // handful of small files cost a round trip each to the object store and Postgres.
+  const limit = pLimit(STORE_CONCURRENCY);
+  const storeAll = (fs: ArtifactFile[]) => Promise.all(fs.map((f) => limit(() => store(f))));
   const outputs: Record<string, unknown> = {};
+  const refs: Array<{ name: string; file: ArtifactFile }> = [];
   for (const d of declared) {
     const value = values.get(d.name) ?? null;
     const json = JSON.stringify(value);
@@ -239,20 +253,23 @@ export async function storeOutputs(
       outputs[d.name] = value;
       continue;
     }
-    const file = await textFile(dir, { role: d.name, file_name: `${d.name}.json`, content_type: 'application/json', format: 'json', public: d.public }, json);
-    outputs[d.name] = { artifact_ref: { artifact_id: await store(file), file_name: file.file_name, sha256: file.sha256, size_bytes: file.size_bytes } };
+    refs.push({ name: d.name, file: await textFile(dir, { role: d.name, file_name: `${d.name}.json`, content_type: 'application/json', format: 'json', public: d.public }, json) });
   }
-  for (const f of files) await store(f);
+  const [refIds] = await Promise.all([storeAll(refs.map((r) => r.file)), storeAll(files)]);
+  refs.forEach(({ name, file }, i) => {
+    outputs[name] = { artifact_ref: { artifact_id: refIds[i], file_name: file.file_name, sha256: file.sha256, size_bytes: file.size_bytes } };
+  });
   const of = (pub: boolean) => Object.fromEntries(declared.filter((d) => d.public === pub).map((d) => [d.name, outputs[d.name]]));
   const publicOutputs = of(true);
-  await store(await textFile(dir, { role: 'outputs', file_name: 'outputs.json', content_type: 'application/json', format: 'json', public: true }, `${JSON.stringify(publicOutputs, null, 2)}\n`));
+  const last = [await textFile(dir, { role: 'outputs', file_name: 'outputs.json', content_type: 'application/json', format: 'json', public: true }, `${JSON.stringify(publicOutputs, null, 2)}\n`)];
   // Outputs the lab does not declare public stay with the owner's evidence, out of results.
   const privateOutputs = of(false);
   if (opts.keepPrivate && Object.keys(privateOutputs).length) {
-    await store(await textFile(dir, { role: 'private_outputs', file_name: 'private-outputs.json', content_type: 'application/json', format: 'json', public: false }, `${JSON.stringify(privateOutputs, null, 2)}\n`));
+    last.push(await textFile(dir, { role: 'private_outputs', file_name: 'private-outputs.json', content_type: 'application/json', format: 'json', public: false }, `${JSON.stringify(privateOutputs, null, 2)}\n`));
   }
   // The runtime reports an empty list for a lab without visual models: nothing to keep.
-  if (visuals && !(Array.isArray(visuals) && visuals.length === 0)) await store(await textFile(dir, { role: 'visuals', file_name: 'visuals.json', content_type: 'application/json', format: 'json', public: true }, JSON.stringify(visuals)));
+  if (visuals && !(Array.isArray(visuals) && visuals.length === 0)) last.push(await textFile(dir, { role: 'visuals', file_name: 'visuals.json', content_type: 'application/json', format: 'json', public: true }, JSON.stringify(visuals)));
+  await storeAll(last);
   return publicOutputs;
 }
 

@@ -1,0 +1,156 @@
+/**
+ * `npm run bench:invocations`: what hosting buys. The latency of one invocation of a
+ * ready deployment (warm instances) against a cold `POST /runs` of the same release,
+ * same inputs, same stack, same client.
+ *
+ * Warm: `POST /hosted-invocation-plans` (the approval, made beforehand and not timed:
+ * its median is printed apart), then from `POST /hosted-invocations` until
+ * `GET /hosted-invocations/{id}`, every BENCH_POLL_MS, shows it ended. Cold: `POST
+ * /runs` (the direct form: prepared and executed in one step), then `GET /runs/{id}`
+ * every BENCH_POLL_MS until it has ended. Both run the real lab (test/fixtures/labs/
+ * noisy-growth) sandboxed: the cold run starts a sandbox and an interpreter, imports
+ * the runtime and prepares the package; the invocation forks an instance that has done
+ * the first three already. One at a time, so each is measured alone.
+ *
+ * A warm-up of each, then BENCH_ROUNDS rounds of BENCH_N of each, alternating which side
+ * goes first; per round the median latency of each; the median of the rounds' ratios
+ * (warm / cold) is printed last; goal <= 0.25.
+ *
+ * Env: BENCH_N (10), BENCH_ROUNDS (3), BENCH_POLL_MS (20).
+ */
+import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import getPort from 'get-port';
+import { startStack, type Stack } from '../../deploy/local/stack.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { createHttpClient } from './httpClient.ts';
+
+const N = Number(process.env.BENCH_N ?? 10);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 20);
+const LAB = path.join(REPO_ROOT, 'test/fixtures/labs/noisy-growth');
+const ENDED = ['completed', 'failed', 'cancelled', 'timed_out', 'expired'];
+
+type Http = ReturnType<typeof createHttpClient>;
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
+
+/** The fixture lab published through the API and hosted ready: its lab id, reference and package digest. */
+async function deploy(http: Http): Promise<{ labId: string; reference: string; sha256: string }> {
+  const ws = await http.json('POST', '/workspaces', { title: 'bench hosting' });
+  const files = readdirSync(LAB, { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && !e.parentPath.includes('__pycache__'))
+    .map((e) => path.relative(LAB, path.join(e.parentPath, e.name)).split(path.sep).join('/'));
+  const change = await http.json('POST', `/workspaces/${ws.workspace_id}/change-plans`, {
+    base_revision_id: ws.head_revision_id, operations: files.map((f) => ({ kind: 'file_put', path: f, content: readFileSync(path.join(LAB, f), 'utf8') })),
+  });
+  const rev = await http.json('POST', '/workspace-revisions', { plan_id: change.plan_id, plan_sha256: change.plan_sha256 });
+  const pub = await http.json('POST', '/publication-plans', { workspace_id: ws.workspace_id, revision_id: rev.revision_id, version: '1.0.0' });
+  await http.json('POST', '/publications', { plan_id: pub.plan_id, plan_sha256: pub.plan_sha256 });
+  let release;
+  for (;;) {
+    release = await http.json('GET', `/hub/releases/${encodeURIComponent(pub.reference)}`).catch(() => null);
+    if (release) break;
+    await sleep(200);
+  }
+  const sha256 = String(release.package_sha256).replace(/^sha256:/, '');
+  const plan = await http.json('POST', `/labs/${ws.lab_id}/hosting-plans`, { release: { reference: pub.reference, sha256 }, min_instances: 1, max_instances: 1 }, { 'Idempotency-Key': crypto.randomUUID() });
+  await http.json('POST', '/hosting-requests', { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 });
+  for (;;) {
+    const h = await http.json('GET', `/labs/${ws.lab_id}/hosting`);
+    if (h.status === 'ready') break;
+    if (['failed', 'rejected'].includes(h.status)) throw new Error(`hosting ${h.status}: ${JSON.stringify(h.checks)}`);
+    await sleep(200);
+  }
+  return { labId: ws.lab_id, reference: pub.reference, sha256 };
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'silico-bench-invocations-'));
+  const log = createWriteStream(path.join(dir, 'stack.log'));
+  let stack: Stack | undefined;
+  let http: Http | undefined;
+  try {
+    const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
+    stack = await startStack({
+      exitOnSignal: true, dataDir: dir, mode: 'test', ports, sink: (s, l) => log.write(`[${s}] ${l}\n`),
+      serviceEnv: { SILICO_RATE_READS_PER_MIN: '100000000', SILICO_RATE_RUNS_PER_MIN: '100000000', SILICO_RATE_DAILY: '100000000', LOG_LEVEL: 'warn' },
+    });
+    http = createHttpClient(stack.info.base_url.replace('//localhost:', '//127.0.0.1:'), { Authorization: `Bearer ${stack.info.api_key}` });
+    const h = http;
+    const target = await deploy(h);
+    // The deployment is served once a worker holds its warm instance: the first invocation waits for that.
+    const inputs = (i: number) => ({ growth_rate: 0.1 + 0.001 * i, noise: 0.05 });
+
+    const planned: number[] = [];
+    /** Per invocation: accepted → leased on its worker, leased → settled (server clocks). */
+    const phases: Array<[number, number]> = [];
+    const warm = async (i: number): Promise<number> => {
+      const p0 = performance.now();
+      const plan = await h.json('POST', '/hosted-invocation-plans', { reference: target.reference, sha256: target.sha256, inputs: inputs(i) }, { 'Idempotency-Key': crypto.randomUUID() });
+      // The plan is the approval, made before the invocation; the invocation starts at its execution.
+      const t0 = performance.now();
+      planned.push(t0 - p0);
+      const inv = await h.json('POST', '/hosted-invocations', { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 });
+      for (;;) {
+        const r = await h.json('GET', `/hosted-invocations/${inv.invocation_id}`);
+        if (ENDED.includes(r.status)) {
+          if (r.status !== 'completed') throw new Error(`invocation ${inv.invocation_id} ${r.status}: ${JSON.stringify(r.error)}`);
+          const at = (x: string) => new Date(x).getTime();
+          phases.push([at(r.started_at) - at(r.created_at), at(r.finished_at) - at(r.started_at)]);
+          return performance.now() - t0;
+        }
+        await sleep(POLL_MS);
+      }
+    };
+    const cold = async (i: number): Promise<number> => {
+      const t0 = performance.now();
+      const run = await h.json('POST', '/runs', { ref: target.reference, inputs: inputs(i), max_runtime_seconds: 60 }, { 'Idempotency-Key': crypto.randomUUID() });
+      for (;;) {
+        const r = await h.json('GET', `/runs/${run.id}`);
+        if (ENDED.includes(r.status)) {
+          if (r.status !== 'completed') throw new Error(`run ${run.id} ${r.status}: ${JSON.stringify(r.error)}`);
+          return performance.now() - t0;
+        }
+        await sleep(POLL_MS);
+      }
+    };
+    const series = async (f: (i: number) => Promise<number>) => {
+      const out: number[] = [];
+      for (let i = 0; i < N; i++) out.push(await f(i));
+      return out;
+    };
+
+    await warm(0);
+    await cold(0);
+    console.log(`${N} invocations of a warm deployment (1 instance) and ${N} cold runs of the same release, one at a time, polled every ${POLL_MS} ms`);
+    const ratios: number[] = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      const first = round % 2 ? 'warm' : 'cold';
+      const a = first === 'warm' ? await series(warm) : await series(cold);
+      const b = first === 'warm' ? await series(cold) : await series(warm);
+      const [w, c] = first === 'warm' ? [a, b] : [b, a];
+      const ratio = median(w) / median(c);
+      ratios.push(ratio);
+      console.log(`round ${round} (${first} first): warm median ${median(w).toFixed(0)} ms (min ${Math.min(...w).toFixed(0)}), cold median ${median(c).toFixed(0)} ms (min ${Math.min(...c).toFixed(0)}), ratio ${ratio.toFixed(3)}; preparing a plan: median ${median(planned.splice(0)).toFixed(0)} ms`);
+      const ph = phases.splice(0);
+      console.log(`  warm, server side: accepted → leased median ${median(ph.map((p) => p[0])).toFixed(0)} ms, leased → settled median ${median(ph.map((p) => p[1])).toFixed(0)} ms`);
+    }
+    console.log(`latency ratio (warm invocation / cold run, median of ${ROUNDS} rounds): ${median(ratios).toFixed(3)}  goal <= 0.25`);
+  } catch (err) {
+    console.error(err);
+    process.exitCode = 1;
+  } finally {
+    http?.close();
+    await stack?.stop();
+    log.end();
+    await rm(dir, { recursive: true, force: true });
+    process.exit(process.exitCode ?? 0);
+  }
+}
+
+void main();
