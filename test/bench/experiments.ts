@@ -21,7 +21,7 @@
  *
  * Env: BENCH_CONCURRENCY (8), BENCH_ROUNDS (3), BENCH_POLL_MS (100).
  */
-import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
+import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -33,6 +33,7 @@ import { createDb } from '../../storage/db/knex.ts';
 import { computeTaskQueue } from '../../workflows/constants.ts';
 import { cpuSample, cpuPerUnit } from './cpu.ts';
 import { createHttpClient } from './httpClient.ts';
+import { labWorkspace } from './labWorkspace.ts';
 
 const ARMS = 10;
 const REPLICATES = 10;
@@ -56,14 +57,8 @@ const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
 
 /** A private workspace holding the fixture lab, at its first revision with the lab. */
 async function workspace(http: Http): Promise<{ workspace_id: string; revision_id: string }> {
-  const ws = await http.json('POST', '/workspaces', { title: 'bench studies' });
-  const files = readdirSync(LAB, { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && !e.parentPath.includes('__pycache__'))
-    .map((e) => path.relative(LAB, path.join(e.parentPath, e.name)).split(path.sep).join('/'));
-  const change = await http.json('POST', `/workspaces/${ws.workspace_id}/change-plans`, {
-    base_revision_id: ws.head_revision_id, operations: files.map((f) => ({ kind: 'file_put', path: f, content: readFileSync(path.join(LAB, f), 'utf8') })),
-  });
-  const rev = await http.json('POST', '/workspace-revisions', { plan_id: change.plan_id, plan_sha256: change.plan_sha256 });
-  return { workspace_id: ws.workspace_id, revision_id: rev.revision_id };
+  const { workspace_id, revision_id } = await labWorkspace(http, LAB, 'bench studies');
+  return { workspace_id, revision_id };
 }
 
 /** The runs' timelines from Postgres (the no-op execution records no started_at: the `running` event is the slot). */

@@ -18,7 +18,7 @@
  *
  * Env: BENCH_N (10), BENCH_ROUNDS (3), BENCH_POLL_MS (20).
  */
-import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
+import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -26,6 +26,7 @@ import getPort from 'get-port';
 import { startStack, type Stack } from '../../deploy/local/stack.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { createHttpClient } from './httpClient.ts';
+import { labWorkspace } from './labWorkspace.ts';
 
 const N = Number(process.env.BENCH_N ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -42,14 +43,8 @@ const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
 
 /** The fixture lab published through the API and hosted ready: its lab id, reference and package digest. */
 async function deploy(http: Http): Promise<{ labId: string; reference: string; sha256: string }> {
-  const ws = await http.json('POST', '/workspaces', { title: 'bench hosting' });
-  const files = readdirSync(LAB, { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && !e.parentPath.includes('__pycache__'))
-    .map((e) => path.relative(LAB, path.join(e.parentPath, e.name)).split(path.sep).join('/'));
-  const change = await http.json('POST', `/workspaces/${ws.workspace_id}/change-plans`, {
-    base_revision_id: ws.head_revision_id, operations: files.map((f) => ({ kind: 'file_put', path: f, content: readFileSync(path.join(LAB, f), 'utf8') })),
-  });
-  const rev = await http.json('POST', '/workspace-revisions', { plan_id: change.plan_id, plan_sha256: change.plan_sha256 });
-  const pub = await http.json('POST', '/publication-plans', { workspace_id: ws.workspace_id, revision_id: rev.revision_id, version: '1.0.0' });
+  const ws = await labWorkspace(http, LAB, 'bench hosting');
+  const pub = await http.json('POST', '/publication-plans', { workspace_id: ws.workspace_id, revision_id: ws.revision_id, version: '1.0.0' });
   await http.json('POST', '/publications', { plan_id: pub.plan_id, plan_sha256: pub.plan_sha256 });
   let release;
   for (;;) {
