@@ -5,20 +5,24 @@ import { openRecords, type OpenRecord } from '../storage/db/reconciliation.ts';
 import { finishRun } from '../storage/runLifecycle.ts';
 import { failPublication } from '../storage/db/publications.ts';
 import { finishDataset } from '../storage/db/datasets.ts';
-import { datasetWorkflowId, experimentWorkflowId, publicationWorkflowId, runWorkflowId } from '../workflows/constants.ts';
+import { datasetWorkflowId, experimentWorkflowId, hostingWorkflowId, invocationWorkflowId, publicationWorkflowId, runWorkflowId } from '../workflows/constants.ts';
+import { finishInvocation } from '../storage/db/hostedInvocations.ts';
+import { recordHosting } from '../storage/db/hosting.ts';
 import { completeExperiment } from '../storage/db/experiments.ts';
 
 /** Whether a workflow still runs, has closed, or was never there (Temporal's describe). */
 export type WorkflowState = (workflowId: string) => Promise<'open' | 'closed' | 'missing'>;
 
-const WORKFLOW_ID: Record<OpenRecord['kind'], (id: string) => string> = { run: runWorkflowId, publication: publicationWorkflowId, dataset: datasetWorkflowId, experiment: experimentWorkflowId };
+const WORKFLOW_ID: Record<OpenRecord['kind'], (id: string) => string> = {
+  run: runWorkflowId, publication: publicationWorkflowId, dataset: datasetWorkflowId, experiment: experimentWorkflowId, invocation: invocationWorkflowId, hosting: hostingWorkflowId,
+};
 const GONE = 'Its workflow ended without recording an ending (or never started); closed by the hourly reconciliation.';
 
 /**
  * Housekeeping of the state of record: expired idempotency keys and rate counters, and
  * records whose workflow is gone, closed truthfully (a run fails with nothing charged, a
  * publication fails and frees its version, a dataset version fails, a study whose runs
- * have all ended is completed).
+ * have all ended is completed, an invocation fails with nothing charged, a hosting fails).
  */
 export function createMaintenanceActivities(deps: { db: Db; idempotencyTtlSeconds: number; workflowState: WorkflowState }) {
   return {
@@ -30,7 +34,7 @@ export function createMaintenanceActivities(deps: { db: Db; idempotencyTtlSecond
 
     /** Closes records left open by a workflow that is gone; returns how many of each. */
     async reconcileOrphans(olderThanSeconds: number): Promise<Record<OpenRecord['kind'], number>> {
-      const closed = { run: 0, publication: 0, dataset: 0, experiment: 0 };
+      const closed = { run: 0, publication: 0, dataset: 0, experiment: 0, invocation: 0, hosting: 0 };
       for (const r of await openRecords(deps.db, olderThanSeconds)) {
         if ((await deps.workflowState(WORKFLOW_ID[r.kind](r.id))) === 'open') continue;
         // A study's run waiting for its turn has no workflow yet; its study's workflow has it.
@@ -38,6 +42,8 @@ export function createMaintenanceActivities(deps: { db: Db; idempotencyTtlSecond
         if (r.kind === 'run') await finishRun(deps.db, { runId: r.id, status: 'failed', error: { code: 'internal_error', message: GONE }, computeSeconds: 0 });
         else if (r.kind === 'publication') await failPublication(deps.db, r.id, [{ severity: 'blocking', code: 'publication_error', message: GONE, path: null }]);
         else if (r.kind === 'dataset') await finishDataset(deps.db, r.id, [{ file_id: '', problem: GONE }]);
+        else if (r.kind === 'invocation') await finishInvocation(deps.db, { id: r.id, status: 'failed', error: { code: 'internal_error', message: GONE }, computeSeconds: 0 });
+        else if (r.kind === 'hosting') await recordHosting(deps.db, r.id, r.generation!, { status: 'failed', pending_action: null }, { kind: 'failed', actor: 'reconciliation', message: GONE });
         else if (!(await completeExperiment(deps.db, r.id))) continue;
         closed[r.kind] += 1;
       }

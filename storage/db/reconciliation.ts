@@ -2,7 +2,9 @@ import type { Db } from './knex.ts';
 
 /** A record a workflow owns that is not in a terminal state yet. */
 export interface OpenRecord {
-  kind: 'run' | 'publication' | 'dataset' | 'experiment';
+  kind: 'run' | 'publication' | 'dataset' | 'experiment' | 'invocation' | 'hosting';
+  /** A hosting's lifecycle generation. */
+  generation?: number;
   id: string;
   /** A run's study, whose workflow starts the run's own when its turn comes. */
   experimentId?: string | null;
@@ -15,16 +17,20 @@ export interface OpenRecord {
  */
 export async function openRecords(db: Db, olderThanSeconds: number, limit = 500): Promise<OpenRecord[]> {
   const cutoff = db.raw(`now() - make_interval(secs => ?)`, [olderThanSeconds]);
-  const [runs, publications, datasets, experiments] = await Promise.all([
+  const [runs, publications, datasets, experiments, invocations, hostings] = await Promise.all([
     db('runs').whereIn('status', ['queued', 'running', 'cancelling']).where('created_at', '<', cutoff).limit(limit).select('id', 'experiment_id'),
     db('publications').where({ status: 'publishing' }).where('created_at', '<', cutoff).limit(limit).pluck('id'),
     db('datasets').where({ status: 'registering' }).where('created_at', '<', cutoff).limit(limit).pluck('id'),
     db('experiments').where({ status: 'running' }).where('created_at', '<', cutoff).limit(limit).pluck('id'),
+    db('hosted_invocations').whereIn('status', ['queued', 'running']).where('created_at', '<', cutoff).limit(limit).pluck('id'),
+    db('hostings').whereNotIn('status', ['retired', 'failed', 'rejected']).where('created_at', '<', cutoff).limit(limit).select('lab_id', 'generation'),
   ]);
   return [
     ...runs.map((r: { id: string; experiment_id: string | null }) => ({ kind: 'run' as const, id: r.id, experimentId: r.experiment_id })),
     ...publications.map((id: string) => ({ kind: 'publication' as const, id })),
     ...datasets.map((id: string) => ({ kind: 'dataset' as const, id })),
     ...experiments.map((id: string) => ({ kind: 'experiment' as const, id })),
+    ...invocations.map((id: string) => ({ kind: 'invocation' as const, id })),
+    ...hostings.map((h: { lab_id: string; generation: number }) => ({ kind: 'hosting' as const, id: h.lab_id, generation: h.generation })),
   ];
 }

@@ -1,13 +1,16 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, Connection } from '@temporalio/client';
-import { call, closeTestDb, driverPid, newAccount, processAlive, publishFixtureLab, testDb, until, waitForRun } from '../helpers.ts';
+import { call, closeTestDb, driverPid, hostedLabOwner, newAccount, processAlive, publishFixtureLab, testDb, until, waitForRun } from '../helpers.ts';
+import { createPlan } from '../../storage/db/plans.ts';
+import { acceptInvocation } from '../../storage/db/hostedInvocations.ts';
+import { digestJson } from '../../storage/digest.ts';
 import { createMaintenanceActivities } from '../../activities/maintenance.ts';
 import { workflowStateOf } from '../../activities/workflowState.ts';
 import { insertDataset } from '../../storage/db/datasets.ts';
 import { getBalances } from '../../storage/ledger.ts';
 import { newId } from '../../storage/ids.ts';
-import { runWorkflowId } from '../../workflows/constants.ts';
+import { hostingWorkflowId, runWorkflowId } from '../../workflows/constants.ts';
 
 // Every record a workflow owns ends in a truthful terminal state: the hourly
 // reconciliation closes what a workflow that is gone left open.
@@ -51,4 +54,30 @@ test('a run whose workflow was terminated is failed with nothing charged; a data
   await call('POST', `/runs/${alive.body.id}/cancel`, { key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() } });
   await waitForRun(owner.key, alive.body.id);
   assert.equal((await getBalances(testDb(), owner.account.id)).reserved_micros, 0, 'every reservation released');
+});
+
+test('an invocation whose workflow never started fails with nothing charged; a hosting whose lifecycle was terminated fails', { timeout: 120_000 }, async () => {
+  const o = await hostedLabOwner();
+  const plan = (await call('POST', `/labs/${o.labId}/hosting-plans`, { key: o.owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { release: { reference: o.reference, sha256: o.sha256 } } })).body;
+  assert.equal((await call('POST', '/hosting-requests', { key: o.owner.key, body: { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 } })).status, 201);
+  const hosting = await until(60_000, async () => {
+    const h = await testDb()('hostings').where({ lab_id: o.labId }).first();
+    return h?.status === 'ready' ? h : undefined;
+  });
+  const invPlan = await createPlan(testDb(), { accountId: o.owner.account.id, kind: 'hosted_invocation', proposal: {}, findings: [], ttlSeconds: 600 });
+  const id = newId('inv');
+  await acceptInvocation(testDb(), {
+    id, account_id: o.owner.account.id, client_id: 'cli_test', lab_id: o.labId, hosting_generation: hosting.generation, reference: o.reference, package_sha256: hosting.package_sha256,
+    compute_profile: hosting.compute_profile, inputs: {}, inputs_sha256: digestJson({}), seed: 1, max_seconds: 60, reserved_micros: 600, plan_id: invPlan.id,
+  });
+  await client.workflow.getHandle(hostingWorkflowId(o.labId)).terminate('test: the lifecycle is gone');
+
+  const { reconcileOrphans } = createMaintenanceActivities({ db: testDb(), idempotencyTtlSeconds: 86400, workflowState: workflowStateOf(client) });
+  const closed = await reconcileOrphans(0);
+  assert.ok(closed.invocation >= 1 && closed.hosting >= 1, JSON.stringify(closed));
+  const inv = await testDb()('hosted_invocations').where({ id }).first();
+  assert.equal(inv.status, 'failed');
+  assert.equal(Number(inv.settled_micros), 0);
+  assert.equal((await testDb()('hostings').where({ lab_id: o.labId }).first()).status, 'failed');
+  assert.equal((await getBalances(testDb(), o.owner.account.id)).reserved_micros, 0, 'the reservation released');
 });
