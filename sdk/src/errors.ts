@@ -155,6 +155,14 @@ export class RunFailed extends SilicoError {
   }
 }
 
+/** A hosted invocation that did not complete (or whose plan could not be executed). */
+export class InvocationFailed extends SilicoError {
+  override name = 'InvocationFailed';
+  constructor(readonly invocation: { invocation_id: string; status: string; error: { code: string; message: string } | null } | null, message?: string) {
+    super(message ?? `invocation ${invocation!.invocation_id} ended ${invocation!.status}${invocation!.error ? `: ${invocation!.error.code}: ${invocation!.error.message}` : ''}`);
+  }
+}
+
 /** The caller's wait timed out; the run goes on, and `handle` can wait for it again. */
 export class RunTimeout extends SilicoError {
   override name = 'RunTimeout';

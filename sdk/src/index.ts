@@ -11,7 +11,7 @@ export { StudyHandle, type StudyWaitOptions } from './studyHandle.ts';
 export {
   SilicoError, ApiError, ValidationError, AuthenticationError, InsufficientCreditsError, PermissionError, NotFoundError,
   ConflictError, IdempotencyConflictError, RateLimitError, NotImplementedError, ServerError, ConnectionError,
-  ConnectionTimeoutError, EventStreamUnavailableError, IntegrityError, RunFailed, RunTimeout, StudyNotStarted, StudyTimeout, errorClassFor, errorFromResponse, type ApiErrorBody,
+  ConnectionTimeoutError, EventStreamUnavailableError, IntegrityError, InvocationFailed, RunFailed, RunTimeout, StudyNotStarted, StudyTimeout, errorClassFor, errorFromResponse, type ApiErrorBody,
 } from './errors.ts';
 export type { RequestOptions } from './core/http.ts';
 export { Page, PageRequest } from './core/pagination.ts';

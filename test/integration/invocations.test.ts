@@ -1,8 +1,13 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { promisify } from 'node:util';
+import { Silico } from '../../sdk/src/index.ts';
 import { Client, Connection } from '@temporalio/client';
-import { call, closeTestDb, newAccount, spawnWorker, testDb, until, useTestProfiles, waitForRun, workspaceOfLab } from '../helpers.ts';
+import { BASE_URL, call, closeTestDb, newAccount, spawnWorker, testDb, until, useTestProfiles, waitForRun, workspaceOfLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { createPlan } from '../../storage/db/plans.ts';
 import { acceptInvocation, getInvocation, requestCancel } from '../../storage/db/hostedInvocations.ts';
@@ -171,4 +176,18 @@ test('kill -9 of the worker serving an invocation: the deployment moves to anoth
   } finally {
     await worker.stop();
   }
+});
+
+test('the doors: `silico invoke REF --input` and the SDK\'s hostedInvocations.invoke() plan, execute and wait for one invocation', { timeout: 120_000 }, async () => {
+  const bin = path.join(REPO_ROOT, 'sdk/bin/silico.js');
+  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', SILICO_CONFIG_DIR: await mkdtemp(path.join(tmpdir(), 'silico-cli-')), SILICO_BASE_URL: BASE_URL, SILICO_API_KEY: owner.key };
+  const { stdout, code } = await promisify(execFile)(process.execPath, [bin, '--json', 'invoke', reference, '--input', 'growth_rate=0.2', '--seed', '9'], { env }).then((r) => ({ ...r, code: 0 }));
+  assert.equal(code, 0);
+  const viaCli = JSON.parse(stdout);
+  assert.equal(viaCli.status, 'completed');
+  const sdk = new Silico({ apiKey: owner.key, baseUrl: BASE_URL });
+  const viaSdk = await sdk.hostedInvocations.invoke(reference, packageSha.replace(/^sha256:/, ''), { growth_rate: 0.2 }, { seed: 9, timeoutMs: 60_000 });
+  assert.equal(viaSdk.status, 'completed');
+  assert.equal(viaSdk.outputs!.final_size, viaCli.outputs.final_size, 'same inputs and seed, same outputs');
+  await assert.rejects(sdk.hostedInvocations.invoke(reference, packageSha.replace(/^sha256:/, ''), { fail: true }, { timeoutMs: 60_000 }), (e: Error) => e.name === 'InvocationFailed' && /lab_error/.test(e.message));
 });

@@ -5,6 +5,7 @@ import { EXIT, UsageError, makeOut, reportFailure, type Out } from './output.ts'
 import { runCommand } from './commands/run.ts';
 import { experimentGet, experimentRun } from './commands/experiment.ts';
 import { passportGet, passportVerify } from './commands/passports.ts';
+import { invokeCommand } from './commands/invoke.ts';
 import * as r from './commands/resources.ts';
 import { serveMcpOverStdio } from './mcpBridge.ts';
 
@@ -144,6 +145,16 @@ export function buildProgram(): Command {
     return experimentGet(client, id, out);
   }));
 
+  program.command('invoke <reference>')
+    .description('invoke a hosted release (<ns>/<name>@<version>) on its warm deployment: plan, execute, wait; exit 1 when it does not complete')
+    .option('--sha256 <hex>', 'the package digest to bind (default: the release\'s own, from the Hub)')
+    .option('-i, --input <name=value>', 'an input (JSON value or text); repeatable', (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .option('--seed <n>', 'the seed of its random streams', positiveInt)
+    .option('--timeout-ms <ms>', 'stop waiting after this long (the invocation goes on)', positiveInt)
+    .action(action(async (cmd, reference: string) => {
+      const { client, out } = connect(cmd);
+      return invokeCommand(client, reference, cmd.opts(), out);
+    }));
   const passport = program.command('passport').description('signed per-check evidence of a run or a workspace revision (never a score)');
   passport.command('get')
     .description('build a passport of a run or a revision now, or fetch a stored one by id')

@@ -1,6 +1,8 @@
 /** Hosted invocations: plan, execute, read and cancel calls of a hosted lab. */
 import type { RequestOptions } from '../core/http.ts';
 import { path } from '../core/url.ts';
+import { sleep } from '../core/retry.ts';
+import { InvocationFailed } from '../errors.ts';
 import type { QueryParams, RequestBody, ResponseBody } from '../types.ts';
 import { Resource } from './resource.ts';
 
@@ -30,8 +32,51 @@ export class HostedInvocations extends Resource {
     return this.postJson(path`/hosted-invocations/${invocationId}/cancel`, undefined, opts);
   }
 
+  /**
+   * Reads an invocation every `pollIntervalMs` (default 100) until it has ended
+   * (completed, failed, cancelled or expired) and returns it; `timeoutMs` gives up with
+   * an error (the invocation goes on).
+   */
+  async wait(invocationId: string, o: { timeoutMs?: number; pollIntervalMs?: number; signal?: AbortSignal } = {}): Promise<HostedInvocation> {
+    const deadline = o.timeoutMs === undefined ? Infinity : Date.now() + o.timeoutMs;
+    for (;;) {
+      const inv = await this.get(invocationId, { signal: o.signal }) as unknown as HostedInvocation;
+      if (ENDED.includes(inv.status)) return inv;
+      if (Date.now() > deadline) throw new Error(`invocation ${invocationId} has not ended after ${o.timeoutMs} ms (it goes on)`);
+      await sleep(o.pollIntervalMs ?? 100, o.signal);
+    }
+  }
+
+  /**
+   * One call: plan the invocation of an exact hosted release with these inputs (the plan
+   * binds them, this key's client and the price), execute exactly that plan, and wait for
+   * it. Raises InvocationFailed when it does not complete.
+   */
+  async invoke(reference: string, sha256: string, inputs: Record<string, unknown>, o: { seed?: number; timeoutMs?: number; pollIntervalMs?: number; signal?: AbortSignal } = {}): Promise<HostedInvocation> {
+    const plan = await this.prepare({ reference, sha256, inputs, ...(o.seed === undefined ? {} : { seed: o.seed }) } as RequestBody<'hosted_invocation_prepare'>, { signal: o.signal }) as unknown as { plan_id: string; plan_sha256: string; status: string; findings: unknown[] };
+    if (plan.status !== 'ready') throw new InvocationFailed(null, `the invocation plan is ${plan.status}: ${JSON.stringify(plan.findings)}`);
+    const started = await this.execute({ plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, { signal: o.signal }) as unknown as HostedInvocation;
+    const done = await this.wait(started.invocation_id, o);
+    if (done.status !== 'completed') throw new InvocationFailed(done);
+    return done;
+  }
+
   /** GET /hosted-invocations/{invocation_id}/artifacts/{port}/metadata. */
   artifact(invocationId: string, port: string, params: QueryParams<'hosted_invocation_artifact_get'> = {}, opts?: RequestOptions): Promise<ResponseBody<'hosted_invocation_artifact_get'>> {
     return this.getJson(path`/hosted-invocations/${invocationId}/artifacts/${port}/metadata`, params, opts);
   }
+}
+
+const ENDED = ['completed', 'failed', 'cancelled', 'expired'];
+
+/** A hosted invocation as GET /hosted-invocations/{id} answers it (the fields used here). */
+export interface HostedInvocation {
+  invocation_id: string;
+  status: 'queued' | 'running' | 'completed' | 'failed' | 'cancelled' | 'expired';
+  reference: string;
+  outputs: Record<string, unknown> | null;
+  error: { code: string; message: string } | null;
+  credits_settled: number | null;
+  artifacts: Array<{ port: string; file_name: string; content_type: string; size_bytes: number; sha256: string }>;
+  [k: string]: unknown;
 }
