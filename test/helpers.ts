@@ -217,9 +217,10 @@ export async function until<T>(ms: number, f: () => Promise<T | undefined>): Pro
 }
 
 /**
- * Compute profiles of one test file only, inserted before its tests and removed after, so
- * no other file's worker serves them. Register it before `after(closeTestDb)`: hooks run
- * in the order they were registered.
+ * Compute profiles of one test file only (ids `test-*`), inserted before its tests and
+ * removed after when no record uses them (runs and hostings keep theirs), served only by
+ * workers the file starts. Register it before `after(closeTestDb)`: hooks run in the
+ * order they were registered.
  */
 export function useTestProfiles(...profiles: Array<{ id: string; title: string } & Record<string, unknown>>): void {
   const rows = profiles.map((p) => ({ kind: 'cpu', vcpus: 1, memory_mib: 1024, gpu: null, price_per_second_micros: 10, max_runtime_seconds: 600, schedule_to_start_seconds: 300, sort: 90, ...p }));
@@ -274,4 +275,17 @@ export async function hostedLabOwner(labDir = path.join(REPO_ROOT, 'test/fixture
     return r.status === 200 ? r.body : undefined;
   });
   return { owner, labId: ws.lab_id, reference: prep.body.reference, sha256: String(release.package_sha256).replace(/^sha256:/, '') };
+}
+
+/**
+ * Retires a lab's hosting (if it is still going) and waits until it has: its warm
+ * instances, sandboxed processes that outlive a test otherwise, are stopped.
+ */
+export async function retireHosting(key: string, labId: string): Promise<void> {
+  await until(60_000, async () => {
+    const h = (await call('GET', `/labs/${labId}/hosting`, { key })).body;
+    if (!h?.status || ['retired', 'failed', 'rejected'].includes(h.status)) return true;
+    if (!h.pending_action) await call('PATCH', `/labs/${labId}/hosting`, { key, body: { revision: h.revision, action: 'retire' } });
+    return undefined;
+  });
 }

@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { admin, call, closeTestDb, errorOf, hostedLabOwner, newAccount, testDb, until } from '../helpers.ts';
+import { admin, call, closeTestDb, errorOf, hostedLabOwner, newAccount, retireHosting, testDb, until } from '../helpers.ts';
 import { createKey, SCOPES } from '../../storage/db/apiKeys.ts';
 import { createPlan } from '../../storage/db/plans.ts';
 import { acceptInvocation } from '../../storage/db/hostedInvocations.ts';
@@ -16,6 +16,11 @@ import { REPO_ROOT } from '../../deploy/local/paths.ts';
 // executes it; an invocation is its invoking account's alone (even the lab's owner sees
 // nothing of a stranger's); a paused or ended deployment refuses with a precise code.
 
+const hosted: Array<{ key: string; labId: string }> = [];
+after(async () => {
+  // Warm instances are sandboxed processes: none outlives this file.
+  for (const h of hosted) await retireHosting(h.key, h.labId);
+});
 after(closeTestDb);
 
 type Account = Awaited<ReturnType<typeof newAccount>>;
@@ -48,6 +53,7 @@ const sameAs404 = (res: Awaited<ReturnType<typeof call>>) => ({ ...errorOf(res),
 // Public hosting, reviewed by the operator, so that a stranger may invoke it too.
 before(async () => {
   lab = await hostedLabOwner();
+  hosted.push({ key: lab.owner.key, labId: lab.labId });
   stranger = await newAccount({ usd: 5 });
   assert.equal((await call('PUT', `/labs/${lab.labId}/visibility`, { key: lab.owner.key, body: { visibility: 'public' } })).status, 200);
   const plan = await call('POST', `/labs/${lab.labId}/hosting-plans`, {
@@ -266,6 +272,7 @@ test('a paused deployment blocks plans (deployment_paused) and refuses an approv
 
 test('a release whose inputs name stored files is not invocable yet: input_kind_not_supported, whatever its deployment does', { timeout: 120_000 }, async () => {
   const reader = await hostedLabOwner(path.join(REPO_ROOT, 'test/fixtures/labs/csv-reader'));
+  hosted.push({ key: reader.owner.key, labId: reader.labId });
   const hosting = await call('POST', `/labs/${reader.labId}/hosting-plans`, {
     key: reader.owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { release: { reference: reader.reference, sha256: reader.sha256 } },
   });

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { promisify } from 'node:util';
 import { Silico } from '../../sdk/src/index.ts';
 import { Client, Connection } from '@temporalio/client';
-import { BASE_URL, call, closeTestDb, newAccount, spawnWorker, testDb, until, useTestProfiles, waitForRun, workspaceOfLab } from '../helpers.ts';
+import { BASE_URL, call, closeTestDb, retireHosting, newAccount, spawnWorker, testDb, until, useTestProfiles, waitForRun, workspaceOfLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { createPlan } from '../../storage/db/plans.ts';
 import { acceptInvocation, getInvocation, requestCancel } from '../../storage/db/hostedInvocations.ts';
@@ -61,6 +61,8 @@ before(async () => {
   ({ owner, labId, reference, packageSha } = await deployed('cpu-small'));
 });
 after(async () => {
+  // Warm instances are sandboxed processes: none outlives this file.
+  if (labId) await retireHosting(owner.key, labId);
   await connection?.close();
 });
 
@@ -173,6 +175,7 @@ test('kill -9 of the worker serving an invocation: the deployment moves to anoth
     const txns = await testDb()('ledger_txns').where({ ref: `invocation:${id}` }).select('kind');
     assert.deepEqual(txns.map((t: any) => t.kind).sort(), ['reserve', 'settle'], 'reserved and settled once');
     assert.equal((await ended(await invoke({}, 6, target))).status, 'completed', 'the moved deployment serves');
+    await retireHosting(target.owner.key, target.labId);
   } finally {
     await worker.stop();
   }

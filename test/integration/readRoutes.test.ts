@@ -79,7 +79,8 @@ test("another account's private release is answered exactly like a missing one",
 test('GET /compute-profiles lists priced profiles; a profile without a worker is unavailable', async () => {
   const res = await call('GET', '/compute-profiles');
   assert.equal(res.status, 200);
-  const ids = res.body.items.map((p: any) => p.id);
+  // Profiles other test files inserted (test-*) stay once records use them: not ours to judge.
+  const ids = res.body.items.map((p: any) => p.id).filter((id: string) => !id.startsWith('test-'));
   assert.deepEqual(ids, ['cpu-small', 'cpu-standard', 'gpu-h100']);
   const gpu = res.body.items.find((p: any) => p.id === 'gpu-h100');
   assert.equal(gpu.kind, 'gpu');
