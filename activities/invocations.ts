@@ -10,10 +10,9 @@ import { getReleaseById } from '../storage/db/releases.ts';
 import { getComputeProfile } from '../storage/db/computeProfiles.ts';
 import { listOf } from '../storage/labContract.ts';
 import {
-  finishInvocation, getInvocation, leaseInvocation, recordInvocationArtifact, renewLease, servingQueue, setInvocationOutputs, setServingQueue, type InvocationEnding,
+  finishInvocation, getInvocation, leaseInvocation, renewLease, servingQueue, setServingQueue, type InvocationEnding, type InvocationResult,
 } from '../storage/db/hostedInvocations.ts';
 import { labEnv, putArtifactBytes, runLimits, storeOutputs } from './execution/execute.ts';
-import { seriesSvg } from './execution/artifacts.ts';
 import { createOutputSink } from './execution/outputs.ts';
 import { outcomeError } from './execution/labProcess.ts';
 import { startWarmInstance } from './execution/warmInstance.ts';
@@ -132,14 +131,12 @@ export function createInvocationActivities(deps: Deps) {
         if (!lease) return { status: 'cancelled', computeSeconds: 0 };
         const { declared } = served;
         const sink = createOutputSink(dir, declared);
-        let visuals: unknown = null;
         let outcome;
         try {
           outcome = await lease.instance.invoke({ inputs: inv.inputs, seed: inv.seed, package_sha256: inv.package_sha256 }, { wallSeconds: inv.max_seconds, signal: stop.signal }, {
             onMessage: async (msg) => {
               if (msg.type === 'series') await sink.addSeries(String(msg.name), msg.points);
               else if (msg.type === 'output') sink.setFinal(String(msg.name), msg.value);
-              else if (msg.type === 'visual') visuals = msg.visuals;
             },
           });
         } finally {
@@ -152,14 +149,18 @@ export function createInvocationActivities(deps: Deps) {
         if (error) return { status: 'failed', error, computeSeconds };
         const missing = sink.missing();
         if (missing.length) return { status: 'failed', error: { code: 'output_contract_violation', message: `Declared outputs missing: ${missing.join(', ')}.` }, computeSeconds };
-        const { files, values } = await sink.finish(seriesSvg);
-        // Only the public outputs are the invoker's: the owner's private ones are not kept.
-        const outputs = await storeOutputs(dir, files.filter((f) => f.public), values, declared, visuals, { keepPrivate: false }, async (f) => {
+        // Only the public outputs are the invoker's (the owner's private ones are not
+        // kept), each as its port's data: no plots or records beside them.
+        const { files, values } = await sink.finish(null);
+        const artifacts: InvocationResult['artifacts'] = [];
+        const outputs = await storeOutputs(dir, files.filter((f) => f.public), values, declared.filter((d) => d.public), null, { evidence: false }, async (f) => {
           await putArtifactBytes(deps.objects, f);
-          await recordInvocationArtifact(deps.db, { invocation_id: invocationId, port: f.role, file_name: f.file_name, content_type: f.content_type, format: f.format, size_bytes: f.size_bytes, sha256: f.sha256 });
+          artifacts.push({ invocation_id: invocationId, port: f.role, file_name: f.file_name, content_type: f.content_type, format: f.format, size_bytes: f.size_bytes, sha256: f.sha256 });
           return f.sha256;
         });
-        await setInvocationOutputs(deps.db, invocationId, outputs);
+        // Settled here, with its result, as soon as it is known: the workflow's own ending
+        // settles every other way an invocation ends (and finds this one ended already).
+        await finishInvocation(deps.db, { id: invocationId, status: 'completed', computeSeconds }, { outputs, artifacts });
         return { status: 'completed', computeSeconds };
       } finally {
         clearInterval(beat);

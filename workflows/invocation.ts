@@ -12,6 +12,13 @@ const SERVED_WAIT_SECONDS = 60;
 /** The failure type of an invocation sent where its deployment is not served (activities/invocations.ts). */
 const NOT_SERVED_HERE = 'NotServedHere';
 
+/** What the api starts an invocation with: its id, its schedule and where its deployment was served when it was accepted. */
+export interface InvocationArgs {
+  invocationId: string;
+  schedule?: { labId: string; generation: number; maxSeconds: number };
+  servedBy?: string | null;
+}
+
 /** Whether a failed execution means its worker (and lease) was lost, not that the lab failed. */
 function lostWorker(err: unknown): boolean {
   if (!(err instanceof ActivityFailure)) return false;
@@ -27,15 +34,19 @@ function lostWorker(err: unknown): boolean {
  * the invocation ends `expired`; cancellation stops the work. The ending is settled
  * exactly once (charged for measured compute of the attempt that ran it).
  */
-export async function invocationWorkflow(args: { invocationId: string }): Promise<string> {
+export async function invocationWorkflow(args: InvocationArgs): Promise<string> {
   const { invocationId } = args;
   let ending: InvocationEnding = { id: invocationId, status: 'failed', error: { code: 'internal_error', message: 'The invocation ended unexpectedly.' }, computeSeconds: 0 };
   try {
-    const schedule = await control.invocationSchedule(invocationId);
+    // Started without its schedule (before the api sent it), it is read here.
+    const schedule = args.schedule ?? await control.invocationSchedule(invocationId);
+    let servedBy = args.servedBy ?? null;
     let attempts = 0;
     let waited = 0;
     for (;;) {
-      const where = await control.servingQueueOf(schedule.labId, schedule.generation);
+      // Where the deployment was served at acceptance, for the first attempt; read afresh after.
+      const where = servedBy ? { queue: servedBy, status: 'ready' } : await control.servingQueueOf(schedule.labId, schedule.generation);
+      servedBy = null;
       if (where.status !== 'ready') {
         ending = { id: invocationId, status: 'failed', error: { code: where.status === 'paused' ? 'deployment_paused' : 'deployment_unavailable', message: `The deployment is ${where.status ?? 'gone'}.` }, computeSeconds: 0 };
         break;

@@ -131,44 +131,87 @@ def die_with_parent():
         pass
 
 
-def prepare(archive, workdir, request, inputs):
-    """The runtime's own steps from a package (or a managed run's folder) to a world ready
-    to run, with the run's inputs applied: validate, check the digest, apply the run
-    overrides, pack and prepare. Returns the prepared lab and its manifest.
-    The checked archive's manifests are read in place, and it is repacked (and so unpacked
-    twice) only when the overrides change its lab.yaml."""
+def check_package(archive, workdir, request):
+    """The runtime's validation of a package (or of a managed run's folder, packed here
+    first by the runtime's packer) and its digest against the release's: once per
+    process, since a warm instance's archive is mounted read-only. Returns the archive."""
+    import yaml
+    from zipfile import ZipFile
+    from biosimulant.pack import build_package, validate_package
+
+    if archive.is_dir():
+        archive = build_package(archive, output_path=workdir / "source.bsilab",
+                                package_name=request["package"], version=request["version"])
+    if archive in _validated:
+        return archive
+    checked = validate_package(archive)
+    if not checked.valid:
+        fail("package_invalid", "; ".join(checked.errors))
+    with ZipFile(archive) as z:
+        digest = yaml.load(z.read("package.yaml"), Loader=_yaml_loader()).get("sha256")
+    expected = (request.get("package_sha256") or "").removeprefix("sha256:")
+    if expected and digest != expected:
+        fail("package_digest_mismatch", f"archive digest {digest} is not the release's {expected}")
+    _validated.add(archive)
+    return archive
+
+
+def _yaml_loader():
+    import yaml
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def prepare(archive, workdir, inputs):
+    """The runtime's steps from a checked package to a world ready to run, with the run's
+    inputs applied: the archive unpacked into `workdir`, the run overrides written into
+    its lab manifest, and the lab prepared from there (what the runtime's
+    `prepare_lab_package` does after its own validation, which `check_package` did).
+    Returns the prepared lab and its manifest."""
     import copy
     import yaml
     from zipfile import ZipFile
-    from biosimulant.pack import build_package, prepare_lab_package, validate_package
+    from biosim import pack
     from biosim.run_overrides import apply_run_overrides
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-    if archive.is_dir():
-        # A managed run: a workspace revision's files, packed here by the runtime's packer.
-        archive = build_package(archive, output_path=workdir / "source.bsilab",
-                                package_name=request["package"], version=request["version"])
-    if archive not in _validated:  # a warm instance checked its read-only package once
-        checked = validate_package(archive)
-        if not checked.valid:
-            fail("package_invalid", "; ".join(checked.errors))
+    root = workdir / "package"
     with ZipFile(archive) as z:
-        package = yaml.load(z.read("package.yaml"), Loader=loader)
-        expected = (request.get("package_sha256") or "").removeprefix("sha256:")
-        if expected and package.get("sha256") != expected:
-            fail("package_digest_mismatch", f"archive digest {package.get('sha256')} is not the release's {expected}")
-        saved = yaml.load(z.read("payload/lab.yaml"), Loader=loader)
-        manifest = copy.deepcopy(saved)
-        # Run inputs are public io.inputs names; the runtime maps them to initial inputs.
-        apply_run_overrides(manifest, parameters={"initial_inputs": inputs} if inputs else {}, simulation_config={})
-        if manifest != saved:
-            z.extractall(workdir / "unpacked", [n for n in z.namelist() if n.startswith("payload/")])
-            lab_dir = workdir / "unpacked" / "payload"
-            (lab_dir / "lab.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
-            archive = build_package(lab_dir, output_path=workdir / "run.bsilab",
-                                    package_name=package.get("package"), version=str(package.get("version")))
-    prepared = prepare_lab_package(archive, install_deps=False, unpack_root=workdir / "prepared")
-    return prepared, manifest
+        z.extractall(root)
+    package = yaml.load((root / "package.yaml").read_bytes(), Loader=_yaml_loader())
+    if package.get("package_type") != "lab":
+        fail("package_invalid", f"Expected a lab package, got: {package.get('package_type')}")
+    entry = root / package["entry_manifest"]
+    saved = yaml.load(entry.read_bytes(), Loader=_yaml_loader())
+    manifest = copy.deepcopy(saved)
+    # Run inputs are public io.inputs names; the runtime maps them to initial inputs.
+    apply_run_overrides(manifest, parameters={"initial_inputs": inputs} if inputs else {}, simulation_config={})
+    if manifest != saved:
+        entry.write_text(yaml.dump(manifest, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False))
+    loaded = pack._LoadedPackage(package_path=archive, package_type="lab", package_yaml=package, manifest=manifest,
+                                 unpacked_root=root, payload_root=root / "payload")
+    return pack._prepare_lab_loaded_package(loaded, install_deps=False), manifest
+
+
+def tune_runtime(warm):
+    """The runtime parses every manifest with PyYAML's pure-Python loader; its C loader
+    (libyaml, the same safe constructor) reads them several times faster. A warm instance
+    also reads the installed distributions once: the environment is mounted read-only, so
+    which module comes from which distribution cannot change while it lives, and each
+    invocation's environment check would otherwise rescan it (tens of milliseconds)."""
+    from biosim import pack
+    loader = _yaml_loader()
+
+    def safe_yaml_load(data):
+        import yaml
+        loaded = yaml.load(data, Loader=loader) or {}
+        if not isinstance(loaded, dict):
+            raise pack.PackageError("YAML document must be a mapping")
+        return loaded
+
+    pack._safe_yaml_load = safe_yaml_load
+    if warm:
+        from importlib import metadata
+        table = metadata.packages_distributions()
+        metadata.packages_distributions = lambda: {k: list(v) for k, v in table.items()}
 
 
 def main():
@@ -177,6 +220,7 @@ def main():
         return serve(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]))
     emit({"type": "hello", "pid": os.getpid()})
     archive, workdir = Path(sys.argv[1]), Path(sys.argv[2])
+    tune_runtime(warm=False)
     run_request(archive, workdir, json.loads(sys.stdin.read() or "{}"))
 
 
@@ -207,7 +251,7 @@ def run_request(archive, workdir, request):
     from biosim._errors import PackageError
 
     try:
-        prepared, manifest = prepare(archive, workdir, request, inputs)
+        prepared, manifest = prepare(check_package(archive, workdir, request), workdir, inputs)
     except PackageError as exc:  # the runtime refused the lab's package: the author's to fix
         fail("package_invalid", f"{exc}")
     world = prepared.world
@@ -294,23 +338,15 @@ def serve(archive, workdir, sock_path):
     # or constructing them here could run its code once for all invocations, and a lab
     # must behave as in a cold run.
     import yaml  # noqa: F401
-    from zipfile import ZipFile
     from biosimulant import WorldEvent  # noqa: F401
-    from biosimulant.pack import validate_package
+    from biosim import pack  # noqa: F401
     from biosim.run_overrides import apply_run_overrides  # noqa: F401
     try:
-        import numpy  # noqa: F401
+        import numpy.random  # noqa: F401  (every invocation seeds it)
     except ImportError:
         pass
-    checked = validate_package(archive)
-    if not checked.valid:
-        fail("package_invalid", "; ".join(checked.errors))
-    _validated.add(archive)
-    with ZipFile(archive) as z:
-        digest = yaml.safe_load(z.read("package.yaml")).get("sha256")
-    expected = (warm.get("package_sha256") or "").removeprefix("sha256:")
-    if expected and digest != expected:
-        fail("package_digest_mismatch", f"archive digest {digest} is not the release's {expected}")
+    tune_runtime(warm=True)
+    check_package(archive, workdir, warm)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(sock_path))
     server.listen(8)

@@ -206,7 +206,7 @@ async function storeResults(
   deps: { db: Db; objects: ObjectStore }, runId: string, dir: string, files: ArtifactFile[],
   values: Map<string, unknown>, declared: Array<{ name: string; public: boolean }>, visuals: unknown,
 ): Promise<Record<string, unknown>> {
-  return storeOutputs(dir, files, values, declared, visuals, { keepPrivate: true }, async (f) => {
+  return storeOutputs(dir, files, values, declared, visuals, { evidence: true }, async (f) => {
     await putArtifactBytes(deps.objects, f);
     const rec = await recordArtifact(deps.db, runId, newId('art'), {
       role: f.role, file_name: f.file_name, content_type: f.content_type, format: f.format, size_bytes: f.size_bytes, sha256: f.sha256, public: f.public,
@@ -233,12 +233,14 @@ export async function putArtifactBytes(objects: ObjectStore, f: ArtifactFile): P
 /**
  * A completed execution's outputs record, the public outputs only: each final value
  * inline when small, else a reference to the artifact holding it; every file is given to
- * `store` (which returns its id). `outputs.json` carries the same; with `keepPrivate` the
- * rest go to the owner's private `private-outputs.json`, else they are not kept at all.
+ * `store` (which returns its id). With `evidence` (a run's), `outputs.json` carries the
+ * same, the rest go to the owner's private `private-outputs.json` and the visuals to
+ * `visuals.json`; without (an invocation's, whose values are its record), only the
+ * outputs' own files are stored.
  */
 export async function storeOutputs(
   dir: string, files: ArtifactFile[], values: Map<string, unknown>, declared: Array<{ name: string; public: boolean }>, visuals: unknown,
-  opts: { keepPrivate: boolean }, store: (f: ArtifactFile) => Promise<string>,
+  opts: { evidence: boolean }, store: (f: ArtifactFile) => Promise<string>,
 ): Promise<Record<string, unknown>> {
   // Files go to the store side by side (a few at a time): one after another, a lab's
   // handful of small files cost a round trip each to the object store and Postgres.
@@ -255,21 +257,28 @@ export async function storeOutputs(
     }
     refs.push({ name: d.name, file: await textFile(dir, { role: d.name, file_name: `${d.name}.json`, content_type: 'application/json', format: 'json', public: d.public }, json) });
   }
-  const [refIds] = await Promise.all([storeAll(refs.map((r) => r.file)), storeAll(files)]);
+  // The outputs records name the references' artifacts, so they wait for those only
+  // (usually none), not for the lab's own files.
+  const filesStored = storeAll(files);
+  filesStored.catch(() => undefined); // awaited below; a failure meanwhile is not unhandled
+  const refIds = await storeAll(refs.map((r) => r.file));
   refs.forEach(({ name, file }, i) => {
     outputs[name] = { artifact_ref: { artifact_id: refIds[i], file_name: file.file_name, sha256: file.sha256, size_bytes: file.size_bytes } };
   });
   const of = (pub: boolean) => Object.fromEntries(declared.filter((d) => d.public === pub).map((d) => [d.name, outputs[d.name]]));
   const publicOutputs = of(true);
-  const last = [await textFile(dir, { role: 'outputs', file_name: 'outputs.json', content_type: 'application/json', format: 'json', public: true }, `${JSON.stringify(publicOutputs, null, 2)}\n`)];
-  // Outputs the lab does not declare public stay with the owner's evidence, out of results.
-  const privateOutputs = of(false);
-  if (opts.keepPrivate && Object.keys(privateOutputs).length) {
-    last.push(await textFile(dir, { role: 'private_outputs', file_name: 'private-outputs.json', content_type: 'application/json', format: 'json', public: false }, `${JSON.stringify(privateOutputs, null, 2)}\n`));
+  const last: ArtifactFile[] = [];
+  if (opts.evidence) {
+    last.push(await textFile(dir, { role: 'outputs', file_name: 'outputs.json', content_type: 'application/json', format: 'json', public: true }, `${JSON.stringify(publicOutputs, null, 2)}\n`));
+    // Outputs the lab does not declare public stay with the owner's evidence, out of results.
+    const privateOutputs = of(false);
+    if (Object.keys(privateOutputs).length) {
+      last.push(await textFile(dir, { role: 'private_outputs', file_name: 'private-outputs.json', content_type: 'application/json', format: 'json', public: false }, `${JSON.stringify(privateOutputs, null, 2)}\n`));
+    }
+    // The runtime reports an empty list for a lab without visual models: nothing to keep.
+    if (visuals && !(Array.isArray(visuals) && visuals.length === 0)) last.push(await textFile(dir, { role: 'visuals', file_name: 'visuals.json', content_type: 'application/json', format: 'json', public: true }, JSON.stringify(visuals)));
   }
-  // The runtime reports an empty list for a lab without visual models: nothing to keep.
-  if (visuals && !(Array.isArray(visuals) && visuals.length === 0)) last.push(await textFile(dir, { role: 'visuals', file_name: 'visuals.json', content_type: 'application/json', format: 'json', public: true }, JSON.stringify(visuals)));
-  await storeAll(last);
+  await Promise.all([filesStored, storeAll(last)]);
   return publicOutputs;
 }
 

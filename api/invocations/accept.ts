@@ -4,6 +4,8 @@ import { planUnavailable, planUsed, resultOf } from '../plans.ts';
 import { deploymentFinding, prepareInvocation, type InvocationProposal } from './prepare.ts';
 import { acceptInvocation, InvocationNotCovered, InvocationPlanUsed, unacceptInvocation, type InvocationRow } from '../../storage/db/hostedInvocations.ts';
 import type { PlanRow } from '../../storage/db/plans.ts';
+import type { HostingRow } from '../../storage/db/hosting.ts';
+import type { InvocationArgs } from '../../workflows/invocation.ts';
 import { digestJson } from '../../storage/digest.ts';
 import { newId } from '../../storage/ids.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
@@ -18,7 +20,7 @@ const unavailable = (message: string) => new ApiError(409, 'deployment_unavailab
  * `deployment_paused`, anything else 409 `deployment_unavailable`), and the inputs still
  * valid for its contract; any other change is 409 `plan_unavailable`.
  */
-async function recheckInvocation(deps: Deps, caller: Caller, p: InvocationProposal): Promise<void> {
+async function recheckInvocation(deps: Deps, caller: Caller, p: InvocationProposal): Promise<HostingRow> {
   let again: Awaited<ReturnType<typeof prepareInvocation>>;
   try {
     again = await prepareInvocation(deps, caller, { reference: p.reference, sha256: p.package_sha256, inputs: p.inputs, seed: p.seed });
@@ -35,6 +37,7 @@ async function recheckInvocation(deps: Deps, caller: Caller, p: InvocationPropos
   if (digestJson(again.proposal) !== digestJson(p) || again.findings.some((f) => f.severity === 'blocking')) {
     throw planUnavailable('The release contract or its price changed since this plan was prepared; prepare it again.', null);
   }
+  return again.hosting;
 }
 
 /**
@@ -52,7 +55,7 @@ export async function acceptHostedInvocation(deps: Deps, caller: Caller, plan: P
       resolution: 'Prepare the invocation with this key, or execute it with the key that prepared it.', retryable: false,
     });
   }
-  await recheckInvocation(deps, caller, p);
+  const hosting = await recheckInvocation(deps, caller, p);
   const id = newId('inv');
   const { estimated_max_micros: reserved, ...bound } = p;
   let row: InvocationRow;
@@ -72,7 +75,9 @@ export async function acceptHostedInvocation(deps: Deps, caller: Caller, plan: P
     await deps.temporal.startWorkflow('invocationWorkflow', {
       taskQueue: CONTROL_TASK_QUEUE,
       workflowId: invocationWorkflowId(id),
-      args: [{ invocationId: id }],
+      // Its schedule and where the deployment is served now go with it, so the first
+      // attempt is sent to the warm instances without reading them back.
+      args: [{ invocationId: id, schedule: { labId: row.lab_id, generation: row.hosting_generation, maxSeconds: row.max_seconds }, servedBy: hosting.serving_queue } satisfies InvocationArgs],
       typedSearchAttributes: workflowSearchAttributes({ account: caller.account.id, kind: 'invocation', ref: p.reference }),
     });
   } catch (err) {

@@ -122,37 +122,32 @@ export interface InvocationEnding {
   error?: { code: string; message: string } | null;
   /** Measured compute; null charges the time since execution began (a stop that measured nothing). */
   computeSeconds: number | null;
-  outputs?: Record<string, unknown> | null;
 }
+
+/** What a completed execution leaves for its invoker: the public outputs and their artifacts, whose bytes are stored already. */
+export interface InvocationResult { outputs: Record<string, unknown>; artifacts: Array<Omit<InvocationArtifactRow, 'created_at'>> }
 
 /**
  * Ends an invocation exactly once: charges its compute (never more than reserved) and
- * releases the rest, records the ending, in one transaction. An ended one is unchanged.
+ * releases the rest, records the ending (and a completed execution's result), in one
+ * transaction. An ended one is unchanged.
  */
-export async function finishInvocation(db: Db, e: InvocationEnding): Promise<InvocationStatus> {
+export async function finishInvocation(db: Db, e: InvocationEnding, result?: InvocationResult): Promise<InvocationStatus> {
   return db.transaction(async (trx) => {
     const row: InvocationRow | undefined = await trx('hosted_invocations').where({ id: e.id }).forUpdate().first();
     if (!row) throw new Error(`no invocation ${e.id}`);
     if (INVOCATION_ENDED.includes(row.status)) return row.status;
+    if (result?.artifacts.length) await trx('hosted_invocation_artifacts').insert(result.artifacts).onConflict(['invocation_id', 'file_name']).ignore();
     const profile = await trx('compute_profiles').where({ id: row.compute_profile }).first('price_per_second_micros');
     const seconds = e.computeSeconds ?? (row.started_at ? (Date.now() - new Date(row.started_at).getTime()) / 1000 : 0);
     const charge = Math.min(Math.ceil(Math.max(0, seconds) * Number(profile.price_per_second_micros)), Number(row.reserved_micros));
     const { rows: [s] } = await trx.raw('SELECT charged_micros FROM silico_settle_compute(?, ?, ?)', [row.account_id, ledgerRef(row.id), charge]);
     await trx('hosted_invocations').where({ id: e.id }).update({
       status: e.status, error: e.error ? JSON.stringify(e.error) : null, settled_micros: s.charged_micros,
-      outputs: e.outputs ? JSON.stringify(e.outputs) : row.outputs ? JSON.stringify(row.outputs) : null, finished_at: trx.fn.now(), lease_expires_at: null,
+      outputs: result ? JSON.stringify(result.outputs) : null, finished_at: trx.fn.now(), lease_expires_at: null,
     });
     return e.status;
   });
-}
-
-/** Final output values of a running invocation, written by its execution (never through a workflow). */
-export async function setInvocationOutputs(db: Db, id: string, outputs: Record<string, unknown>): Promise<void> {
-  await db('hosted_invocations').where({ id, status: 'running' }).update({ outputs: JSON.stringify(outputs) });
-}
-
-export async function recordInvocationArtifact(db: Db, a: Omit<InvocationArtifactRow, 'created_at'>): Promise<void> {
-  await db('hosted_invocation_artifacts').insert(a).onConflict(['invocation_id', 'file_name']).ignore();
 }
 
 export async function invocationArtifacts(db: Db, id: string): Promise<InvocationArtifactRow[]> {

@@ -25,6 +25,8 @@ export interface HostingRow {
   checks: HostingCheck[];
   pending_action: HostingAction | null;
   generation: number;
+  /** The task queue of the worker holding its warm instances, while one does. */
+  serving_queue: string | null;
   created_at: Date;
   updated_at: Date;
   ready_at: Date | null;
@@ -55,7 +57,7 @@ export async function listHostings(db: Db, statuses: HostingStatus[]): Promise<H
   return q.limit(500);
 }
 
-export type NewHosting = Omit<HostingRow, 'status' | 'revision' | 'checks' | 'pending_action' | 'generation' | 'created_at' | 'updated_at' | 'ready_at' | 'ended_at'>;
+export type NewHosting = Omit<HostingRow, 'status' | 'revision' | 'checks' | 'pending_action' | 'generation' | 'serving_queue' | 'created_at' | 'updated_at' | 'ready_at' | 'ended_at'>;
 
 /**
  * Records a hosting request once, in one transaction: consumes its plan, and records the

@@ -23,6 +23,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import getPort from 'get-port';
+import { Client, Connection } from '@temporalio/client';
+import protoPkg from '@temporalio/proto';
+
+const { EventType } = protoPkg.temporal.api.enums.v1;
 import { startStack, type Stack } from '../../deploy/local/stack.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { createHttpClient } from './httpClient.ts';
@@ -64,6 +68,34 @@ async function deploy(http: Http): Promise<{ labId: string; reference: string; s
   return { labId: ws.lab_id, reference: pub.reference, sha256 };
 }
 
+/**
+ * Where an invocation's time goes before and after its execution, from its workflow
+ * history: started → its first workflow task started and completed (the attempt sent
+ * to the serving worker), → the execution started on that worker, and its end → the
+ * workflow's completion; medians over `ids`.
+ */
+async function historyPhases(address: string, ids: string[]): Promise<string> {
+  const connection = await Connection.connect({ address });
+  try {
+    const client = new Client({ connection });
+    const rows: number[][] = [];
+    for (const id of ids) {
+      const events = (await client.workflow.getHandle(`invocation-${id}`).fetchHistory()).events ?? [];
+      const at = (type: string) => {
+        const e = events.find((x) => x.eventType === EventType[type as keyof typeof EventType]);
+        return e?.eventTime ? Number(e.eventTime.seconds) * 1000 + (e.eventTime.nanos ?? 0) / 1e6 : NaN;
+      };
+      const t0 = at('EVENT_TYPE_WORKFLOW_EXECUTION_STARTED');
+      rows.push([at('EVENT_TYPE_WORKFLOW_TASK_STARTED') - t0, at('EVENT_TYPE_WORKFLOW_TASK_COMPLETED') - t0, at('EVENT_TYPE_ACTIVITY_TASK_STARTED') - t0,
+        at('EVENT_TYPE_ACTIVITY_TASK_COMPLETED') - t0, at('EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED') - t0]);
+    }
+    const m = (i: number) => median(rows.map((r) => r[i]!)).toFixed(0);
+    return `first workflow task started ${m(0)} ms, completed ${m(1)} ms; execution started ${m(2)} ms, ended ${m(3)} ms; workflow completed ${m(4)} ms (medians, from the start)`;
+  } finally {
+    await connection.close();
+  }
+}
+
 async function main(): Promise<void> {
   const dir = await mkdtemp(path.join(tmpdir(), 'silico-bench-invocations-'));
   const log = createWriteStream(path.join(dir, 'stack.log'));
@@ -82,6 +114,10 @@ async function main(): Promise<void> {
     const inputs = (i: number) => ({ growth_rate: 0.1 + 0.001 * i, noise: 0.05 });
 
     const planned: number[] = [];
+    /** The invocations of the round under way (their histories are read after the last). */
+    let lastRound: string[] = [];
+    /** How long `POST /hosted-invocations` took to answer, per invocation. */
+    const answered: number[] = [];
     /** Per invocation: accepted → leased on its worker, leased → settled (server clocks). */
     const phases: Array<[number, number]> = [];
     const warm = async (i: number): Promise<number> => {
@@ -91,6 +127,8 @@ async function main(): Promise<void> {
       const t0 = performance.now();
       planned.push(t0 - p0);
       const inv = await h.json('POST', '/hosted-invocations', { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 });
+      lastRound.push(inv.invocation_id);
+      answered.push(performance.now() - t0);
       for (;;) {
         const r = await h.json('GET', `/hosted-invocations/${inv.invocation_id}`);
         if (ENDED.includes(r.status)) {
@@ -126,6 +164,7 @@ async function main(): Promise<void> {
     const ratios: number[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       const first = round % 2 ? 'warm' : 'cold';
+      lastRound = [];
       const a = first === 'warm' ? await series(warm) : await series(cold);
       const b = first === 'warm' ? await series(cold) : await series(warm);
       const [w, c] = first === 'warm' ? [a, b] : [b, a];
@@ -133,8 +172,9 @@ async function main(): Promise<void> {
       ratios.push(ratio);
       console.log(`round ${round} (${first} first): warm median ${median(w).toFixed(0)} ms (min ${Math.min(...w).toFixed(0)}), cold median ${median(c).toFixed(0)} ms (min ${Math.min(...c).toFixed(0)}), ratio ${ratio.toFixed(3)}; preparing a plan: median ${median(planned.splice(0)).toFixed(0)} ms`);
       const ph = phases.splice(0);
-      console.log(`  warm, server side: accepted → leased median ${median(ph.map((p) => p[0])).toFixed(0)} ms, leased → settled median ${median(ph.map((p) => p[1])).toFixed(0)} ms`);
+      console.log(`  warm: POST /hosted-invocations answered in ${median(answered.splice(0)).toFixed(0)} ms; server side: accepted → leased median ${median(ph.map((p) => p[0])).toFixed(0)} ms, leased → settled median ${median(ph.map((p) => p[1])).toFixed(0)} ms`);
     }
+    console.log(`  warm, Temporal's view (histories of the last round): ${await historyPhases(stack.info.temporal_address, lastRound)}`);
     console.log(`latency ratio (warm invocation / cold run, median of ${ROUNDS} rounds): ${median(ratios).toFixed(3)}  goal <= 0.25`);
   } catch (err) {
     console.error(err);

@@ -33,6 +33,13 @@ const waitForStatus = (status: string) => until(120_000, async () => {
   return h.status === status ? h : undefined;
 });
 
+/** An invocation once it has ended, read with `key`. */
+const endedInvocation = (id: string, key: string) => until(60_000, async () => {
+  const r = await call('GET', `/hosted-invocations/${id}`, { key });
+  assert.equal(r.status, 200, r.text);
+  return ['completed', 'failed', 'cancelled', 'expired'].includes(r.body.status) ? r.body : undefined;
+});
+
 async function prepare(key: string, body: Record<string, unknown> = {}) {
   return call('POST', '/hosted-invocation-plans', { key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { reference: lab.reference, sha256: lab.sha256, ...body } });
 }
@@ -155,11 +162,7 @@ test('only the key client that planned it executes it; it runs to completion wit
   assert.equal(errorOf(again).code, 'plan_unavailable');
   assert.equal(errorOf(again).details.result_ref, `invocation:${inv.invocation_id}`);
 
-  const done = await until(60_000, async () => {
-    const r = await call('GET', `/hosted-invocations/${inv.invocation_id}`, { key: lab.owner.key });
-    assert.equal(r.status, 200, r.text);
-    return ['completed', 'failed', 'cancelled', 'expired'].includes(r.body.status) ? r.body : undefined;
-  });
+  const done = await endedInvocation(inv.invocation_id, lab.owner.key);
   assert.equal(done.status, 'completed', JSON.stringify(done.error));
   assert.equal(typeof done.outputs.final_size, 'number');
   assert.ok(done.attempts >= 1 && done.started_at && done.finished_at);
@@ -207,6 +210,8 @@ test("sharing a lab never shows a stranger's invocation to its owner; an account
   assert.equal(errorOf(ownerRead).code, 'invocation_not_found');
   const own = await call('GET', `/hosted-invocations/${theirs.body.invocation_id}`, { key: stranger.key });
   assert.equal(own.status, 200);
+  // Settled before the next test reads the stranger's balance.
+  assert.equal((await endedInvocation(theirs.body.invocation_id, stranger.key)).status, 'completed');
 
   const broke = await newAccount();
   const refused = await execute(broke.key, await readyPlan(broke.key));
