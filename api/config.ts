@@ -39,6 +39,8 @@ export interface Config {
     /** How long GET /passports waits for a passport's build before answering 503. */
     buildTimeoutMs: number;
   };
+  /** The approved biology sources (workers reach them; the api names them). */
+  biology: BiologyConfig;
   worker: {
     /** Pre-built workflow bundle; absent means bundle the sources on start (tests). */
     workflowBundle?: string;
@@ -46,6 +48,59 @@ export interface Config {
     computeProfiles: string[];
     /** On SIGTERM, how long running labs may finish before they are stopped and rescheduled. */
     shutdownGraceSeconds: number;
+  };
+}
+
+export type BiologySourceId = 'uniprot' | 'pdb' | 'ncbi_nucleotide';
+export const BIOLOGY_SOURCE_IDS: readonly BiologySourceId[] = ['uniprot', 'pdb', 'ncbi_nucleotide'];
+
+/** One approved source: where its APIs are (every host it may be reached on), and its bounds. */
+export interface BiologySource {
+  id: BiologySourceId;
+  title: string;
+  /** Base URLs by role (a source may serve search, data and files from different hosts). */
+  urls: Record<string, string>;
+  timeoutMs: number;
+  maxRecordBytes: number;
+  /** Requests per second to the source, counted across every worker. */
+  requestsPerSecond: number;
+}
+
+export interface BiologyConfig {
+  sources: Record<BiologySourceId, BiologySource>;
+  /**
+   * Whether sources may resolve to private or loopback addresses: only the test
+   * configuration, whose sources are a local fixture server (SILICO_BIOLOGY_ALLOW_PRIVATE=1).
+   */
+  allowPrivateAddresses: boolean;
+}
+
+/** The registry: the sources' real public APIs unless a deployment (or the tests) points them elsewhere. */
+function biologyConfig(env: NodeJS.ProcessEnv): BiologyConfig {
+  const timeoutMs = int(env, 'SILICO_BIOLOGY_TIMEOUT_SECONDS', 15) * 1000;
+  const maxRecordBytes = int(env, 'SILICO_BIOLOGY_MAX_RECORD_BYTES', 50 * 1024 * 1024);
+  return {
+    sources: {
+      uniprot: {
+        id: 'uniprot', title: 'UniProt (UniProtKB)', urls: { rest: str(env, 'SILICO_BIOLOGY_UNIPROT_URL', 'https://rest.uniprot.org') },
+        timeoutMs, maxRecordBytes, requestsPerSecond: int(env, 'SILICO_BIOLOGY_UNIPROT_RPS', 10),
+      },
+      pdb: {
+        id: 'pdb', title: 'RCSB Protein Data Bank',
+        urls: {
+          search: str(env, 'SILICO_BIOLOGY_PDB_SEARCH_URL', 'https://search.rcsb.org/rcsbsearch/v2'),
+          data: str(env, 'SILICO_BIOLOGY_PDB_DATA_URL', 'https://data.rcsb.org'),
+          files: str(env, 'SILICO_BIOLOGY_PDB_FILES_URL', 'https://files.rcsb.org'),
+        },
+        timeoutMs, maxRecordBytes, requestsPerSecond: int(env, 'SILICO_BIOLOGY_PDB_RPS', 10),
+      },
+      ncbi_nucleotide: {
+        // E-utilities allow 3 requests per second without an API key.
+        id: 'ncbi_nucleotide', title: 'NCBI Nucleotide (E-utilities)', urls: { eutils: str(env, 'SILICO_BIOLOGY_NCBI_URL', 'https://eutils.ncbi.nlm.nih.gov/entrez/eutils') },
+        timeoutMs, maxRecordBytes, requestsPerSecond: int(env, 'SILICO_BIOLOGY_NCBI_RPS', 3),
+      },
+    },
+    allowPrivateAddresses: env.SILICO_BIOLOGY_ALLOW_PRIVATE === '1',
   };
 }
 
@@ -119,6 +174,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       keysDir: passportKeysDir(env),
       buildTimeoutMs: int(env, 'SILICO_PASSPORT_BUILD_TIMEOUT_SECONDS', 60) * 1000,
     },
+    biology: biologyConfig(env),
     worker: {
       workflowBundle: env.SILICO_WORKFLOW_BUNDLE || undefined,
       computeProfiles: str(env, 'SILICO_COMPUTE_PROFILES', 'cpu-small,cpu-standard').split(',').map((p) => p.trim()).filter(Boolean),

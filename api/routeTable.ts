@@ -39,7 +39,7 @@ export const ROUTES: readonly RouteDef[] = [
   r('GET', '/hub/search', 'hub_search', 'hub'),
   r('GET', '/hub/releases/{reference}', 'hub_inspect', 'hub', { notFound: true }),
   r('POST', '/biology/search', 'biology_search', 'biology', { gateway: true }),
-  r('POST', '/biology/fetch', 'biology_fetch', 'biology', { gateway: true }),
+  r('POST', '/biology/fetch', 'biology_fetch', 'biology', { gateway: true, idempotency: 'optional' }),
   r('GET', '/labs', 'lab_list', 'labs'),
   r('PATCH', '/labs/{lab_id}', 'lab_update', 'labs', { notFound: true, gateway: true }),
   r('PUT', '/labs/{lab_id}/visibility', 'lab_visibility_set', 'labs', { notFound: true, gateway: true }),

@@ -67,7 +67,7 @@ function validateInput(tool: ToolDef): Middleware {
 function execute(route: RouteDef, tool: ToolDef, deps: Deps): Middleware {
   return async (ctx) => {
     const result = await runOperation(tool, ctx.state.input, {
-      deps, caller: ctx.state.caller, requestId: ctx.state.requestId,
+      deps, caller: ctx.state.caller, requestId: ctx.state.requestId, idempotencyKey: route.idempotency ? ctx.get('Idempotency-Key') || undefined : undefined,
       http: { accept: ctx.get('Accept'), lastEventId: ctx.get('Last-Event-ID') || undefined, range: ctx.get('Range') || undefined, request: ctx.req },
     });
     ctx.status = route.success;

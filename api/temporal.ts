@@ -20,8 +20,10 @@ export interface TemporalGateway {
    * Starts a short workflow and waits up to `waitMs` for its result (the api answers with
    * it). Temporal refusing, not answering, or the result not there in time is
    * DependencyUnavailable('temporal'); a workflow that failed is WorkflowFailedError.
+   * With `join`, a workflow of that id already started (a retried request) is awaited
+   * instead of refused.
    */
-  executeWorkflow<T>(type: string, options: Parameters<Client['workflow']['start']>[1], waitMs: number): Promise<T>;
+  executeWorkflow<T>(type: string, options: Parameters<Client['workflow']['start']>[1], waitMs: number, opts?: { join?: boolean }): Promise<T>;
   /** Requests a workflow's cancellation within the call deadline (a workflow already gone is fine). */
   cancelWorkflow(workflowId: string): Promise<void>;
   /**
@@ -77,10 +79,13 @@ export function createTemporalGateway(cfg: { address: string; namespace: string;
         await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.start(type, options));
       });
     },
-    async executeWorkflow<T>(type: string, options: Parameters<Client['workflow']['start']>[1], waitMs: number) {
+    async executeWorkflow<T>(type: string, options: Parameters<Client['workflow']['start']>[1], waitMs: number, opts: { join?: boolean } = {}) {
       let result: T | undefined;
       await bounded(async (c, cl) => {
-        const handle = await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.start(type, options));
+        const handle = await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.start(type, options)).catch((err) => {
+          if (opts.join && err instanceof WorkflowExecutionAlreadyStartedError) return cl.workflow.getHandle(options.workflowId);
+          throw err;
+        });
         result = await c.withDeadline(Date.now() + waitMs, () => handle.result() as Promise<T>);
       });
       return result as T;

@@ -1,7 +1,9 @@
 import { NativeConnection, Worker, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 import pino from 'pino';
 import { loadConfig } from '../api/config.ts';
-import { createDb } from '../storage/db/knex.ts';
+import { createDb, createPgPool } from '../storage/db/knex.ts';
+import { createCounters } from '../storage/db/rateLimits.ts';
+import { createBiologyActivities } from '../activities/biology.ts';
 import { createMaintenanceActivities } from '../activities/maintenance.ts';
 import { CONTROL_TASK_QUEUE, computeTaskQueue, servingTaskQueue } from '../workflows/constants.ts';
 import { createRunActivities } from '../activities/runs.ts';
@@ -47,6 +49,7 @@ async function main(): Promise<void> {
   // queue: an invocation is sent to the worker that holds its deployment's instances.
   const deployments: Deployments = new Map();
   const hostQueue = `host-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const sourcePacing = createPgPool(config.databaseUrl, 2);
   const invocations = createInvocationActivities({ db, objects, python: config.python, sandbox, deployments, hostQueue });
   const control = await Worker.create({
     connection,
@@ -63,6 +66,8 @@ async function main(): Promise<void> {
       ...hosting,
       ...invocations,
       ...createPassportActivities({ db, objects, keysDir: config.passports.keysDir }),
+      // Biology sources, paced by counters every worker shares.
+      ...createBiologyActivities({ db, objects, config: config.biology, counters: createCounters(sourcePacing) }),
     },
   });
   // One activity worker per compute profile this machine serves (GPU profiles are served
@@ -107,7 +112,7 @@ async function main(): Promise<void> {
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
   await Promise.all(workers.map((w) => w.run()));
-  await Promise.allSettled([connection.close(), clientConnection.close(), db.destroy()]);
+  await Promise.allSettled([connection.close(), clientConnection.close(), db.destroy(), sourcePacing.end()]);
   log.info('worker stopped');
 }
 

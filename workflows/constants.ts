@@ -64,3 +64,13 @@ export function invocationWorkflowId(invocationId: string): string {
 
 /** The failure type of a lab execution stopped by its worker's shutdown (rescheduled, not failed). */
 export const WORKER_SHUTDOWN = 'WorkerShutdown';
+
+/** Workflow id of one biology search (short-lived; the api awaits it). */
+export function biologySearchWorkflowId(searchId: string): string {
+  return `biology-search-${searchId}`;
+}
+
+/** Workflow id of one biology fetch: the fetch's id, so a retried request finds it. */
+export function biologyFetchWorkflowId(fetchId: string): string {
+  return `biology-fetch-${fetchId}`;
+}

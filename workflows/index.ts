@@ -7,3 +7,4 @@ export { experimentWorkflow } from './experiment.ts';
 export { passportWorkflow } from './passport.ts';
 export { hostingLifecycleWorkflow } from './hosting.ts';
 export { invocationWorkflow } from './invocation.ts';
+export { biologySearchWorkflow, biologyFetchWorkflow } from './biology.ts';

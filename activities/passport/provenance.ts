@@ -4,6 +4,7 @@ import { getRevision, getWorkspace, type RevisionRow, type WorkspaceRow } from '
 import { releaseOrigin } from '../../storage/db/evidence.ts';
 import { revisionLineage } from '../../storage/db/passports.ts';
 import { treeDigest } from '../../storage/trees.ts';
+import { pinnedResources } from '../../storage/db/biologyResources.ts';
 import { checked, type CheckResult, type PassportSubject } from '../../storage/passportDocument.ts';
 import type { CheckDeps } from './deps.ts';
 
@@ -16,8 +17,9 @@ const MAX_DEPTH = 4;
 /**
  * provenance_chain: where the subject came from, each link checked against the records
  * it joins. A run → its release or revision; a revision → its parents back to the first,
- * and a fork's first revision → the exact release it copied; a release → the revision it
- * was published from (shown for the caller's own releases only).
+ * the biology records pinned into it, and a fork's first revision → the exact release it
+ * copied; a release → the revision it was published from (shown for the caller's own
+ * releases only).
  */
 export async function provenanceChain(deps: CheckDeps, accountId: string, subject: PassportSubject): Promise<CheckResult> {
   const links: Link[] = [];
@@ -51,6 +53,14 @@ async function revisionLinks(deps: CheckDeps, accountId: string, ws: WorkspaceRo
     link: 'revision_lineage', workspace_id: ws.id, verified: intact,
     revisions: lineage.map((r) => ({ revision_id: r.id, number: r.number, tree_sha256: r.tree_sha256 })),
   }];
+  // Records fetched from biology sources and pinned into the tree: the bytes at the path are the record's.
+  for (const r of await pinnedResources(deps.db, ws.id, rev.number, rev.tree)) {
+    links.push({
+      link: 'pinned_resource', path: r.path, resource_id: r.id, source_id: r.source_id, record_id: r.record_id, version: r.version,
+      retrieved_at: r.retrieved_at.toISOString(), url: r.url, resource_sha256: r.sha256, tree_sha256_at_path: rev.tree[r.path]?.sha256 ?? null,
+      verified: rev.tree[r.path]?.sha256 === r.sha256,
+    });
+  }
   const origin = ws.origin as { kind?: string; reference?: string; package_sha256?: string; release_id?: string } | null;
   if (origin?.kind !== 'fork') return links;
   const release = origin.release_id ? await getReleaseById(deps.db, origin.release_id) : undefined;

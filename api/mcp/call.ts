@@ -60,7 +60,7 @@ export async function callTool(
       accountId: ctx.caller.account.id, key: parts.key, keyParam: IDEMPOTENCY_ARGUMENT, requestId: ctx.requestId,
       request: { path: parts.path, query: queryText, body: jsonBodySchema(tool) ? parts.body : null },
     }, async () => {
-      const result = await runOperation(tool, input, { deps: ctx.deps, caller: ctx.caller, requestId: ctx.requestId });
+      const result = await runOperation(tool, input, { deps: ctx.deps, caller: ctx.caller, requestId: ctx.requestId, idempotencyKey: route.idempotency ? parts.key : undefined });
       if (result.raw) throw errors.internal('raw_result', `${tool.name} answered bytes, which only its REST route can carry.`);
       return { status: route.success, body: renderBody(route, result, ctx.requestId) };
     });

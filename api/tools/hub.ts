@@ -1,6 +1,6 @@
 import type { ToolDef } from './tool.ts';
 import type { ToolContext } from './tool.ts';
-import { str, nullableStr, limit, cursor, arr, sha256Hex, obj, id } from '../schemas/common.ts';
+import { str, nullableStr, limit, cursor, arr, obj, id } from '../schemas/common.ts';
 import { errors } from '../errors.ts';
 import { getLab, labReleases, labWorkspaceIds, listLabs, setLabVisibility, updateLab, type LabRow } from '../../storage/db/labs.ts';
 import { labPublications } from '../../storage/db/publications.ts';
@@ -29,25 +29,6 @@ export const hubTools: ToolDef[] = [
     name: 'hub_inspect', scope: 'hub:read', readOnly: true,
     description: 'Inspect one immutable release without executing or trusting contributed metadata.',
     input: { path: { reference: str(300) } },
-  },
-];
-
-export const biologyTools: ToolDef[] = [
-  {
-    name: 'biology_search', scope: 'biology:read', readOnly: true, openWorld: true,
-    description: 'Search approved biology sources; fetch before treating a hit as exact pinned evidence.',
-    input: { body: obj({ source_ids: arr({ enum: ['uniprot', 'pdb', 'ncbi_nucleotide'] }, { minItems: 1, maxItems: 3 }), query: str(500, { minLength: 1 }) }, ['source_ids', 'query']) },
-  },
-  {
-    name: 'biology_fetch', scope: 'biology:read', readOnly: false, openWorld: true,
-    description: 'Persist exact records or one model artifact as opaque resources; does not pin a revision.',
-    input: {
-      body: obj({
-        source_id: { enum: ['uniprot', 'pdb', 'ncbi_nucleotide'] },
-        record_ids: arr(str(100), { minItems: 1, maxItems: 20 }),
-        expected_sha256: sha256Hex,
-      }, ['source_id', 'record_ids']),
-    },
   },
 ];
 

@@ -35,6 +35,8 @@ export interface ToolContext {
   deps: Deps;
   caller: Caller;
   requestId: string;
+  /** The request's idempotency key on the routes that take one (either door), for work that outlives the request. */
+  idempotencyKey?: string;
   /** Present when called over REST: the request headers an operation may honour. */
   http?: { accept: string; lastEventId?: string; range?: string; request?: import('node:http').IncomingMessage };
 }

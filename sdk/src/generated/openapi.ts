@@ -36,8 +36,6 @@ export type paths = {
          * @description Persist exact records or one model artifact as opaque resources; does not pin a revision.
          *
          *     Scope: `biology:read`. Requires managed operations (the agent gateway) for the account.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         post: operations["biology_fetch"];
         delete?: never;
@@ -60,8 +58,6 @@ export type paths = {
          * @description Search approved biology sources; fetch before treating a hit as exact pinned evidence.
          *
          *     Scope: `biology:read`. Requires managed operations (the agent gateway) for the account.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         post: operations["biology_search"];
         delete?: never;
@@ -1541,7 +1537,10 @@ export interface operations {
     biology_fetch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A unique key per logical request; reuse it only when retrying the same payload. Kept 24 hours. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1550,6 +1549,8 @@ export interface operations {
                 "application/json": {
                     /** @description 64 lowercase hex characters */
                     expected_sha256?: string;
+                    /** @enum {unknown} */
+                    format?: "fasta" | "json" | "mmcif" | "pdb" | "genbank";
                     record_ids: string[];
                     /** @enum {unknown} */
                     source_id: "uniprot" | "pdb" | "ncbi_nucleotide";
@@ -1591,7 +1592,6 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -1605,6 +1605,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @default 10 */
+                    limit?: number;
                     query: string;
                     source_ids: ("uniprot" | "pdb" | "ncbi_nucleotide")[];
                 };
@@ -1645,7 +1647,6 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -4920,6 +4921,8 @@ export interface operations {
                         /** @enum {unknown} */
                         kind: "file_put" | "file_delete" | "file_move";
                         path: string;
+                        /** @description identifier (res_...) */
+                        resource_id?: string;
                         to?: string;
                     }[];
                 };
