@@ -6,6 +6,7 @@ import path from 'node:path';
 import getPort from 'get-port';
 import { startStack } from '../deploy/local/stack.ts';
 import { REPO_ROOT } from '../deploy/local/bootstrap.ts';
+import { serveBiologySources } from './biologyControl.ts';
 
 /**
  * `npm test`: Node's test runner has no global setup, so this script is it. It starts an
@@ -47,7 +48,13 @@ async function main(): Promise<number> {
   };
   const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
   const started = Date.now();
-  const stack = await startStack({ dataDir, ports, mode: 'test', exitOnSignal: true, sink, serviceEnv: { LOG_LEVEL: 'warn', SILICO_RATE_READS_PER_MIN: '100000', SILICO_RATE_RUNS_PER_MIN: '100000', SILICO_RATE_DAILY: '1000000' } });
+  // The stack's biology sources are a local fixture server (the test configuration: the
+  // only one whose sources may be private addresses).
+  const biology = await serveBiologySources();
+  const stack = await startStack({
+    dataDir, ports, mode: 'test', exitOnSignal: true, sink,
+    serviceEnv: { LOG_LEVEL: 'warn', SILICO_RATE_READS_PER_MIN: '100000', SILICO_RATE_RUNS_PER_MIN: '100000', SILICO_RATE_DAILY: '1000000', ...biology.env },
+  });
   process.stdout.write(`[stack] ready in ${Math.round((Date.now() - started) / 1000)}s; logs: ${logFile}\n`);
   let code = 1;
   try {
@@ -58,6 +65,7 @@ async function main(): Promise<number> {
       SILICO_TEST_API_KEY: stack.info.api_key,
       SILICO_TEST_DATA_DIR: dataDir,
       SILICO_TEST_TEMPORAL_BIN: stack.binaries.temporal,
+      SILICO_TEST_BIOLOGY_CONTROL: biology.env.SILICO_TEST_BIOLOGY_CONTROL!,
     };
     // The built-in labs' own known-answer tests, in the lab runtime environment.
     const pytest = await new Promise<number>((resolve) => {
@@ -74,6 +82,7 @@ async function main(): Promise<number> {
     }
   } finally {
     await stack.stop();
+    await biology.close();
     log.end();
     if (code === 0 && !process.env.SILICO_KEEP_TEST_DATA) await rm(dataDir, { recursive: true, force: true });
     else process.stdout.write(`[stack] test data and logs kept in ${dataDir}\n`);
