@@ -152,6 +152,8 @@ export async function hostingLifecycleWorkflow(initial: HostingState): Promise<H
     if (!checks.ok) {
       queue.length = 0;
       await moveTo('failed', 'failed', `Deployment checks failed: ${checks.checks.filter((c) => c.status !== 'passed').map((c) => c.check).join(', ')}.`);
+      // An update still recording its change answers before the lifecycle ends.
+      await condition(allHandlersFinished);
       return state.status;
     }
     if (!retiring()) {
@@ -164,6 +166,8 @@ export async function hostingLifecycleWorkflow(initial: HostingState): Promise<H
     if (!retiring()) {
       if (state.review!.decision === 'reject') {
         await moveTo('rejected', 'rejected', `Rejected by ${state.review!.actor}.`, state.review!.actor);
+        // The review's own update is still recording it: it answers before the lifecycle ends.
+        await condition(allHandlersFinished);
         return state.status;
       }
       await moveTo('ready', 'ready', 'Approved; ready for invocation.', state.review!.actor);

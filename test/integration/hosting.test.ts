@@ -156,6 +156,14 @@ test('public hosting waits for the operator: approval makes it ready; a rejectio
   const rejected = await waitForStatus(rej, 'rejected');
   assert.equal(rejected.approval.decision, 'rejected');
   assert.ok(rejected.ended_at);
+  // The lifecycle itself ends (its review answered first), not only its record.
+  const connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! });
+  try {
+    const ending = await new Client({ connection }).workflow.getHandle(rejected.workflow_id).result();
+    assert.equal(ending, 'rejected');
+  } finally {
+    await connection.close();
+  }
 });
 
 test('tampered release bytes fail the checks; the lifecycle ends failed and names the check', { timeout: 180_000 }, async () => {
