@@ -7,6 +7,7 @@ import getPort from 'get-port';
 import { startStack } from '../deploy/local/stack.ts';
 import { REPO_ROOT } from '../deploy/local/bootstrap.ts';
 import { serveBiologySources } from './biologyControl.ts';
+import { captureHistories } from './replayCapture.ts';
 
 /**
  * `npm test`: Node's test runner has no global setup, so this script is it. It starts an
@@ -38,7 +39,7 @@ async function testFiles(roots: string[]): Promise<string[]> {
 }
 
 async function main(): Promise<number> {
-  const files = await testFiles(process.argv.slice(2).length ? process.argv.slice(2) : ['test/unit', 'test/workflow', 'test/integration']);
+  const files = await testFiles(process.argv.slice(2).length ? process.argv.slice(2) : ['test/unit', 'test/workflow', 'test/replay', 'test/integration']);
   const dataDir = await mkdtemp(path.join(tmpdir(), 'silico-test-'));
   const logFile = path.join(dataDir, 'stack.log');
   const log = createWriteStream(logFile);
@@ -79,6 +80,10 @@ async function main(): Promise<number> {
     if (pytest !== 0) {
       process.stdout.write(`[labs] pytest failed (exit ${pytest})\n`);
       code = code || pytest;
+    }
+    if (process.env.SILICO_CAPTURE_HISTORIES) {
+      const types = await captureHistories(stack.info.temporal_address, stack.binaries.temporal, path.resolve(REPO_ROOT, process.env.SILICO_CAPTURE_HISTORIES));
+      process.stdout.write(`[replay] histories captured: ${types.join(', ')}\n`);
     }
   } finally {
     await stack.stop();
