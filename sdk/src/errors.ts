@@ -163,6 +163,14 @@ export class InvocationFailed extends SilicoError {
   }
 }
 
+/** A hosting that ended somewhere other than where the caller waited for it (retired, failed, rejected), or whose plan could not be executed. */
+export class HostingEnded extends SilicoError {
+  override name = 'HostingEnded';
+  constructor(readonly hosting: { lab_id: string; status: string; checks?: Array<{ check: string; status: string; detail: string }> } | null, message?: string) {
+    super(message ?? `hosting of ${hosting!.lab_id} ended ${hosting!.status}${hosting!.checks?.some((c) => c.status === 'failed') ? `: ${hosting!.checks.filter((c) => c.status === 'failed').map((c) => `${c.check}: ${c.detail}`).join('; ')}` : ''}`);
+  }
+}
+
 /** The caller's wait timed out; the run goes on, and `handle` can wait for it again. */
 export class RunTimeout extends SilicoError {
   override name = 'RunTimeout';

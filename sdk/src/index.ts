@@ -11,7 +11,7 @@ export { StudyHandle, type StudyWaitOptions } from './studyHandle.ts';
 export {
   SilicoError, ApiError, ValidationError, AuthenticationError, InsufficientCreditsError, PermissionError, NotFoundError,
   ConflictError, IdempotencyConflictError, RateLimitError, NotImplementedError, ServerError, ConnectionError,
-  ConnectionTimeoutError, EventStreamUnavailableError, IntegrityError, InvocationFailed, RunFailed, RunTimeout, StudyNotStarted, StudyTimeout, errorClassFor, errorFromResponse, type ApiErrorBody,
+  ConnectionTimeoutError, EventStreamUnavailableError, HostingEnded, IntegrityError, InvocationFailed, RunFailed, RunTimeout, StudyNotStarted, StudyTimeout, errorClassFor, errorFromResponse, type ApiErrorBody,
 } from './errors.ts';
 export type { RequestOptions } from './core/http.ts';
 export { Page, PageRequest } from './core/pagination.ts';
@@ -35,7 +35,7 @@ export type { Biology } from './resources/biology.ts';
 export type { ComputeProfiles } from './resources/computeProfiles.ts';
 export type { Passports } from './resources/passports.ts';
 export type { Publications } from './resources/publications.ts';
-export type { Hosting } from './resources/hosting.ts';
+export type { Hosting, HostingView } from './resources/hosting.ts';
 export type { HostedInvocations } from './resources/hostedInvocations.ts';
 export type { Account } from './resources/account.ts';
 export type { Skills } from './resources/skills.ts';

@@ -6,10 +6,17 @@ import { runCommand } from './commands/run.ts';
 import { experimentGet, experimentRun } from './commands/experiment.ts';
 import { passportGet, passportVerify } from './commands/passports.ts';
 import { invokeCommand } from './commands/invoke.ts';
+import { hostChange, hostPlan, hostRequest, hostStatus } from './commands/host.ts';
+import { bioFetch, bioSearch } from './commands/bio.ts';
 import * as r from './commands/resources.ts';
 import { serveMcpOverStdio } from './mcpBridge.ts';
 
 const collect = (v: string, acc: string[]) => [...acc, v];
+const count = (v: string) => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('must be a whole number');
+  return n;
+};
 const positiveInt = (v: string) => {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
@@ -154,6 +161,55 @@ export function buildProgram(): Command {
     .action(action(async (cmd, reference: string) => {
       const { client, out } = connect(cmd);
       return invokeCommand(client, reference, cmd.opts(), out);
+    }));
+  const host = program.command('host').description('a lab\'s standing deployment: plan, request, status, pause, resume, retire');
+  const planOptions = (c: ReturnType<typeof host.command>) => c
+    .requiredOption('--release <reference>', 'the exact release to host: <namespace>/<name>@<version>')
+    .option('--sha256 <hex>', 'its package digest (default: the release\'s own, from the Hub)')
+    .option('--profile <id>', 'compute profile of the warm instances (default cpu-small)')
+    .option('--min <n>', 'warm instances kept ready (billed by the hour while ready)', count)
+    .option('--max <n>', 'most instances under load', positiveInt)
+    .option('--visibility <v>', 'private, team or public (public waits for an operator)');
+  planOptions(host.command('plan <lab_id>').description('prepare a hosting plan: release, bounds, hourly cost, approval; nothing starts'))
+    .action(action(async (cmd, labId: string) => {
+      const { client, out } = connect(cmd);
+      return hostPlan(client, labId, cmd.opts(), out);
+    }));
+  planOptions(host.command('request <lab_id>').description('prepare and execute the hosting plan; with --wait, until ready or awaiting review'))
+    .option('--wait', 'wait for the deployment checks (and exit 1 if they fail)')
+    .option('--timeout-ms <ms>', 'stop waiting after this long (the lifecycle goes on)', positiveInt)
+    .action(action(async (cmd, labId: string) => {
+      const { client, out } = connect(cmd);
+      return hostRequest(client, labId, cmd.opts(), out);
+    }));
+  host.command('status <lab_id>').description('status, revision, release, approval and each deployment check').action(action(async (cmd, labId: string) => {
+    const { client, out } = connect(cmd);
+    return hostStatus(client, labId, out);
+  }));
+  for (const change of ['pause', 'resume', 'retire'] as const) {
+    host.command(`${change} <lab_id>`).description(`${change} the deployment (at --revision, or the current one)`)
+      .option('--revision <n>', 'the revision you read (a stale one is refused: revision_conflict)', count)
+      .option('--wait', `wait until it is ${change === 'pause' ? 'paused' : change === 'resume' ? 'ready' : 'retired'}`)
+      .option('--timeout-ms <ms>', 'stop waiting after this long', positiveInt)
+      .action(action(async (cmd, labId: string) => {
+        const { client, out } = connect(cmd);
+        return hostChange(client, labId, change, cmd.opts(), out);
+      }));
+  }
+  const bio = program.command('bio').description('approved biology sources: search, and fetch exact records as resources');
+  bio.command('search <query>').description('search uniprot, pdb and ncbi_nucleotide (or --source ...); a failing source is a warning')
+    .option('-s, --source <id>', 'a source to search; repeatable', (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .option('--limit <n>', 'hits per source (1-50)', positiveInt)
+    .action(action(async (cmd, query: string) => {
+      const { client, out } = connect(cmd);
+      return bioSearch(client, query, cmd.opts(), out);
+    }));
+  bio.command('fetch <source> <record_ids...>').description('store exact records as resources (res_...), by sha256; pins nothing')
+    .option('--format <f>', 'fasta or json (uniprot), mmcif or pdb (pdb), fasta or genbank (ncbi_nucleotide)')
+    .option('--sha256 <hex>', 'the expected digest of the (one) record: a mismatch stores nothing')
+    .action(action(async (cmd, source: string, records: string[]) => {
+      const { client, out } = connect(cmd);
+      return bioFetch(client, source, records, cmd.opts(), out);
     }));
   const passport = program.command('passport').description('signed per-check evidence of a run or a workspace revision (never a score)');
   passport.command('get')

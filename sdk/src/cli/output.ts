@@ -1,4 +1,4 @@
-import { ApiError, RunFailed, RunTimeout, SilicoError } from '../errors.ts';
+import { ApiError, HostingEnded, RunFailed, RunTimeout, SilicoError } from '../errors.ts';
 
 /** The CLI's exit codes. */
 export const EXIT = { ok: 0, runFailed: 1, usage: 2, api: 3 } as const;
@@ -40,6 +40,11 @@ export function reportFailure(err: unknown, out: Out): number {
   }
   if (err instanceof RunTimeout) {
     process.stderr.write(`${err.message}\n`);
+    return EXIT.runFailed;
+  }
+  if (err instanceof HostingEnded) {
+    if (out.json && err.hosting) out.result({ hosting: err.hosting }, () => '');
+    else process.stderr.write(`${err.message}\n`);
     return EXIT.runFailed;
   }
   if (err instanceof ApiError) {
