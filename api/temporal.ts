@@ -30,9 +30,10 @@ export interface TemporalGateway {
    * Sends an update to a running workflow and waits for its result within the call
    * deadline. A validator's or handler's refusal is WorkflowUpdateFailedError and a
    * workflow that is gone WorkflowNotFoundError, as the client says; anything else is
-   * DependencyUnavailable('temporal').
+   * DependencyUnavailable('temporal'). An `updateId` makes a retried update (its answer
+   * lost) the same update: Temporal answers it with the first one's outcome.
    */
-  executeUpdate<R>(workflowId: string, update: string, arg: unknown): Promise<R>;
+  executeUpdate<R>(workflowId: string, update: string, arg: unknown, opts?: { updateId?: string }): Promise<R>;
   ping(): Promise<boolean>;
   /** True when at least one worker polled the profile's task queue recently (cached 5 s). */
   hasComputeWorker(profileId: string): Promise<boolean>;
@@ -97,10 +98,10 @@ export function createTemporalGateway(cfg: { address: string; namespace: string;
         });
       });
     },
-    async executeUpdate<R>(workflowId: string, update: string, arg: unknown): Promise<R> {
+    async executeUpdate<R>(workflowId: string, update: string, arg: unknown, opts: { updateId?: string } = {}): Promise<R> {
       let result: R;
       await bounded(async (c, cl) => {
-        result = await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.getHandle(workflowId).executeUpdate<R, [unknown]>(update, { args: [arg] }));
+        result = await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.getHandle(workflowId).executeUpdate<R, [unknown]>(update, { args: [arg], ...(opts.updateId ? { updateId: opts.updateId } : {}) }));
       });
       return result!;
     },

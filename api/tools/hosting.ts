@@ -161,7 +161,9 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     if (HOSTING_ENDED.includes(h.status)) throw new ApiError(409, 'invalid_state', `This hosting has ended (${h.status}); request a new one.`, 'action');
     const change: ActionRequest = { revision: input.revision, action: input.action, actor: `key:${ctx.caller.key.id}` };
     try {
-      await ctx.deps.temporal.executeUpdate(hostingWorkflowId(h.lab_id), 'hostingAction', change);
+      // One change per revision: a PATCH retried after its answer was lost is the same
+      // update, answered with its outcome, not refused as stale.
+      await ctx.deps.temporal.executeUpdate(hostingWorkflowId(h.lab_id), 'hostingAction', change, { updateId: `g${h.generation}:r${input.revision}:${input.action}` });
     } catch (err) {
       const refused = refusal(err);
       if (refused) throw refused;
