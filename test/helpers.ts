@@ -259,12 +259,12 @@ export async function workspaceOfLab(key: string, title: string, labDir: string)
 
 /**
  * A fixture lab (noisy-growth by default) published as 1.0.0 through the API by a fresh
- * account with $10: its owner, lab id and exact release, ready to be hosted.
+ * account with $10 (or by `existing`): its owner, lab id and exact release, ready to be hosted.
  */
-export async function hostedLabOwner(labDir = path.join(REPO_ROOT, 'test/fixtures/labs/noisy-growth')): Promise<{
+export async function hostedLabOwner(labDir = path.join(REPO_ROOT, 'test/fixtures/labs/noisy-growth'), existing?: Awaited<ReturnType<typeof newAccount>>): Promise<{
   owner: Awaited<ReturnType<typeof newAccount>>; labId: string; reference: string; sha256: string;
 }> {
-  const owner = await newAccount({ usd: 10 });
+  const owner = existing ?? await newAccount({ usd: 10 });
   const ws = await workspaceOfLab(owner.key, 'Noisy growth', labDir);
   const prep = await call('POST', '/publication-plans', { key: owner.key, body: { workspace_id: ws.workspace_id, revision_id: ws.revision_id, version: '1.0.0' } });
   if (prep.body?.status !== 'ready') throw new Error(`publication plan: ${prep.text}`);

@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { BASE_URL, call, closeTestDb, newAccount, publishFixtureLab, spawnApi, testDb, waitForRun, driverPid, workspaceOfLab } from '../helpers.ts';
+import { BASE_URL, call, closeTestDb, newAccount, publishFixtureLab, spawnApi, testDb, waitForRun, driverPid, workspaceOfLab, hostedLabOwner, retireHosting, until } from '../helpers.ts';
 import { createTcpFaultProxy, type ProxyMode, type TcpFaultProxy } from '../tcpFaultProxy.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 
@@ -37,6 +37,7 @@ before(async () => {
   slowRef = await publishFixtureLab(owner, 'slow-lab');
 });
 after(async () => {
+  if (invocable) await retireHosting(owner.key, (await invocable).lab.labId);
   await replica?.stop();
   await Promise.all(Object.values(proxies ?? {}).map((p) => p.close()));
   await closeTestDb();
@@ -75,6 +76,8 @@ interface WriteCase {
   state: () => Promise<unknown>;
   /** The state after exactly one successful write, from the state before. */
   once: (before: any) => unknown;
+  /** Undoes what the write started that would outlive the test (a deployment's instances). */
+  cleanup?: () => Promise<void>;
 }
 
 /** A workspace holding the enzyme-kinetics lab, ready to publish. */
@@ -111,6 +114,34 @@ let lastPlan: any;
 let lastWorkspace = '';
 let lastLab = '';
 let lastExperiment = '';
+let lastHosted = '';
+
+/** One of the owner's labs published and planned for hosting (no warm instances kept: min 0). */
+async function hostingPlan() {
+  const lab = await hostedLabOwner(undefined, owner);
+  lastHosted = lab.labId;
+  const plan = (await call('POST', `/labs/${lab.labId}/hosting-plans`, {
+    key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { release: { reference: lab.reference, sha256: lab.sha256 }, min_instances: 0, max_instances: 1 },
+  })).body;
+  assert.equal(plan.status, 'ready', JSON.stringify(plan.findings));
+  return { lab, plan };
+}
+
+/** A ready deployment of one of the owner's labs (a new one per call). */
+async function readyHosting() {
+  const { lab, plan } = await hostingPlan();
+  assert.equal((await call('POST', '/hosting-requests', { key: owner.key, body: { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 } })).status, 201);
+  const ready = await until(120_000, async () => {
+    const h = (await call('GET', `/labs/${lab.labId}/hosting`, { key: owner.key })).body;
+    return h.status === 'ready' ? h : undefined;
+  });
+  return { lab, ready };
+}
+
+/** The deployment the invocation cases invoke, made once (and retired after the file). */
+let invocable: Promise<Awaited<ReturnType<typeof readyHosting>>> | undefined;
+const invocationTarget = () => (invocable ??= readyHosting());
+const hostingOf = async (labId: string) => testDb()('hostings').where({ lab_id: labId }).first();
 
 const CASES: WriteCase[] = [
   {
@@ -243,6 +274,57 @@ const CASES: WriteCase[] = [
     },
     once: () => ({ name: 'Renamed', goal: 'after the outage' }),
   },
+  {
+    route: 'POST /labs/{lab_id}/hosting-plans', deps: ['postgres'], keyed: true, replaySafe: true,
+    request: async () => {
+      const lab = await hostedLabOwner(undefined, owner);
+      return { method: 'POST', path: `/labs/${lab.labId}/hosting-plans`, body: { release: { reference: lab.reference, sha256: lab.sha256 }, min_instances: 0, max_instances: 1 } };
+    },
+    state: async () => ({ plans: await countOf('plans', { kind: 'hosting' }) }),
+    once: (b) => ({ plans: b.plans + 1 }),
+  },
+  {
+    route: 'POST /hosting-requests', deps: ['postgres', 'temporal'], keyed: false, replaySafe: true,
+    request: async () => {
+      lastPlan = (await hostingPlan()).plan;
+      return { method: 'POST', path: '/hosting-requests', body: { plan_id: lastPlan.plan_id, plan_sha256: lastPlan.plan_sha256 } };
+    },
+    state: async () => ({ hostings: await countOf('hostings'), planUsed: Boolean((await testDb()('plans').where({ id: lastPlan.plan_id }).first()).consumed_at) }),
+    once: (b) => ({ hostings: b.hostings + 1, planUsed: true }),
+    cleanup: () => retireHosting(owner.key, lastHosted),
+  },
+  {
+    route: 'PATCH /labs/{lab_id}/hosting', deps: ['postgres', 'temporal'], keyed: false, replaySafe: true,
+    request: async () => {
+      const { lab, ready } = await readyHosting();
+      return { method: 'PATCH', path: `/labs/${lab.labId}/hosting`, body: { revision: ready.revision, action: 'pause' } };
+    },
+    state: async () => ({ revision: (await hostingOf(lastHosted)).revision }),
+    once: (b) => ({ revision: b.revision + 1 }),
+    cleanup: () => retireHosting(owner.key, lastHosted),
+  },
+  {
+    route: 'POST /hosted-invocation-plans', deps: ['postgres'], keyed: true, replaySafe: true,
+    request: async () => {
+      const { lab } = await invocationTarget();
+      return { method: 'POST', path: '/hosted-invocation-plans', body: { reference: lab.reference, sha256: lab.sha256, inputs: { growth_rate: Math.random() / 2 } } };
+    },
+    state: async () => ({ plans: await countOf('plans', { kind: 'hosted_invocation' }) }),
+    once: (b) => ({ plans: b.plans + 1 }),
+  },
+  {
+    route: 'POST /hosted-invocations', deps: ['postgres', 'temporal'], keyed: false, replaySafe: true,
+    request: async () => {
+      const { lab } = await invocationTarget();
+      lastPlan = (await call('POST', '/hosted-invocation-plans', {
+        key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { reference: lab.reference, sha256: lab.sha256, inputs: { growth_rate: 0.1 } },
+      })).body;
+      assert.equal(lastPlan.status, 'ready', JSON.stringify(lastPlan.findings));
+      return { method: 'POST', path: '/hosted-invocations', body: { plan_id: lastPlan.plan_id, plan_sha256: lastPlan.plan_sha256 } };
+    },
+    state: async () => ({ invocations: await countOf('hosted_invocations'), reserved: await countOf('ledger_txns', { kind: 'reserve' }) }),
+    once: (b) => ({ invocations: b.invocations + 1, reserved: b.reserved + 1 }),
+  },
 ];
 
 /** A study of one arm, two replicates, on a fresh workspace of a lab. */
@@ -277,6 +359,7 @@ for (const c of CASES) {
           await viaReplica(req.method, req.path, { body: req.body, form: req.form?.(), key });
           assert.deepEqual(await c.state(), c.once(before), 'sending it again makes nothing new');
         }
+        await c.cleanup?.();
       });
     }
   }
