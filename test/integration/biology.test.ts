@@ -166,6 +166,17 @@ test('a source slower than its timeout is named in the warnings; the others answ
   assert.ok(Date.now() - t0 < 25_000, 'answered within the search deadline');
 });
 
+test('a source\'s request rate holds across concurrent requests (NCBI: 3 a second)', async () => {
+  const t0 = Date.now();
+  const ids = ['NM_000518.5', 'NM_000558.5', 'NM_000207.3'];
+  const answers = await Promise.all([0, 1, 2].map(() => call('POST', '/biology/fetch', { key: owner.key, body: { source_id: 'ncbi_nucleotide', record_ids: ids } })));
+  for (const a of answers) assert.equal(a.status, 200, a.text);
+  const asked = (await sourceRequests()).filter((r) => r.at >= t0 && r.path.includes('/efetch.fcgi')).map((r) => r.at).sort((a, b) => a - b);
+  assert.equal(asked.length, 9);
+  // Fixed one-second windows of 3: nine requests span at least two window changes.
+  assert.ok(asked.at(-1)! - asked[0]! >= 1900, `9 requests in ${asked.at(-1)! - asked[0]!} ms`);
+});
+
 test('without managed operations: 403 gateway_not_enabled; another account cannot pin my resource', async () => {
   const plain = await newAccount({ gateway: false });
   const res = await call('POST', '/biology/search', { key: plain.key, body: { source_ids: ['uniprot'], query: 'x' } });
