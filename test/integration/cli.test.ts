@@ -1,35 +1,22 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { BASE_URL, call, closeTestDb, newAccount, publishFixtureLab } from '../helpers.ts';
+import { BASE_URL, call, closeTestDb, newAccount, publishFixtureLab, silicoCli, type CliResult } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/bootstrap.ts';
 
 after(closeTestDb);
 
-const BIN = path.join(REPO_ROOT, 'sdk/bin/silico.js');
 const sha256 = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
 
-interface Done { code: number | null; stdout: string; stderr: string }
+type Done = CliResult;
 
 /** Runs `silico ...` as a child process with the key in its environment. */
-function silico(args: string[], opts: { key?: string; cwd?: string; env?: Record<string, string>; onStderr?: (text: string, child: ReturnType<typeof spawn>) => void } = {}): Promise<Done> {
-  const child = spawn(process.execPath, [BIN, ...args], {
-    cwd: opts.cwd ?? REPO_ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', SILICO_CONFIG_DIR: configDir, SILICO_BASE_URL: BASE_URL, ...(opts.key ? { SILICO_API_KEY: opts.key } : {}), ...opts.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (b: Buffer) => { stdout += b.toString(); });
-  child.stderr!.on('data', (b: Buffer) => {
-    stderr += b.toString();
-    opts.onStderr?.(stderr, child);
-  });
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+function silico(args: string[], opts: { key?: string; cwd?: string; env?: Record<string, string>; onStderr?: (text: string, child: ChildProcess) => void } = {}): Promise<Done> {
+  return silicoCli(args, { ...opts, configDir });
 }
 
 /** Runs a shell command line in a pseudo-terminal (util-linux `script`), as a person would type it. */

@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { BASE_URL, call, closeTestDb, newAccount, workspaceOfLab } from '../helpers.ts';
+import { BASE_URL, call, closeTestDb, newAccount, silicoCli, workspaceOfLab, type CliResult } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { Silico, StudyTimeout, type RunTotals } from '../../sdk/src/index.ts';
 
@@ -13,22 +13,14 @@ import { Silico, StudyTimeout, type RunTotals } from '../../sdk/src/index.ts';
 
 after(closeTestDb);
 
-const BIN = path.join(REPO_ROOT, 'sdk/bin/silico.js');
 const LAB = path.join(REPO_ROOT, 'test/fixtures/labs/noisy-growth');
 const dir = mkdtempSync(path.join(os.tmpdir(), 'silico-study-cli-'));
 
-interface Done { code: number | null; stdout: string; stderr: string }
+type Done = CliResult;
 
 /** `silico ...` as a child process with the key in its environment; `input` is written to its stdin. */
 function silico(args: string[], key: string): Promise<Done> {
-  const child = spawn(process.execPath, [BIN, ...args], {
-    cwd: dir, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', SILICO_CONFIG_DIR: dir, SILICO_BASE_URL: BASE_URL, SILICO_API_KEY: key }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (b: Buffer) => { stdout += b.toString(); });
-  child.stderr!.on('data', (b: Buffer) => { stderr += b.toString(); });
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  return silicoCli(args, { key, cwd: dir, configDir: dir });
 }
 
 /** A command line in a pseudo-terminal (util-linux `script`), answering `answer` to its question. */

@@ -1,30 +1,20 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { BASE_URL, call, closeTestDb, hostedLabOwner, retireHosting } from '../helpers.ts';
-import { REPO_ROOT } from '../../deploy/local/bootstrap.ts';
+import { BASE_URL, call, closeTestDb, hostedLabOwner, retireHosting, silicoCli, type CliResult } from '../helpers.ts';
 import { ConflictError, HostingEnded, Silico } from '../../sdk/src/index.ts';
 import { setSourceMode } from '../biologyControl.ts';
 
 // The other doors to hosting and biology sources: the SDK's `hosting` resource (request,
 // waitFor, pause, resume, retire) and `silico host ...` / `silico bio ...`, on the real stack.
 
-const BIN = path.join(REPO_ROOT, 'sdk/bin/silico.js');
 const configDir = mkdtempSync(path.join(os.tmpdir(), 'silico-cli-'));
 const hosted: Array<{ key: string; labId: string }> = [];
 
-function silico(args: string[], key: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], {
-    cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', SILICO_CONFIG_DIR: configDir, SILICO_BASE_URL: BASE_URL, SILICO_API_KEY: key }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (b: Buffer) => { stdout += b.toString(); });
-  child.stderr!.on('data', (b: Buffer) => { stderr += b.toString(); });
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+function silico(args: string[], key: string): Promise<CliResult> {
+  return silicoCli(args, { key, configDir });
 }
 
 after(async () => {

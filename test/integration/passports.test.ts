@@ -1,11 +1,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { BASE_URL, admin, call, closeTestDb, downloadArtifact, errorOf, newAccount, publishFixtureLab, testObjects, waitForRun, workspaceOfLab } from '../helpers.ts';
+import { admin, call, closeTestDb, downloadArtifact, errorOf, newAccount, publishFixtureLab, silicoCli, testObjects, waitForRun, workspaceOfLab, type CliResult } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { blobKey } from '../../storage/objects.ts';
 import { CHECKS } from '../../storage/passportDocument.ts';
@@ -17,7 +17,6 @@ import { verifyPassport, passportOf } from '../../sdk/src/index.ts';
 
 after(closeTestDb);
 const LAB = path.join(REPO_ROOT, 'test/fixtures/labs/noisy-growth');
-const BIN = path.join(REPO_ROOT, 'sdk/bin/silico.js');
 const INPUTS = { growth_rate: 0.3, noise: 0.2 };
 const SEED = 4242;
 
@@ -45,16 +44,8 @@ const checkOf = (p: any, name: string) => p.checks.find((c: any) => c.check === 
 const keys = async () => (await call('GET', '/passports/keys', { key: owner.key })).body;
 
 /** `silico ...` as a child process; the key comes from the environment when given. */
-function silico(args: string[], key?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', SILICO_CONFIG_DIR: mkdtempSync(path.join(os.tmpdir(), 'silico-pp-cfg-')), SILICO_BASE_URL: BASE_URL, ...(key ? { SILICO_API_KEY: key } : {}) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (b: Buffer) => { stdout += b.toString(); });
-  child.stderr!.on('data', (b: Buffer) => { stderr += b.toString(); });
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+function silico(args: string[], key?: string): Promise<CliResult> {
+  return silicoCli(args, { key, configDir: mkdtempSync(path.join(os.tmpdir(), 'silico-pp-cfg-')) });
 }
 
 /** The README's openssl recipe, run as written in `dir`: true when openssl says the signature verifies. */
