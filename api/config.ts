@@ -41,6 +41,10 @@ export interface Config {
   };
   /** The approved biology sources (workers reach them; the api names them). */
   biology: BiologyConfig;
+  sessions: {
+    /** Past this many history events a session's workflow continues as a new run (SILICO_SESSION_HISTORY_BOUND). */
+    historyBound: number;
+  };
   worker: {
     /** Pre-built workflow bundle; absent means bundle the sources on start (tests). */
     workflowBundle?: string;
@@ -170,6 +174,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       uidBase: int(env, 'SILICO_SANDBOX_UID_BASE', 61000),
       uidCount: int(env, 'SILICO_SANDBOX_UID_COUNT', 1000),
     },
+    sessions: { historyBound: int(env, 'SILICO_SESSION_HISTORY_BOUND', 2000) },
     passports: {
       keysDir: passportKeysDir(env),
       buildTimeoutMs: int(env, 'SILICO_PASSPORT_BUILD_TIMEOUT_SECONDS', 60) * 1000,

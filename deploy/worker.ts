@@ -4,6 +4,7 @@ import { loadConfig } from '../api/config.ts';
 import { createDb, createPgPool } from '../storage/db/knex.ts';
 import { createCounters } from '../storage/db/rateLimits.ts';
 import { createBiologyActivities } from '../activities/biology.ts';
+import { createSessionActivities } from '../activities/sessions.ts';
 import { createMaintenanceActivities } from '../activities/maintenance.ts';
 import { CONTROL_TASK_QUEUE, computeTaskQueue, servingTaskQueue } from '../workflows/constants.ts';
 import { createRunActivities } from '../activities/runs.ts';
@@ -66,6 +67,7 @@ async function main(): Promise<void> {
       ...hosting,
       ...invocations,
       ...createPassportActivities({ db, objects, keysDir: config.passports.keysDir }),
+      ...createSessionActivities({ db }),
       // Biology sources, paced by counters every worker shares.
       ...createBiologyActivities({ db, objects, config: config.biology, counters: createCounters(sourcePacing) }),
     },

@@ -1,4 +1,4 @@
-import { sign } from 'node:crypto';
+import { createPublicKey, sign, verify } from 'node:crypto';
 import { canonicalJson } from './digest.ts';
 import type { SigningKey } from './passportKeys.ts';
 
@@ -56,4 +56,22 @@ export function signPassport(unsigned: UnsignedPassport, key: SigningKey): Passp
   if (unsigned.key_id !== key.keyId) throw new Error(`passport names key ${unsigned.key_id}, signing with ${key.keyId}`);
   const value = sign(null, Buffer.from(signedText(unsigned), 'utf8'), key.privateKey).toString('base64');
   return { ...unsigned, signature: { alg: 'Ed25519', key_id: key.keyId, value } };
+}
+
+/**
+ * Whether a stored passport's signature verifies against the public key it names
+ * (retired keys included: what they signed stays valid). The reason when it does not.
+ */
+export function verifyPassport(document: string, keys: Array<{ key_id: string; public_key_pem: string }>): { valid: boolean; key_id: string | null; reason: string | null } {
+  let passport: Passport;
+  try {
+    passport = JSON.parse(document) as Passport;
+  } catch {
+    return { valid: false, key_id: null, reason: 'the stored passport is not JSON' };
+  }
+  const keyId = passport.signature?.key_id ?? null;
+  const key = keys.find((k) => k.key_id === keyId);
+  if (!key) return { valid: false, key_id: keyId, reason: `no public key ${keyId ?? '(none named)'} is recorded` };
+  const ok = verify(null, Buffer.from(signedText(passport), 'utf8'), createPublicKey(key.public_key_pem), Buffer.from(passport.signature.value, 'base64'));
+  return ok ? { valid: true, key_id: keyId, reason: null } : { valid: false, key_id: keyId, reason: `the signature does not verify with key ${keyId}` };
 }

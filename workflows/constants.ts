@@ -74,3 +74,8 @@ export function biologySearchWorkflowId(searchId: string): string {
 export function biologyFetchWorkflowId(fetchId: string): string {
   return `biology-fetch-${fetchId}`;
 }
+
+/** Workflow id of a session: the resource id. */
+export function sessionWorkflowId(sessionId: string): string {
+  return `session-${sessionId}`;
+}

@@ -3,6 +3,7 @@ import {
   CancellationScope, ActivityCancellationType, isCancellation, log,
 } from '@temporalio/workflow';
 import type { HostingActivities, ChecksResult, HostingAction, HostingStatus } from '../activities/hosting.ts';
+import { oneAtATime } from './serial.ts';
 import type { InvocationActivities } from '../activities/invocations.ts';
 import { computeTaskQueue, servingTaskQueue } from './constants.ts';
 
@@ -62,18 +63,10 @@ export async function hostingLifecycleWorkflow(initial: HostingState): Promise<H
   /** The status once every queued action is applied: what a new action is judged against. */
   const projected = () => queue.reduce<HostingStatus>((s, a) => (a.action === 'retire' ? 'retiring' : AFTER[a.action]), state.status);
   const recorded = (): Recorded => ({ status: state.status, revision: state.revision, pending_actions: queue.map((a) => a.action) });
-  // Local activities run one at a time, in the order they were asked for: an update's
-  // record and the lifecycle's own would otherwise be in flight together, resolve in
-  // the order they finished, and replay in the order they were scheduled (a different
-  // interleaving of the code after them: a nondeterministic history).
-  let tail: Promise<unknown> = Promise.resolve();
-  const oneAtATime = <T>(f: () => Promise<T>): Promise<T> => {
-    const run = tail.then(f, f);
-    tail = run.catch(() => undefined);
-    return run;
-  };
+  // An update's record and the lifecycle's own never run at once (workflows/serial.ts).
+  const serial = oneAtATime();
   const record = (change: Parameters<HostingActivities['recordHosting']>[2], event: Parameters<HostingActivities['recordHosting']>[3]) =>
-    oneAtATime(() => control.recordHosting(state.labId, state.generation, change, event));
+    serial(() => control.recordHosting(state.labId, state.generation, change, event));
   const moveTo = async (status: HostingStatus, kind: string, message: string, actor: string | null = null) => {
     state.status = status;
     await record({ status, pending_action: queue[0]?.action ?? null }, { kind, actor, message });
@@ -112,7 +105,7 @@ export async function hostingLifecycleWorkflow(initial: HostingState): Promise<H
     const seconds = (now - accruedSince) / 1000;
     accruedSince = now;
     if (seconds <= 0) return;
-    const bill = await oneAtATime(() => control.accrueStandingCost(state.labId, state.generation, new Date(now).toISOString(), seconds));
+    const bill = await serial(() => control.accrueStandingCost(state.labId, state.generation, new Date(now).toISOString(), seconds));
     if (bill.short && state.status === 'ready' && !queue.some((a) => a.action !== 'resume')) {
       state.revision += 1;
       queue.push({ action: 'pause', actor: 'billing' });

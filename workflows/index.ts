@@ -8,3 +8,4 @@ export { passportWorkflow } from './passport.ts';
 export { hostingLifecycleWorkflow } from './hosting.ts';
 export { invocationWorkflow } from './invocation.ts';
 export { biologySearchWorkflow, biologyFetchWorkflow } from './biology.ts';
+export { sessionWorkflow } from './session.ts';

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { waitFor, type Supervisor } from './processes.ts';
+import { waitFor, type Supervised, type Supervisor } from './processes.ts';
 import { SEARCH_ATTRIBUTES } from '../../workflows/constants.ts';
 
 /**
@@ -11,7 +11,7 @@ import { SEARCH_ATTRIBUTES } from '../../workflows/constants.ts';
 export async function startTemporal(
   sup: Supervisor,
   opts: { bin: string; dataDir: string; port: number; uiPort: number | null; namespace: string; fast: boolean },
-): Promise<{ address: string; uiUrl: string | null }> {
+): Promise<{ address: string; uiUrl: string | null; proc: Supervised }> {
   const args = [
     'server', 'start-dev',
     '--ip', '127.0.0.1',
@@ -37,5 +37,5 @@ export async function startTemporal(
       await conn.close();
     }
   }, 120000, () => exited);
-  return { address, uiUrl: opts.uiPort === null ? null : `http://localhost:${opts.uiPort}` };
+  return { address, uiUrl: opts.uiPort === null ? null : `http://localhost:${opts.uiPort}`, proc };
 }

@@ -100,7 +100,7 @@ test('run_prepare + run_create + run_get run a built-in lab to completion, and e
   assert.ok(page.body.items.some((r: any) => r.id === run.id), 'typed arguments for query parameters');
 });
 
-test('errors are isError results carrying the same envelope as REST: scope, validation, not found, not implemented', async () => {
+test('errors are isError results carrying the same envelope as REST: scope, validation, not found', async () => {
   const readOnly = await newAccount({ scopes: ['hub:read'] });
   const client = await httpClient(readOnly.key);
   const scoped = await tool(client, 'run_list', {});
@@ -115,7 +115,7 @@ test('errors are isError results carrying the same envelope as REST: scope, vali
     ['run_list', { limit: 0 }, 'GET', '/runs?limit=0'],
     ['run_list', { bogus: 1 }, 'GET', '/runs?bogus=1'],
     ['experiment_get', { experiment_id: 'exp_missing' }, 'GET', '/experiments/exp_missing'],
-    ['session_list', {}, 'GET', '/sessions'],
+    ['session_completion_check', { session_id: 'ses_x' }, 'POST', '/sessions/ses_x/completion', {}],
     ['run_prepare', { capability_ref: 'platform/microbial-growth@1.0.0', inputs: { nope: 1 } }, 'POST', '/run-plans', { capability_ref: 'platform/microbial-growth@1.0.0', inputs: { nope: 1 } }],
     // An empty reference took the workspace branch with no ids: a 500 on both doors.
     ['run_prepare', { capability_ref: '' }, 'POST', '/run-plans', { capability_ref: '' }],

@@ -8,6 +8,7 @@ import { passportGet, passportVerify } from './commands/passports.ts';
 import { invokeCommand } from './commands/invoke.ts';
 import { hostChange, hostPlan, hostRequest, hostStatus } from './commands/host.ts';
 import { bioFetch, bioSearch } from './commands/bio.ts';
+import { sessionComplete, sessionNew, sessionProgress, sessionShow, sessionValidate } from './commands/session.ts';
 import * as r from './commands/resources.ts';
 import { serveMcpOverStdio } from './mcpBridge.ts';
 
@@ -210,6 +211,34 @@ export function buildProgram(): Command {
     .action(action(async (cmd, source: string, records: string[]) => {
       const { client, out } = connect(cmd);
       return bioFetch(client, source, records, cmd.opts(), out);
+    }));
+  const session = program.command('session').description('durable collaboration sessions: contract, plan, progress, validation, completion');
+  session.command('new <title>').description('create a session (its workflow keeps it for weeks)').option('--goal <text>', 'what the work is for')
+    .action(action(async (cmd, title: string) => {
+      const { client, out } = connect(cmd);
+      return sessionNew(client, title, cmd.opts(), out);
+    }));
+  session.command('show <session_id>').description('resume: steps and their states, latest progress, validation, next actions').action(action(async (cmd, id: string) => {
+    const { client, out } = connect(cmd);
+    return sessionShow(client, id, out);
+  }));
+  session.command('progress <session_id> <step_id> <status>').description('record progress on a step: started, done, blocked or skipped')
+    .option('--note <text>', 'what happened')
+    .option('-e, --evidence <ref>', 'evidence: <kind>:<id> (run, passport, file, dataset, experiment, resource) or note:<text>; repeatable', (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .action(action(async (cmd, id: string, step: string, status: string) => {
+      const { client, out } = connect(cmd);
+      return sessionProgress(client, id, step, status, cmd.opts(), out);
+    }));
+  session.command('validate <session_id>').description('evaluate each requirement against its evidence (satisfied, unsatisfied, unknown)')
+    .option('-e, --evidence <binding>', 'bind evidence to a requirement: <requirement_id>=<kind>:<id>; repeatable', (v: string, acc: string[]) => [...acc, v], [] as string[])
+    .action(action(async (cmd, id: string) => {
+      const { client, out } = connect(cmd);
+      return sessionValidate(client, id, cmd.opts(), out);
+    }));
+  session.command('complete <session_id>').description('complete the session when every requirement is satisfied and every step done; exit 1 with what is missing')
+    .action(action(async (cmd, id: string) => {
+      const { client, out } = connect(cmd);
+      return sessionComplete(client, id, out);
     }));
   const passport = program.command('passport').description('signed per-check evidence of a run or a workspace revision (never a score)');
   passport.command('get')

@@ -954,8 +954,6 @@ export type paths = {
          * @description Apply approved session state (a contract or execution plan).
          *
          *     Scope: `workspaces:write`.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         post: operations["session_change_apply"];
         delete?: never;
@@ -972,12 +970,10 @@ export type paths = {
             cookie?: never;
         };
         /**
-         * List collaboration sessions
-         * @description List collaboration sessions.
+         * List collaboration sessions, newest first
+         * @description List collaboration sessions, newest first.
          *
          *     Scope: `workspaces:read`.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         get: operations["session_list"];
         put?: never;
@@ -986,8 +982,6 @@ export type paths = {
          * @description Create a durable collaboration session.
          *
          *     Scope: `workspaces:write`.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         post: operations["session_create"];
         delete?: never;
@@ -1004,12 +998,10 @@ export type paths = {
             cookie?: never;
         };
         /**
-         * Resume an external collaboration: read the whole session
-         * @description Resume an external collaboration: read the whole session.
+         * Resume an external collaboration: contract, plan with step states, recent progress, validation, completion, conversations and next actions
+         * @description Resume an external collaboration: contract, plan with step states, recent progress, validation, completion, conversations and next actions.
          *
          *     Scope: `workspaces:read`.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         get: operations["session_get"];
         put?: never;
@@ -1030,12 +1022,10 @@ export type paths = {
         get?: never;
         put?: never;
         /**
-         * Check whether every requirement is satisfied and every step done
-         * @description Check whether every requirement is satisfied and every step done.
+         * Check whether every requirement is satisfied and every step done; when nothing is missing the session is completed and becomes read-only
+         * @description Check whether every requirement is satisfied and every step done; when nothing is missing the session is completed and becomes read-only.
          *
          *     Scope: `workspaces:write`.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         post: operations["session_completion_check"];
         delete?: never;
@@ -1058,8 +1048,6 @@ export type paths = {
          * @description Propose session requirements; returns a plan digest.
          *
          *     Scope: `workspaces:write`.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         post: operations["session_contract_prepare"];
         delete?: never;
@@ -1078,12 +1066,10 @@ export type paths = {
         get?: never;
         put?: never;
         /**
-         * Propose an external execution plan; returns a plan digest
-         * @description Propose an external execution plan; returns a plan digest.
+         * Propose an external execution plan (acyclic steps); returns a plan digest
+         * @description Propose an external execution plan (acyclic steps); returns a plan digest.
          *
          *     Scope: `workspaces:write`.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         post: operations["session_execution_prepare"];
         delete?: never;
@@ -1106,8 +1092,6 @@ export type paths = {
          * @description Attach an external conversation to a session.
          *
          *     Scope: `workspaces:write`.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         post: operations["session_external_attach"];
         delete?: never;
@@ -1126,12 +1110,10 @@ export type paths = {
         get?: never;
         put?: never;
         /**
-         * Record external plan progress
-         * @description Record external plan progress.
+         * Record external plan progress on a step whose dependencies are done
+         * @description Record external plan progress on a step whose dependencies are done.
          *
          *     Scope: `workspaces:write`.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         post: operations["session_progress_record"];
         delete?: never;
@@ -1150,12 +1132,10 @@ export type paths = {
         get?: never;
         put?: never;
         /**
-         * Evaluate session evidence against its requirements
-         * @description Evaluate session evidence against its requirements.
+         * Bind evidence to requirements and evaluate each one by reading the records its evidence names: satisfied, unsatisfied or unknown, with reasons
+         * @description Bind evidence to requirements and evaluate each one by reading the records its evidence names: satisfied, unsatisfied or unknown, with reasons.
          *
          *     Scope: `workspaces:write`.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         post: operations["session_validate"];
         delete?: never;
@@ -1174,12 +1154,10 @@ export type paths = {
         get?: never;
         put?: never;
         /**
-         * Create the session lab workspace
-         * @description Create the session lab workspace.
+         * Create the session's lab workspace once (a second call returns the same one): a private lab named from the title under the naming rules
+         * @description Create the session's lab workspace once (a second call returns the same one): a private lab named from the title under the naming rules.
          *
          *     Scope: `workspaces:write`. Requires managed operations (the agent gateway) for the account.
-         *
-         *     **Not implemented yet**: answers 501 `not_implemented`.
          */
         post: operations["session_workspace_create"];
         delete?: never;
@@ -1586,6 +1564,7 @@ export interface operations {
             400: components["responses"]["E400"];
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
             409: components["responses"]["E409"];
             413: components["responses"]["E413"];
             415: components["responses"]["E415"];
@@ -4001,7 +3980,6 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -4010,7 +3988,7 @@ export interface operations {
             query?: {
                 cursor?: string | null;
                 limit?: number;
-                query?: string | null;
+                status?: "open" | "completed" | null;
             };
             header?: never;
             path?: never;
@@ -4048,14 +4026,16 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
     session_create: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A unique key per logical request; reuse it only when retrying the same payload. Kept 24 hours. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4102,7 +4082,6 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -4148,7 +4127,6 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -4202,7 +4180,6 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -4219,7 +4196,8 @@ export interface operations {
             content: {
                 "application/json": {
                     requirements: {
-                        evidence_kind?: string;
+                        /** @enum {unknown} */
+                        evidence_kind: "run" | "passport" | "file" | "dataset" | "experiment" | "resource" | "note";
                         id: string;
                         text: string;
                     }[];
@@ -4262,7 +4240,6 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -4279,9 +4256,8 @@ export interface operations {
             content: {
                 "application/json": {
                     steps: {
+                        depends_on?: string[];
                         id: string;
-                        /** @enum {unknown} */
-                        status?: "pending" | "in_progress" | "done" | "skipped";
                         title: string;
                     }[];
                 };
@@ -4323,7 +4299,6 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -4382,14 +4357,16 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
     session_progress_record: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A unique key per logical request; reuse it only when retrying the same payload. Kept 24 hours. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 session_id: string;
             };
@@ -4398,9 +4375,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    note?: string;
+                    evidence?: string[];
+                    note?: string | null;
                     /** @enum {unknown} */
-                    status: "pending" | "in_progress" | "done" | "skipped";
+                    status: "started" | "done" | "blocked" | "skipped";
                     step_id: string;
                 };
             };
@@ -4441,7 +4419,6 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -4500,7 +4477,6 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -4556,7 +4532,6 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
-            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };

@@ -22,6 +22,7 @@ import * as experiments from './020_experiments.ts';
 import * as passports from './021_passports.ts';
 import * as hosting from './022_hosting.ts';
 import * as hostedInvocations from './023_hosted_invocations.ts';
+import * as sessions from './026_sessions.ts';
 import * as biologyResources from './025_biology_resources.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
@@ -53,6 +54,7 @@ const migrations: Record<string, Migration> = {
   '022_hosting': hosting,
   '023_hosted_invocations': hostedInvocations,
   '025_biology_resources': biologyResources,
+  '026_sessions': sessions,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
