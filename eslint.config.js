@@ -6,7 +6,7 @@ import { builtinModules } from 'node:module';
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.data/**', 'labs/**/*.py', '**/*.cjs'] },
+  { ignores: ['node_modules/**', '.data/**', '.data-cluster/**', 'labs/**/*.py', '**/*.cjs'] },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],

@@ -8,6 +8,8 @@ import type { Histogram } from 'prom-client';
  * logger carrying it, and one access-log line and one metric sample when it ends. A
  * client-sent request id is never trusted as ours; it is logged as client_request_id.
  */
+const PROBES = new Set(['/healthz', '/readyz']);
+
 export function requestContext(log: Logger, duration: Histogram<'method' | 'route' | 'status'>): Middleware {
   return async (ctx, next) => {
     const requestId = randomUUID();
@@ -23,7 +25,9 @@ export function requestContext(log: Logger, duration: Histogram<'method' | 'rout
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const route = (ctx.state.routeId as string | undefined) ?? 'unmatched';
       duration.observe({ method: ctx.method, route, status: String(ctx.status) }, seconds);
-      ctx.state.log.info({ method: ctx.method, path: ctx.path, route, status: ctx.status, ms: Math.round(seconds * 1000), account: ctx.state.caller?.account.id }, 'request');
+      // Probes (a balancer checks each replica twice a second) log at debug, unless they fail.
+      const probe = PROBES.has(ctx.path) && ctx.status < 400;
+      ctx.state.log[probe ? 'debug' : 'info']({ method: ctx.method, path: ctx.path, route, status: ctx.status, ms: Math.round(seconds * 1000), account: ctx.state.caller?.account.id }, 'request');
     }
   };
 }

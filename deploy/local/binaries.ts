@@ -13,6 +13,10 @@ import path from 'node:path';
 export const BINARIES = {
   temporal: { module: 'github.com/temporalio/cli/cmd/temporal', version: 'v1.5.1', envVar: 'TEMPORAL_BIN' },
   minio: { module: 'github.com/minio/minio', version: 'v0.0.0-20260212201848-7aac2a2c5b7c', envVar: 'MINIO_BIN' },
+  // The cluster topology (`npm run start:cluster`): the Temporal server the dev server
+  // above embeds (1.29.1), as its own services on Postgres, and its schema tool.
+  'temporal-server': { module: 'go.temporal.io/server/cmd/server', version: 'v1.29.1', envVar: 'TEMPORAL_SERVER_BIN' },
+  'temporal-sql-tool': { module: 'go.temporal.io/server/cmd/tools/sql', version: 'v1.29.1', envVar: 'TEMPORAL_SQL_TOOL_BIN' },
 } as const;
 export type BinaryName = keyof typeof BINARIES;
 

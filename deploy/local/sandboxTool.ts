@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { findExecutable } from '../../activities/execution/sandbox.ts';
+import { debianTool } from './apt.ts';
 
 const run = promisify(execFile);
 
@@ -16,18 +16,7 @@ export async function ensureSandboxTool(say: (l: string) => void, env: NodeJS.Pr
     return;
   }
   const name = env.SILICO_SANDBOX_BWRAP || 'bwrap';
-  let bwrap = findExecutable(name);
-  if (!bwrap && process.getuid?.() === 0 && findExecutable('apt-get')) {
-    say('installing bubblewrap (the lab sandbox) with apt-get');
-    const apt = (args: string[]) => run('apt-get', args, { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }, maxBuffer: 16 << 20 });
-    try {
-      await apt(['install', '-y', '-qq', 'bubblewrap']);
-    } catch {
-      await apt(['update', '-qq']);
-      await apt(['install', '-y', '-qq', 'bubblewrap']);
-    }
-    bwrap = findExecutable(name);
-  }
+  const bwrap = await debianTool(name, 'bubblewrap', say);
   if (!bwrap) {
     throw new Error(`bubblewrap (${name}) is not installed, and every lab runs in its sandbox: install it (sudo apt-get install bubblewrap), or for local development only set SILICO_UNSAFE_NO_SANDBOX=1`);
   }

@@ -6,7 +6,10 @@ import { resolveBinary } from './binaries.ts';
 import { startPostgres } from './postgres.ts';
 import { startTemporal } from './temporal.ts';
 import { startMinio } from './minio.ts';
-import { Supervisor, waitFor, assertPortsFree, type LogSink } from './processes.ts';
+import { Supervisor, waitFor, assertPortsFree, type LogSink, type Supervised } from './processes.ts';
+import { startTemporalCluster, type TemporalCluster } from './temporalCluster.ts';
+import { startBalancer } from './balancer.ts';
+import getPort from 'get-port';
 import { bootstrap, REPO_ROOT } from './bootstrap.ts';
 import { ensureSandboxTool } from './sandboxTool.ts';
 import { ensureRuntime } from './runtime.ts';
@@ -27,6 +30,22 @@ export interface StackOptions {
   serviceEnv?: Record<string, string>;
   /** Stop the stack and exit when this process gets SIGINT, SIGTERM or SIGHUP (tests, benchmarks). */
   exitOnSignal?: boolean;
+  /**
+   * `single` (default): Temporal's dev server on SQLite, one api, one worker. `cluster`:
+   * the Temporal server's services on Postgres, MinIO erasure-coded over four drives, two
+   * api replicas behind HAProxy (on `ports.api`), two workers.
+   */
+  topology?: 'single' | 'cluster';
+}
+
+/** One api or worker process of the stack, which a test or a rollout may replace. */
+export interface Replica {
+  name: string;
+  proc: Supervised;
+  /** The api replica's own port (behind the balancer); null for workers. */
+  port: number | null;
+  /** Starts it again (after it was stopped or killed), resolved once it is ready. */
+  restart(): Promise<void>;
 }
 
 export interface StackInfo {
@@ -51,6 +70,10 @@ export interface Stack {
   supervisor: Supervisor;
   /** Paths of the server binaries the stack resolved. */
   binaries: { temporal: string; minio: string };
+  apis: Replica[];
+  workers: Replica[];
+  /** The cluster topology's Temporal services (null on the dev server). */
+  temporalCluster: TemporalCluster | null;
   stop(): Promise<void>;
 }
 
@@ -73,21 +96,40 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   // environment is someone's database, never to be migrated or written by a test.
   const pgEnv = fast ? { ...process.env, DATABASE_URL: undefined } : process.env;
   try {
-    const [temporalBin, minioBin, python] = await Promise.all([resolveBinary('temporal', say), resolveBinary('minio', say), ensureRuntime(say), ensureSandboxTool(say, { ...process.env, ...opts.serviceEnv })]);
+    const cluster = opts.topology === 'cluster';
+    const [temporalBin, minioBin, python, , clusterBins] = await Promise.all([
+      resolveBinary('temporal', say), resolveBinary('minio', say), ensureRuntime(say), ensureSandboxTool(say, { ...process.env, ...opts.serviceEnv }),
+      cluster ? Promise.all([resolveBinary('temporal-server', say), resolveBinary('temporal-sql-tool', say)]) : undefined,
+    ]);
     await assertPortsFree([
       { port: opts.ports.api, what: 'api', envVar: 'SILICO_API_PORT' },
       ...(pgEnv.DATABASE_URL ? [] : [{ port: opts.ports.postgres, what: 'Postgres', envVar: 'SILICO_PG_PORT' }]),
       { port: opts.ports.temporal, what: 'Temporal', envVar: 'TEMPORAL_PORT' },
-      ...(opts.ports.temporalUi === null ? [] : [{ port: opts.ports.temporalUi, what: 'Temporal UI', envVar: 'TEMPORAL_UI_PORT' }]),
+      ...(opts.ports.temporalUi === null || cluster ? [] : [{ port: opts.ports.temporalUi, what: 'Temporal UI', envVar: 'TEMPORAL_UI_PORT' }]),
       { port: opts.ports.minio, what: 'MinIO', envVar: 'MINIO_PORT' },
       { port: opts.ports.minioConsole, what: 'MinIO console', envVar: 'MINIO_CONSOLE_PORT' },
     ]);
-    say('starting postgres, minio and temporal');
-    const [pg, minio, temporal] = await Promise.all([
-      startPostgres(sup, { dataDir: opts.dataDir, port: opts.ports.postgres, fast, log: say, env: pgEnv }),
-      startMinio(sup, { bin: minioBin, dataDir: opts.dataDir, port: opts.ports.minio, consolePort: opts.ports.minioConsole, accessKey: S3_ACCESS, secretKey: S3_SECRET }),
-      startTemporal(sup, { bin: temporalBin, dataDir: opts.dataDir, port: opts.ports.temporal, uiPort: opts.ports.temporalUi, namespace: 'default', fast }),
-    ]);
+    say(`starting postgres, minio and temporal${cluster ? ' (cluster topology)' : ''}`);
+    const minioStarted = startMinio(sup, { bin: minioBin, dataDir: opts.dataDir, port: opts.ports.minio, consolePort: opts.ports.minioConsole, accessKey: S3_ACCESS, secretKey: S3_SECRET, drives: cluster ? 4 : undefined });
+    let pg: Awaited<ReturnType<typeof startPostgres>>;
+    let temporal: { address: string; uiUrl: string | null };
+    let temporalCluster: TemporalCluster | null = null;
+    if (cluster) {
+      // Temporal persists to the same Postgres (its own two databases), so it waits for it.
+      pg = await startPostgres(sup, { dataDir: opts.dataDir, port: opts.ports.postgres, fast, log: say, env: pgEnv });
+      const u = new URL(pg.url);
+      temporalCluster = await startTemporalCluster(sup, {
+        serverBin: clusterBins![0], sqlToolBin: clusterBins![1], dataDir: opts.dataDir, frontendPort: opts.ports.temporal, namespace: 'default', log: say,
+        postgres: { host: u.hostname, port: Number(u.port), user: decodeURIComponent(u.username) },
+      });
+      temporal = { address: temporalCluster.address, uiUrl: null };
+    } else {
+      [pg, temporal] = await Promise.all([
+        startPostgres(sup, { dataDir: opts.dataDir, port: opts.ports.postgres, fast, log: say, env: pgEnv }),
+        startTemporal(sup, { bin: temporalBin, dataDir: opts.dataDir, port: opts.ports.temporal, uiPort: opts.ports.temporalUi, namespace: 'default', fast }),
+      ]);
+    }
+    const minio = await minioStarted;
     const baseUrl = `http://localhost:${opts.ports.api}/v1`;
     const env: Record<string, string> = {
       DATABASE_URL: pg.url,
@@ -115,19 +157,41 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     }
     if (opts.mode === 'dev') env.SILICO_WORKFLOW_BUNDLE = await buildWorkflowBundle(path.join(opts.dataDir, 'workflow-bundle.js'));
     const childEnv = { ...process.env, ...SERVICE_PROCESS_ENV, ...env };
-    const node = (name: string, script: string) => sup.start(name, process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, script)], { cwd: REPO_ROOT, env: childEnv });
-    const worker = node('worker', 'deploy/worker.ts');
-    const api = node('api', 'api/server.ts');
+    const node = (name: string, script: string, extra: Record<string, string> = {}) => sup.start(name, process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, script)], { cwd: REPO_ROOT, env: { ...childEnv, ...extra } });
+    const procs: Supervised[] = [];
     const dead = () => {
-      for (const p of [worker, api]) if (p.child.exitCode !== null) return `${p.name} exited with ${p.child.exitCode}`;
+      for (const p of procs) if (p.child.exitCode !== null) return `${p.name} exited with ${p.child.exitCode}`;
       return undefined;
     };
-    await waitFor('api', async () => (await fetch(`http://127.0.0.1:${opts.ports.api}/readyz`)).ok, 120000, dead);
     const gateway = createTemporalGateway({ address: temporal.address, namespace: 'default' });
+    const replica = async (name: string, script: string, port: number | null, ready: () => Promise<boolean>): Promise<Replica> => {
+      const start = () => node(name, script, port === null ? {} : { SILICO_API_PORT: String(port) });
+      const r: Replica = {
+        name, port, proc: start(),
+        async restart() {
+          r.proc = start();
+          procs.push(r.proc);
+          await waitFor(name, ready, 120000, dead);
+        },
+      };
+      procs.push(r.proc);
+      return r;
+    };
+    let apis: Replica[];
+    let workers: Replica[];
+    // Kept for the stack's life: a replica started again waits on it to be ready.
     try {
-      await waitFor('worker', () => gateway.hasPoller(CONTROL_TASK_QUEUE, 'workflow'), 120000, dead);
-    } finally {
+      const workerReady = () => gateway.hasPoller(CONTROL_TASK_QUEUE, 'workflow');
+      const n = cluster ? 2 : 1;
+      workers = await Promise.all(Array.from({ length: n }, (_, i) => replica(cluster ? `worker-${i + 1}` : 'worker', 'deploy/worker.ts', null, workerReady)));
+      const apiPorts = cluster ? await Promise.all(Array.from({ length: n }, () => getPort())) : [opts.ports.api];
+      apis = await Promise.all(apiPorts.map((port, i) => replica(cluster ? `api-${i + 1}` : 'api', 'api/server.ts', port, async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok)));
+      for (const a of apis) await waitFor(a.name, async () => (await fetch(`http://127.0.0.1:${a.port}/readyz`)).ok, 120000, dead);
+      if (cluster) await startBalancer(sup, { dataDir: opts.dataDir, port: opts.ports.api, backends: apis.map((a) => ({ name: a.name, port: a.port! })), log: say });
+      await waitFor('worker', workerReady, 120000, dead);
+    } catch (err) {
       await gateway.close();
+      throw err;
     }
     const info: StackInfo = {
       base_url: baseUrl,
@@ -144,7 +208,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       database_url: pg.url,
     };
     await writeFile(stateFile, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
-    return { info, env, supervisor: sup, binaries: { temporal: temporalBin, minio: minioBin }, stop: () => sup.stopAll() };
+    return { info, env, supervisor: sup, binaries: { temporal: temporalBin, minio: minioBin }, apis, workers, temporalCluster,
+      stop: async () => {
+        await gateway.close();
+        await sup.stopAll();
+      },
+    };
   } catch (err) {
     await sup.stopAll(3000);
     throw err;

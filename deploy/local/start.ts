@@ -6,6 +6,9 @@ import { REPO_ROOT } from './bootstrap.ts';
 /**
  * `npm start`: the whole service in the foreground. Data lives in `.data/` (or
  * SILICO_DATA_DIR) and survives restarts; Ctrl-C stops everything cleanly.
+ * `npm run start:cluster` (`--cluster`): the production topology on this machine (a
+ * Temporal cluster on Postgres, erasure-coded MinIO, two api replicas behind HAProxy,
+ * two workers), its data in `.data-cluster/`.
  */
 function port(name: string, fallback: number): number {
   const v = process.env[name];
@@ -13,11 +16,13 @@ function port(name: string, fallback: number): number {
 }
 
 async function main(): Promise<void> {
-  const dataDir = path.resolve(process.env.SILICO_DATA_DIR ?? path.join(REPO_ROOT, '.data'));
+  const cluster = process.argv.includes('--cluster');
+  const dataDir = path.resolve(process.env.SILICO_DATA_DIR ?? path.join(REPO_ROOT, cluster ? '.data-cluster' : '.data'));
   const sink = prefixedSink();
   const stack = await startStack({
     dataDir,
     mode: 'dev',
+    topology: cluster ? 'cluster' : 'single',
     sink,
     ports: {
       api: port('SILICO_API_PORT', 8080),
@@ -35,7 +40,8 @@ Silico is up.
   API key          ${i.api_key}
   Docs             ${i.docs_url}
   OpenAPI          ${i.openapi_url}
-  Temporal UI      ${i.temporal_ui_url}
+  Temporal         ${i.temporal_address}${i.temporal_ui_url ? `  (UI ${i.temporal_ui_url})` : ''}${cluster ? `
+  Topology         ${stack.apis.map((a) => `${a.name} :${a.port}`).join(', ')} behind HAProxy; ${stack.workers.map((w) => w.name).join(', ')}; Temporal ${Object.keys(stack.temporalCluster!.services).join(', ')} on Postgres; MinIO on 4 drives` : ''}
   MinIO console    ${i.minio_console_url}
   State file       ${path.join(dataDir, 'local.json')}
 
