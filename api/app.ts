@@ -17,6 +17,8 @@ export interface App {
   koa: Koa;
   registry: Registry;
   log: Logger;
+  /** Leaves the balancer's rotation: /readyz answers 503 `draining` from now on; requests are still served. */
+  drain(): void;
 }
 
 /**
@@ -42,7 +44,8 @@ export function createApp(deps: Deps, opts: { log?: Logger; table?: RouteTable; 
   const koa = new Koa({ proxy: hops > 0, maxIpsCount: hops });
   const table = opts.table ?? { routes: ROUTES, tools: TOOLS };
   const api = buildRouter(deps, table);
-  const ops = buildOpsRouter(deps, registry, log);
+  const lifecycle = { draining: false };
+  const ops = buildOpsRouter(deps, registry, log, lifecycle);
 
   koa.use(requestContext(log, duration));
   koa.use(errorEnvelope());
@@ -64,5 +67,5 @@ export function createApp(deps: Deps, opts: { log?: Logger; table?: RouteTable; 
     if (ctx.state.pathMatched) throw errors.methodNotAllowed(ctx.method, ctx.state.allowed);
     throw errors.routeNotFound(ctx.method, ctx.path);
   });
-  return { koa, registry, log };
+  return { koa, registry, log, drain: () => { lifecycle.draining = true; } };
 }

@@ -28,6 +28,11 @@ export interface Config {
   };
   /** Deadline of every call to Postgres, Temporal and the object store (SILICO_DEPENDENCY_TIMEOUT_SECONDS). */
   dependencyTimeoutMs: number;
+  /**
+   * On SIGTERM, how long the api answers /readyz 503 while still serving before it stops
+   * accepting (SILICO_DRAIN_MS): at least the balancer's time to take it out of rotation.
+   */
+  drainMs: number;
   logLevel: string;
   /** Interpreter of the lab runtime environment (workers only). */
   python: string;
@@ -166,6 +171,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       concurrentRunsPerAccount: int(env, 'SILICO_CONCURRENT_RUNS', 4),
     },
     dependencyTimeoutMs: int(env, 'SILICO_DEPENDENCY_TIMEOUT_SECONDS', 10) * 1000,
+    drainMs: int(env, 'SILICO_DRAIN_MS', 2000),
     logLevel: str(env, 'LOG_LEVEL', 'info'),
     python: str(env, 'SILICO_PYTHON', 'python3'),
     sandbox: {

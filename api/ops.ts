@@ -43,7 +43,7 @@ export function metricsHandler(registry: Registry) {
  * Operational routes outside the versioned API: liveness, readiness (names the failing
  * dependency), Prometheus metrics, the OpenAPI document and the docs page.
  */
-export function buildOpsRouter(deps: Deps, registry: Registry, log: Logger): Router {
+export function buildOpsRouter(deps: Deps, registry: Registry, log: Logger, lifecycle: { draining: boolean } = { draining: false }): Router {
   const router = new Router();
   const openapi = buildOpenApi(deps.config.baseUrl);
   const docs = renderDocs(openapi);
@@ -51,6 +51,13 @@ export function buildOpsRouter(deps: Deps, registry: Registry, log: Logger): Rou
     ctx.body = { status: 'ok', request_id: ctx.state.requestId };
   });
   router.get('/readyz', async (ctx) => {
+    if (lifecycle.draining) {
+      // Stopping: out of the balancer's rotation first, then the requests in flight finish.
+      ctx.status = 503;
+      ctx.set('Retry-After', '1');
+      ctx.body = { status: 'draining', failing: [], checks: {}, request_id: ctx.state.requestId };
+      return;
+    }
     const [postgres, temporal, objectStore] = await Promise.all([
       probe('postgres', () => pingDb(deps.db), log),
       probe('temporal', () => deps.temporal.ping(), log),

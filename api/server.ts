@@ -31,6 +31,10 @@ async function main(): Promise<void> {
   metrics?.listen(config.metricsPort!, config.apiHost, () => log.info({ port: config.metricsPort }, 'metrics listening'));
   const stop = async (signal: string) => {
     log.info({ signal }, 'api stopping');
+    // Leave the balancer's rotation first (it checks /readyz; new requests go elsewhere
+    // once it has seen this replica fail), then stop accepting.
+    app.drain();
+    if (config.drainMs > 0) await new Promise((r) => setTimeout(r, config.drainMs));
     // Finish requests in flight (up to 10 s), then release the pools they use.
     const drained = new Promise((resolve) => server.close(resolve));
     metrics?.close();

@@ -67,8 +67,9 @@ export async function call(
 
 let seq = 0;
 /** A fresh account (unique namespace) with one key; options pick kind, gateway and scopes. */
-export async function newAccount(opts: { gateway?: boolean; scopes?: readonly string[]; usd?: number; expiresAt?: Date; kind?: 'personal' | 'team' } = {}) {
-  const d = testDb();
+export async function newAccount(opts: { gateway?: boolean; scopes?: readonly string[]; usd?: number; expiresAt?: Date; kind?: 'personal' | 'team'; db?: Db } = {}) {
+  // `db`: another stack's database (the cluster suite's); the test stack's by default.
+  const d = opts.db ?? testDb();
   const namespace = `t${process.pid}-${Date.now().toString(36)}-${seq++}`.slice(0, 39);
   const { account, principalId } = await createAccount(d, { namespace, kind: opts.kind ?? 'personal', gatewayEnabled: opts.gateway ?? true });
   if (opts.usd) await grantCompute(d, account.id, Math.round(opts.usd * 1e6), `test:${account.id}`);

@@ -54,7 +54,7 @@ async function main(): Promise<number> {
   const biology = await serveBiologySources();
   const stack = await startStack({
     dataDir, ports, mode: 'test', exitOnSignal: true, sink,
-    serviceEnv: { LOG_LEVEL: 'warn', SILICO_RATE_READS_PER_MIN: '100000', SILICO_RATE_RUNS_PER_MIN: '100000', SILICO_RATE_DAILY: '1000000', SILICO_SESSION_HISTORY_BOUND: '400', ...biology.env },
+    serviceEnv: { LOG_LEVEL: 'warn', SILICO_RATE_READS_PER_MIN: '100000', SILICO_RATE_RUNS_PER_MIN: '100000', SILICO_RATE_DAILY: '1000000', SILICO_SESSION_HISTORY_BOUND: '400', SILICO_DRAIN_MS: '0', ...biology.env },
   });
   process.stdout.write(`[stack] ready in ${Math.round((Date.now() - started) / 1000)}s; logs: ${logFile}\n`);
   let code = 1;

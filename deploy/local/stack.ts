@@ -169,6 +169,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       const r: Replica = {
         name, port, proc: start(),
         async restart() {
+          procs.splice(procs.indexOf(r.proc), 1);
           r.proc = start();
           procs.push(r.proc);
           await waitFor(name, ready, 120000, dead);

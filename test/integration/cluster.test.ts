@@ -1,0 +1,233 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import getPort, { portNumbers } from 'get-port';
+import { startStack, type Stack } from '../../deploy/local/stack.ts';
+import { createDb, type Db } from '../../storage/db/knex.ts';
+import { revokeKey } from '../../storage/db/apiKeys.ts';
+import { call, newAccount, TERMINAL_RUN, type Res } from '../helpers.ts';
+
+// The production topology (npm run start:cluster) on this machine: the Temporal server's
+// services on Postgres, two api replicas behind HAProxy, two workers. Each property a
+// deployment relies on with more than one replica, proved on it.
+
+let stack: Stack;
+let db: Db;
+let dataDir: string;
+const RUN = { ref: 'platform/microbial-growth@1.0.0', inputs: {}, max_runtime_seconds: 60 };
+
+before(async () => {
+  dataDir = await mkdtemp(path.join(tmpdir(), 'silico-cluster-'));
+  const log = createWriteStream(path.join(dataDir, 'stack.log'));
+  stack = await startStack({
+    dataDir, mode: 'test', topology: 'cluster', exitOnSignal: true,
+    sink: (source, line) => log.write(`${source.padEnd(10)}| ${line}\n`),
+    ports: { api: await getPort(), postgres: await getPort(), temporal: await getPort({ port: portNumbers(20000, 32767) }), temporalUi: null, minio: await getPort(), minioConsole: await getPort() },
+    // Set here, not inherited from the test stack's environment: this suite's own limits.
+    serviceEnv: { LOG_LEVEL: 'warn', SILICO_RATE_READS_PER_MIN: '600', SILICO_RATE_RUNS_PER_MIN: '100000', SILICO_RATE_DAILY: '1000000', SILICO_DRAIN_MS: '2000' },
+  });
+  db = createDb(stack.info.database_url, { poolMax: 2 });
+}, { timeout: 600_000 });
+
+after(async () => {
+  await db?.destroy();
+  await stack?.stop();
+  // Kept when something failed, for its logs.
+  if (!process.exitCode) await rm(dataDir, { recursive: true, force: true });
+});
+
+const balancer = () => stack.info.base_url;
+const replica = (i: number) => `http://127.0.0.1:${stack.apis[i]!.port}/v1`;
+const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
+
+async function account(usd = 5) {
+  return newAccount({ db, usd });
+}
+
+async function waitRun(key: string, id: string, ms = 180_000): Promise<any> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const r = await call('GET', `/runs/${id}`, { key, base: balancer() });
+    if (r.status === 200 && TERMINAL_RUN.includes(r.body.status)) return r.body;
+    if (Date.now() > deadline) throw new Error(`run ${id} stayed ${r.body?.status}`);
+    await new Promise((res) => setTimeout(res, 250));
+  }
+}
+
+/** One reservation and one settlement per run, from the ledger. */
+async function assertChargedOnce(ids: string[]): Promise<void> {
+  const txns: Array<{ kind: string; ref: string }> = await db('ledger_txns').whereIn('ref', ids.map((id) => `run:${id}`)).select('kind', 'ref');
+  for (const id of ids) {
+    assert.equal(txns.filter((t) => t.ref === `run:${id}` && t.kind === 'reserve').length, 1, `one reservation of ${id}`);
+    assert.equal(txns.filter((t) => t.ref === `run:${id}` && t.kind === 'settle').length, 1, `one settlement of ${id}`);
+  }
+}
+
+/** A write a client makes as the SDK does: retried with its key on 502, 503, 504 or a lost connection. */
+async function clientWrite(method: string, route: string, key: string, body: unknown): Promise<{ res: Res; errors: string[] }> {
+  const headers = idem();
+  const errors: string[] = [];
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const res = await call(method, route, { key, body, headers, base: balancer() });
+      if (![502, 503, 504].includes(res.status) || attempt >= 30) return { res, errors };
+      errors.push(res.status === 503 && res.headers.get('retry-after') ? '503' : `${res.status}${res.headers.get('retry-after') ? '' : ' without Retry-After'}`);
+      await new Promise((r) => setTimeout(r, 500));
+    } catch (err) {
+      errors.push(`connection: ${(err as Error).message}`);
+      if (attempt >= 30) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
+test('the Temporal cluster persists to Postgres, visibility included: search attributes find a run', { timeout: 300_000 }, async () => {
+  const a = await account();
+  const started = await call('POST', '/runs', { key: a.key, headers: idem(), body: RUN, base: balancer() });
+  assert.equal(started.status, 200, started.text);
+  assert.equal((await waitRun(a.key, started.body.id)).status, 'completed');
+  const { rows } = await db.raw(`SELECT count(*)::int AS n FROM pg_database WHERE datname IN ('temporal', 'temporal_visibility')`);
+  assert.equal(rows[0].n, 2);
+  // The api finds the run's workflow through the visibility store (SilicoAccount).
+  const { Connection, Client } = await import('@temporalio/client');
+  const connection = await Connection.connect({ address: stack.info.temporal_address });
+  try {
+    const found = [];
+    for await (const wf of new Client({ connection }).workflow.list({ query: `SilicoAccount = "${a.account.id}"` })) found.push(wf.workflowId);
+    assert.ok(found.includes(`run-${started.body.id}`), JSON.stringify(found));
+  } finally {
+    await connection.close();
+  }
+});
+
+test('rate limits hold across the replicas', async () => {
+  const a = await account();
+  const answers = await Promise.all(Array.from({ length: 620 }, (_, i) => call('GET', '/account', { key: a.key, base: replica(i % 2) })));
+  assert.equal(answers.filter((r) => r.status === 200).length, 600, 'the read bucket is one, wherever the request lands');
+  assert.equal(answers.filter((r) => r.status === 429).length, 20);
+});
+
+test('50 concurrent POST /runs with one Idempotency-Key over both replicas make one run', { timeout: 300_000 }, async () => {
+  const a = await account();
+  const headers = idem();
+  const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => call('POST', '/runs', { key: a.key, headers, body: RUN, base: replica(i % 2) })));
+  const made = answers.filter((r) => r.status === 200);
+  assert.ok(made.length >= 1, answers.map((r) => r.status).join(','));
+  for (const r of answers.filter((x) => x.status !== 200)) assert.deepEqual([r.status, r.body.error.code], [409, 'idempotency_in_progress']);
+  assert.equal(new Set(made.map((r) => r.body.id)).size, 1, 'every success names the same run');
+  const runs = await db('runs').where({ account_id: a.account.id }).select('id');
+  assert.equal(runs.length, 1);
+  await waitRun(a.key, runs[0].id);
+  await assertChargedOnce([runs[0].id]);
+});
+
+test('server-sent events resumed on the other replica with Last-Event-ID get exactly the missed events', { timeout: 300_000 }, async () => {
+  const a = await account();
+  const started = await call('POST', '/runs', { key: a.key, headers: idem(), body: RUN, base: replica(0) });
+  await waitRun(a.key, started.body.id);
+  const all = (await call('GET', `/runs/${started.body.id}/events?limit=1000`, { key: a.key, base: replica(0) })).body.items.map((e: any) => e.seq);
+  const seen = all.slice(0, 2);
+  const sse = await fetch(`${replica(1)}/runs/${started.body.id}/events`, { headers: { Authorization: `Bearer ${a.key}`, Accept: 'text/event-stream', 'Last-Event-ID': String(seen.at(-1)) } });
+  const ids = [...(await sse.text()).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+  assert.deepEqual(ids, all.slice(2));
+});
+
+test('a key revoked is refused by both replicas within a second', async () => {
+  const a = await account();
+  for (const i of [0, 1]) assert.equal((await call('GET', '/account', { key: a.key, base: replica(i) })).status, 200, 'each replica has it cached');
+  await revokeKey(db, a.keyId);
+  const revokedAt = Date.now();
+  const refusedAfter: number[] = [];
+  for (const i of [0, 1]) {
+    for (;;) {
+      if ((await call('GET', '/account', { key: a.key, base: replica(i) })).status === 401) break;
+      assert.ok(Date.now() - revokedAt < 1000, `replica ${i + 1} still accepts the revoked key after a second`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    refusedAfter.push(Date.now() - revokedAt);
+  }
+  assert.equal(refusedAfter.length, 2);
+});
+
+test('killing an api replica under load loses no accepted request: reads are retried by the balancer, writes by their client with their key', { timeout: 300_000 }, async () => {
+  const a = await account();
+  const reader = await account();
+  const victim = stack.apis[0]!;
+  let stop = false;
+  const reads: number[] = [];
+  // Four readers, paced to stay inside the read bucket (600 a minute) for the test's few seconds.
+  const readers = Array.from({ length: 4 }, async () => {
+    while (!stop) {
+      reads.push((await call('GET', '/account', { key: reader.key, base: balancer() })).status);
+      await new Promise((r) => setTimeout(r, 60));
+    }
+  });
+  const writes = Array.from({ length: 10 }, async (_, i) => {
+    await new Promise((r) => setTimeout(r, i * 150));
+    return clientWrite('POST', '/runs', a.key, RUN);
+  });
+  await new Promise((r) => setTimeout(r, 600));
+  victim.proc.child.kill('SIGKILL');
+  await victim.proc.exited;
+  const written = await Promise.all(writes);
+  await new Promise((r) => setTimeout(r, 500));
+  stop = true;
+  await Promise.all(readers);
+  assert.deepEqual([...new Set(reads)], [200], 'every read answered (the balancer retried the ones in flight)');
+  for (const w of written) assert.equal(w.res.status, 200, w.res.text);
+  const ids = written.map((w) => w.res.body.id as string);
+  assert.equal(new Set(ids).size, 10);
+  assert.equal(Number((await db('runs').where({ account_id: a.account.id }).count({ n: '*' }))[0]!.n), 10, 'each write made exactly one run');
+  for (const id of ids) assert.equal((await waitRun(a.key, id)).status, 'completed');
+  await assertChargedOnce(ids);
+  await victim.restart();
+});
+
+test('killing a worker mid-run still completes every run exactly once', { timeout: 300_000 }, async () => {
+  const a = await account();
+  const ids: string[] = [];
+  for (let i = 0; i < 6; i++) ids.push((await call('POST', '/runs', { key: a.key, headers: idem(), body: { ...RUN, inputs: { growth_rate: 0.1 + i / 100 } }, base: balancer() })).body.id);
+  for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
+    const running = await db('runs').whereIn('id', ids).where({ status: 'running' }).count({ n: '*' });
+    if (Number(running[0]!.n) > 0) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const victim = stack.workers[0]!;
+  victim.proc.child.kill('SIGKILL');
+  await victim.proc.exited;
+  for (const id of ids) assert.equal((await waitRun(a.key, id)).status, 'completed', id);
+  await assertChargedOnce(ids);
+  await victim.restart();
+});
+
+test('a rolling restart of every api replica and worker under a steady load of runs: every run completes once, and the only client-visible error is 503 with Retry-After', { timeout: 600_000 }, async () => {
+  const a = await account(20);
+  let stop = false;
+  const results: Array<Awaited<ReturnType<typeof clientWrite>>> = [];
+  const load = (async () => {
+    while (!stop) {
+      results.push(await clientWrite('POST', '/runs', a.key, RUN));
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  })();
+  for (const r of [...stack.apis, ...stack.workers]) {
+    // One at a time: a graceful stop (SIGTERM drains), then its replacement, ready, before the next.
+    r.proc.child.kill('SIGTERM');
+    await r.proc.exited;
+    await r.restart();
+  }
+  stop = true;
+  await load;
+  assert.ok(results.length >= 5, `${results.length} runs under the rollout`);
+  for (const w of results) {
+    assert.equal(w.res.status, 200, w.res.text);
+    for (const e of w.errors) assert.equal(e, '503', `a client saw ${e}`);
+  }
+  const ids = results.map((w) => w.res.body.id as string);
+  assert.equal(new Set(ids).size, ids.length);
+  for (const id of ids) assert.equal((await waitRun(a.key, id)).status, 'completed', id);
+  await assertChargedOnce(ids);
+});
