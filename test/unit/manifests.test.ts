@@ -1,0 +1,45 @@
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, writeFile, readdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { resolveBinary } from '../../deploy/local/binaries.ts';
+import { kubernetesSchemas } from '../../deploy/local/kubernetesSchemas.ts';
+import { REPO_ROOT } from '../../deploy/local/bootstrap.ts';
+
+// deploy/k8s checked offline with kubeconform against the pinned Kubernetes API, strict:
+// an unknown field or a wrong type is an error.
+
+const K8S = path.join(REPO_ROOT, 'deploy/k8s');
+let kubeconform: string;
+let schemas: string;
+
+before(async () => {
+  [kubeconform, schemas] = await Promise.all([resolveBinary('kubeconform', () => undefined), kubernetesSchemas(() => undefined)]);
+}, { timeout: 900_000 });
+
+async function validate(files: string[]): Promise<{ code: number; summary: { valid: number; invalid: number; errors: number; skipped: number }; out: string }> {
+  const args = ['-strict', '-summary', '-output', 'json', '-schema-location', path.join(schemas, '{{ .ResourceKind }}{{ .KindSuffix }}.json'), ...files];
+  const res = await promisify(execFile)(kubeconform, args).then((r) => ({ code: 0, out: r.stdout }), (e: { code: number; stdout: string }) => ({ code: e.code, out: e.stdout }));
+  return { ...res, summary: JSON.parse(res.out).summary };
+}
+
+test('every Kubernetes manifest in deploy/k8s is valid against the pinned API, with nothing skipped', async () => {
+  const files = (await readdir(K8S)).filter((f) => f.endsWith('.yaml')).map((f) => path.join(K8S, f));
+  assert.ok(files.length >= 4, files.join(', '));
+  const { code, summary, out } = await validate(files);
+  assert.equal(code, 0, out);
+  assert.deepEqual([summary.invalid, summary.errors, summary.skipped], [0, 0, 0], out);
+  assert.equal(summary.valid, 9, 'config, two secrets, api (deployment, service, budget), worker (deployment, budget, autoscaler)');
+});
+
+test('the check can fail: an unknown field and a wrong type are refused', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'k8s-bad-'));
+  const bad = path.join(dir, 'bad.yaml');
+  await writeFile(bad, 'apiVersion: apps/v1\nkind: Deployment\nmetadata: { name: x }\nspec:\n  replica: 2\n  selector: { matchLabels: { a: b } }\n  template: { metadata: { labels: { a: b } }, spec: { containers: [{ name: c, image: i, ports: [{ containerPort: "80" }] }] } }\n');
+  const { code, summary } = await validate([bad]);
+  assert.notEqual(code, 0);
+  assert.equal(summary.invalid, 1);
+});
