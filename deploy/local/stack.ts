@@ -165,7 +165,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     };
     const gateway = createTemporalGateway({ address: temporal.address, namespace: 'default' });
     const replica = async (name: string, script: string, port: number | null, ready: () => Promise<boolean>): Promise<Replica> => {
-      const start = () => node(name, script, port === null ? {} : { SILICO_API_PORT: String(port) });
+      // Behind the balancer an api trusts its X-Forwarded-For (one proxy hop).
+      const start = () => node(name, script, port === null ? {} : { SILICO_API_PORT: String(port), ...(cluster ? { SILICO_TRUSTED_PROXY_HOPS: '1' } : {}) });
       const r: Replica = {
         name, port, proc: start(),
         async restart() {
