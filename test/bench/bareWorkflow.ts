@@ -15,11 +15,3 @@ export async function bareWorkflow(): Promise<number> {
   x += await remote.step(2);
   return x + (await local.step(3));
 }
-
-/** The earlier baseline, kept for comparison: four normal activities, each a server round trip. */
-const normal = proxyActivities<Steps>({ startToCloseTimeout: '1 minute' });
-export async function bareNormalWorkflow(): Promise<number> {
-  let x = 0;
-  for (let i = 0; i < 4; i++) x += await normal.step(i);
-  return x;
-}
