@@ -5,6 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { cacheDir } from './binaries.ts';
 import { REPO_ROOT } from './bootstrap.ts';
+import { pythonTool } from './pythonTools.ts';
 
 const run = promisify(execFile);
 
@@ -25,17 +26,12 @@ export async function kubernetesSchemas(log: (l: string) => void, env: NodeJS.Pr
   const go = env.GO_BIN || 'go';
   const { stdout } = await run(go, ['mod', 'download', '-json', `k8s.io/kubernetes@${KUBERNETES_VERSION}`], { maxBuffer: 16 << 20 });
   const swagger = path.join((JSON.parse(stdout) as { Dir: string }).Dir, 'api/openapi-spec/swagger.json');
-  const tools = path.join(cacheDir(env), 'openapi2jsonschema');
-  if (!existsSync(path.join(tools, 'bin', 'openapi2jsonschema'))) {
-    await rm(tools, { recursive: true, force: true });
-    await run(env.PYTHON ?? 'python3', ['-m', 'venv', tools]);
-    await run(path.join(tools, 'bin', 'pip'), ['install', '--quiet', '--disable-pip-version-check', '--no-deps', '-r', TOOLS_LOCK], { maxBuffer: 16 << 20 });
-  }
+  const convert = await pythonTool(TOOLS_LOCK, 'openapi2jsonschema', env);
   await mkdir(path.dirname(dir), { recursive: true });
   const work = await mkdtemp(`${dir}.build-`);
   try {
     // It resolves references against its working directory: the output path must be relative.
-    await run(path.join(tools, 'bin', 'openapi2jsonschema'), ['--kubernetes', '--strict', '--stand-alone', '--expanded', '-o', 'out', swagger], { cwd: work, maxBuffer: 64 << 20 });
+    await run(convert, ['--kubernetes', '--strict', '--stand-alone', '--expanded', '-o', 'out', swagger], { cwd: work, maxBuffer: 64 << 20 });
     await rm(dir, { recursive: true, force: true });
     await rename(path.join(work, 'out'), dir);
   } finally {

@@ -8,9 +8,10 @@ import { promisify } from 'node:util';
 import { resolveBinary } from '../../deploy/local/binaries.ts';
 import { kubernetesSchemas } from '../../deploy/local/kubernetesSchemas.ts';
 import { REPO_ROOT } from '../../deploy/local/bootstrap.ts';
+import { pythonTool } from '../../deploy/local/pythonTools.ts';
 
-// deploy/k8s checked offline with kubeconform against the pinned Kubernetes API, strict:
-// an unknown field or a wrong type is an error.
+// deploy/k8s checked offline with kubeconform against the pinned Kubernetes API, strict
+// (an unknown field or a wrong type is an error), and deploy/docker/Dockerfile with hadolint.
 
 const K8S = path.join(REPO_ROOT, 'deploy/k8s');
 let kubeconform: string;
@@ -42,4 +43,16 @@ test('the check can fail: an unknown field and a wrong type are refused', async 
   const { code, summary } = await validate([bad]);
   assert.notEqual(code, 0);
   assert.equal(summary.invalid, 1);
+});
+
+test('the Dockerfile passes hadolint; a Dockerfile that breaks its rules does not', { timeout: 300_000 }, async () => {
+  const hadolint = await pythonTool(path.join(REPO_ROOT, 'deploy/docker/lint-tools.lock'), 'hadolint');
+  const lint = (file: string) => promisify(execFile)(hadolint, ['--no-color', file]).then((r) => ({ code: 0, out: r.stdout }), (e: { code: number; stdout: string }) => ({ code: e.code, out: e.stdout }));
+  const ours = await lint(path.join(REPO_ROOT, 'deploy/docker/Dockerfile'));
+  assert.deepEqual(ours, { code: 0, out: '' });
+  const dir = await mkdtemp(path.join(tmpdir(), 'dockerfile-bad-'));
+  await writeFile(path.join(dir, 'Dockerfile'), 'FROM debian:latest\nRUN cd /tmp && apt-get install curl\n');
+  const bad = await lint(path.join(dir, 'Dockerfile'));
+  assert.notEqual(bad.code, 0);
+  assert.match(bad.out, /DL3007/);
 });
