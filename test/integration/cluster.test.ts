@@ -30,7 +30,7 @@ before(async () => {
     serviceEnv: { LOG_LEVEL: 'warn', SILICO_RATE_READS_PER_MIN: '600', SILICO_RATE_RUNS_PER_MIN: '100000', SILICO_RATE_DAILY: '1000000', SILICO_DRAIN_MS: '2000' },
   });
   db = createDb(stack.info.database_url, { poolMax: 2 });
-}, { timeout: 600_000 });
+}, { timeout: 1_200_000 }); // the first time on a machine, the Temporal server and its schema tool are built (minutes)
 
 after(async () => {
   await db?.destroy();
