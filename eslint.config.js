@@ -6,10 +6,10 @@ import { builtinModules } from 'node:module';
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.data/**', '.data-cluster/**', 'labs/**/*.py', '**/*.cjs'] },
+  { ignores: ['node_modules/**', '.data/**', '.data-cluster/**', 'console/dist/**', '.tmp/**', 'labs/**/*.py', '**/*.cjs'] },
   ...tseslint.configs.recommended,
   {
-    files: ['**/*.ts'],
+    files: ['**/*.ts', '**/*.tsx'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
       // node:test's test() returns a promise the runner itself awaits.

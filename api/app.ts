@@ -12,6 +12,7 @@ import { TOOLS } from './tools/index.ts';
 import { buildOpsRouter } from './ops.ts';
 import { errors } from './errors.ts';
 import { mcpEndpoint } from './mcp/endpoint.ts';
+import { consolePages } from './console.ts';
 
 export interface App {
   koa: Koa;
@@ -24,7 +25,7 @@ export interface App {
 /**
  * Assembles the API without listening, so tests and benchmarks can drive
  * `app.koa.callback()` as well as a real port. Order: request id and logs, the error
- * envelope, operational routes, the MCP endpoint (/mcp, with its own auth and limits), then for /v1: authentication, rate limits, the routes
+ * envelope, operational routes, the console's page and assets (/console), the MCP endpoint (/mcp, with its own auth and limits), then for /v1: authentication, rate limits, the routes
  * of the table, and 404/405 for anything else.
  */
 export function createApp(deps: Deps, opts: { log?: Logger; table?: RouteTable; version?: string } = {}): App {
@@ -50,6 +51,7 @@ export function createApp(deps: Deps, opts: { log?: Logger; table?: RouteTable; 
   koa.use(requestContext(log, duration));
   koa.use(errorEnvelope());
   koa.use(ops.routes());
+  koa.use(consolePages());
   koa.use(mcpEndpoint(deps, table, opts.version ?? '0.1.0'));
   koa.use(async (ctx, next) => {
     if (ctx.path !== '/v1' && !ctx.path.startsWith('/v1/')) throw errors.routeNotFound(ctx.method, ctx.path);

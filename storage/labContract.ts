@@ -18,6 +18,22 @@ export function contractOf(manifest: { io?: { inputs?: IoEntry[]; outputs?: IoEn
   };
 }
 
+/**
+ * The contract as a reader needs it to fill inputs in (hub_inspect, a hosted release):
+ * each input's units, bounds (its JSON Schema) and default, each public output's units,
+ * as the lab.yaml declares them (null where it does not).
+ */
+export function declaredContractOf(manifest: Record<string, unknown>) {
+  const io = (manifest.io ?? {}) as { inputs?: Record<string, unknown>[]; outputs?: Record<string, unknown>[] };
+  const entries = (list: Record<string, unknown>[] | undefined) => listOf(list).filter((e) => e && typeof e === 'object');
+  return {
+    inputs: entries(io.inputs).map((i) => ({
+      name: i.name, value_type: i.value_type ?? 'object', required: i.required ?? false, description: i.description ?? null, units: i.units ?? null, default: i.default ?? null, schema: i.schema ?? null,
+    })),
+    outputs: entries(io.outputs).filter((o) => o.public !== false).map((o) => ({ name: o.name, value_type: o.value_type ?? 'object', description: o.description ?? null, units: o.units ?? null })),
+  };
+}
+
 const text = (v: unknown): v is string => typeof v === 'string' && v.trim().length > 0;
 
 /**

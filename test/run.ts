@@ -39,7 +39,7 @@ async function testFiles(roots: string[]): Promise<string[]> {
 }
 
 async function main(): Promise<number> {
-  const files = await testFiles(process.argv.slice(2).length ? process.argv.slice(2) : ['test/unit', 'test/workflow', 'test/replay', 'test/integration']);
+  const files = await testFiles(process.argv.slice(2).length ? process.argv.slice(2) : ['test/unit', 'test/workflow', 'test/replay', 'test/integration', 'test/browser']);
   const dataDir = await mkdtemp(path.join(tmpdir(), 'silico-test-'));
   const logFile = path.join(dataDir, 'stack.log');
   const log = createWriteStream(logFile);

@@ -8,7 +8,7 @@ import { createPlan } from '../../storage/db/plans.ts';
 import { getHosting, hostingEvents, HostingExists, HOSTING_ENDED, PlanAlreadyUsed, requestHosting, unrequestHosting, type HostingRow } from '../../storage/db/hosting.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
 import { getComputeProfile } from '../../storage/db/computeProfiles.ts';
-import { listOf } from '../../storage/labContract.ts';
+import { declaredContractOf } from '../../storage/labContract.ts';
 import { CONTROL_TASK_QUEUE, hostingWorkflowId } from '../../workflows/constants.ts';
 import { workflowSearchAttributes } from '../../workflows/searchAttributes.ts';
 import type { ActionRequest, HostingState } from '../../workflows/hosting.ts';
@@ -137,15 +137,11 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
   async hosted_release_get(input, ctx) {
     const { release, hosting } = await visibleHostedRelease(ctx.deps, ctx.caller, input.reference, input.sha256);
     const profile = (await getComputeProfile(ctx.deps.db, hosting.compute_profile))!;
-    const io = (release.manifest.io ?? {}) as { inputs?: unknown; outputs?: unknown };
     return {
       body: {
         object: 'hosted_release', reference: hosting.reference, sha256: hosting.package_sha256, status: hosting.status, ready: hosting.status === 'ready',
         // The contract as declared (units, bounds, defaults); the smoke fixtures are never shown (rule 13).
-        inputs: listOf(io.inputs as never[]).map((i: Record<string, unknown>) => ({
-          name: i.name, value_type: i.value_type ?? 'object', required: i.required ?? false, description: i.description ?? null, units: i.units ?? null, default: i.default ?? null, schema: i.schema ?? null,
-        })),
-        outputs: listOf(io.outputs as never[]).filter((o: Record<string, unknown>) => o.public !== false).map((o: Record<string, unknown>) => ({ name: o.name, value_type: o.value_type ?? 'object', description: o.description ?? null, units: o.units ?? null })),
+        ...declaredContractOf(release.manifest),
         compute: { profile: profile.id, kind: profile.kind, min_instances: hosting.min_instances, max_instances: hosting.max_instances, max_runtime_seconds: profile.max_runtime_seconds, price_per_second_usd: microsToUsd(profile.price_per_second_micros) },
       },
     };

@@ -79,8 +79,10 @@ export class Silico {
   readonly sessions: Sessions;
 
   constructor(options: ClientOptions = {}) {
-    const apiKey = options.apiKey ?? process.env.SILICO_API_KEY;
-    const baseUrl = options.baseUrl ?? process.env.SILICO_BASE_URL;
+    // No `process` in a browser (the console passes both options).
+    const env = typeof process === 'undefined' ? {} : process.env;
+    const apiKey = options.apiKey ?? env.SILICO_API_KEY;
+    const baseUrl = options.baseUrl ?? env.SILICO_BASE_URL;
     if (!apiKey) throw new SilicoError('No API key: pass `apiKey` or set SILICO_API_KEY.');
     if (!baseUrl) throw new SilicoError('No base URL: pass `baseUrl` (ending in /v1) or set SILICO_BASE_URL.');
     if (!/^https?:\/\//.test(baseUrl)) throw new SilicoError(`baseUrl must be an http(s) URL, got ${JSON.stringify(baseUrl)}.`);
@@ -90,8 +92,9 @@ export class Silico {
       baseUrl: this.baseUrl,
       timeoutMs: options.timeoutMs ?? 60_000,
       retry: { ...DEFAULT_RETRY_POLICY, ...options.retry, maxRetries: options.maxRetries ?? DEFAULT_RETRY_POLICY.maxRetries },
-      fetch: options.fetch ?? globalThis.fetch,
-      userAgent: options.userAgent ?? `silico-sdk-node/${SDK_VERSION} node/${process.versions.node}`,
+      // Called unbound: a browser's fetch must not be called as a method of another object.
+      fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+      userAgent: options.userAgent ?? (typeof process === 'undefined' ? undefined : `silico-sdk-node/${SDK_VERSION} node/${process.versions.node}`),
     });
     this.runs = new Runs(http);
     this.capabilities = new Capabilities(http);

@@ -16,7 +16,9 @@ export {
 export type { RequestOptions } from './core/http.ts';
 export { Page, PageRequest } from './core/pagination.ts';
 export { DEFAULT_RETRY_POLICY, backoffDelayMs, isRetryableStatus, parseRetryAfter, retryDelayMs, type RetryPolicy } from './core/retry.ts';
-export { normalizeSha256, type VerifiedFile } from './core/download.ts';
+export type { VerifiedFile } from './core/download.ts';
+export { normalizeSha256 } from './core/identity.ts';
+export type { VerifiedBytes } from './core/verifiedBytes.ts';
 export { verifyPassport, passportOf, passportSignedText, type PassportKey, type PassportVerification, type SignedPassport } from './passportVerify.ts';
 export { canonicalJson } from './core/canonicalJson.ts';
 export * from './models.ts';

@@ -5,8 +5,6 @@
  * holds no connection and no state beyond the last record it saw, so it is safe to keep
  * (e.g. from a RunTimeout) and use again later: `wait()` simply starts waiting again.
  */
-import { mkdir } from 'node:fs/promises';
-import path from 'node:path';
 import type { RequestOptions } from './core/http.ts';
 import { sleep } from './core/retry.ts';
 import { EventStreamUnavailableError, RunFailed, RunTimeout } from './errors.ts';
@@ -46,7 +44,7 @@ function isTerminalEvent(e: RunEvent): boolean {
 
 /** File names come from the lab (untrusted): keep the last path segment only, never `..`. */
 function safeFileName(a: RunArtifact, taken: Set<string>): string {
-  const base = path.basename(a.file_name.replaceAll('\\', '/'));
+  const base = a.file_name.replaceAll('\\', '/').split('/').pop() ?? '';
   let name = base && base !== '.' && base !== '..' ? base : a.artifact_id;
   if (taken.has(name)) name = `${a.artifact_id}-${name}`;
   taken.add(name);
@@ -208,6 +206,8 @@ export class RunHandle {
    */
   async downloadArtifacts(dir: string, options: { roles?: string[]; signal?: AbortSignal } = {}): Promise<DownloadedArtifact[]> {
     const results = await this.results({ signal: options.signal });
+    // Loaded on use: the SDK's other calls run in browsers too (the console), where there is no file system.
+    const [{ mkdir }, path] = await Promise.all([import('node:fs/promises'), import('node:path')]);
     await mkdir(dir, { recursive: true });
     const taken = new Set<string>();
     const out: DownloadedArtifact[] = [];

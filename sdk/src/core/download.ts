@@ -12,22 +12,12 @@ import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { ConnectionError, IntegrityError, SilicoError } from '../errors.ts';
-
-export interface ExpectedIdentity {
-  /** Lowercase hex (a `sha256:` prefix is accepted). */
-  sha256: string;
-  size?: number | null;
-}
+import { normalizeSha256, type ExpectedIdentity } from './identity.ts';
 
 export interface VerifiedFile {
   path: string;
   sha256: string;
   size_bytes: number;
-}
-
-/** `sha256:ABC…` → `abc…`. */
-export function normalizeSha256(value: string): string {
-  return value.replace(/^sha256:/i, '').toLowerCase();
 }
 
 /** Streams `res`'s body to `dest`, verifying it against `expected` before it appears there. */

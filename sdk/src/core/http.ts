@@ -4,7 +4,6 @@
  * answer replays the first result instead of doing the work twice. Retries follow
  * `retry.ts`; every non-2xx answer becomes a typed ApiError (`errors.ts`).
  */
-import { randomUUID } from 'node:crypto';
 import { ConnectionError, ConnectionTimeoutError, SilicoError, errorFromResponse } from '../errors.ts';
 import { isRetryableStatus, parseRetryAfter, retryDelayMs, sleep, type RetryPolicy } from './retry.ts';
 import { queryString, type QueryInput } from './url.ts';
@@ -30,7 +29,8 @@ export interface HttpConfig {
   timeoutMs: number;
   retry: RetryPolicy;
   fetch: typeof globalThis.fetch;
-  userAgent: string;
+  /** Absent in browsers, which name themselves. */
+  userAgent: string | undefined;
 }
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
@@ -76,7 +76,7 @@ export class HttpClient {
   private async send<T>(req: HttpRequest, opts: RequestOptions, timeBody: boolean, read: (res: Response) => Promise<T>): Promise<T> {
     const writes = req.method !== 'GET';
     // One key per logical call, generated before the first attempt: retries reuse it.
-    const idempotencyKey = writes ? (opts.idempotencyKey ?? randomUUID()) : undefined;
+    const idempotencyKey = writes ? (opts.idempotencyKey ?? globalThis.crypto.randomUUID()) : undefined;
     const policy = { ...this.config.retry, maxRetries: opts.maxRetries ?? this.config.retry.maxRetries };
     for (let retry = 0; ; retry++) {
       const outcome = await this.attempt(req, opts, idempotencyKey, timeBody, read);
@@ -142,7 +142,7 @@ export class HttpClient {
     return {
       Authorization: `Bearer ${this.config.apiKey}`,
       Accept: req.accept ?? 'application/json',
-      'User-Agent': this.config.userAgent,
+      ...(this.config.userAgent ? { 'User-Agent': this.config.userAgent } : {}),
       ...(req.body !== undefined && !req.form ? { 'Content-Type': 'application/json' } : {}),
       ...(idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {}),
       ...opts.headers,

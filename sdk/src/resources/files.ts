@@ -3,12 +3,10 @@
  * them, download their bytes verified against the recorded sha256, and copy run
  * artifacts into reusable files.
  */
-import { openAsBlob } from 'node:fs';
-import { basename } from 'node:path';
 import type { RequestOptions } from '../core/http.ts';
 import type { PageRequest } from '../core/pagination.ts';
 import { path } from '../core/url.ts';
-import { saveVerified, type VerifiedFile } from '../core/download.ts';
+import type { VerifiedFile } from '../core/download.ts';
 import type { CursorPageBody, FileRecord } from '../models.ts';
 import type { QueryParams, RequestBody, ResponseBody, WithEnvelope } from '../types.ts';
 import { Resource } from './resource.ts';
@@ -34,9 +32,11 @@ export class Files extends Resource {
    */
   async upload(source: FileSource, options: UploadOptions = {}): Promise<WithEnvelope<FileRecord>> {
     const type = options.contentType ?? '';
-    const blob = typeof source === 'string' ? await openAsBlob(source, { type })
+    // A path is Node's business, loaded on use: the rest of the SDK runs in browsers too.
+    const fromPath = typeof source === 'string' ? await Promise.all([import('node:fs'), import('node:path')]) : null;
+    const blob = typeof source === 'string' ? await fromPath![0].openAsBlob(source, { type })
       : source instanceof Blob ? source : new Blob([source as Uint8Array<ArrayBuffer>], { type });
-    const name = options.filename ?? (typeof source === 'string' ? basename(source) : source instanceof File ? source.name : 'upload.bin');
+    const name = options.filename ?? (typeof source === 'string' ? fromPath![1].basename(source) : source instanceof File ? source.name : 'upload.bin');
     const form = () => {
       const f = new FormData();
       f.append('file', blob, name);
@@ -58,6 +58,8 @@ export class Files extends Resource {
   /** Downloads a file's bytes to `dest`, verified against its recorded sha256 and size (IntegrityError and no file otherwise). */
   async download(fileId: string, dest: string, opts?: RequestOptions): Promise<VerifiedFile> {
     const meta = await this.get(fileId, {}, opts);
+    // Loaded on use: writing files is Node's business; the rest of the SDK runs in browsers too.
+    const { saveVerified } = await import('../core/download.ts');
     const res = await this.content(fileId, opts);
     return saveVerified(res, dest, { sha256: meta.sha256, size: meta.size_bytes }, `file ${fileId}`);
   }

@@ -9,7 +9,8 @@ import { backoffDelayMs } from '../core/retry.ts';
 import { openEventStream } from '../core/sse.ts';
 import { SilicoError } from '../errors.ts';
 import { path } from '../core/url.ts';
-import { saveVerified, type VerifiedFile } from '../core/download.ts';
+import type { VerifiedFile } from '../core/download.ts';
+import { readVerified, type VerifiedBytes } from '../core/verifiedBytes.ts';
 import type { CursorPageBody, Run, RunArtifact, RunEvent, RunEventPage, RunPlan, RunResults } from '../models.ts';
 import type { QueryParams, RequestBody, WithEnvelope } from '../types.ts';
 import { RunHandle, type WaitOptions } from '../runHandle.ts';
@@ -141,7 +142,16 @@ export class Runs extends Resource {
    */
   async downloadArtifact(runId: string, artifact: RunArtifact | string, dest: string, opts?: RequestOptions): Promise<VerifiedFile> {
     const meta = typeof artifact === 'string' ? await this.artifact(runId, artifact, opts) : artifact;
+    // Loaded on use: writing files is Node's business; the rest of the SDK runs in browsers too.
+    const { saveVerified } = await import('../core/download.ts');
     const res = await this.http.stream({ method: 'GET', path: path`/runs/${runId}/artifacts/${meta.artifact_id}`, accept: '*/*' }, opts);
     return saveVerified(res, dest, { sha256: meta.sha256, size: meta.size_bytes }, `artifact ${meta.artifact_id} of run ${runId}`);
+  }
+
+  /** The bytes of one artifact in memory, verified against its recorded sha256 and size while streaming (IntegrityError on a mismatch). */
+  async artifactBytes(runId: string, artifact: RunArtifact | string, opts?: RequestOptions): Promise<VerifiedBytes> {
+    const meta = typeof artifact === 'string' ? await this.artifact(runId, artifact, opts) : artifact;
+    const res = await this.http.stream({ method: 'GET', path: path`/runs/${runId}/artifacts/${meta.artifact_id}`, accept: '*/*' }, opts);
+    return readVerified(res, { sha256: meta.sha256, size: meta.size_bytes }, `artifact ${meta.artifact_id} of run ${runId}`);
   }
 }

@@ -1,0 +1,239 @@
+/**
+ * The console in a real browser (Debian's chromium driven by playwright-core) against the
+ * test stack: sign in, search, inspect, plan, approve, watch a run to completion, plot,
+ * verified download, cancel, field errors, the lists; axe-core on every page, and a
+ * screenshot of each page kept under .tmp/console/.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { AxeBuilder } from '@axe-core/playwright';
+import { BASE_URL, call, closeTestDb, downloadArtifact, newAccount, publishFixtureLab, until, workspaceOfLab } from '../helpers.ts';
+import { REPO_ROOT } from '../../deploy/local/bootstrap.ts';
+import { browserExecutable, buildConsole, bundleSize } from './browser.ts';
+
+const ORIGIN = new URL(BASE_URL).origin;
+const SHOTS = path.join(REPO_ROOT, '.tmp/console');
+let browser: Browser;
+let owner: Awaited<ReturnType<typeof newAccount>>;
+
+before(async () => {
+  await buildConsole();
+  browser = await chromium.launch({ executablePath: await browserExecutable(), args: ['--no-sandbox'] });
+  owner = await newAccount({ usd: 50 });
+  await mkdir(SHOTS, { recursive: true });
+}, { timeout: 600_000 });
+
+after(async () => {
+  await browser?.close();
+  await closeTestDb();
+});
+
+/** A page in a context of its own (axe-core needs one; it also keeps each test's session storage apart). */
+async function newPage(): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+  const page = await context.newPage();
+  page.once('close', () => void context.close());
+  return page;
+}
+
+async function signedIn(key = owner.key): Promise<Page> {
+  const page = await newPage();
+  await page.goto(`${ORIGIN}/console/`);
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByTestId('balance').waitFor();
+  return page;
+}
+
+/** axe-core on the page as it stands: no serious or critical violation. */
+async function accessible(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+  const result = await new AxeBuilder({ page }).analyze();
+  const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  assert.deepEqual(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join('; ')})`), [], `${name}: axe-core found serious violations`);
+}
+
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+test('the console is one small bundle served by the api, with a strict content security policy', async () => {
+  const page = await fetch(`${ORIGIN}/console/runs/anything`);
+  assert.equal(page.status, 200, 'any console path is the page; its router draws the path');
+  assert.match(page.headers.get('content-security-policy') ?? '', /default-src 'self'/);
+  assert.equal(page.headers.get('x-frame-options'), 'DENY');
+  const html = await page.text();
+  const assets = [...html.matchAll(/\/console\/assets\/[^"]+/g)].map((m) => m[0]);
+  assert.ok(assets.length >= 2, 'a script and a stylesheet');
+  for (const a of assets) {
+    const res = await fetch(`${ORIGIN}${a}`);
+    assert.equal(res.status, 200, a);
+    assert.match(res.headers.get('cache-control') ?? '', /immutable/);
+  }
+  const missing = await fetch(`${ORIGIN}/console/assets/nope.js`);
+  assert.equal(missing.status, 404);
+  assert.equal(((await missing.json()) as { error: { code: string } }).error.code, 'route_not_found');
+  const post = await fetch(`${ORIGIN}/console/`, { method: 'POST' });
+  assert.equal(post.status, 405);
+  const { gzipped } = await bundleSize();
+  assert.ok(gzipped < 300 * 1024, `the whole bundle is ${gzipped} bytes gzipped (budget 300 KB)`);
+});
+
+test('sign-in keeps the key in this tab\'s session storage only; a wrong key is refused with the API\'s message', async () => {
+  const page = await newPage();
+  await page.goto(`${ORIGIN}/console/`);
+  await accessible(page, 'sign-in');
+  await page.getByLabel('API key').fill('sk_test_not_a_key');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('alert').filter({ hasText: /invalid_api_key|API key/i }).waitFor();
+  await page.getByLabel('API key').fill(owner.key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByTestId('balance').waitFor();
+  assert.equal(await page.getByTestId('balance').textContent(), '$50.00');
+  assert.match((await page.getByTestId('limits').textContent()) ?? '', /concurrent runs/);
+  const stored = await page.evaluate(() => ({ session: sessionStorage.getItem('silico.apiKey'), local: localStorage.length, cookie: document.cookie }));
+  assert.deepEqual(stored, { session: owner.key, local: 0, cookie: '' });
+  assert.ok(!page.url().includes(owner.key));
+  await page.reload();
+  await page.getByTestId('balance').waitFor();
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByLabel('API key').waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('silico.apiKey')), null);
+  await page.close();
+});
+
+test('search, inspect, plan with its price, approve, watch the run complete, plot every series, and download an artifact verified', async () => {
+  const page = await signedIn();
+  await page.getByLabel('Search the Hub').fill('epidemic');
+  await page.getByRole('button', { name: 'Search' }).click();
+  await page.getByRole('link', { name: 'SIR epidemic' }).first().click();
+  await page.getByRole('heading', { name: 'SIR epidemic' }).waitFor();
+  const betaRow = page.getByRole('row', { name: /^beta/ });
+  assert.match((await betaRow.textContent()) ?? '', /0 ≤ x ≤ 10/, 'bounds from the contract');
+  assert.match((await page.getByTestId('package-sha256').textContent()) ?? '', /^sha256:[0-9a-f]{64}$/);
+  await accessible(page, 'release');
+
+  await page.getByLabel(/^beta/).fill('0.5');
+  await page.getByLabel(/^gamma/).fill('0.2');
+  await page.getByRole('button', { name: 'Check the run' }).click();
+  await page.getByTestId('plan-price').waitFor();
+  assert.match((await page.getByTestId('plan-price').textContent()) ?? '', /^\$\d/);
+  await accessible(page, 'plan');
+  await page.getByRole('button', { name: /Approve and run/ }).click();
+  await page.waitForURL(/\/console\/runs\/[0-9a-f-]{36}$/);
+  const runId = page.url().split('/').pop()!;
+  await page.getByTestId('run-status').filter({ hasText: 'completed' }).waitFor({ timeout: 120_000 });
+  assert.equal(await page.getByLabel('Progress').getAttribute('value'), '1');
+  assert.ok(await page.getByLabel('Run log').locator('li').count() >= 3, 'the log shows the run\'s events');
+
+  const results = (await call('GET', `/runs/${runId}/results`, { key: owner.key })).body as { artifacts: Array<{ artifact_id: string; role: string; format: string; file_name: string; sha256: string }> };
+  const csv = results.artifacts.filter((a) => a.format === 'csv');
+  assert.equal(csv.length, 3);
+  for (const a of csv) {
+    const rows = (await downloadArtifact(owner.key, runId, a.artifact_id)).toString().trim().split('\n').length - 1;
+    const chart = page.locator(`figure.chart[data-series="${a.role}"]`);
+    await chart.locator('canvas').waitFor();
+    assert.equal(Number(await chart.getAttribute('data-points')), rows, `${a.role}: every point of its CSV is plotted`);
+  }
+  await accessible(page, 'results');
+
+  const infected = csv.find((a) => a.role === 'infected')!;
+  const row = page.locator(`tr[data-artifact="${infected.file_name}"]`);
+  assert.equal(await row.getByTestId('artifact-sha256').textContent(), infected.sha256);
+  const [download] = await Promise.all([page.waitForEvent('download'), row.getByRole('button', { name: `Download ${infected.file_name}` }).click()]);
+  assert.equal(download.suggestedFilename(), infected.file_name);
+  assert.equal(sha256(await readFile((await download.path())!)), infected.sha256, 'the downloaded bytes are the recorded ones');
+  await row.getByText('sha256 verified').waitFor();
+  await page.close();
+});
+
+test('a 422 from the API is shown on the field it names; a blocking finding on its input, with approval withheld', async () => {
+  const page = await signedIn();
+  await page.goto(`${ORIGIN}/console/hub/platform/sir-epidemic/1.0.0`);
+  await page.getByLabel('Max runtime (seconds)').fill('99999999');
+  await page.getByRole('button', { name: 'Check the run' }).click();
+  const runtime = page.getByLabel('Max runtime (seconds)');
+  await page.locator('#max-runtime-error').waitFor();
+  assert.equal(await runtime.getAttribute('aria-invalid'), 'true');
+  assert.match((await page.locator('#max-runtime-error').textContent()) ?? '', /max_runtime_seconds must be at most/);
+  assert.match((await page.getByRole('alert').filter({ hasText: 'parameter_out_of_range' }).textContent()) ?? '', /HTTP 422/);
+  await accessible(page, 'field-error');
+
+  await page.getByLabel('Max runtime (seconds)').fill('');
+  await page.getByLabel(/^beta/).fill('50');
+  await page.getByRole('button', { name: 'Check the run' }).click();
+  await page.locator('#input-beta-error').waitFor();
+  assert.match((await page.locator('#input-beta-error').textContent()) ?? '', /beta/);
+  assert.equal(await page.getByRole('button', { name: /Approve and run/ }).isDisabled(), true, 'a blocked plan cannot be approved');
+  await page.close();
+});
+
+test('a slow run is cancelled from its page, and the runs list filters by status', async () => {
+  const ref = await publishFixtureLab(owner, 'slow-lab');
+  const [nsName, version] = ref.split('@');
+  const page = await signedIn();
+  await page.goto(`${ORIGIN}/console/hub/${nsName}/${version}`);
+  await page.getByLabel(/^seconds_per_window/).fill('1');
+  await page.getByRole('button', { name: 'Check the run' }).click();
+  await page.getByRole('button', { name: /Approve and run/ }).click();
+  await page.waitForURL(/\/console\/runs\/[0-9a-f-]{36}$/);
+  const runId = page.url().split('/').pop()!;
+  await page.getByTestId('run-status').filter({ hasText: 'running' }).waitFor({ timeout: 60_000 });
+  await page.getByRole('button', { name: 'Cancel run' }).click();
+  await page.getByTestId('run-status').filter({ hasText: 'cancelled' }).waitFor({ timeout: 60_000 });
+  assert.equal(await page.getByRole('button', { name: 'Cancel run' }).count(), 0);
+  assert.equal((await call('GET', `/runs/${runId}`, { key: owner.key })).body.status, 'cancelled');
+
+  await page.getByRole('link', { name: 'Runs', exact: true }).click();
+  await page.getByLabel('Status').selectOption('cancelled');
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await until(10_000, async () => ((await page.locator('tbody tr').count()) === 1 ? true : undefined));
+  assert.match((await page.locator('tbody tr').textContent()) ?? '', /cancelled/);
+  await accessible(page, 'runs');
+  await page.close();
+});
+
+test('the runs list pages with its cursor', async () => {
+  const fresh = await newAccount({ usd: 20 });
+  for (let i = 0; i < 21; i++) {
+    const res = await call('POST', '/runs', { key: fresh.key, body: { ref: 'platform/microbial-growth', inputs: {} }, headers: { 'Idempotency-Key': `page-${i}` } });
+    assert.ok(res.status < 300, res.text);
+  }
+  const page = await signedIn(fresh.key);
+  await page.goto(`${ORIGIN}/console/runs`);
+  await until(10_000, async () => ((await page.locator('tbody tr').count()) === 20 ? true : undefined));
+  const firstPage = await page.locator('tbody tr td:first-child').allTextContents();
+  await page.getByRole('button', { name: 'Next page' }).click();
+  await until(10_000, async () => ((await page.locator('tbody tr').count()) === 1 ? true : undefined));
+  assert.ok(!firstPage.includes((await page.locator('tbody tr td:first-child').textContent()) ?? ''));
+  assert.equal(await page.getByRole('button', { name: 'Next page' }).isDisabled(), true);
+  await page.getByRole('button', { name: 'Previous page' }).click();
+  await until(10_000, async () => ((await page.locator('tbody tr').count()) === 20 ? true : undefined));
+  await page.close();
+});
+
+test('an experiment\'s arms side by side with the comparison chart; the hosting page shows each owned lab', async () => {
+  const ws = await workspaceOfLab(owner.key, 'Noisy growth', path.join(REPO_ROOT, 'test/fixtures/labs/noisy-growth'));
+  const arm = (label: string, rate: number, seed: number) => ({ label, workspace_id: ws.workspace_id, revision_id: ws.revision_id, inputs: { growth_rate: rate }, replicates: 2, seed });
+  const plan = await call('POST', '/experiment-plans', { key: owner.key, body: { name: 'Growth rates', arms: [arm('slow', 0.05, 1), arm('fast', 0.2, 2)] } });
+  assert.equal(plan.status, 200, plan.text);
+  const study = await call('POST', '/experiments', { key: owner.key, body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 }, headers: { 'Idempotency-Key': `study-${Date.now()}` } });
+  assert.ok(study.status < 300, study.text);
+  await until(180_000, async () => ((await call('GET', `/experiments/${study.body.id}`, { key: owner.key })).body.completed_at ? true : undefined));
+
+  const page = await signedIn();
+  await page.getByRole('link', { name: 'Experiments' }).click();
+  await page.getByRole('link', { name: 'Growth rates' }).click();
+  await page.getByRole('region', { name: 'Arm slow' }).waitFor();
+  await page.getByRole('region', { name: 'Arm fast' }).waitFor();
+  await page.locator('figure.chart[data-output] svg').first().waitFor();
+  await accessible(page, 'experiment');
+
+  await page.getByRole('link', { name: 'Hosting' }).click();
+  await page.getByRole('region', { name: /^Lab / }).first().waitFor();
+  assert.match((await page.locator('main').textContent()) ?? '', /Not hosted/);
+  await accessible(page, 'hosting');
+  await page.close();
+});
