@@ -89,8 +89,9 @@ export function errorOf(res: Res) {
 }
 
 /** Starts another api process on this stack (a replica), with extra environment. */
-export async function spawnApi(env: Record<string, string> = {}): Promise<{ base: string; stop: () => Promise<void>; proc: ChildProcess }> {
-  const port = await getPort();
+export async function spawnApi(env: Record<string, string> = {}, fixedPort?: number): Promise<{ base: string; stop: () => Promise<void>; proc: ChildProcess }> {
+  // A fixed port: a replica that comes back where its clients left it.
+  const port = fixedPort ?? await getPort();
   const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'api/server.ts')], {
     cwd: REPO_ROOT,
     env: { ...process.env, SILICO_API_PORT: String(port), SILICO_BASE_URL: `http://localhost:${port}/v1`, LOG_LEVEL: 'warn', ...env },

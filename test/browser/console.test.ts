@@ -11,7 +11,8 @@ import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { AxeBuilder } from '@axe-core/playwright';
-import { BASE_URL, call, closeTestDb, downloadArtifact, newAccount, publishFixtureLab, until, workspaceOfLab } from '../helpers.ts';
+import getPort from 'get-port';
+import { BASE_URL, call, closeTestDb, downloadArtifact, newAccount, hostedLabOwner, publishFixtureLab, retireHosting, spawnApi, until, workspaceOfLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/bootstrap.ts';
 import { browserExecutable, buildConsole, bundleSize } from './browser.ts';
 
@@ -40,9 +41,9 @@ async function newPage(): Promise<Page> {
   return page;
 }
 
-async function signedIn(key = owner.key): Promise<Page> {
+async function signedIn(key = owner.key, origin = ORIGIN): Promise<Page> {
   const page = await newPage();
-  await page.goto(`${ORIGIN}/console/`);
+  await page.goto(`${origin}/console/`);
   await page.getByLabel('API key').fill(key);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByTestId('balance').waitFor();
@@ -170,29 +171,50 @@ test('a 422 from the API is shown on the field it names; a blocking finding on i
   await page.close();
 });
 
-test('a slow run is cancelled from its page, and the runs list filters by status', async () => {
+test('a live run\'s log resumes after its api connection drops, with every event once; the run is cancelled from its page; the runs list filters', async () => {
   const ref = await publishFixtureLab(owner, 'slow-lab');
   const [nsName, version] = ref.split('@');
-  const page = await signedIn();
-  await page.goto(`${ORIGIN}/console/hub/${nsName}/${version}`);
-  await page.getByLabel(/^seconds_per_window/).fill('1');
-  await page.getByRole('button', { name: 'Check the run' }).click();
-  await page.getByRole('button', { name: /Approve and run/ }).click();
-  await page.waitForURL(/\/console\/runs\/[0-9a-f-]{36}$/);
-  const runId = page.url().split('/').pop()!;
-  await page.getByTestId('run-status').filter({ hasText: 'running' }).waitFor({ timeout: 60_000 });
-  await page.getByRole('button', { name: 'Cancel run' }).click();
-  await page.getByTestId('run-status').filter({ hasText: 'cancelled' }).waitFor({ timeout: 60_000 });
-  assert.equal(await page.getByRole('button', { name: 'Cancel run' }).count(), 0);
-  assert.equal((await call('GET', `/runs/${runId}`, { key: owner.key })).body.status, 'cancelled');
+  // The page talks to an api replica of its own, killed and brought back on the same port.
+  const port = await getPort();
+  const origin = `http://127.0.0.1:${port}`;
+  let replica = await spawnApi({}, port);
+  try {
+    const page = await signedIn(owner.key, origin);
+    await page.goto(`${origin}/console/hub/${nsName}/${version}`);
+    await page.getByLabel(/^seconds_per_window/).fill('0.5');
+    await page.getByRole('button', { name: 'Check the run' }).click();
+    await page.getByRole('button', { name: /Approve and run/ }).click();
+    await page.waitForURL(/\/console\/runs\/[0-9a-f-]{36}$/);
+    const runId = page.url().split('/').pop()!;
+    await page.getByTestId('run-status').filter({ hasText: 'running' }).waitFor({ timeout: 60_000 });
+    const seqs = async () => (await page.locator('.run-log li').evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-seq')))));
+    await until(30_000, async () => ((await seqs()).length >= 5 ? true : undefined));
 
-  await page.getByRole('link', { name: 'Runs', exact: true }).click();
-  await page.getByLabel('Status').selectOption('cancelled');
-  await page.getByRole('button', { name: 'Filter' }).click();
-  await until(10_000, async () => ((await page.locator('tbody tr').count()) === 1 ? true : undefined));
-  assert.match((await page.locator('tbody tr').textContent()) ?? '', /cancelled/);
-  await accessible(page, 'runs');
-  await page.close();
+    replica.proc.kill('SIGKILL');
+    await new Promise((r) => replica.proc.once('exit', r));
+    const before = Math.max(...await seqs());
+    await new Promise((r) => setTimeout(r, 1500));
+    replica = await spawnApi({}, port);
+    await until(60_000, async () => (Math.max(...await seqs()) >= before + 4 ? true : undefined));
+    const shown = await seqs();
+    assert.deepEqual(shown, Array.from({ length: shown.length }, (_, i) => shown[0]! + i), 'no event lost or shown twice across the drop');
+
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    await page.getByTestId('run-status').filter({ hasText: 'cancelled' }).waitFor({ timeout: 60_000 });
+    assert.equal(await page.getByRole('button', { name: 'Cancel run' }).count(), 0);
+    assert.equal((await call('GET', `/runs/${runId}`, { key: owner.key })).body.status, 'cancelled');
+    await accessible(page, 'run-cancelled');
+
+    await page.getByRole('link', { name: 'Runs', exact: true }).click();
+    await page.getByLabel('Status').selectOption('cancelled');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await until(10_000, async () => ((await page.locator('tbody tr').count()) === 1 ? true : undefined));
+    assert.match((await page.locator('tbody tr').textContent()) ?? '', /cancelled/);
+    await accessible(page, 'runs');
+    await page.close();
+  } finally {
+    await replica.stop();
+  }
 });
 
 test('the runs list pages with its cursor', async () => {
@@ -214,7 +236,7 @@ test('the runs list pages with its cursor', async () => {
   await page.close();
 });
 
-test('an experiment\'s arms side by side with the comparison chart; the hosting page shows each owned lab', async () => {
+test('an experiment\'s arms side by side with the comparison chart; the hosting page lists each owned lab', async () => {
   const ws = await workspaceOfLab(owner.key, 'Noisy growth', path.join(REPO_ROOT, 'test/fixtures/labs/noisy-growth'));
   const arm = (label: string, rate: number, seed: number) => ({ label, workspace_id: ws.workspace_id, revision_id: ws.revision_id, inputs: { growth_rate: rate }, replicates: 2, seed });
   const plan = await call('POST', '/experiment-plans', { key: owner.key, body: { name: 'Growth rates', arms: [arm('slow', 0.05, 1), arm('fast', 0.2, 2)] } });
@@ -234,6 +256,60 @@ test('an experiment\'s arms side by side with the comparison chart; the hosting 
   await page.getByRole('link', { name: 'Hosting' }).click();
   await page.getByRole('region', { name: /^Lab / }).first().waitFor();
   assert.match((await page.locator('main').textContent()) ?? '', /Not hosted/);
-  await accessible(page, 'hosting');
+  await accessible(page, 'hosting-none');
+  await page.close();
+});
+
+test('a hosted lab shows its status, exact release and every deployment check', async () => {
+  const hosted = await hostedLabOwner();
+  try {
+    const plan = await call('POST', `/labs/${hosted.labId}/hosting-plans`, {
+      key: hosted.owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { release: { reference: hosted.reference, sha256: hosted.sha256 } },
+    });
+    assert.equal(plan.status, 201, plan.text);
+    const req = await call('POST', '/hosting-requests', { key: hosted.owner.key, body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
+    assert.equal(req.status, 201, req.text);
+    const ready = await until(120_000, async () => {
+      const h = (await call('GET', `/labs/${hosted.labId}/hosting`, { key: hosted.owner.key })).body;
+      return h.status === 'ready' ? h : undefined;
+    });
+    const page = await signedIn(hosted.owner.key);
+    await page.getByRole('link', { name: 'Hosting' }).click();
+    const lab = page.getByRole('region', { name: /^Lab / });
+    await lab.getByText('ready', { exact: true }).waitFor();
+    assert.match((await lab.textContent()) ?? '', new RegExp(hosted.reference.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+    for (const c of ready.checks as Array<{ check: string; status: string }>) {
+      assert.equal(await lab.getByRole('row', { name: new RegExp(`^${c.check}`) }).locator('td').first().textContent(), c.status);
+    }
+    await accessible(page, 'hosting');
+    await page.close();
+  } finally {
+    await retireHosting(hosted.owner.key, hosted.labId);
+  }
+});
+
+test('the console works from the keyboard: skip link, sign-in and navigation without a pointer', async () => {
+  const page = await newPage();
+  await page.goto(`${ORIGIN}/console/`);
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'api-key', 'the key field is the first stop');
+  await page.keyboard.type(owner.key);
+  await page.keyboard.press('Enter');
+  await page.getByTestId('balance').waitFor();
+  const focused = () => page.evaluate(() => ({ text: document.activeElement?.textContent, inMain: !!document.activeElement?.closest('main') }));
+  await page.keyboard.press('Tab');
+  assert.equal((await focused()).text, 'Skip to content', 'the first stop after sign-in skips the navigation');
+  for (let i = 0; i < 3; i++) await page.keyboard.press('Tab');
+  assert.equal((await focused()).text, 'Runs', 'then the sections, in order: brand, Browse, Runs');
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'Runs', level: 1 }).waitFor();
+  await page.keyboard.press('Shift+Tab');
+  await page.keyboard.press('Shift+Tab');
+  await page.keyboard.press('Shift+Tab');
+  assert.equal((await focused()).text, 'Skip to content');
+  await page.keyboard.press('Enter');
+  await page.keyboard.press('Tab');
+  assert.equal((await focused()).inMain, true, 'skipping lands in the page\'s content');
+  await page.getByRole('heading', { name: 'Runs', level: 1 }).waitFor();
   await page.close();
 });

@@ -20,6 +20,7 @@ export function RunPage({ id }: { id: string }) {
   const [progress, setProgress] = useState<number | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [cancelling, setCancelling] = useState(false);
+  const [reconnecting, setReconnecting] = useState(false);
   const seen = useRef(0);
 
   useEffect(() => {
@@ -27,14 +28,12 @@ export function RunPage({ id }: { id: string }) {
     seen.current = 0;
     setEvents([]);
     setRun(null);
-    (async () => {
-      const first = await client.runs.get(id, { signal: stop.signal });
-      setRun(first);
-      setProgress(first.progress);
-      const handle = client.runs.handle(id);
-      for await (const e of handle.events({ follow: !isTerminalStatus(first.status), signal: stop.signal })) {
+    const handle = client.runs.handle(id);
+    const follow = async (): Promise<void> => {
+      for await (const e of handle.events({ follow: true, after: seen.current, signal: stop.signal })) {
         if (e.seq <= seen.current) continue;
         seen.current = e.seq;
+        setReconnecting(false);
         if (e.type === 'progress' && typeof e.data.fraction === 'number') setProgress(e.data.fraction);
         setEvents((list) => [...list.slice(-(LOG_LINES - 1)), e]);
         if (e.type === 'state_changed') {
@@ -42,6 +41,28 @@ export function RunPage({ id }: { id: string }) {
           if (typeof e.data.status === 'string' && isTerminalStatus(e.data.status)) refreshAccount();
         }
       }
+    };
+    (async () => {
+      const first = await client.runs.get(id, { signal: stop.signal });
+      setRun(first);
+      setProgress(first.progress);
+      if (isTerminalStatus(first.status)) {
+        for await (const e of handle.events({ signal: stop.signal })) setEvents((list) => [...list.slice(-(LOG_LINES - 1)), e]);
+        return;
+      }
+      // The SDK resumes a dropped stream by itself; when even its retries fail (the api is
+      // unreachable for a while), the page keeps trying, from the last event it showed.
+      for (let drops = 0; ; drops++) {
+        try {
+          await follow();
+          break;
+        } catch (err) {
+          if (stop.signal.aborted) return;
+          setReconnecting(true);
+          await new Promise((r) => setTimeout(r, client.runs.reconnectDelayMs(drops + 1)));
+        }
+      }
+      setReconnecting(false);
       setRun(await client.runs.get(id, { signal: stop.signal }));
     })().catch((err: unknown) => { if (!stop.signal.aborted) setError(err); });
     return () => stop.abort();
@@ -69,6 +90,7 @@ export function RunPage({ id }: { id: string }) {
         <span class={`status ${run.status}`} data-testid="run-status" role="status">{run.status.replace('_', ' ')}</span>
         <progress aria-label="Progress" max={1} value={fraction}>{Math.round(fraction * 100)}%</progress>
         <span>{Math.round(fraction * 100)}%</span>
+        {reconnecting ? <span class="hint" role="status">Connection lost: reconnecting…</span> : null}
         {live ? <button type="button" class="danger" onClick={cancel} disabled={cancelling || run.status === 'cancelling'}>Cancel run</button> : null}
       </div>
       {run.error ? <div class="error" role="alert"><strong>{run.error.message}</strong> <code>{run.error.code}</code></div> : null}
@@ -83,7 +105,7 @@ export function RunPage({ id }: { id: string }) {
       </dl>
       <h2>Log</h2>
       <ol class="run-log" aria-live="polite" aria-label="Run log" tabIndex={0}>
-        {events.map((e) => <li key={e.seq} class={`event event-${e.type}`}><time>{new Date(e.at).toLocaleTimeString()}</time> <span class="type">{e.type}</span> {e.message}{e.type === 'state_changed' && e.data.status ? ` → ${valueText(e.data.status)}` : ''}</li>)}
+        {events.map((e) => <li key={e.seq} data-seq={e.seq} class={`event event-${e.type}`}><time>{new Date(e.at).toLocaleTimeString()}</time> <span class="type">{e.type}</span> {e.message}{e.type === 'state_changed' && e.data.status ? ` → ${valueText(e.data.status)}` : ''}</li>)}
       </ol>
       {run.status === 'completed' ? <RunResults run={run} /> : null}
     </main>
