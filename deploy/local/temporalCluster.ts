@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import getPort, { portNumbers } from 'get-port';
@@ -131,6 +132,15 @@ async function registerNamespace(address: string, namespace: string): Promise<vo
   }
 }
 
+/** Whether something accepts TCP connections on a local port. */
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('error', () => resolve(false));
+  });
+}
+
 /**
  * A Temporal cluster as a deployment runs one: the server built from its Go module,
  * history, matching, frontend and worker as separate processes that find each other
@@ -152,12 +162,17 @@ export async function startTemporalCluster(sup: Supervisor, o: TemporalClusterOp
     env: { PATH: process.env.PATH ?? '', HOME: dir },
   });
   const services = {} as Record<TemporalService, Supervised>;
-  for (const s of TEMPORAL_SERVICES) services[s] = start(s);
-  const address = `127.0.0.1:${o.frontendPort}`;
   const dead = () => {
-    for (const s of TEMPORAL_SERVICES) if (services[s].child.exitCode !== null) return `temporal ${s} exited with ${services[s].child.exitCode}`;
+    for (const s of TEMPORAL_SERVICES) if (services[s] && services[s].child.exitCode !== null) return `temporal ${s} exited with ${services[s].child.exitCode}`;
     return undefined;
   };
+  // On a new database every service writes the cluster's metadata record as it starts,
+  // and those that lose the race exit: history goes first and the rest start once it
+  // listens (its record written), as a Kubernetes deployment gets by restarting pods.
+  services.history = start('history');
+  await waitFor('temporal history', () => listening(ports.history.grpc), 120000, dead);
+  for (const s of TEMPORAL_SERVICES) if (s !== 'history') services[s] = start(s);
+  const address = `127.0.0.1:${o.frontendPort}`;
   await waitFor('temporal frontend', async () => {
     const conn = await Connection.connect({ address, connectTimeout: 1000 });
     try {
