@@ -139,6 +139,8 @@ test('search, inspect, plan with its price, approve, watch the run complete, plo
     assert.equal(Number(await chart.getAttribute('data-points')), rows, `${a.role}: every point of its CSV is plotted`);
   }
   await accessible(page, 'results');
+  // The README's picture: the top of the results page (status, log, the first charts).
+  await page.screenshot({ path: path.join(SHOTS, 'results-top.png'), fullPage: true, clip: { x: 0, y: 0, width: 1280, height: 1350 } });
 
   const infected = csv.find((a) => a.role === 'infected')!;
   const row = page.locator(`tr[data-artifact="${infected.file_name}"]`);

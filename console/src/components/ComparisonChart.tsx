@@ -34,6 +34,7 @@ export function ComparisonChart({ comparison, output }: { comparison: Comparison
   }, [comparison, output]);
   return (
     <figure class="chart" data-output={output}>
+      <h3>{output}</h3>
       <div ref={box} role="img" aria-label={`${output}: ${rows.map((r) => `${r.arm} mean ${r.mean}`).join('; ')}`} />
       <figcaption class="hint">{comparison.note}</figcaption>
     </figure>
