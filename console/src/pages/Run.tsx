@@ -56,7 +56,7 @@ export function RunPage({ id }: { id: string }) {
         try {
           await follow();
           break;
-        } catch (err) {
+        } catch {
           if (stop.signal.aborted) return;
           setReconnecting(true);
           await new Promise((r) => setTimeout(r, client.runs.reconnectDelayMs(drops + 1)));
