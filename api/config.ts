@@ -46,6 +46,7 @@ export interface Config {
   };
   /** The approved biology sources (workers reach them; the api names them). */
   biology: BiologyConfig;
+  webhooks: WebhookConfig;
   sessions: {
     /** Past this many history events a session's workflow continues as a new run (SILICO_SESSION_HISTORY_BOUND). */
     historyBound: number;
@@ -82,6 +83,20 @@ export interface BiologyConfig {
    * configuration, whose sources are a local fixture server (SILICO_BIOLOGY_ALLOW_PRIVATE=1).
    */
   allowPrivateAddresses: boolean;
+}
+
+/**
+ * Webhook deliveries: an attempt counts when the endpoint answers 2xx within `timeoutMs`;
+ * failures are retried from `firstRetryMs`, doubling up to `maxRetryMs`, for `retryForMs`
+ * (24 hours), then the delivery is dead-lettered. Endpoints may be private or loopback
+ * addresses only in the test configuration (SILICO_WEBHOOK_ALLOW_PRIVATE=1).
+ */
+export interface WebhookConfig {
+  allowPrivateAddresses: boolean;
+  timeoutMs: number;
+  firstRetryMs: number;
+  maxRetryMs: number;
+  retryForMs: number;
 }
 
 /** The registry: the sources' real public APIs unless a deployment (or the tests) points them elsewhere. */
@@ -186,6 +201,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       buildTimeoutMs: int(env, 'SILICO_PASSPORT_BUILD_TIMEOUT_SECONDS', 60) * 1000,
     },
     biology: biologyConfig(env),
+    webhooks: {
+      allowPrivateAddresses: env.SILICO_WEBHOOK_ALLOW_PRIVATE === '1',
+      timeoutMs: int(env, 'SILICO_WEBHOOK_TIMEOUT_MS', 10_000),
+      firstRetryMs: int(env, 'SILICO_WEBHOOK_FIRST_RETRY_MS', 10_000),
+      maxRetryMs: int(env, 'SILICO_WEBHOOK_MAX_RETRY_MS', 3_600_000),
+      retryForMs: int(env, 'SILICO_WEBHOOK_RETRY_FOR_MS', 24 * 3_600_000),
+    },
     worker: {
       workflowBundle: env.SILICO_WORKFLOW_BUNDLE || undefined,
       computeProfiles: str(env, 'SILICO_COMPUTE_PROFILES', 'cpu-small,cpu-standard').split(',').map((p) => p.trim()).filter(Boolean),

@@ -3,7 +3,7 @@
  * all generated from it. Scope and schemas live on the operation (api/tools); a route
  * says how HTTP reaches that operation.
  */
-export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT';
+export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
 export interface RouteDef {
   method: Method;
@@ -88,6 +88,13 @@ export const ROUTES: readonly RouteDef[] = [
   r('GET', '/runs/{run_id}', 'run_get', 'runs', { notFound: true }),
   r('GET', '/runs/{run_id}/events', 'run_events', 'runs', { notFound: true }),
   r('GET', '/runs/{run_id}/artifacts/{artifact_id}/metadata', 'run_artifact_get', 'runs', { notFound: true }),
+  r('POST', '/webhook-endpoints', 'webhook_endpoint_create', 'webhooks', { addition: true, idempotency: 'optional', success: 201 }),
+  r('GET', '/webhook-endpoints', 'webhook_endpoint_list', 'webhooks', { addition: true }),
+  r('DELETE', '/webhook-endpoints/{endpoint_id}', 'webhook_endpoint_remove', 'webhooks', { addition: true, notFound: true }),
+  r('POST', '/webhook-endpoints/{endpoint_id}/secret-rotations', 'webhook_endpoint_secret_rotate', 'webhooks', { addition: true, notFound: true, idempotency: 'optional' }),
+  r('GET', '/webhook-events', 'webhook_event_list', 'webhooks', { addition: true }),
+  r('GET', '/webhook-deliveries', 'webhook_delivery_list', 'webhooks', { addition: true }),
+  r('POST', '/webhook-deliveries/{delivery_id}/replay', 'webhook_delivery_replay', 'webhooks', { addition: true, notFound: true }),
   r('POST', '/sessions', 'session_create', 'sessions', { idempotency: 'optional' }),
   r('GET', '/sessions', 'session_list', 'sessions'),
   r('GET', '/sessions/{session_id}', 'session_get', 'sessions', { notFound: true }),

@@ -14,6 +14,7 @@ import { passportKeysDir } from '../api/config.ts';
 import { rotatePassportKey } from '../storage/passportKeys.ts';
 import { listPassportKeys, type PassportKeyRow } from '../storage/db/passports.ts';
 import { HOSTING_USAGE, listForReview, reviewHosting } from './adminHosting.ts';
+import { WEBHOOKS_USAGE, adminWebhooks } from './adminWebhooks.ts';
 
 /**
  * Operator CLI: `npm run admin -- <group> <command> [options] [--json]`. Talks to
@@ -40,6 +41,7 @@ const USAGE = `usage: npm run admin -- <command> [options] [--json]
   passport-keys list
   passport-keys rotate                           (a new signing key in the keyring; the old one is retired and keeps verifying)
 ${HOSTING_USAGE}
+${WEBHOOKS_USAGE}
 
 A grant (a workflow grant) lets the account's automated pipeline publish plans of that
 lab whose version is in RANGE (semver, default *) with POST /v1/publications
@@ -108,6 +110,7 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
       on: { type: 'boolean' }, off: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
       lab: { type: 'string' }, versions: { type: 'string' }, note: { type: 'string' },
       team: { type: 'string' }, member: { type: 'string' }, status: { type: 'string' },
+      url: { type: 'string' }, events: { type: 'string' }, 'overlap-seconds': { type: 'string' },
     },
   });
   const [group, cmd, arg] = positionals;
@@ -217,6 +220,13 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
     case 'hosting reject': {
       if (!arg) throw new UsageError(`hosting ${cmd} LAB_ID`);
       return reviewHosting(localDataDir(), arg, { decision: cmd === 'approve' ? 'approve' : 'reject', actor: `operator:${process.env.USER ?? 'admin'}`, note: typeof v.note === 'string' ? v.note : undefined });
+    }
+    case 'webhooks add':
+    case 'webhooks list':
+    case 'webhooks rotate-secret':
+    case 'webhooks remove': {
+      const a = await account(db, v.account);
+      return adminWebhooks(db, cmd!, arg, { accountId: a.id, url: v.url, events: v.events, note: v.note, overlapSeconds: v['overlap-seconds'] }, (m) => new UsageError(m));
     }
     default:
       throw new UsageError(what ? `unknown command: ${what}` : 'no command given');

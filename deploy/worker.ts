@@ -5,6 +5,8 @@ import { createDb, createPgPool } from '../storage/db/knex.ts';
 import { createCounters } from '../storage/db/rateLimits.ts';
 import { createBiologyActivities } from '../activities/biology.ts';
 import { createSessionActivities } from '../activities/sessions.ts';
+import { createWebhookActivities } from '../activities/webhooks.ts';
+import { startWebhookDispatcher } from './webhookDispatcher.ts';
 import { createMaintenanceActivities } from '../activities/maintenance.ts';
 import { CONTROL_TASK_QUEUE, computeTaskQueue, servingTaskQueue } from '../workflows/constants.ts';
 import { createRunActivities } from '../activities/runs.ts';
@@ -68,6 +70,7 @@ async function main(): Promise<void> {
       ...invocations,
       ...createPassportActivities({ db, objects, keysDir: config.passports.keysDir }),
       ...createSessionActivities({ db }),
+      ...createWebhookActivities({ db, config: config.webhooks }),
       // Biology sources, paced by counters every worker shares.
       ...createBiologyActivities({ db, objects, config: config.biology, counters: createCounters(sourcePacing) }),
     },
@@ -110,10 +113,12 @@ async function main(): Promise<void> {
   })] : [];
   const workers = [control, ...compute, ...serving, ...host];
   log.info({ taskQueues: [CONTROL_TASK_QUEUE, ...profiles.map(computeTaskQueue), ...(host.length ? [hostQueue] : [])] }, 'worker started');
+  const dispatcher = await startWebhookDispatcher({ db, client, databaseUrl: config.databaseUrl, config: config.webhooks, log });
   const stop = () => workers.forEach((w) => w.shutdown());
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
   await Promise.all(workers.map((w) => w.run()));
+  await dispatcher.stop();
   await Promise.allSettled([connection.close(), clientConnection.close(), db.destroy(), sourcePacing.end()]);
   log.info('worker stopped');
 }

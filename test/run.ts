@@ -54,7 +54,10 @@ async function main(): Promise<number> {
   const biology = await serveBiologySources();
   const stack = await startStack({
     dataDir, ports, mode: 'test', exitOnSignal: true, sink,
-    serviceEnv: { LOG_LEVEL: 'warn', SILICO_RATE_READS_PER_MIN: '100000', SILICO_RATE_RUNS_PER_MIN: '100000', SILICO_RATE_DAILY: '1000000', SILICO_SESSION_HISTORY_BOUND: '400', SILICO_DRAIN_MS: '0', ...biology.env },
+    serviceEnv: { LOG_LEVEL: 'warn', SILICO_RATE_READS_PER_MIN: '100000', SILICO_RATE_RUNS_PER_MIN: '100000', SILICO_RATE_DAILY: '1000000', SILICO_SESSION_HISTORY_BOUND: '400', SILICO_DRAIN_MS: '0',
+      // Webhook receivers are local test servers; retries are quick and give up after seconds, not a day.
+      SILICO_WEBHOOK_ALLOW_PRIVATE: '1', SILICO_WEBHOOK_FIRST_RETRY_MS: '200', SILICO_WEBHOOK_MAX_RETRY_MS: '1000', SILICO_WEBHOOK_RETRY_FOR_MS: '6000',
+      ...biology.env },
   });
   process.stdout.write(`[stack] ready in ${Math.round((Date.now() - started) / 1000)}s; logs: ${logFile}\n`);
   let code = 1;

@@ -9,3 +9,4 @@ export { hostingLifecycleWorkflow } from './hosting.ts';
 export { invocationWorkflow } from './invocation.ts';
 export { biologySearchWorkflow, biologyFetchWorkflow } from './biology.ts';
 export { sessionWorkflow } from './session.ts';
+export { webhookDeliveryWorkflow } from './webhookDelivery.ts';

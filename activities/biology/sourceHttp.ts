@@ -1,6 +1,4 @@
-import dns from 'node:dns';
-import type { LookupFunction } from 'node:net';
-import ipaddr from 'ipaddr.js';
+import { guardedLookup, literalNotPublic } from '../http/guardedLookup.ts';
 import { Agent, request, type Dispatcher } from 'undici';
 import type { BiologySource } from '../../api/config.ts';
 
@@ -26,32 +24,6 @@ export interface SourceAnswer { status: number; url: string; headers: Record<str
 
 const MAX_REDIRECTS = 3;
 
-/** Only public unicast addresses (no private, loopback, link-local, multicast or reserved ranges). */
-function publicAddress(address: string): boolean {
-  try {
-    return ipaddr.process(address).range() === 'unicast';
-  } catch {
-    return false;
-  }
-}
-
-/**
- * The resolver a source's connections use: every address a name resolves to must be
- * public, checked after resolution (so a name that points inside is refused however it
- * is spelled), unless the configuration allows private ones (the tests' fixture server).
- */
-function guardedLookup(allowPrivate: boolean): LookupFunction {
-  return ((hostname: string, options: dns.LookupOptions, callback: (...args: unknown[]) => void) => {
-    dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
-      if (err) return callback(err);
-      const refused = addresses.find((a) => !allowPrivate && !publicAddress(a.address));
-      if (refused) return callback(new SourceError('source_address_refused', `${hostname} resolves to ${refused.address}, which is not a public address.`));
-      if (options.all) return callback(null, addresses);
-      return callback(null, addresses[0]!.address, addresses[0]!.family);
-    });
-  }) as LookupFunction;
-}
-
 /** Milliseconds a `Retry-After` header asks for (seconds or an HTTP date), if it says. */
 export function retryAfterMs(value: string | undefined, now = Date.now()): number | undefined {
   if (!value) return undefined;
@@ -71,7 +43,10 @@ export function retryAfterMs(value: string | undefined, now = Date.now()): numbe
 export function createSourceHttp(source: BiologySource, opts: { allowPrivateAddresses: boolean }) {
   const hosts = new Set(Object.values(source.urls).map((u) => new URL(u).host));
   const agent = new Agent({
-    connect: { lookup: guardedLookup(opts.allowPrivateAddresses), timeout: source.timeoutMs },
+    connect: {
+      lookup: guardedLookup(opts.allowPrivateAddresses, (host, address) => new SourceError('source_address_refused', `${host} resolves to ${address}, which is not a public address.`)),
+      timeout: source.timeoutMs,
+    },
     headersTimeout: source.timeoutMs, bodyTimeout: source.timeoutMs,
   });
 
@@ -79,9 +54,7 @@ export function createSourceHttp(source: BiologySource, opts: { allowPrivateAddr
     if (!['http:', 'https:'].includes(url.protocol) || !hosts.has(url.host)) {
       throw new SourceError(what === 'redirect' ? 'source_redirect_refused' : 'source_host_not_registered', `${source.id} is not reached at ${url.host} (${what}); only its registered hosts are.`);
     }
-    // A literal address is never looked up: it is checked here instead.
-    const literal = url.hostname.replace(/^\[|\]$/g, '');
-    if (ipaddr.isValid(literal) && !opts.allowPrivateAddresses && !publicAddress(literal)) {
+    if (!opts.allowPrivateAddresses && literalNotPublic(url)) {
       throw new SourceError('source_address_refused', `${url.host} is not a public address.`);
     }
   };

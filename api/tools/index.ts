@@ -14,13 +14,14 @@ import { hostingTools } from './hosting.ts';
 import { hostedInvocationTools } from './hostedInvocations.ts';
 import { fileTools } from './files.ts';
 import { sessionTools } from './sessions.ts';
+import { webhookTools } from './webhooks.ts';
 
 /** Every operation of the service, by name. REST routes and MCP tools both look here. */
 export const TOOLS: ReadonlyMap<string, ToolDef> = new Map(
   [
     accountGet, computeProfileList, capabilityList, capabilityGet, skillList, skillGet,
     ...runTools, ...hubTools, ...biologyTools, ...labTools, ...workspaceTools, ...experimentTools,
-    ...passportTools, ...publicationTools, ...hostingTools, ...hostedInvocationTools, ...fileTools, ...sessionTools,
+    ...passportTools, ...publicationTools, ...hostingTools, ...hostedInvocationTools, ...fileTools, ...sessionTools, ...webhookTools,
   ].map((t) => [t.name, t]),
 );
 

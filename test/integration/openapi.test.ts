@@ -52,7 +52,12 @@ test('GET /v1/openapi.json is OpenAPI 3.1 with every route of the spec, its scop
   assert.equal(doc.openapi, '3.1.0');
   const specified = ROUTES.filter((r) => !r.addition);
   assert.equal(specified.length, 64, 'the spec lists 44 tool routes and 20 run/session routes');
-  assert.deepEqual(ROUTES.filter((r) => r.addition).map((r) => `${r.method} ${r.path}`), ['GET /passports/keys'], 'our additions to the spec');
+  assert.deepEqual(ROUTES.filter((r) => r.addition).map((r) => `${r.method} ${r.path}`), [
+    'GET /passports/keys',
+    'POST /webhook-endpoints', 'GET /webhook-endpoints', 'DELETE /webhook-endpoints/{endpoint_id}', 'POST /webhook-endpoints/{endpoint_id}/secret-rotations',
+    'GET /webhook-events', 'GET /webhook-deliveries', 'POST /webhook-deliveries/{delivery_id}/replay',
+  ], 'our additions to the spec');
+  for (const r of ROUTES.filter((x) => x.addition)) assert.equal(doc.paths[r.path][r.method.toLowerCase()]['x-spec-addition'], true, `${r.method} ${r.path} is marked as an addition`);
   // The contract sits beside the checkout (CI clones with shared/ next to it): without it
   // this test has nothing to compare with, and says so rather than passing.
   const specPath = path.join(REPO_ROOT, '../shared/spec/service-api.md');

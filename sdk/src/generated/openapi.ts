@@ -1210,6 +1210,158 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/webhook-deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List deliveries to the account's endpoints, newest first; status=dead lists the dead letters
+         * @description List deliveries to the account's endpoints, newest first; status=dead lists the dead letters.
+         *
+         *     Scope: `runs:read`.
+         *
+         *     **An addition to the spec**: this route is not in the service contract's route table.
+         */
+        get: operations["webhook_delivery_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-deliveries/{delivery_id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver a dead (or delivered) event again to its endpoint, with a fresh retry window; the event keeps its id, so a receiver that already has it can drop it
+         * @description Deliver a dead (or delivered) event again to its endpoint, with a fresh retry window; the event keeps its id, so a receiver that already has it can drop it.
+         *
+         *     Scope: `runs:write`.
+         *
+         *     **An addition to the spec**: this route is not in the service contract's route table.
+         */
+        post: operations["webhook_delivery_replay"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the account's webhook endpoints (secrets are never shown again)
+         * @description List the account's webhook endpoints (secrets are never shown again).
+         *
+         *     Scope: `runs:read`.
+         *
+         *     **An addition to the spec**: this route is not in the service contract's route table.
+         */
+        get: operations["webhook_endpoint_list"];
+        put?: never;
+        /**
+         * Register an HTTPS endpoint for signed event deliveries (run.completed, run.failed, ...)
+         * @description Register an HTTPS endpoint for signed event deliveries (run.completed, run.failed, ...). The answer shows its signing secret once; deliveries carry Silico-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "<t>." + body>.
+         *
+         *     Scope: `runs:write`.
+         *
+         *     **An addition to the spec**: this route is not in the service contract's route table.
+         */
+        post: operations["webhook_endpoint_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{endpoint_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a webhook endpoint: nothing more is sent to it; its deliveries stay listed
+         * @description Remove a webhook endpoint: nothing more is sent to it; its deliveries stay listed.
+         *
+         *     Scope: `runs:write`.
+         *
+         *     **An addition to the spec**: this route is not in the service contract's route table.
+         */
+        delete: operations["webhook_endpoint_remove"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-endpoints/{endpoint_id}/secret-rotations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give an endpoint a new signing secret (shown once); the previous one also signs, as a second v1= value, until the overlap ends
+         * @description Give an endpoint a new signing secret (shown once); the previous one also signs, as a second v1= value, until the overlap ends.
+         *
+         *     Scope: `runs:write`.
+         *
+         *     **An addition to the spec**: this route is not in the service contract's route table.
+         */
+        post: operations["webhook_endpoint_secret_rotate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhook-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the account's events, newest first (or oldest first after a cursor with order=asc): what was or would be delivered
+         * @description List the account's events, newest first (or oldest first after a cursor with order=asc): what was or would be delivered.
+         *
+         *     Scope: `runs:read`.
+         *
+         *     **An addition to the spec**: this route is not in the service contract's route table.
+         */
+        get: operations["webhook_event_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/workspace-revisions": {
         parameters: {
             query?: never;
@@ -4655,6 +4807,355 @@ export interface operations {
             401: components["responses"]["E401"];
             403: components["responses"]["E403"];
             404: components["responses"]["E404"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            500: components["responses"]["E500"];
+            503: components["responses"]["E503"];
+        };
+    };
+    webhook_delivery_list: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                endpoint_id?: string | null;
+                limit?: number;
+                status?: "pending" | "delivered" | "dead" | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
+                        next_actions: {
+                            arguments: Record<string, unknown>;
+                            description: string;
+                            http: {
+                                method: string;
+                                path: string;
+                            };
+                            tool: string;
+                        }[];
+                        /** Format: uuid */
+                        request_id: string;
+                        /** @constant */
+                        schema_version: "2026-11-01";
+                        warnings: Record<string, unknown>[];
+                    };
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            500: components["responses"]["E500"];
+            503: components["responses"]["E503"];
+        };
+    };
+    webhook_delivery_replay: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
+                        next_actions: {
+                            arguments: Record<string, unknown>;
+                            description: string;
+                            http: {
+                                method: string;
+                                path: string;
+                            };
+                            tool: string;
+                        }[];
+                        /** Format: uuid */
+                        request_id: string;
+                        /** @constant */
+                        schema_version: "2026-11-01";
+                        warnings: Record<string, unknown>[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            500: components["responses"]["E500"];
+            503: components["responses"]["E503"];
+        };
+    };
+    webhook_endpoint_list: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
+                        next_actions: {
+                            arguments: Record<string, unknown>;
+                            description: string;
+                            http: {
+                                method: string;
+                                path: string;
+                            };
+                            tool: string;
+                        }[];
+                        /** Format: uuid */
+                        request_id: string;
+                        /** @constant */
+                        schema_version: "2026-11-01";
+                        warnings: Record<string, unknown>[];
+                    };
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            500: components["responses"]["E500"];
+            503: components["responses"]["E503"];
+        };
+    };
+    webhook_endpoint_create: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A unique key per logical request; reuse it only when retrying the same payload. Kept 24 hours. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    description?: string | null;
+                    events: ("run.completed" | "run.failed" | "run.cancelled" | "run.timed_out" | "experiment.completed" | "hosting.status_changed" | "invocation.completed")[];
+                    /** Format: uri */
+                    url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
+                        next_actions: {
+                            arguments: Record<string, unknown>;
+                            description: string;
+                            http: {
+                                method: string;
+                                path: string;
+                            };
+                            tool: string;
+                        }[];
+                        /** Format: uuid */
+                        request_id: string;
+                        /** @constant */
+                        schema_version: "2026-11-01";
+                        warnings: Record<string, unknown>[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            415: components["responses"]["E415"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            500: components["responses"]["E500"];
+            503: components["responses"]["E503"];
+        };
+    };
+    webhook_endpoint_remove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
+                        next_actions: {
+                            arguments: Record<string, unknown>;
+                            description: string;
+                            http: {
+                                method: string;
+                                path: string;
+                            };
+                            tool: string;
+                        }[];
+                        /** Format: uuid */
+                        request_id: string;
+                        /** @constant */
+                        schema_version: "2026-11-01";
+                        warnings: Record<string, unknown>[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            500: components["responses"]["E500"];
+            503: components["responses"]["E503"];
+        };
+    };
+    webhook_endpoint_secret_rotate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A unique key per logical request; reuse it only when retrying the same payload. Kept 24 hours. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    overlap_seconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
+                        next_actions: {
+                            arguments: Record<string, unknown>;
+                            description: string;
+                            http: {
+                                method: string;
+                                path: string;
+                            };
+                            tool: string;
+                        }[];
+                        /** Format: uuid */
+                        request_id: string;
+                        /** @constant */
+                        schema_version: "2026-11-01";
+                        warnings: Record<string, unknown>[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            415: components["responses"]["E415"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            500: components["responses"]["E500"];
+            503: components["responses"]["E503"];
+        };
+    };
+    webhook_event_list: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number;
+                order?: "asc" | "desc" | null;
+                type?: "run.completed" | "run.failed" | "run.cancelled" | "run.timed_out" | "experiment.completed" | "hosting.status_changed" | "invocation.completed" | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, unknown> & {
+                        links: Record<string, unknown>;
+                        next_actions: {
+                            arguments: Record<string, unknown>;
+                            description: string;
+                            http: {
+                                method: string;
+                                path: string;
+                            };
+                            tool: string;
+                        }[];
+                        /** Format: uuid */
+                        request_id: string;
+                        /** @constant */
+                        schema_version: "2026-11-01";
+                        warnings: Record<string, unknown>[];
+                    };
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];

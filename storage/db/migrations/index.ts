@@ -23,6 +23,7 @@ import * as passports from './021_passports.ts';
 import * as hosting from './022_hosting.ts';
 import * as hostedInvocations from './023_hosted_invocations.ts';
 import * as sessions from './026_sessions.ts';
+import * as webhooks from './027_webhooks.ts';
 import * as biologyResources from './025_biology_resources.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
@@ -55,6 +56,7 @@ const migrations: Record<string, Migration> = {
   '023_hosted_invocations': hostedInvocations,
   '025_biology_resources': biologyResources,
   '026_sessions': sessions,
+  '027_webhooks': webhooks,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,65 @@
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import type { Logger } from 'pino';
+import type { WebhookConfig } from '../api/config.ts';
+import type { Db } from '../storage/db/knex.ts';
+import { createNotificationListener } from '../storage/db/notifications.ts';
+import { markDispatched, undispatchedDeliveries } from '../storage/db/webhooks.ts';
+import { CONTROL_TASK_QUEUE } from '../workflows/constants.ts';
+
+const BATCH = 100;
+/** The sweep that catches what a notice missed (a dropped LISTEN connection, a crash between start and mark). */
+const SWEEP_MS = 5000;
+
+/**
+ * Starts one delivery workflow per delivery the database recorded (the transactional
+ * outbox the webhook triggers fill): woken by `silico_webhook_deliveries` and by a sweep.
+ * Every worker runs one; the workflow id (`webhook-delivery-<id>-<generation>`) makes a
+ * second start of the same delivery a no-op, so they never deliver twice.
+ */
+export async function startWebhookDispatcher(deps: { db: Db; client: Client; databaseUrl: string; config: WebhookConfig; log: Logger }): Promise<{ stop: () => Promise<void> }> {
+  const { db, client, config, log } = deps;
+  let running = false;
+  let again = false;
+  const sweep = async (): Promise<void> => {
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
+    try {
+      do {
+        again = false;
+        const rows = await undispatchedDeliveries(db, BATCH);
+        for (const row of rows) {
+          try {
+            await client.workflow.start('webhookDeliveryWorkflow', {
+              taskQueue: CONTROL_TASK_QUEUE,
+              workflowId: `webhook-delivery-${row.id}-${row.generation}`,
+              args: [{ deliveryId: row.id, generation: row.generation, firstRetryMs: config.firstRetryMs, maxRetryMs: config.maxRetryMs, retryForMs: config.retryForMs }],
+            });
+          } catch (err) {
+            if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+          }
+          await markDispatched(db, row.id, row.generation);
+        }
+        if (rows.length === BATCH) again = true;
+      } while (again);
+    } catch (err) {
+      log.warn({ err }, 'webhook dispatch failed; the next sweep retries');
+    } finally {
+      running = false;
+    }
+  };
+  const listener = await createNotificationListener(deps.databaseUrl, ['silico_webhook_deliveries']);
+  listener.on('silico_webhook_deliveries', () => void sweep());
+  listener.onState((up) => { if (up) void sweep(); });
+  const timer = setInterval(() => void sweep(), SWEEP_MS);
+  timer.unref();
+  void sweep();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await listener.close();
+    },
+  };
+}

@@ -1,0 +1,228 @@
+/**
+ * Signed webhooks on the real stack: a local receiver (allowed in the test configuration
+ * only) gets each event signed; the check below is written from the published scheme
+ * (`t=<unix>,v1=<hex HMAC-SHA256 of "<t>." + raw body>`), not from the service's code.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { admin, call, closeTestDb, errorOf, newAccount, spawnApi, until } from '../helpers.ts';
+
+interface Received { raw: string; headers: Record<string, string | string[] | undefined>; answered: number }
+
+/** A receiver that answers each request with what `answer` says, recording everything. */
+function receiver(answer: (n: number) => number = () => 200) {
+  const received: Received[] = [];
+  let server: Server;
+  const url = new Promise<string>((resolve) => {
+    server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const status = answer(received.length);
+        received.push({ raw: Buffer.concat(chunks).toString('utf8'), headers: req.headers, answered: status });
+        res.writeHead(status).end();
+      });
+    }).listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`));
+  });
+  return { url, received, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+/** The receiving side's check, from the scheme alone: any v1 matching, and t no older than 5 minutes. */
+function verifies(raw: string, header: string, secret: string, now = Math.floor(Date.now() / 1000)): boolean {
+  const parts = header.split(',').map((p) => p.split('=') as [string, string]);
+  const t = Number(parts.find(([k]) => k === 't')?.[1]);
+  if (!Number.isInteger(t) || Math.abs(now - t) > 300) return false;
+  const expected = Buffer.from(createHmac('sha256', secret).update(`${t}.${raw}`).digest('hex'));
+  return parts.filter(([k]) => k === 'v1').some(([, v]) => v.length === expected.length && timingSafeEqual(Buffer.from(v), expected));
+}
+
+let owner: Awaited<ReturnType<typeof newAccount>>;
+const receivers: Array<ReturnType<typeof receiver>> = [];
+
+before(async () => {
+  owner = await newAccount({ usd: 20 });
+});
+after(async () => {
+  await Promise.all(receivers.map((r) => r.close()));
+  await closeTestDb();
+});
+
+async function endpoint(key: string, url: string, events = ['run.completed']) {
+  const res = await call('POST', '/webhook-endpoints', { key, body: { url, events } });
+  assert.equal(res.status, 201, res.text);
+  return res.body as { endpoint_id: string; secret: string };
+}
+
+async function completedRun(key: string): Promise<string> {
+  const res = await call('POST', '/runs', { key, body: { ref: 'platform/microbial-growth', inputs: {} }, headers: { 'Idempotency-Key': crypto.randomUUID() } });
+  assert.ok(res.status < 300, res.text);
+  return res.body.id as string;
+}
+
+test('a completed run is delivered signed; the independent check verifies it, and fails on a changed body or an old timestamp', async () => {
+  const r = receiver();
+  receivers.push(r);
+  const who = await newAccount({ usd: 5 });
+  const ep = await endpoint(who.key, await r.url);
+  assert.match(ep.secret, /^whsec_/);
+  const runId = await completedRun(who.key);
+  const got = await until(60_000, async () => r.received.find((x) => JSON.parse(x.raw).data.run_id === runId));
+  const event = JSON.parse(got.raw);
+  assert.equal(event.type, 'run.completed');
+  assert.match(event.id, /^evt_/);
+  assert.equal(got.headers['silico-event-id'], event.id);
+  assert.equal(event.data.status, 'completed');
+  assert.ok(!Number.isNaN(Date.parse(event.created_at)));
+  const header = String(got.headers['silico-signature']);
+  assert.match(header, /^t=\d+,v1=[0-9a-f]{64}$/);
+  assert.equal(verifies(got.raw, header, ep.secret), true);
+  assert.equal(verifies(got.raw.replace('"completed"', '"failed"'), header, ep.secret), false, 'a changed body fails');
+  assert.equal(verifies(got.raw, header, 'whsec_someone_else'), false, 'another secret fails');
+  const t = Number(/t=(\d+)/.exec(header)![1]);
+  assert.equal(verifies(got.raw, header, ep.secret, t + 301), false, 'older than 5 minutes fails');
+  // The delivery is recorded, and the event is in the account's event list.
+  const deliveries = await call('GET', '/webhook-deliveries?status=delivered', { key: who.key });
+  assert.ok(deliveries.body.items.some((d: { event_id: string; attempts: number }) => d.event_id === event.id && d.attempts === 1));
+  const events = await call('GET', '/webhook-events?type=run.completed', { key: who.key });
+  assert.ok(events.body.items.some((e: { id: string }) => e.id === event.id));
+});
+
+test('an endpoint down for three attempts and then up receives the event exactly once', async () => {
+  const r = receiver((n) => (n < 3 ? 503 : 200));
+  receivers.push(r);
+  const who = await newAccount({ usd: 5 });
+  await endpoint(who.key, await r.url);
+  const runId = await completedRun(who.key);
+  const delivery = await until(30_000, async () => {
+    const d = (await call('GET', '/webhook-deliveries', { key: who.key })).body.items[0];
+    return d?.status === 'delivered' ? d : undefined;
+  });
+  assert.equal(delivery.attempts, 4);
+  await new Promise((res) => setTimeout(res, 2500));
+  assert.equal(r.received.length, 4, 'nothing is sent after the 2xx');
+  assert.deepEqual(r.received.map((x) => x.answered), [503, 503, 503, 200]);
+  const ids = new Set(r.received.map((x) => JSON.parse(x.raw).id));
+  assert.equal(ids.size, 1, 'every attempt carries the same event id');
+  assert.equal(r.received.filter((x) => x.answered === 200).length, 1);
+  assert.equal(JSON.parse(r.received[3]!.raw).data.run_id, runId);
+});
+
+test('during a secret rotation both signatures verify; after the overlap only the new one is sent', async () => {
+  const r = receiver();
+  receivers.push(r);
+  const who = await newAccount({ usd: 5 });
+  const ep = await endpoint(who.key, await r.url);
+  const rotated = await call('POST', `/webhook-endpoints/${ep.endpoint_id}/secret-rotations`, { key: who.key, body: {} });
+  assert.equal(rotated.status, 200, rotated.text);
+  assert.notEqual(rotated.body.secret, ep.secret);
+  assert.ok(rotated.body.previous_secret_expires_at);
+  await completedRun(who.key);
+  const got = await until(60_000, async () => r.received[0]);
+  const header = String(got.headers['silico-signature']);
+  assert.equal(header.split(',').filter((p) => p.startsWith('v1=')).length, 2);
+  assert.equal(verifies(got.raw, header, rotated.body.secret), true, 'the new secret verifies');
+  assert.equal(verifies(got.raw, header, ep.secret), true, 'the previous secret verifies during the overlap');
+
+  const again = await call('POST', `/webhook-endpoints/${ep.endpoint_id}/secret-rotations`, { key: who.key, body: { overlap_seconds: 0 } });
+  await completedRun(who.key);
+  const next = await until(60_000, async () => r.received[1]);
+  const h2 = String(next.headers['silico-signature']);
+  assert.equal(h2.split(',').filter((p) => p.startsWith('v1=')).length, 1);
+  assert.equal(verifies(next.raw, h2, again.body.secret), true);
+  assert.equal(verifies(next.raw, h2, rotated.body.secret), false, 'the rotated-out secret no longer signs');
+});
+
+test('a delivery that never succeeds is dead-lettered after its retry window, listed, and delivered once replayed', async () => {
+  let up = false;
+  const r = receiver(() => (up ? 200 : 500));
+  receivers.push(r);
+  const who = await newAccount({ usd: 5 });
+  await endpoint(who.key, await r.url, ['run.completed', 'run.failed']);
+  await completedRun(who.key);
+  const dead = await until(30_000, async () => {
+    const d = (await call('GET', '/webhook-deliveries?status=dead', { key: who.key })).body.items[0];
+    return d ?? undefined;
+  });
+  assert.ok(dead.attempts >= 3, `retried with backoff (${dead.attempts} attempts)`);
+  assert.equal(dead.last_error, 'the endpoint answered 500');
+  const pendingReplay = await call('POST', `/webhook-deliveries/${dead.delivery_id}/replay`, { key: (await newAccount()).key });
+  assert.equal(pendingReplay.status, 404, 'another account\'s delivery is not found');
+  up = true;
+  const replayed = await call('POST', `/webhook-deliveries/${dead.delivery_id}/replay`, { key: who.key });
+  assert.equal(replayed.status, 200, replayed.text);
+  assert.equal(replayed.body.status, 'pending');
+  const delivered = await until(30_000, async () => {
+    const d = (await call('GET', '/webhook-deliveries?status=delivered', { key: who.key })).body.items[0];
+    return d ?? undefined;
+  });
+  assert.equal(delivered.delivery_id, dead.delivery_id);
+  assert.equal(delivered.replays, 1);
+  const accepted = r.received.filter((x) => x.answered === 200);
+  assert.equal(accepted.length, 1);
+  assert.equal(JSON.parse(accepted[0]!.raw).id, dead.event_id, 'the replay carries the same event id');
+  const again = await call('POST', `/webhook-deliveries/${dead.delivery_id}/replay`, { key: who.key });
+  assert.equal(again.status, 200, 'a delivered event may be replayed too');
+});
+
+test('only subscribed events are delivered; a removed endpoint gets nothing more; another account\'s endpoint answers like a missing one', async () => {
+  const r = receiver();
+  receivers.push(r);
+  const who = await newAccount({ usd: 5 });
+  const ep = await endpoint(who.key, await r.url, ['run.failed']);
+  await completedRun(who.key);
+  await until(60_000, async () => ((await call('GET', '/webhook-events?type=run.completed', { key: who.key })).body.items.length ? true : undefined));
+  await new Promise((res) => setTimeout(res, 1000));
+  assert.equal(r.received.length, 0, 'run.completed was not asked for');
+
+  const stranger = await newAccount();
+  for (const [method, path] of [['DELETE', `/webhook-endpoints/${ep.endpoint_id}`], ['POST', `/webhook-endpoints/${ep.endpoint_id}/secret-rotations`]] as const) {
+    const res = await call(method, path, { key: stranger.key, body: method === 'POST' ? {} : undefined });
+    assert.equal(res.status, 404);
+    assert.equal(errorOf(res).code, 'webhook_endpoint_not_found');
+  }
+  const removed = await call('DELETE', `/webhook-endpoints/${ep.endpoint_id}`, { key: who.key });
+  assert.equal(removed.status, 200, removed.text);
+  assert.equal(removed.body.removed, true);
+  assert.equal((await call('GET', '/webhook-endpoints', { key: who.key })).body.items.length, 0);
+  assert.equal((await call('DELETE', `/webhook-endpoints/${ep.endpoint_id}`, { key: who.key })).status, 404);
+});
+
+test('outside the test configuration an endpoint must be public: loopback, private and .internal names are refused', async () => {
+  const api = await spawnApi({ SILICO_WEBHOOK_ALLOW_PRIVATE: '0' });
+  try {
+    for (const url of ['http://127.0.0.1:8080/hook', 'http://10.1.2.3/hook', 'http://[::1]/hook', 'http://localhost/hook', 'http://metadata.google.internal/x', 'http://169.254.169.254/latest']) {
+      const res = await call('POST', '/webhook-endpoints', { key: owner.key, base: api.base, body: { url, events: ['run.completed'] } });
+      assert.equal(res.status, 422, `${url}: ${res.text}`);
+      assert.deepEqual([errorOf(res).code, errorOf(res).param], ['url_not_public', 'url']);
+    }
+    const creds = await call('POST', '/webhook-endpoints', { key: owner.key, base: api.base, body: { url: 'https://user:pw@example.org/hook', events: ['run.completed'] } });
+    assert.equal(errorOf(creds).param, 'url');
+    const unknown = await call('POST', '/webhook-endpoints', { key: owner.key, base: api.base, body: { url: 'https://example.org/hook', events: ['run.exploded'] } });
+    assert.equal(unknown.status, 422);
+    assert.equal(errorOf(unknown).param, 'events[0]');
+    const ok = await call('POST', '/webhook-endpoints', { key: owner.key, base: api.base, body: { url: 'https://example.org/hook', events: ['run.completed'] } });
+    assert.equal(ok.status, 201, ok.text);
+  } finally {
+    await api.stop();
+  }
+});
+
+test('npm run admin -- webhooks add|list|rotate-secret|remove manages the same endpoints', async () => {
+  const who = await newAccount();
+  const ns = who.account.namespace;
+  const added = await admin('webhooks', 'add', '--account', ns, '--url', 'https://example.org/silico', '--events', 'run.completed,experiment.completed', '--json');
+  assert.match(added.secret, /^whsec_/);
+  assert.deepEqual(added.events, ['run.completed', 'experiment.completed']);
+  const listed = await call('GET', '/webhook-endpoints', { key: who.key });
+  assert.deepEqual(listed.body.items.map((e: { endpoint_id: string }) => e.endpoint_id), [added.endpoint_id]);
+  assert.equal(listed.body.items[0].secret, undefined, 'a secret is never listed');
+  const rotated = await admin('webhooks', 'rotate-secret', added.endpoint_id, '--account', ns, '--overlap-seconds', '60', '--json');
+  assert.notEqual(rotated.secret, added.secret);
+  assert.ok(rotated.previous_secret_expires_at);
+  assert.equal((await admin('webhooks', 'list', '--account', ns, '--json')).length, 1);
+  await admin('webhooks', 'remove', added.endpoint_id, '--account', ns, '--json');
+  assert.equal((await admin('webhooks', 'list', '--account', ns, '--json')).length, 0);
+});

@@ -1,0 +1,65 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Worker } from '@temporalio/worker';
+import { useWorkflowEnvironment, workflowsPath } from './env.ts';
+import { webhookDeliveryWorkflow, type WebhookDeliveryArgs } from '../../workflows/webhookDelivery.ts';
+import { CONTROL_TASK_QUEUE } from '../../workflows/constants.ts';
+import type { DeliveryRef } from '../../activities/webhooks.ts';
+
+// webhookDeliveryWorkflow with its activities stubbed: attempts until one delivers, waiting
+// twice as long after each failure up to the cap; dead-lettered once the window would be
+// passed; an attempt that finds the delivery ended (removed endpoint, replayed elsewhere) ends it.
+const testEnv = useWorkflowEnvironment();
+
+async function deliver(outcomes: Array<'fail' | 'deliver' | 'gone'>, window: Partial<WebhookDeliveryArgs> = {}) {
+  const env = testEnv();
+  const args: WebhookDeliveryArgs = { deliveryId: `whd_${crypto.randomUUID()}`, generation: 1, firstRetryMs: 100, maxRetryMs: 400, retryForMs: 60_000, ...window };
+  const attempts: number[] = [];
+  const dead: DeliveryRef[] = [];
+  const started = Date.now();
+  const worker = await Worker.create({
+    connection: env.nativeConnection, taskQueue: CONTROL_TASK_QUEUE, workflowsPath,
+    activities: {
+      async webhookAttempt(ref: DeliveryRef) {
+        assert.deepEqual(ref, { deliveryId: args.deliveryId, generation: 1 });
+        attempts.push(Date.now() - started);
+        const o = outcomes[attempts.length - 1] ?? 'fail';
+        return { done: o !== 'fail', delivered: o === 'deliver' };
+      },
+      async webhookDeadLetter(ref: DeliveryRef) {
+        dead.push(ref);
+      },
+    },
+  });
+  const workflowId = `webhook-delivery-${args.deliveryId}-1`;
+  const outcome = await worker.runUntil(env.client.workflow.execute(webhookDeliveryWorkflow, { taskQueue: CONTROL_TASK_QUEUE, workflowId, args: [args] }));
+  return { outcome, attempts, dead, history: await env.client.workflow.getHandle(workflowId).fetchHistory(), workflowId };
+}
+
+const timersOf = (h: Awaited<ReturnType<typeof deliver>>['history']) =>
+  h.events!.filter((e) => e.timerStartedEventAttributes).map((e) => Number(e.timerStartedEventAttributes!.startToFireTimeout!.seconds ?? 0) * 1000 + Math.round((e.timerStartedEventAttributes!.startToFireTimeout!.nanos ?? 0) / 1e6));
+
+test('failed attempts are retried with doubling waits up to the cap, until one delivers; the history replays', async () => {
+  const { outcome, attempts, dead, history, workflowId } = await deliver(['fail', 'fail', 'fail', 'fail', 'deliver']);
+  assert.equal(outcome, 'delivered');
+  assert.equal(attempts.length, 5);
+  assert.deepEqual(dead, []);
+  assert.deepEqual(timersOf(history), [100, 200, 400, 400], 'waits double from the first, capped');
+  await Worker.runReplayHistory({ workflowsPath }, history, workflowId);
+});
+
+test('a delivery failing for its whole window is dead-lettered once, with no attempt after', async () => {
+  const { outcome, attempts, dead, history } = await deliver([], { retryForMs: 1500 });
+  assert.equal(outcome, 'dead');
+  assert.equal(dead.length, 1);
+  const waits = timersOf(history);
+  assert.equal(attempts.length, waits.length + 1, 'an attempt before and after each wait, none after the dead letter');
+  assert.ok(waits.length >= 1 && waits.reduce((a, b) => a + b, 0) <= 1500, `the waits (${waits.join(', ')} ms) stay inside the window`);
+});
+
+test('an attempt that finds the delivery ended (endpoint removed, or a newer generation) ends the workflow without a dead letter', async () => {
+  const { outcome, attempts, dead } = await deliver(['fail', 'gone']);
+  assert.equal(outcome, 'ended');
+  assert.equal(attempts.length, 2);
+  assert.deepEqual(dead, []);
+});
