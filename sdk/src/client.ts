@@ -25,6 +25,7 @@ import { Runs, type RunStartOptions } from './resources/runs.ts';
 import { Sessions } from './resources/sessions.ts';
 import { Skills } from './resources/skills.ts';
 import { Workspaces } from './resources/workspaces.ts';
+import { Webhooks } from './resources/webhooks.ts';
 
 export const SDK_VERSION = '0.1.0';
 
@@ -77,6 +78,7 @@ export class Silico {
   readonly account: Account;
   readonly skills: Skills;
   readonly sessions: Sessions;
+  readonly webhooks: Webhooks;
 
   constructor(options: ClientOptions = {}) {
     // No `process` in a browser (the console passes both options).
@@ -113,6 +115,7 @@ export class Silico {
     this.account = new Account(http);
     this.skills = new Skills(http);
     this.sessions = new Sessions(http);
+    this.webhooks = new Webhooks(http);
   }
 
   /**

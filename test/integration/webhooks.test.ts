@@ -8,7 +8,11 @@ import assert from 'node:assert/strict';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { admin, call, closeTestDb, errorOf, newAccount, spawnApi, until } from '../helpers.ts';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { verifyWebhook, WebhookSignatureError } from '../../sdk/src/index.ts';
+import { admin, call, closeTestDb, errorOf, newAccount, silicoCli, spawnApi, until } from '../helpers.ts';
 
 interface Received { raw: string; headers: Record<string, string | string[] | undefined>; answered: number }
 
@@ -225,4 +229,43 @@ test('npm run admin -- webhooks add|list|rotate-secret|remove manages the same e
   assert.equal((await admin('webhooks', 'list', '--account', ns, '--json')).length, 1);
   await admin('webhooks', 'remove', added.endpoint_id, '--account', ns, '--json');
   assert.equal((await admin('webhooks', 'list', '--account', ns, '--json')).length, 0);
+});
+
+test('the SDK\'s verifyWebhook() accepts a real delivery and refuses a changed body, an old timestamp and another secret', async () => {
+  const r = receiver();
+  receivers.push(r);
+  const who = await newAccount({ usd: 5 });
+  const ep = await endpoint(who.key, await r.url);
+  const runId = await completedRun(who.key);
+  const got = await until(60_000, async () => r.received[0]);
+  const header = String(got.headers['silico-signature']);
+  const event = verifyWebhook(got.raw, header, ep.secret);
+  assert.equal(event.type, 'run.completed');
+  assert.equal(event.data.run_id, runId);
+  assert.deepEqual(verifyWebhook(Buffer.from(got.raw), header, ep.secret), event, 'bytes as received verify too');
+  assert.throws(() => verifyWebhook(got.raw.replace(runId, crypto.randomUUID()), header, ep.secret), WebhookSignatureError);
+  assert.throws(() => verifyWebhook(got.raw, header, 'whsec_other'), WebhookSignatureError);
+  const t = Number(/t=(\d+)/.exec(header)![1]);
+  assert.throws(() => verifyWebhook(got.raw, header, ep.secret, { now: t + 301 }), /tolerance 300 s/);
+  assert.throws(() => verifyWebhook(got.raw, null, ep.secret), /no Silico-Signature/);
+});
+
+test('`silico webhooks listen` forwards new events to a local URL, signed with its session\'s secret', async () => {
+  const r = receiver();
+  receivers.push(r);
+  const who = await newAccount({ usd: 5 });
+  const configDir = mkdtempSync(path.join(os.tmpdir(), 'silico-webhooks-cli-'));
+  let ready: () => void;
+  const listening = new Promise<void>((res) => { ready = res; });
+  const cli = silicoCli(['webhooks', 'listen', '--forward-to', await r.url, '--secret', 'whsec_cli_test', '-e', 'run.completed', '--max-events', '1'], {
+    key: who.key, configDir, onStderr: (text) => { if (text.includes('Forwarding new events')) ready(); },
+  });
+  await listening;
+  const runId = await completedRun(who.key);
+  const done = await cli;
+  assert.equal(done.code, 0, done.stderr);
+  assert.match(done.stdout, /^run\.completed evt_\w+ -> \[200\]$/m);
+  assert.equal(r.received.length, 1);
+  const event = verifyWebhook(r.received[0]!.raw, String(r.received[0]!.headers['silico-signature']), 'whsec_cli_test');
+  assert.equal(event.data.run_id, runId);
 });

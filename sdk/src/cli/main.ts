@@ -9,6 +9,7 @@ import { invokeCommand } from './commands/invoke.ts';
 import { hostChange, hostPlan, hostRequest, hostStatus } from './commands/host.ts';
 import { bioFetch, bioSearch } from './commands/bio.ts';
 import { sessionComplete, sessionNew, sessionProgress, sessionShow, sessionValidate } from './commands/session.ts';
+import { webhooksAdd, webhooksDeliveries, webhooksList, webhooksListen, webhooksRemove, webhooksReplay, webhooksRotate } from './commands/webhooks.ts';
 import * as r from './commands/resources.ts';
 import { serveMcpOverStdio } from './mcpBridge.ts';
 
@@ -240,6 +241,49 @@ export function buildProgram(): Command {
       const { client, out } = connect(cmd);
       return sessionComplete(client, id, out);
     }));
+  const webhooks = program.command('webhooks').description('signed event deliveries: endpoints, dead letters, and a local forwarder for development');
+  const repeat = (v: string, acc: string[]) => [...acc, v];
+  webhooks.command('listen').description('forward new events to a local URL, signed as deliveries are (polls; nothing reaches your machine from outside)')
+    .requiredOption('--forward-to <url>', 'where to POST each event, e.g. http://localhost:3000/webhooks')
+    .option('-e, --events <type>', 'only these event types; repeatable', repeat, [] as string[])
+    .option('--secret <whsec>', 'sign with this secret (default: a new one, printed)')
+    .option('--max-events <n>', 'stop after forwarding this many', positiveInt)
+    .action(action(async (cmd) => {
+      const { client, out } = connect(cmd);
+      const stop = new AbortController();
+      process.once('SIGINT', () => stop.abort());
+      return webhooksListen(client, cmd.opts(), out, stop.signal);
+    }));
+  webhooks.command('add <url>').description('register an endpoint; its signing secret is printed once')
+    .option('-e, --events <type>', 'an event type (run.completed, run.failed, run.cancelled, run.timed_out, experiment.completed, hosting.status_changed, invocation.completed); repeatable', repeat, [] as string[])
+    .action(action(async (cmd, url: string) => {
+      const { client, out } = connect(cmd);
+      return webhooksAdd(client, url, cmd.opts(), out);
+    }));
+  webhooks.command('list').description('the account\'s endpoints').action(action(async (cmd) => {
+    const { client, out } = connect(cmd);
+    return webhooksList(client, out);
+  }));
+  webhooks.command('remove <endpoint_id>').description('stop deliveries to an endpoint').action(action(async (cmd, id: string) => {
+    const { client, out } = connect(cmd);
+    return webhooksRemove(client, id, out);
+  }));
+  webhooks.command('rotate-secret <endpoint_id>').description('a new signing secret; the previous one also signs during the overlap')
+    .option('--overlap-seconds <n>', 'how long the previous secret still signs (default 86400)', positiveInt)
+    .action(action(async (cmd, id: string) => {
+      const { client, out } = connect(cmd);
+      return webhooksRotate(client, id, cmd.opts(), out);
+    }));
+  webhooks.command('deliveries').description('deliveries, newest first; --status dead for the dead letters')
+    .option('--status <s>', 'pending, delivered or dead')
+    .action(action(async (cmd) => {
+      const { client, out } = connect(cmd);
+      return webhooksDeliveries(client, cmd.opts(), out);
+    }));
+  webhooks.command('replay <delivery_id>').description('deliver a dead (or delivered) event again').action(action(async (cmd, id: string) => {
+    const { client, out } = connect(cmd);
+    return webhooksReplay(client, id, out);
+  }));
   const passport = program.command('passport').description('signed per-check evidence of a run or a workspace revision (never a score)');
   passport.command('get')
     .description('build a passport of a run or a revision now, or fetch a stored one by id')
