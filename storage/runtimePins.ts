@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { satisfies, validRange } from '@renovatebot/pep440';
@@ -13,6 +14,8 @@ export interface RuntimeLock {
   python: string;
   /** PEP 503 canonical name → installed version. */
   packages: Map<string, string>;
+  /** SHA-256 of the lock's bytes: the runtime's identity (two runs under it ran the same code around the lab). */
+  sha256: string;
 }
 
 /** PEP 503 name normalisation (what pip and the runtime compare names by). */
@@ -32,7 +35,7 @@ export function parseRuntimeLock(text: string): RuntimeLock {
     if (!pin || req.type !== 'ProjectName') throw new Error(`the runtime lock pins every distribution exactly; got ${JSON.stringify(line)}`);
     packages.set(canonicalName(req.name), pin);
   }
-  return { python, packages };
+  return { python, packages, sha256: createHash('sha256').update(text).digest('hex') };
 }
 
 /** Reads the committed lock (callers read it once and keep it). */

@@ -1,7 +1,8 @@
 import type { Deps, Caller } from '../tools/tool.ts';
 import { ApiError } from '../errors.ts';
 import { planUsed, resultOf } from '../plans.ts';
-import { insertAcceptedRun, unacceptRun, type RunRow } from '../../storage/db/runs.ts';
+import { insertAcceptedRun, insertReusedRun, unacceptRun, type NewRun, type RunRow } from '../../storage/db/runs.ts';
+import { planUnavailable } from '../plans.ts';
 import { isSqlState, SQLSTATE } from '../../storage/db/sqlStates.ts';
 import { newUuid } from '../../storage/ids.ts';
 import { CONTROL_TASK_QUEUE, runWorkflowId } from '../../workflows/constants.ts';
@@ -17,16 +18,21 @@ import type { RunProposal } from './prepare.ts';
  */
 export async function acceptRun(deps: Deps, caller: Caller, proposal: RunProposal, opts: { planId?: string; metadata?: Record<string, string> }): Promise<RunRow> {
   const runId = newUuid();
+  const record: NewRun = {
+    id: runId, account_id: caller.account.id, kind: proposal.kind, ref: proposal.ref, resolved_ref: proposal.resolved_ref,
+    release_id: proposal.release_id, workspace_id: proposal.workspace_id ?? null, revision_id: proposal.revision_id ?? null, package_sha256: proposal.package_sha256, inputs: proposal.inputs, metadata: opts.metadata ?? {},
+    compute_profile: proposal.compute_profile, max_runtime_seconds: proposal.max_runtime_seconds,
+    reserved_micros: proposal.estimated_max_micros, seed: proposal.seed, experiment_id: null, plan_id: opts.planId ?? null,
+    inputs_sha256: proposal.inputs_sha256, runtime_sha256: proposal.runtime_sha256,
+  };
   let run: RunRow;
   try {
-    run = await insertAcceptedRun(deps.db, {
-      id: runId, account_id: caller.account.id, kind: proposal.kind, ref: proposal.ref, resolved_ref: proposal.resolved_ref,
-      release_id: proposal.release_id, workspace_id: proposal.workspace_id ?? null, revision_id: proposal.revision_id ?? null, package_sha256: proposal.package_sha256, inputs: proposal.inputs, metadata: opts.metadata ?? {},
-      compute_profile: proposal.compute_profile, max_runtime_seconds: proposal.max_runtime_seconds,
-      reserved_micros: proposal.estimated_max_micros, seed: proposal.seed, experiment_id: null, plan_id: opts.planId ?? null,
-    });
+    // A reused run is answered whole in this transaction: no workflow, no compute.
+    if (proposal.reuse_of) return await insertReusedRun(deps.db, record, proposal.reuse_of);
+    run = await insertAcceptedRun(deps.db, record);
   } catch (err) {
     if (isSqlState(err, SQLSTATE.planUsed)) throw planUsed(opts.planId ? await resultOf(deps.db, caller.account.id, opts.planId) : null);
+    if (isSqlState(err, SQLSTATE.reuseSourceGone)) throw planUnavailable(`Run ${proposal.reuse_of} can no longer be reused; prepare the run again.`, null);
     if (isSqlState(err, SQLSTATE.insufficientCompute)) {
       throw new ApiError(402, 'insufficient_credits', `Available compute cannot cover this run's maximum of $${proposal.estimated_max_micros / 1e6}.`, null, {
         required_usd: proposal.estimated_max_micros / 1e6, resolution: 'Add compute to the account or lower max_runtime_seconds.', retryable: false,

@@ -14,6 +14,8 @@ import { unstorableProblem } from '../validation.ts';
 import { getLabById } from '../../storage/db/labs.ts';
 import { readLabManifests } from '../../storage/labManifests.ts';
 import { runtimePinFindings } from '../../storage/runtimePins.ts';
+import { findReusableRun } from '../../storage/db/runs.ts';
+import { digestJson } from '../../storage/digest.ts';
 
 /** The approved content of a run: what a plan digests and what POST /runs executes. */
 export interface RunProposal {
@@ -30,6 +32,11 @@ export interface RunProposal {
   max_runtime_seconds: number;
   estimated_max_micros: number;
   seed: number;
+  /** With package, seed and profile: what makes two runs the same computation (lone runs record them; a study's do not). */
+  inputs_sha256?: string;
+  runtime_sha256?: string;
+  /** The completed run this one is answered from, at no cost (asked for with `reuse: true`). */
+  reuse_of?: string;
 }
 
 /** `<ns>/<name>@<version>` (version optional: the latest accessible one). */
@@ -104,6 +111,8 @@ export async function prepareRun(
   req: {
     ref?: string; refParam: string; workspace?: { workspaceId: string; revisionId: string };
     inputs: Record<string, unknown>; profileId?: string; profileParam: string; maxRuntimeSeconds?: number; seed?: number;
+    /** Answer from an identical completed run when there is one. */
+    reuse?: boolean;
   },
 ): Promise<{ proposal: RunProposal; findings: Finding[]; release: Runnable; profile: ComputeProfileRow }> {
   const release = req.workspace ? await resolveRevision(deps, caller, req.workspace) : await resolveRelease(deps, caller, req.ref!, req.refParam);
@@ -126,16 +135,35 @@ export async function prepareRun(
     // availability is advisory
   }
   const resolved = `${release.namespace}/${release.name}@${release.version}`;
-  return {
-    release, profile, findings,
-    proposal: {
-      kind: req.workspace ? 'managed' : 'hub', ref: req.ref ?? resolved, resolved_ref: resolved,
-      release_id: req.workspace ? null : release.id, ...(req.workspace ? { workspace_id: req.workspace.workspaceId, revision_id: req.workspace.revisionId } : {}),
-      package_sha256: `sha256:${release.package_sha256}`,
-      inputs: req.inputs, compute_profile: profile.id, max_runtime_seconds: maxRuntime,
-      estimated_max_micros: maxRuntime * profile.price_per_second_micros, seed: req.seed ?? randomInt(0, 2 ** 31 - 1),
-    },
+  const proposal: RunProposal = {
+    kind: req.workspace ? 'managed' : 'hub', ref: req.ref ?? resolved, resolved_ref: resolved,
+    release_id: req.workspace ? null : release.id, ...(req.workspace ? { workspace_id: req.workspace.workspaceId, revision_id: req.workspace.revisionId } : {}),
+    package_sha256: `sha256:${release.package_sha256}`,
+    inputs: req.inputs, compute_profile: profile.id, max_runtime_seconds: maxRuntime,
+    estimated_max_micros: maxRuntime * profile.price_per_second_micros, seed: req.seed ?? randomInt(0, 2 ** 31 - 1),
+    inputs_sha256: digestJson(req.inputs), runtime_sha256: deps.runtimeLock.sha256,
   };
+  findings.push(...await reuseFindings(deps, caller, proposal, req));
+  return { release, profile, findings, proposal };
+}
+
+/**
+ * Reuse: with `reuse: true`, the newest identical completed run answers this one (its seed
+ * adopted when none was asked for; price zero); without it, an identical run is pointed
+ * out. Only when nothing blocks the run.
+ */
+async function reuseFindings(deps: Deps, caller: Caller, proposal: RunProposal, req: { seed?: number; reuse?: boolean }): Promise<Finding[]> {
+  const source = await findReusableRun(deps.db, caller.account.id, {
+    package_sha256: proposal.package_sha256, inputs_sha256: proposal.inputs_sha256!, compute_profile: proposal.compute_profile, runtime_sha256: proposal.runtime_sha256!, seed: req.seed,
+  });
+  if (!req.reuse) {
+    return source ? [{ severity: 'info', code: 'identical_run_exists', message: `Run ${source.id} already computed exactly this${req.seed === undefined ? ` (with seed ${source.seed})` : ''}: send reuse: true to answer from it at no cost.`, path: 'reuse' }] : [];
+  }
+  if (!source) return [{ severity: 'info', code: 'no_identical_run', message: 'No completed run of this account is the same computation (package, inputs, seed, compute profile, runtime): this run executes and is charged as usual.', path: 'reuse' }];
+  proposal.reuse_of = source.id;
+  proposal.seed = source.seed;
+  proposal.estimated_max_micros = 0;
+  return [{ severity: 'info', code: 'reused', message: `Answered from run ${source.id} (finished ${source.finished_at?.toISOString()}): the same package, inputs, seed ${source.seed}, compute profile and runtime. Nothing runs; the price is $0.`, path: 'reuse' }];
 }
 
 /**

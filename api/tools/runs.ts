@@ -25,6 +25,8 @@ const runStatus = { enum: ['queued', 'running', 'cancelling', 'completed', 'fail
 const runPath = { run_id: uuid };
 /** Seed of the run's random streams (chosen at plan time when absent): equal seeds, equal results. */
 const seed = { type: 'integer', minimum: 0, maximum: 2147483646 };
+/** Answer from an identical completed run of the account at no cost (off unless asked). */
+const reuse = { type: 'boolean', description: 'Answer from an identical completed run (same package, inputs, seed, compute profile and runtime) at no cost; without a seed, any identical run\'s seed is taken. Default false.' };
 
 export const runTools: ToolDef[] = [
   {
@@ -35,7 +37,7 @@ export const runTools: ToolDef[] = [
         type: 'object', additionalProperties: false,
         properties: {
           capability_ref: str(200, { minLength: 1 }), workspace_id: uuid, revision_id: uuid, inputs,
-          compute_profile_id: str(64), max_runtime_seconds: { type: 'integer', minimum: 1 }, seed,
+          compute_profile_id: str(64), max_runtime_seconds: { type: 'integer', minimum: 1 }, seed, reuse,
         },
         oneOf: [{ required: ['capability_ref'] }, { required: ['workspace_id', 'revision_id'] }],
       },
@@ -49,7 +51,7 @@ export const runTools: ToolDef[] = [
         type: 'object', additionalProperties: false,
         properties: {
           plan_id: uuid, plan_sha256: sha256Hex, ref: str(200, { minLength: 1 }), inputs, compute_profile: str(64), metadata,
-          max_runtime_seconds: { type: 'integer', minimum: 1 }, seed,
+          max_runtime_seconds: { type: 'integer', minimum: 1 }, seed, reuse,
         },
         oneOf: [{ required: ['plan_id', 'plan_sha256'] }, { required: ['ref'] }],
       },
@@ -95,14 +97,14 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     const { proposal, findings } = await prepareRun(ctx.deps, ctx.caller, {
       ref: input.capability_ref, refParam: 'capability_ref',
       workspace: input.capability_ref !== undefined ? undefined : { workspaceId: input.workspace_id, revisionId: input.revision_id }, inputs: input.inputs ?? {},
-      profileId: input.compute_profile_id, profileParam: 'compute_profile_id', maxRuntimeSeconds: input.max_runtime_seconds, seed: input.seed,
+      profileId: input.compute_profile_id, profileParam: 'compute_profile_id', maxRuntimeSeconds: input.max_runtime_seconds, seed: input.seed, reuse: input.reuse,
     });
     const plan = await createPlan(ctx.deps.db, { accountId: ctx.caller.account.id, kind: 'run', proposal, findings, ttlSeconds: PLAN_TTL_SECONDS });
     return {
       body: {
         object: 'run_plan', ...planView(plan), estimated_max_usd: microsToUsd(proposal.estimated_max_micros),
         resolved_ref: proposal.resolved_ref, package_sha256: proposal.package_sha256, compute_profile: proposal.compute_profile,
-        max_runtime_seconds: proposal.max_runtime_seconds,
+        max_runtime_seconds: proposal.max_runtime_seconds, reuse_of: proposal.reuse_of ? { run_id: proposal.reuse_of } : null,
       },
       next_actions: plan.status === 'ready'
         ? [{ tool: 'run_create', description: 'After the user approves this digest and price, start the run (send an Idempotency-Key).', arguments: { plan_id: plan.id, plan_sha256: plan.plan_sha256 } }]
@@ -121,7 +123,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     } else {
       const prepared = await prepareRun(ctx.deps, ctx.caller, {
         ref: input.ref, refParam: 'ref', inputs: input.inputs ?? {}, profileId: input.compute_profile, profileParam: 'compute_profile',
-        maxRuntimeSeconds: input.max_runtime_seconds, seed: input.seed,
+        maxRuntimeSeconds: input.max_runtime_seconds, seed: input.seed, reuse: input.reuse,
       });
       const blocking = prepared.findings.filter((f) => f.severity === 'blocking');
       if (blocking.length) throw errors.validation(blocking[0]!.code, blocking.map((f) => f.message).join(' '), blocking[0]!.path, { findings: blocking });
@@ -199,6 +201,8 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
         provenance: {
           ref: run.ref, resolved_ref: run.resolved_ref, package_sha256: run.package_sha256, inputs_sha256: digestJson(run.inputs),
           compute_profile: run.compute_profile, seed: run.seed, started_at: isoTime(run.started_at), finished_at: isoTime(run.finished_at),
+          // Only on a reused run (issue 21): the rest is the provenance DECISIONS.md lists.
+          ...(run.reused_from ? { reused_from: run.reused_from } : {}),
         },
       },
       warnings: run.status === 'completed' ? [{ code: 'not_validation', message: 'Completion is not scientific validation; hash artifacts before interpreting them.' }] : [],

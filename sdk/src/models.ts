@@ -83,6 +83,8 @@ export interface RunResults {
     seed: number | null;
     started_at: string | null;
     finished_at: string | null;
+    /** Only on a run answered from a completed one at no cost (`reuse: true`): that run. */
+    reused_from?: string;
   };
 }
 
@@ -130,6 +132,8 @@ export interface RunPlan {
   package_sha256: string;
   compute_profile: string;
   max_runtime_seconds: number;
+  /** With `reuse: true` and an identical completed run: the run that answers this one (price $0). */
+  reuse_of: { run_id: string } | null;
 }
 
 /** An uploaded (or imported) input file. */

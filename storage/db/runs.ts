@@ -29,6 +29,8 @@ export interface RunRow {
   error: { code: string; message: string } | null;
   experiment_id: string | null;
   plan_id: string | null;
+  /** The completed run this one was answered from (nothing ran), or null. */
+  reused_from: string | null;
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
@@ -40,12 +42,16 @@ export const MAX_EVENT_SEQ = 2 ** 31 - 1;
 /** RunRow's columns, named for prepared statements (storage/db/prepared.ts). */
 const RUN_COLUMNS = `id, account_id, kind, status, ref, resolved_ref, release_id, workspace_id, revision_id, package_sha256, inputs,
   metadata, compute_profile, max_runtime_seconds, reserved_micros, settled_micros, seed, progress, artifact_count, outputs, error,
-  experiment_id, plan_id, created_at, started_at, finished_at`;
+  experiment_id, plan_id, reused_from, created_at, started_at, finished_at`;
 
 export interface RunEvent { seq: number; at: Date; type: string; message: string; data: Record<string, unknown> }
 
 /** The columns a new run is recorded with; the rest take their defaults. */
-export type NewRun = Omit<RunRow, 'status' | 'progress' | 'artifact_count' | 'settled_micros' | 'outputs' | 'error' | 'created_at' | 'started_at' | 'finished_at'>;
+export type NewRun = Omit<RunRow, 'status' | 'progress' | 'artifact_count' | 'settled_micros' | 'outputs' | 'error' | 'created_at' | 'started_at' | 'finished_at' | 'reused_from'> & {
+  /** What makes two runs the same computation, beside package, seed and profile (for reuse). */
+  inputs_sha256?: string;
+  runtime_sha256?: string;
+};
 
 /**
  * Records a run as accepted, all or nothing (silico_accept_run, migration 016): consumes
@@ -58,6 +64,29 @@ export async function insertAcceptedRun(db: Db, run: NewRun): Promise<RunRow> {
   return row!;
 }
 const ACCEPT_RUN = statement('accept-run', `SELECT ${RUN_COLUMNS} FROM silico_accept_run($1::jsonb, $2)`);
+
+/**
+ * Records a run answered from a completed one (silico_reuse_run, migration 028): plan
+ * consumed, nothing reserved or charged, the source's outputs and artifact records, and
+ * the run completed, all at once. Raises SQLSTATE.planUsed or SQLSTATE.reuseSourceGone.
+ */
+export async function insertReusedRun(db: Db, run: NewRun, sourceId: string): Promise<RunRow> {
+  const rows = await db.raw(`SELECT ${RUN_COLUMNS} FROM silico_reuse_run(?::jsonb, ?, ?)`, [JSON.stringify({ ...run, status: 'queued' }), run.plan_id, sourceId]);
+  return rows.rows[0] as RunRow;
+}
+
+/**
+ * The newest completed run of the account that is the same computation: the same package,
+ * inputs digest, compute profile and runtime, and the same seed when one is asked for.
+ * A run that was itself a reuse names its own source, so reuse always points at a run
+ * that ran.
+ */
+export async function findReusableRun(db: Db, accountId: string, k: { package_sha256: string; inputs_sha256: string; compute_profile: string; runtime_sha256: string; seed?: number }): Promise<Pick<RunRow, 'id' | 'seed' | 'finished_at'> | undefined> {
+  const q = db('runs').where({ account_id: accountId, status: 'completed', package_sha256: k.package_sha256, inputs_sha256: k.inputs_sha256, compute_profile: k.compute_profile, runtime_sha256: k.runtime_sha256 })
+    .whereNull('reused_from');
+  if (k.seed !== undefined) q.andWhere({ seed: k.seed });
+  return q.orderBy('finished_at', 'desc').first('id', 'seed', 'finished_at');
+}
 
 /**
  * Undoes an acceptance whose workflow could not be started, leaving no trace (reservation,

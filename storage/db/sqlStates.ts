@@ -7,6 +7,8 @@ export const SQLSTATE = {
   planUsed: 'SL409',
   /** Available compute cannot cover the reservation (402 insufficient_credits). */
   insufficientCompute: 'SL402',
+  /** The run named for reuse is no longer a completed run of the account (409 plan_unavailable). */
+  reuseSourceGone: 'SL410',
 } as const;
 
 /** True when `err` is a Postgres error raised with `code`. */

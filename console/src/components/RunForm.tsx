@@ -36,6 +36,7 @@ export function RunForm({ reference, inputs }: { reference: string; inputs: Decl
   const [profile, setProfile] = useState('');
   const [maxRuntime, setMaxRuntime] = useState('');
   const [seed, setSeed] = useState('');
+  const [reuse, setReuse] = useState(false);
   const [fieldErrors, setFieldErrors] = useState<FieldErrors>({});
   const [error, setError] = useState<unknown>(null);
   const [plan, setPlan] = useState<RunPlan | null>(null);
@@ -56,6 +57,7 @@ export function RunForm({ reference, inputs }: { reference: string; inputs: Decl
     if (profile) body.compute_profile_id = profile;
     if (maxRuntime.trim()) body.max_runtime_seconds = numberOrText(maxRuntime);
     if (seed.trim()) body.seed = numberOrText(seed);
+    if (reuse) body.reuse = true;
     try {
       const p = await client.runs.prepare(body as never);
       setPlan(p);
@@ -125,6 +127,10 @@ export function RunForm({ reference, inputs }: { reference: string; inputs: Decl
           <Field id="seed" label="Seed" hint="Fix it to repeat a stochastic run exactly." error={errorFor('seed')}>
             <input id="seed" type="text" inputMode="numeric" value={seed} onInput={(e) => setSeed(e.currentTarget.value)} aria-invalid={errorFor('seed') ? true : undefined} aria-describedby={described('seed', true, errorFor('seed'))} />
           </Field>
+          <div class="field">
+            <label><input type="checkbox" checked={reuse} onChange={(e) => setReuse(e.currentTarget.checked)} /> Answer from an identical completed run of mine, at no cost</label>
+            <p class="hint">The same package, inputs, seed, compute profile and runtime: its results are this run's, and nothing runs.</p>
+          </div>
         </fieldset>
         <button type="submit" disabled={busy}>Check the run</button>
       </form>
@@ -137,6 +143,7 @@ export function RunForm({ reference, inputs }: { reference: string; inputs: Decl
             <div><dt>Release</dt><dd><code>{plan.resolved_ref}</code></dd></div>
             <div><dt>Package</dt><dd><code>{plan.package_sha256}</code></dd></div>
             <div><dt>Compute</dt><dd>{plan.compute_profile}, up to {plan.max_runtime_seconds} s</dd></div>
+            {plan.reuse_of ? <div><dt>Answered from</dt><dd><a href={`/console/runs/${plan.reuse_of.run_id}`}><code>{plan.reuse_of.run_id}</code></a></dd></div> : null}
             <div><dt>Plan digest</dt><dd><code>{plan.plan_sha256}</code></dd></div>
             <div><dt>Expires</dt><dd>{when(plan.expires_at)}</dd></div>
           </dl>

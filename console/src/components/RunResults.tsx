@@ -93,6 +93,7 @@ export function RunResults({ run }: { run: Run }) {
         <div><dt>Inputs digest</dt><dd><code>{r.provenance.inputs_sha256}</code></dd></div>
         <div><dt>Seed</dt><dd>{valueText(r.provenance.seed)}</dd></div>
         <div><dt>Compute profile</dt><dd>{r.provenance.compute_profile}</dd></div>
+        {r.provenance.reused_from ? <div><dt>Answered from</dt><dd><a href={`/console/runs/${r.provenance.reused_from}`}><code>{r.provenance.reused_from}</code></a> (the same computation; nothing ran)</dd></div> : null}
         <div><dt>Ran</dt><dd>{when(r.provenance.started_at)} – {when(r.provenance.finished_at)}</dd></div>
       </dl>
     </section>

@@ -103,6 +103,7 @@ export function buildProgram(): Command {
     .option('--profile <id>', 'compute profile id (see the account\'s compute profiles)')
     .option('--max-runtime <seconds>', 'stop and charge at most this long', positiveInt)
     .option('--seed <n>', 'random seed', anyInt)
+    .option('--reuse', 'answer from an identical completed run of yours at no cost, if there is one')
     .option('-y, --yes', 'run without asking (required when stdin is not a terminal)')
     .option('--download <dir>', 'download the artifacts here, each verified against its sha256')
     .option('--no-progress', 'no progress bar')

@@ -3657,6 +3657,8 @@ export interface operations {
                     compute_profile_id?: string;
                     inputs?: Record<string, unknown>;
                     max_runtime_seconds?: number;
+                    /** @description Answer from an identical completed run (same package, inputs, seed, compute profile and runtime) at no cost; without a seed, any identical run's seed is taken. Default false. */
+                    reuse?: boolean;
                     /** Format: uuid */
                     revision_id?: string;
                     seed?: number;
@@ -3776,6 +3778,8 @@ export interface operations {
                     /** @description 64 lowercase hex characters */
                     plan_sha256?: string;
                     ref?: string;
+                    /** @description Answer from an identical completed run (same package, inputs, seed, compute profile and runtime) at no cost; without a seed, any identical run's seed is taken. Default false. */
+                    reuse?: boolean;
                     seed?: number;
                 } & (unknown | unknown);
             };

@@ -32,6 +32,8 @@ export interface RunStartOptions {
   metadata?: Record<string, string>;
   maxRuntimeSeconds?: number;
   seed?: number;
+  /** Answer from an identical completed run of yours at no cost, if there is one. */
+  reuse?: boolean;
   /** Your own key for this logical request (a retry of yours must send the same one). */
   idempotencyKey?: string;
   signal?: AbortSignal;
@@ -62,6 +64,7 @@ export class Runs extends Resource {
       ...(options.metadata !== undefined ? { metadata: options.metadata } : {}),
       ...(options.maxRuntimeSeconds !== undefined ? { max_runtime_seconds: options.maxRuntimeSeconds } : {}),
       ...(options.seed !== undefined ? { seed: options.seed } : {}),
+      ...(options.reuse !== undefined ? { reuse: options.reuse } : {}),
     }, { idempotencyKey: options.idempotencyKey, signal: options.signal });
     return new RunHandle(this, run.id, run);
   }

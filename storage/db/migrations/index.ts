@@ -24,6 +24,7 @@ import * as hosting from './022_hosting.ts';
 import * as hostedInvocations from './023_hosted_invocations.ts';
 import * as sessions from './026_sessions.ts';
 import * as webhooks from './027_webhooks.ts';
+import * as runReuse from './028_run_reuse.ts';
 import * as biologyResources from './025_biology_resources.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
@@ -57,6 +58,7 @@ const migrations: Record<string, Migration> = {
   '025_biology_resources': biologyResources,
   '026_sessions': sessions,
   '027_webhooks': webhooks,
+  '028_run_reuse': runReuse,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -12,6 +12,7 @@ export interface RunFlags {
   profile?: string;
   maxRuntime?: number;
   seed?: number;
+  reuse?: boolean;
   yes?: boolean;
   download?: string;
   progress?: boolean;
@@ -103,6 +104,7 @@ export async function runCommand(client: Silico, ref: string, flags: RunFlags, o
     ...(flags.profile ? { compute_profile_id: flags.profile } : {}),
     ...(flags.maxRuntime ? { max_runtime_seconds: flags.maxRuntime } : {}),
     ...(flags.seed !== undefined ? { seed: flags.seed } : {}),
+    ...(flags.reuse ? { reuse: true } : {}),
   });
   const refused = await approvePlan(plan, planText(plan), 'Run this plan? [y/N] ', flags.yes, out);
   if (refused !== null) return refused;
