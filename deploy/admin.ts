@@ -15,6 +15,7 @@ import { rotatePassportKey } from '../storage/passportKeys.ts';
 import { listPassportKeys, type PassportKeyRow } from '../storage/db/passports.ts';
 import { HOSTING_USAGE, listForReview, reviewHosting } from './adminHosting.ts';
 import { WEBHOOKS_USAGE, adminWebhooks } from './adminWebhooks.ts';
+import { setSpendCaps, spendCaps } from '../storage/db/spendCaps.ts';
 
 /**
  * Operator CLI: `npm run admin -- <group> <command> [options] [--json]`. Talks to
@@ -38,6 +39,8 @@ const USAGE = `usage: npm run admin -- <command> [options] [--json]
   grants create --account NS --lab NAME|* [--versions RANGE] [--expires ISO-TIME | --expires-in DAYS] [--note TEXT]
   grants list [--account NS]
   grants revoke GRANT_ID
+  caps set --account NS [--key KEY_ID] [--monthly-usd X|none] [--per-run-usd X|none]   (spend caps of the account, or of one of its keys)
+  caps show --account NS [--key KEY_ID]
   passport-keys list
   passport-keys rotate                           (a new signing key in the keyring; the old one is retired and keeps verifying)
 ${HOSTING_USAGE}
@@ -111,6 +114,7 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
       lab: { type: 'string' }, versions: { type: 'string' }, note: { type: 'string' },
       team: { type: 'string' }, member: { type: 'string' }, status: { type: 'string' },
       url: { type: 'string' }, events: { type: 'string' }, 'overlap-seconds': { type: 'string' },
+      key: { type: 'string' }, 'monthly-usd': { type: 'string' }, 'per-run-usd': { type: 'string' },
     },
   });
   const [group, cmd, arg] = positionals;
@@ -220,6 +224,29 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
     case 'hosting reject': {
       if (!arg) throw new UsageError(`hosting ${cmd} LAB_ID`);
       return reviewHosting(localDataDir(), arg, { decision: cmd === 'approve' ? 'approve' : 'reject', actor: `operator:${process.env.USER ?? 'admin'}`, note: typeof v.note === 'string' ? v.note : undefined });
+    }
+    case 'caps set':
+    case 'caps show': {
+      const a = await account(db, v.account);
+      const keyId = v.key ?? (await listKeys(db, a.id))[0]?.id;
+      if (v.key && !(await listKeys(db, a.id)).some((k) => k.id === v.key)) throw new UsageError(`no key ${v.key} of ${a.namespace}`);
+      if (cmd === 'set') {
+        const amount = (name: string, raw: string | undefined): number | null | undefined => {
+          if (raw === undefined) return undefined;
+          if (raw === 'none') return null;
+          const usd = Number(raw);
+          if (!Number.isFinite(usd) || usd < 0) throw new UsageError(`--${name} must be a non-negative amount in USD, or none`);
+          return usdToMicros(usd);
+        };
+        const caps = { monthly_micros: amount('monthly-usd', v['monthly-usd']), run_micros: amount('per-run-usd', v['per-run-usd']) };
+        if (caps.monthly_micros === undefined && caps.run_micros === undefined) throw new UsageError('caps set needs --monthly-usd and/or --per-run-usd');
+        await setSpendCaps(db, v.key ? { keyId: v.key } : { accountId: a.id }, caps);
+      }
+      const c = keyId ? await spendCaps(db, a.id, keyId) : null;
+      const view = (x: { monthly_micros: number | null; run_micros: number | null; month_spent_micros: number }) => ({
+        monthly_usd: x.monthly_micros === null ? null : microsToUsd(x.monthly_micros), per_run_usd: x.run_micros === null ? null : microsToUsd(x.run_micros), month_spent_usd: microsToUsd(x.month_spent_micros),
+      });
+      return { account: a.namespace, ...(c ? { account_caps: view(c.account), ...(v.key ? { key_id: v.key, key_caps: view(c.key) } : {}) } : {}) };
     }
     case 'webhooks add':
     case 'webhooks list':

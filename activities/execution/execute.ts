@@ -82,6 +82,11 @@ export function createExecutionActivities(deps: ExecutionDeps) {
       if (run?.status === 'cancelling') return { status: 'cancelled', error: null };
       if (!run || run.status !== 'running') return { status: 'skipped' };
       const profile = (await getComputeProfile(deps.db, run.compute_profile))!;
+      // A spend cap below the run's maximum price stops it once it has cost the cap: compute
+      // is charged by wall time when a run is stopped, so the cap is a wall-time budget.
+      const capSeconds = run.cap_micros !== null && profile.price_per_second_micros > 0 ? Math.max(1, Math.floor(Number(run.cap_micros) / profile.price_per_second_micros)) : null;
+      const capStops = capSeconds !== null && capSeconds < run.max_runtime_seconds;
+      const wallSeconds = capStops ? capSeconds : run.max_runtime_seconds;
       const dir = await mkdtemp(path.join(tmpdir(), `silico-run-${run.id.slice(0, 8)}-`));
       try {
         const source = await materialize(deps, run, path.join(dir, 'input'));
@@ -117,7 +122,7 @@ export function createExecutionActivities(deps: ExecutionDeps) {
             python: deps.python, script: DRIVER, input: path.join(dir, 'input'), scratch: path.join(dir, 'scratch'),
             args: (p) => [path.join(p.input, source.entry), p.scratch],
             limits: runLimits(profile, run.max_runtime_seconds), env: labEnv(profile.vcpus),
-          }, (p) => JSON.stringify({ inputs: staged.values(p.input), seed: run.seed, ...source.request }), { wallSeconds: run.max_runtime_seconds, signal: ctx.cancellationSignal, limits: deps.streamLimits }, {
+          }, (p) => JSON.stringify({ inputs: staged.values(p.input), seed: run.seed, ...source.request }), { wallSeconds, signal: ctx.cancellationSignal, limits: deps.streamLimits }, {
             onStart: (p) => {
               pid = p;
               later(() => appendEvent(deps.db, run.id, 'log', `Lab process started (process group ${p}).`, { stream: 'worker', pid: p }));
@@ -153,6 +158,10 @@ export function createExecutionActivities(deps: ExecutionDeps) {
           throw new CancelledFailure('run cancelled');
         }
         const error = outcomeError(outcome);
+        if (error?.code === 'timed_out' && capStops) {
+          const message = `The run reached its spend cap of $${(Number(run.cap_micros) / 1e6).toFixed(6)} after ${wallSeconds} s of ${profile.id}: it was stopped and is charged up to the cap.`;
+          return { status: 'cancelled', error: { code: 'spend_cap_reached', message }, computeSeconds: outcome.wallSeconds };
+        }
         if (error?.code === 'timed_out') return { status: 'timed_out', error, computeSeconds: outcome.wallSeconds };
         // The platform's own failure to start a lab costs its owner nothing.
         if (error?.code === 'sandbox_unavailable') return { status: 'failed', error, computeSeconds: 0 };

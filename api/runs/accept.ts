@@ -24,6 +24,7 @@ export async function acceptRun(deps: Deps, caller: Caller, proposal: RunProposa
     compute_profile: proposal.compute_profile, max_runtime_seconds: proposal.max_runtime_seconds,
     reserved_micros: proposal.estimated_max_micros, seed: proposal.seed, experiment_id: null, plan_id: opts.planId ?? null,
     inputs_sha256: proposal.inputs_sha256, runtime_sha256: proposal.runtime_sha256,
+    key_id: caller.key.id, cap_micros: proposal.cap_micros ?? null,
   };
   let run: RunRow;
   try {

@@ -1,10 +1,17 @@
 import type { ToolDef } from './tool.ts';
+import type { SpendCaps } from '../../storage/db/spendCaps.ts';
 import { obj, str, id, time, arr } from '../schemas/common.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
 import { accountSummary } from '../../storage/db/accountSummary.ts';
 import { utcDay } from '../../storage/db/rateLimits.ts';
 import { isoTime } from '../../storage/ids.ts';
 
+
+function capsView(c: SpendCaps) {
+  const usd = (m: number | null) => (m === null ? null : microsToUsd(m));
+  const one = (x: SpendCaps['account']) => ({ monthly_usd: usd(x.monthly_micros), per_run_usd: usd(x.run_micros), month_spent_usd: usd(x.month_spent_micros) });
+  return { account: one(c.account), key: one(c.key) };
+}
 
 export const accountGet: ToolDef = {
   name: 'account_get',
@@ -18,6 +25,7 @@ export const accountGet: ToolDef = {
     access: obj({ key_id: id('key'), key_prefix: str(), client_id: id('cli'), scopes: arr(str()), expires_at: { type: ['string', 'null'] }, created_at: time }),
     usage: { type: 'object' },
     holdings: { type: 'object' },
+    spend_caps: { type: 'object' },
   }),
   async handler(_input, { deps, caller }) {
     const { account, key } = caller;
@@ -55,6 +63,8 @@ export const accountGet: ToolDef = {
           // Ready deployments' warm instances are charged hourly to their owner while ready.
           hosting: { hourly_usd: microsToUsd(s.hosting_hourly_micros), spent_usd: microsToUsd(s.hosting_spent_micros) },
         },
+        // The account's and this key's caps (null: none) and what runs cost them this month (UTC).
+        spend_caps: capsView(s.caps),
       },
       next_actions: [
         { tool: 'compute_profile_list', description: 'See the compute profiles runs can use and their prices.', arguments: {} },

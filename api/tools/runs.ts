@@ -97,7 +97,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     const { proposal, findings } = await prepareRun(ctx.deps, ctx.caller, {
       ref: input.capability_ref, refParam: 'capability_ref',
       workspace: input.capability_ref !== undefined ? undefined : { workspaceId: input.workspace_id, revisionId: input.revision_id }, inputs: input.inputs ?? {},
-      profileId: input.compute_profile_id, profileParam: 'compute_profile_id', maxRuntimeSeconds: input.max_runtime_seconds, seed: input.seed, reuse: input.reuse,
+      profileId: input.compute_profile_id, profileParam: 'compute_profile_id', maxRuntimeSeconds: input.max_runtime_seconds, seed: input.seed, reuse: input.reuse, caps: true,
     });
     const plan = await createPlan(ctx.deps.db, { accountId: ctx.caller.account.id, kind: 'run', proposal, findings, ttlSeconds: PLAN_TTL_SECONDS });
     return {
@@ -123,7 +123,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     } else {
       const prepared = await prepareRun(ctx.deps, ctx.caller, {
         ref: input.ref, refParam: 'ref', inputs: input.inputs ?? {}, profileId: input.compute_profile, profileParam: 'compute_profile',
-        maxRuntimeSeconds: input.max_runtime_seconds, seed: input.seed, reuse: input.reuse,
+        maxRuntimeSeconds: input.max_runtime_seconds, seed: input.seed, reuse: input.reuse, caps: true,
       });
       const blocking = prepared.findings.filter((f) => f.severity === 'blocking');
       if (blocking.length) throw errors.validation(blocking[0]!.code, blocking.map((f) => f.message).join(' '), blocking[0]!.path, { findings: blocking });

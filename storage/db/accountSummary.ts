@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { DAILY_PREFIX, dailyCounterKey } from './rateLimits.ts';
+import { CAP_COLUMNS, capsOf, type SpendCaps } from './spendCaps.ts';
 
 export interface AccountSummary {
   available_micros: number;
@@ -11,16 +12,17 @@ export interface AccountSummary {
   hosting_spent_micros: number;
   requests_today_key: number;
   requests_today_account: number;
+  caps: SpendCaps;
 }
 
 /**
  * What GET /account shows beyond the account row, read in one prepared statement (it
  * runs on every call, so it is planned once per connection): compute balances, owned
- * releases, standing hosting cost, and today's request counts (this key, and every key of the account) from
- * the daily rate-limit counters.
+ * releases, standing hosting cost, today's request counts (this key, and every key of the account) from
+ * the daily rate-limit counters, and the account's and the key's spend caps with this month's spend.
  */
 export async function accountSummary(pool: pg.Pool, accountId: string, keyId: string, day: string): Promise<AccountSummary> {
-  const { rows } = await pool.query<AccountSummary>({
+  const { rows } = await pool.query<Omit<AccountSummary, 'caps'> & Parameters<typeof capsOf>[0]>({
     name: 'silico-account-summary',
     text: `
       SELECT coalesce(b.available_micros, 0)::float8 AS available_micros,
@@ -34,10 +36,12 @@ export async function accountSummary(pool: pg.Pool, accountId: string, keyId: st
              (SELECT coalesce(max(points), 0) FROM rate_limits WHERE key = $2)::int AS requests_today_key,
              (SELECT coalesce(sum(rl.points), 0) FROM api_keys k
                 JOIN rate_limits rl ON rl.key = $3 || ':' || k.id || ':' || $4
-               WHERE k.account_id = a.id)::int AS requests_today_account
-        FROM accounts a LEFT JOIN compute_balances b ON b.account_id = a.id
+               WHERE k.account_id = a.id)::int AS requests_today_account,
+             ${CAP_COLUMNS}
+        FROM accounts a LEFT JOIN compute_balances b ON b.account_id = a.id JOIN api_keys k ON k.id = $5
        WHERE a.id = $1`,
-    values: [accountId, dailyCounterKey(keyId, day), DAILY_PREFIX, day],
+    values: [accountId, dailyCounterKey(keyId, day), DAILY_PREFIX, day, keyId],
   });
-  return rows[0]!;
+  const row = rows[0]!;
+  return { ...row, caps: capsOf(row) };
 }

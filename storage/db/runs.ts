@@ -31,6 +31,8 @@ export interface RunRow {
   plan_id: string | null;
   /** The completed run this one was answered from (nothing ran), or null. */
   reused_from: string | null;
+  /** A spend cap lower than its maximum price: its execution stops when its cost reaches it. */
+  cap_micros: number | null;
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
@@ -42,15 +44,18 @@ export const MAX_EVENT_SEQ = 2 ** 31 - 1;
 /** RunRow's columns, named for prepared statements (storage/db/prepared.ts). */
 const RUN_COLUMNS = `id, account_id, kind, status, ref, resolved_ref, release_id, workspace_id, revision_id, package_sha256, inputs,
   metadata, compute_profile, max_runtime_seconds, reserved_micros, settled_micros, seed, progress, artifact_count, outputs, error,
-  experiment_id, plan_id, reused_from, created_at, started_at, finished_at`;
+  experiment_id, plan_id, reused_from, cap_micros, created_at, started_at, finished_at`;
 
 export interface RunEvent { seq: number; at: Date; type: string; message: string; data: Record<string, unknown> }
 
 /** The columns a new run is recorded with; the rest take their defaults. */
-export type NewRun = Omit<RunRow, 'status' | 'progress' | 'artifact_count' | 'settled_micros' | 'outputs' | 'error' | 'created_at' | 'started_at' | 'finished_at' | 'reused_from'> & {
+export type NewRun = Omit<RunRow, 'status' | 'progress' | 'artifact_count' | 'settled_micros' | 'outputs' | 'error' | 'created_at' | 'started_at' | 'finished_at' | 'reused_from' | 'cap_micros'> & {
   /** What makes two runs the same computation, beside package, seed and profile (for reuse). */
   inputs_sha256?: string;
   runtime_sha256?: string;
+  /** The key that accepted it: its spend counts against that key's caps. */
+  key_id?: string;
+  cap_micros?: number | null;
 };
 
 /**

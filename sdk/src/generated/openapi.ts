@@ -1637,6 +1637,7 @@ export interface operations {
                         holdings?: Record<string, unknown>;
                         /** @constant */
                         object?: "account";
+                        spend_caps?: Record<string, unknown>;
                         usage?: Record<string, unknown>;
                     } & {
                         links: Record<string, unknown>;

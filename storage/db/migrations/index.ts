@@ -25,6 +25,7 @@ import * as hostedInvocations from './023_hosted_invocations.ts';
 import * as sessions from './026_sessions.ts';
 import * as webhooks from './027_webhooks.ts';
 import * as runReuse from './028_run_reuse.ts';
+import * as spendCaps from './029_spend_caps.ts';
 import * as biologyResources from './025_biology_resources.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
@@ -59,6 +60,7 @@ const migrations: Record<string, Migration> = {
   '026_sessions': sessions,
   '027_webhooks': webhooks,
   '028_run_reuse': runReuse,
+  '029_spend_caps': spendCaps,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,49 @@
+import type { Db } from './knex.ts';
+
+/** One holder's caps (null: none) and what its runs have cost this calendar month (UTC). */
+export interface Cap { monthly_micros: number | null; run_micros: number | null; month_spent_micros: number }
+export interface SpendCaps { account: Cap; key: Cap }
+
+/**
+ * A run's cost this month: what it was charged once settled, what it holds in reserve
+ * while it runs (the most it can still cost).
+ */
+export const MONTH_SPENT = (holder: string) => `(SELECT coalesce(sum(coalesce(r.settled_micros, r.reserved_micros)), 0)::float8 FROM runs r
+   WHERE ${holder} AND r.created_at >= date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')`;
+
+/** The columns (`a` the account row, `k` the key row) that capsOf reads, for a statement that selects more. */
+export const CAP_COLUMNS = `a.monthly_cap_micros::float8 AS a_monthly, a.run_cap_micros::float8 AS a_run, k.monthly_cap_micros::float8 AS k_monthly, k.run_cap_micros::float8 AS k_run,
+  ${MONTH_SPENT('r.account_id = a.id')} AS a_spent, ${MONTH_SPENT('r.key_id = k.id')} AS k_spent`;
+
+export function capsOf(r: { a_monthly: number | null; a_run: number | null; k_monthly: number | null; k_run: number | null; a_spent: number | null; k_spent: number | null }): SpendCaps {
+  return {
+    account: { monthly_micros: r.a_monthly ?? null, run_micros: r.a_run ?? null, month_spent_micros: r.a_spent ?? 0 },
+    key: { monthly_micros: r.k_monthly ?? null, run_micros: r.k_run ?? null, month_spent_micros: r.k_spent ?? 0 },
+  };
+}
+
+export async function spendCaps(db: Db, accountId: string, keyId: string): Promise<SpendCaps> {
+  const { rows } = await db.raw(`SELECT ${CAP_COLUMNS} FROM accounts a JOIN api_keys k ON k.id = ? AND k.account_id = a.id WHERE a.id = ?`, [keyId, accountId]);
+  return capsOf(rows[0] ?? { a_monthly: null, a_run: null, k_monthly: null, k_run: null, a_spent: 0, k_spent: 0 });
+}
+
+/** The most one more run may cost under every cap, and which cap sets it; null when no cap applies. */
+export function runSpendLimit(caps: SpendCaps): { micros: number; cap: string } | null {
+  const limits: Array<{ micros: number; cap: string }> = [];
+  for (const holder of ['account', 'key'] as const) {
+    const c = caps[holder];
+    if (c.run_micros !== null) limits.push({ micros: c.run_micros, cap: `the ${holder}'s per-run cap` });
+    if (c.monthly_micros !== null) limits.push({ micros: Math.max(0, c.monthly_micros - c.month_spent_micros), cap: `what is left of the ${holder}'s monthly cap` });
+  }
+  return limits.length ? limits.reduce((a, b) => (b.micros < a.micros ? b : a)) : null;
+}
+
+/** Sets (a number) or clears (null) an account's or a key's caps; an absent field is left as it is. */
+export async function setSpendCaps(db: Db, target: { accountId: string } | { keyId: string }, caps: { monthly_micros?: number | null; run_micros?: number | null }): Promise<void> {
+  const change: Record<string, number | null> = {};
+  if (caps.monthly_micros !== undefined) change.monthly_cap_micros = caps.monthly_micros;
+  if (caps.run_micros !== undefined) change.run_cap_micros = caps.run_micros;
+  if (!Object.keys(change).length) return;
+  if ('accountId' in target) await db('accounts').where({ id: target.accountId }).update(change);
+  else await db('api_keys').where({ id: target.keyId }).update(change);
+}
