@@ -11,7 +11,7 @@ import { waitFor, type Supervised, type Supervisor } from './processes.ts';
  * with its Idempotency-Key, never by the balancer. Server-sent event streams stay open as
  * long as they run.
  */
-export function haproxyConfig(o: { port: number; backends: Array<{ name: string; port: number }> }): string {
+export function haproxyConfig(o: { port: number; backends: Array<{ name: string; port: number }>; unavailableFile: string }): string {
   return [
     'global',
     '  maxconn 4096',
@@ -25,6 +25,9 @@ export function haproxyConfig(o: { port: number; backends: Array<{ name: string;
     '  option redispatch 1',
     '  retry-on conn-failure empty-response response-timeout 503',
     '  option forwardfor',
+    // What the balancer itself answers when no replica could (all out of rotation, one gone
+    // mid-answer, none in time): the service's 503 with Retry-After, never a bare 502/504.
+    ...['502', '503', '504'].map((code) => `  errorfile ${code} ${o.unavailableFile}`),
     'frontend api',
     `  bind 127.0.0.1:${o.port}`,
     '  default_backend replicas',
@@ -38,13 +41,24 @@ export function haproxyConfig(o: { port: number; backends: Array<{ name: string;
   ].join('\n');
 }
 
+/** A complete HTTP response in the error envelope: HAProxy sends an errorfile as it is. */
+const UNAVAILABLE = (() => {
+  const body = JSON.stringify({ error: {
+    type: 'service_unavailable_error', code: 'service_unavailable', message: 'No api replica could answer this request; retry shortly.',
+    param: null, details: { dependency: 'api', retryable: true }, request_id: null,
+  } });
+  return ['HTTP/1.1 503 Service Unavailable', 'Content-Type: application/json', 'Retry-After: 1', 'Cache-Control: no-store', `Content-Length: ${Buffer.byteLength(body)}`, 'Connection: close', '', body].join('\r\n');
+})();
+
 export async function startBalancer(sup: Supervisor, o: { dataDir: string; port: number; backends: Array<{ name: string; port: number }>; log: (l: string) => void }): Promise<Supervised> {
   const haproxy = await debianTool('haproxy', 'haproxy', o.log);
   if (!haproxy) throw new Error('the cluster topology balances its api replicas with HAProxy: install it (sudo apt-get install haproxy)');
   const dir = path.join(o.dataDir, 'balancer');
   await mkdir(dir, { recursive: true });
   const file = path.join(dir, 'haproxy.cfg');
-  await writeFile(file, haproxyConfig(o));
+  const unavailableFile = path.join(dir, 'unavailable.http');
+  await writeFile(unavailableFile, UNAVAILABLE);
+  await writeFile(file, haproxyConfig({ ...o, unavailableFile }));
   // -W: master-worker, so SIGTERM stops it cleanly; -db: stay in the foreground.
   const proc = sup.start('balancer', haproxy, ['-W', '-db', '-f', file], { env: { PATH: process.env.PATH ?? '' } });
   let exited: string | undefined;

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { AxeBuilder } from '@axe-core/playwright';
 import getPort from 'get-port';
-import { BASE_URL, call, closeTestDb, downloadArtifact, newAccount, hostedLabOwner, publishFixtureLab, retireHosting, spawnApi, until, workspaceOfLab } from '../helpers.ts';
+import { admin, BASE_URL, call, closeTestDb, downloadArtifact, newAccount, hostedLabOwner, publishFixtureLab, retireHosting, spawnApi, until, workspaceOfLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/bootstrap.ts';
 import { browserExecutable, buildConsole, bundleSize } from './browser.ts';
 
@@ -313,5 +313,15 @@ test('the console works from the keyboard: skip link, sign-in and navigation wit
   await page.keyboard.press('Tab');
   assert.equal((await focused()).inMain, true, 'skipping lands in the page\'s content');
   await page.getByRole('heading', { name: 'Runs', level: 1 }).waitFor();
+  await page.close();
+});
+
+test('the account bar shows the spend caps that apply, with this month\'s spend', async () => {
+  const who = await newAccount({ usd: 3 });
+  await admin('caps', 'set', '--account', who.account.namespace, '--monthly-usd', '10', '--per-run-usd', '0.5');
+  const page = await signedIn(who.key);
+  const caps = page.getByTestId('spend-caps');
+  await caps.waitFor();
+  assert.equal(await caps.textContent(), '$10.00/month, $0.00 spent (account) · $0.50/run (account)');
   await page.close();
 });

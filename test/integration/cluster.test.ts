@@ -8,7 +8,7 @@ import getPort, { portNumbers } from 'get-port';
 import { startStack, type Stack } from '../../deploy/local/stack.ts';
 import { createDb, type Db } from '../../storage/db/knex.ts';
 import { revokeKey } from '../../storage/db/apiKeys.ts';
-import { call, newAccount, TERMINAL_RUN, type Res } from '../helpers.ts';
+import { call, newAccount, TERMINAL_RUN, until, type Res } from '../helpers.ts';
 
 // The production topology (npm run start:cluster) on this machine: the Temporal server's
 // services on Postgres, two api replicas behind HAProxy, two workers. Each property a
@@ -230,4 +230,25 @@ test('a rolling restart of every api replica and worker under a steady load of r
   assert.equal(new Set(ids).size, ids.length);
   for (const id of ids) assert.equal((await waitRun(a.key, id)).status, 'completed', id);
   await assertChargedOnce(ids);
+});
+
+test('with no api replica in rotation the balancer itself answers 503 with Retry-After, in the error envelope', { timeout: 120_000 }, async () => {
+  const a = await account(1);
+  // A request that reached a frozen replica before the balancer noticed would wait for it: give up on it.
+  const get = () => fetch(`${balancer()}/account`, { headers: { Authorization: `Bearer ${a.key}` }, signal: AbortSignal.timeout(2000) }).catch(() => ({ status: 0 }) as Response);
+  // Frozen, not stopped: their health checks go unanswered and the balancer takes both out.
+  for (const r of stack.apis) r.proc.child.kill('SIGSTOP');
+  try {
+    const res = await until(20_000, async () => {
+      const r = await get();
+      return r.status === 503 ? r : undefined;
+    });
+    assert.equal(res.headers.get('retry-after'), '1');
+    const body = await res.json() as { error: { code: string; details: { retryable: boolean } } };
+    assert.equal(body.error.code, 'service_unavailable');
+    assert.equal(body.error.details.retryable, true);
+  } finally {
+    for (const r of stack.apis) r.proc.child.kill('SIGCONT');
+  }
+  await until(20_000, async () => ((await get()).status === 200 ? true : undefined));
 });
