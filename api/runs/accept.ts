@@ -29,7 +29,7 @@ export async function acceptRun(deps: Deps, caller: Caller, proposal: RunProposa
   let run: RunRow;
   try {
     // A reused run is answered whole in this transaction: no workflow, no compute.
-    if (proposal.reuse_of) return await insertReusedRun(deps.db, record, proposal.reuse_of);
+    if (proposal.reuse_of) return await insertReusedRun(deps.db, record, { id: proposal.reuse_of, accountIds: proposal.reuse_accounts ?? [caller.account.id] });
     run = await insertAcceptedRun(deps.db, record);
   } catch (err) {
     if (isSqlState(err, SQLSTATE.planUsed)) throw planUsed(opts.planId ? await resultOf(deps.db, caller.account.id, opts.planId) : null);

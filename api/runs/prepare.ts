@@ -14,7 +14,7 @@ import { unstorableProblem } from '../validation.ts';
 import { getLabById } from '../../storage/db/labs.ts';
 import { readLabManifests } from '../../storage/labManifests.ts';
 import { runtimePinFindings } from '../../storage/runtimePins.ts';
-import { findReusableRun } from '../../storage/db/runs.ts';
+import { findReusableRun, reuseOwnerOf } from '../../storage/db/runs.ts';
 import { runSpendLimit, spendCaps } from '../../storage/db/spendCaps.ts';
 import { digestJson } from '../../storage/digest.ts';
 
@@ -38,6 +38,8 @@ export interface RunProposal {
   runtime_sha256?: string;
   /** The completed run this one is answered from, at no cost (asked for with `reuse: true`). */
   reuse_of?: string;
+  /** The accounts whose runs may answer it: the caller's, and a public release's owner who allows reuse. */
+  reuse_accounts?: string[];
   /** A spend cap below the run's maximum price: it reserves this much and stops when it has cost it. */
   cap_micros?: number;
 }
@@ -178,17 +180,21 @@ async function capFindings(deps: Deps, caller: Caller, proposal: RunProposal, pr
  * out. Only when nothing blocks the run.
  */
 async function reuseFindings(deps: Deps, caller: Caller, proposal: RunProposal, req: { seed?: number; reuse?: boolean }): Promise<Finding[]> {
-  const source = await findReusableRun(deps.db, caller.account.id, {
+  const owner = proposal.release_id ? await reuseOwnerOf(deps.db, proposal.release_id) : null;
+  const accounts = owner && owner !== caller.account.id ? [caller.account.id, owner] : [caller.account.id];
+  const source = await findReusableRun(deps.db, accounts, {
     package_sha256: proposal.package_sha256, inputs_sha256: proposal.inputs_sha256!, compute_profile: proposal.compute_profile, runtime_sha256: proposal.runtime_sha256!, seed: req.seed,
   });
   if (!req.reuse) {
-    return source ? [{ severity: 'info', code: 'identical_run_exists', message: `Run ${source.id} already computed exactly this${req.seed === undefined ? ` (with seed ${source.seed})` : ''}: send reuse: true to answer from it at no cost.`, path: 'reuse' }] : [];
+    return source ? [{ severity: 'info', code: 'identical_run_exists', message: `${source.account_id === caller.account.id ? `Run ${source.id}` : 'A run of this release\'s owner, who allows reuse,'} already computed exactly this${req.seed === undefined ? ` (with seed ${source.seed})` : ''}: send reuse: true to answer from it at no cost.`, path: 'reuse' }] : [];
   }
   if (!source) return [{ severity: 'info', code: 'no_identical_run', message: 'No completed run of this account is the same computation (package, inputs, seed, compute profile, runtime): this run executes and is charged as usual.', path: 'reuse' }];
   proposal.reuse_of = source.id;
+  proposal.reuse_accounts = accounts;
   proposal.seed = source.seed;
   proposal.estimated_max_micros = 0;
-  return [{ severity: 'info', code: 'reused', message: `Answered from run ${source.id} (finished ${source.finished_at?.toISOString()}): the same package, inputs, seed ${source.seed}, compute profile and runtime. Nothing runs; the price is $0.`, path: 'reuse' }];
+  const whose = source.account_id === caller.account.id ? '' : ' of the release\'s owner (who allows reuse)';
+  return [{ severity: 'info', code: 'reused', message: `Answered from run ${source.id}${whose} (finished ${source.finished_at?.toISOString()}): the same package, inputs, seed ${source.seed}, compute profile and runtime. Nothing runs; the price is $0.`, path: 'reuse' }];
 }
 
 /**

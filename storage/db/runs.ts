@@ -75,22 +75,32 @@ const ACCEPT_RUN = statement('accept-run', `SELECT ${RUN_COLUMNS} FROM silico_ac
  * consumed, nothing reserved or charged, the source's outputs and artifact records, and
  * the run completed, all at once. Raises SQLSTATE.planUsed or SQLSTATE.reuseSourceGone.
  */
-export async function insertReusedRun(db: Db, run: NewRun, sourceId: string): Promise<RunRow> {
-  const rows = await db.raw(`SELECT ${RUN_COLUMNS} FROM silico_reuse_run(?::jsonb, ?, ?)`, [JSON.stringify({ ...run, status: 'queued' }), run.plan_id, sourceId]);
+export async function insertReusedRun(db: Db, run: NewRun, source: { id: string; accountIds: string[] }): Promise<RunRow> {
+  const rows = await db.raw(`SELECT ${RUN_COLUMNS} FROM silico_reuse_run(?::jsonb, ?, ?, ?::text[])`, [JSON.stringify({ ...run, status: 'queued' }), run.plan_id, source.id, source.accountIds]);
   return rows.rows[0] as RunRow;
 }
 
 /**
- * The newest completed run of the account that is the same computation: the same package,
- * inputs digest, compute profile and runtime, and the same seed when one is asked for.
- * A run that was itself a reuse names its own source, so reuse always points at a run
- * that ran.
+ * The owner of a public release who allows others to reuse their runs of it (its lab's
+ * `content_settings.allow_reuse`), or null.
  */
-export async function findReusableRun(db: Db, accountId: string, k: { package_sha256: string; inputs_sha256: string; compute_profile: string; runtime_sha256: string; seed?: number }): Promise<Pick<RunRow, 'id' | 'seed' | 'finished_at'> | undefined> {
-  const q = db('runs').where({ account_id: accountId, status: 'completed', package_sha256: k.package_sha256, inputs_sha256: k.inputs_sha256, compute_profile: k.compute_profile, runtime_sha256: k.runtime_sha256 })
+export async function reuseOwnerOf(db: Db, releaseId: string): Promise<string | null> {
+  const row = await db('releases as r').join('labs as l', (j) => j.on('l.account_id', 'r.account_id').andOn('l.name', 'r.name'))
+    .where({ 'r.id': releaseId, 'r.visibility': 'public', 'l.visibility': 'public' }).whereRaw(`(l.content_settings->>'allow_reuse') = 'true'`).first('r.account_id');
+  return row?.account_id ?? null;
+}
+
+/**
+ * The newest completed run of the given accounts (the caller's, and a public release's
+ * owner who allows reuse) that is the same computation: the same package, inputs digest,
+ * compute profile and runtime, and the same seed when one is asked for. A run that was
+ * itself a reuse is never a source, so reuse always points at a run that ran.
+ */
+export async function findReusableRun(db: Db, accountIds: string[], k: { package_sha256: string; inputs_sha256: string; compute_profile: string; runtime_sha256: string; seed?: number }): Promise<Pick<RunRow, 'id' | 'account_id' | 'seed' | 'finished_at'> | undefined> {
+  const q = db('runs').whereIn('account_id', accountIds).where({ status: 'completed', package_sha256: k.package_sha256, inputs_sha256: k.inputs_sha256, compute_profile: k.compute_profile, runtime_sha256: k.runtime_sha256 })
     .whereNull('reused_from');
   if (k.seed !== undefined) q.andWhere({ seed: k.seed });
-  return q.orderBy('finished_at', 'desc').first('id', 'seed', 'finished_at');
+  return q.orderBy('finished_at', 'desc').first('id', 'account_id', 'seed', 'finished_at');
 }
 
 /**

@@ -7,7 +7,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { call, closeTestDb, downloadArtifact, newAccount, waitForRun } from '../helpers.ts';
+import { call, closeTestDb, downloadArtifact, hostedLabOwner, newAccount, waitForRun } from '../helpers.ts';
 
 const REF = 'platform/microbial-growth@1.0.0';
 let owner: Awaited<ReturnType<typeof newAccount>>;
@@ -89,4 +89,35 @@ test('a different seed, input or profile is not the same computation: reuse: tru
   assert.equal(run.body.status, 'queued');
   assert.equal((await waitForRun(owner.key, run.body.id)).status, 'completed');
   assert.equal((await call('GET', `/runs/${run.body.id}/results`, { key: owner.key })).body.provenance.reused_from, undefined, 'a run that ran names no source');
+});
+
+test('a public release\'s owner who allows reuse answers others\' identical runs; without the allowance, or for a private lab, nothing is shared', async () => {
+  // Published through the API, so its lab (visibility, settings) is the owner's to set.
+  const { owner: author, labId, reference: ref } = await hostedLabOwner();
+  const lab = { lab_id: labId };
+  const body = { capability_ref: ref, inputs: { growth_rate: 0.15 }, seed: 21, reuse: true };
+  const own = await call('POST', '/runs', { key: author.key, body: { ref, inputs: body.inputs, seed: 21 }, headers: idem() });
+  assert.equal((await waitForRun(author.key, own.body.id)).status, 'completed');
+  const stranger = await newAccount({ usd: 5 });
+
+  assert.equal((await call('PUT', `/labs/${lab.lab_id}/visibility`, { key: author.key, body: { visibility: 'public' } })).status, 200);
+  const notAllowed = await call('POST', '/run-plans', { key: stranger.key, body });
+  assert.equal(notAllowed.body.reuse_of, null, 'public, but its owner has not allowed reuse');
+
+  assert.equal((await call('PATCH', `/labs/${lab.lab_id}`, { key: author.key, body: { content_settings: { allow_reuse: true } } })).status, 200);
+  const plan = await call('POST', '/run-plans', { key: stranger.key, body });
+  assert.deepEqual(plan.body.reuse_of, { run_id: own.body.id });
+  assert.equal(plan.body.estimated_max_usd, 0);
+  const run = await call('POST', '/runs', { key: stranger.key, body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 }, headers: idem() });
+  assert.equal(run.body.status, 'completed', run.text);
+  const [mine, theirs] = await Promise.all([
+    call('GET', `/runs/${run.body.id}/results`, { key: stranger.key }), call('GET', `/runs/${own.body.id}/results`, { key: author.key }),
+  ]);
+  assert.equal(mine.body.provenance.reused_from, own.body.id);
+  assert.deepEqual(mine.body.artifacts.map((a: { sha256: string }) => a.sha256).sort(), theirs.body.artifacts.map((a: { sha256: string }) => a.sha256).sort());
+  assert.equal((await call('GET', `/runs/${own.body.id}`, { key: stranger.key })).status, 404, 'the source stays its owner\'s');
+
+  assert.equal((await call('PUT', `/labs/${lab.lab_id}/visibility`, { key: author.key, body: { visibility: 'private' } })).status, 200);
+  const gone = await call('POST', '/run-plans', { key: (await newAccount({ usd: 1 })).key, body });
+  assert.notEqual(gone.status, 200, 'a private lab is not even visible to others');
 });

@@ -7,7 +7,8 @@ import type { Knex } from 'knex';
  * a completed one of the same account in one transaction: the plan consumed, nothing
  * reserved or charged (a zero reservation settled at zero, so the ledger stays whole),
  * the source's outputs and artifact records (the same stored objects, by sha256), and the
- * run completed, pointing at its source. The runs trigger reports it like any completion.
+ * run completed, pointing at its source. The source is a run of the account, or of the
+ * owner of a public release who allows reuse (`p_accounts`). The runs trigger reports it like any completion.
  */
 export async function up(k: Knex): Promise<void> {
   await k.schema.alterTable('runs', (t) => {
@@ -17,13 +18,13 @@ export async function up(k: Knex): Promise<void> {
   });
   await k.raw(`CREATE INDEX runs_reusable ON runs (account_id, package_sha256, inputs_sha256, compute_profile, runtime_sha256, seed) WHERE status = 'completed'`);
   await k.raw(`
-    CREATE FUNCTION silico_reuse_run(p_run jsonb, p_plan uuid, p_source uuid)
+    CREATE FUNCTION silico_reuse_run(p_run jsonb, p_plan uuid, p_source uuid, p_accounts text[])
     RETURNS SETOF runs LANGUAGE plpgsql AS $$
     DECLARE
       v_run uuid := (p_run->>'id')::uuid;
       src runs%ROWTYPE;
     BEGIN
-      SELECT * INTO src FROM runs WHERE id = p_source AND account_id = p_run->>'account_id' AND status = 'completed' FOR SHARE;
+      SELECT * INTO src FROM runs WHERE id = p_source AND account_id = ANY (p_accounts) AND status = 'completed' FOR SHARE;
       IF NOT FOUND THEN
         RAISE EXCEPTION 'run % cannot be reused', p_source USING ERRCODE = 'SL410';
       END IF;
@@ -31,7 +32,7 @@ export async function up(k: Knex): Promise<void> {
       INSERT INTO run_artifacts (id, run_id, role, file_name, content_type, format, size_bytes, sha256, public)
         SELECT 'art_' || replace(gen_random_uuid()::text, '-', ''), v_run, a.role, a.file_name, a.content_type, a.format, a.size_bytes, a.sha256, a.public
           FROM run_artifacts a WHERE a.run_id = p_source;
-      PERFORM silico_settle_compute(src.account_id, 'run:' || v_run, 0);
+      PERFORM silico_settle_compute(p_run->>'account_id', 'run:' || v_run, 0);
       UPDATE runs SET status = 'completed', settled_micros = 0, outputs = src.outputs, artifact_count = src.artifact_count, progress = 1,
              started_at = now(), finished_at = now()
        WHERE id = v_run;
@@ -45,7 +46,7 @@ export async function up(k: Knex): Promise<void> {
 }
 
 export async function down(k: Knex): Promise<void> {
-  await k.raw('DROP FUNCTION IF EXISTS silico_reuse_run(jsonb, uuid, uuid)');
+  await k.raw('DROP FUNCTION IF EXISTS silico_reuse_run(jsonb, uuid, uuid, text[])');
   await k.raw('DROP INDEX IF EXISTS runs_reusable');
   await k.schema.alterTable('runs', (t) => {
     t.dropColumn('reused_from');
