@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { NextStep, ToolContext, ToolDef } from './tool.ts';
@@ -81,14 +82,23 @@ function refusal(err: unknown, param: string | null): ApiError | null {
 async function update<R>(ctx: ToolContext, s: SessionRow, name: string, arg: unknown, param: string | null, updateId?: string): Promise<R> {
   const closed = () => new ApiError(409, 'session_completed', 'This session is complete; it is read-only.', 'session_id');
   if (s.status === 'completed') throw closed();
-  try {
-    return await ctx.deps.temporal.executeUpdate<R>(sessionWorkflowId(s.id), name, arg, { updateId });
-  } catch (err) {
-    const refused = refusal(err, param);
-    if (refused) throw refused;
-    // Completed between our read and the update: its workflow has ended.
-    if (err instanceof WorkflowNotFoundError && (await getSession(ctx.deps.db, s.id, s.account_id))?.status === 'completed') throw closed();
-    throw err;
+  // One id for every attempt: the workflow answers an update id it has seen (across
+  // continue-as-new) with its first answer, so a retry never applies a change twice.
+  const id = updateId ?? randomUUID();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await ctx.deps.temporal.executeUpdate<R>(sessionWorkflowId(s.id), name, arg, { updateId: id });
+    } catch (err) {
+      const refused = refusal(err, param);
+      if (refused) throw refused;
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+      // Completed between our read and the update: its workflow has ended.
+      if ((await getSession(ctx.deps.db, s.id, s.account_id))?.status === 'completed') throw closed();
+      // Sent to a run that then continued as new before taking it: the update is gone
+      // with that run, and the same id goes to the new one.
+      if (!/update .* not found/i.test(err.message) || attempt >= 3) throw err;
+      await new Promise((r) => setTimeout(r, 50 * attempt));
+    }
   }
 }
 
