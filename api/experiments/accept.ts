@@ -1,6 +1,7 @@
 import type { Deps, Caller } from '../tools/tool.ts';
 import { ApiError } from '../errors.ts';
-import { planUsed, resultOf } from '../plans.ts';
+import { planUnavailable, planUsed, resultOf } from '../plans.ts';
+import { spendCapRefusal, studyCapFindings } from '../spendCaps.ts';
 import { recheckProposal } from '../runs/prepare.ts';
 import { acceptExperiment as recordAcceptance, unacceptExperiment, type ExperimentRow } from '../../storage/db/experiments.ts';
 import type { NewRun } from '../../storage/db/runs.ts';
@@ -15,7 +16,7 @@ import { armRunProposal, type ExperimentProposal } from './prepare.ts';
  * The study's runs in start order: replicate 0 of every arm, then replicate 1 of every
  * arm, and so on, so early results already cover each arm.
  */
-function studyRuns(experimentId: string, accountId: string, p: ExperimentProposal): Array<{ run: NewRun; arm_index: number; replicate: number }> {
+function studyRuns(experimentId: string, caller: Caller, p: ExperimentProposal): Array<{ run: NewRun; arm_index: number; replicate: number }> {
   const most = Math.max(...p.arms.map((a) => a.replicates));
   const out: Array<{ run: NewRun; arm_index: number; replicate: number }> = [];
   for (let k = 0; k < most; k++) {
@@ -25,7 +26,7 @@ function studyRuns(experimentId: string, accountId: string, p: ExperimentProposa
       out.push({
         arm_index: a, replicate: k,
         run: {
-          id: newUuid(), account_id: accountId, kind: run.kind, ref: run.ref, resolved_ref: run.resolved_ref, release_id: null,
+          id: newUuid(), account_id: caller.account.id, key_id: caller.key.id, kind: run.kind, ref: run.ref, resolved_ref: run.resolved_ref, release_id: null,
           workspace_id: arm.workspace_id, revision_id: arm.revision_id, package_sha256: run.package_sha256, inputs: run.inputs,
           metadata: { experiment_arm: arm.label, replicate: String(k) }, compute_profile: run.compute_profile,
           max_runtime_seconds: run.max_runtime_seconds, reserved_micros: run.estimated_max_micros, seed: run.seed, experiment_id: experimentId, plan_id: null,
@@ -44,16 +45,20 @@ function studyRuns(experimentId: string, accountId: string, p: ExperimentProposa
  * acceptance is undone and the answer is 503, so a retry completes it.
  */
 export async function openExperiment(deps: Deps, caller: Caller, planId: string, proposal: ExperimentProposal): Promise<ExperimentRow> {
-  for (const arm of proposal.arms) await recheckProposal(deps, caller, armRunProposal(arm));
+  for (const arm of proposal.arms) await recheckProposal(deps, caller, armRunProposal(arm), { caps: false });
+  const capped = await studyCapFindings(deps, caller, proposal.arms, proposal.estimated_max_micros);
+  if (capped.length) throw planUnavailable(`A spend cap changed since this study was prepared: ${capped.map((f) => f.message).join(' ')} Prepare it again.`, null);
   const id = newId('exp');
   let experiment: ExperimentRow;
   try {
     experiment = await recordAcceptance(deps.db, {
       id, account_id: caller.account.id, name: proposal.name, goal: proposal.goal, arms: proposal.arms, plan_id: planId,
       workspace_ids: [...new Set(proposal.arms.map((a) => a.workspace_id))], reserved_micros: proposal.estimated_max_micros,
-    }, studyRuns(id, caller.account.id, proposal));
+    }, studyRuns(id, caller, proposal));
   } catch (err) {
     if (isSqlState(err, SQLSTATE.planUsed)) throw planUsed(await resultOf(deps.db, caller.account.id, planId));
+    const refused = spendCapRefusal(err, true);
+    if (refused) throw refused;
     if (isSqlState(err, SQLSTATE.insufficientCompute)) {
       const usd = microsToUsd(proposal.estimated_max_micros);
       throw new ApiError(402, 'insufficient_credits', `Available compute cannot cover this study's maximum of $${usd} (${proposal.run_count} runs); no run was created.`, null, {

@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import type { Deps, Caller } from '../tools/tool.ts';
 import { ApiError, errors } from '../errors.ts';
 import { prepareRun, type RunProposal } from '../runs/prepare.ts';
+import { studyCapFindings } from '../spendCaps.ts';
 import type { Finding } from '../../storage/db/plans.ts';
 import type { ExperimentArm } from '../../storage/db/experiments.ts';
 import { contractOf } from '../contract.ts';
@@ -88,11 +89,10 @@ export async function prepareExperiment(
     });
   }
   const runCount = arms.reduce((n, a) => n + a.replicates, 0);
+  const total = arms.reduce((sum, a) => sum + a.replicates * a.estimated_max_micros, 0);
+  findings.push(...await studyCapFindings(deps, caller, arms, total));
   return {
     findings,
-    proposal: {
-      name: req.name, goal: req.goal ?? '', arms, run_count: runCount,
-      estimated_max_micros: arms.reduce((sum, a) => sum + a.replicates * a.estimated_max_micros, 0),
-    },
+    proposal: { name: req.name, goal: req.goal ?? '', arms, run_count: runCount, estimated_max_micros: total },
   };
 }

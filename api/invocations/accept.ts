@@ -7,6 +7,7 @@ import type { PlanRow } from '../../storage/db/plans.ts';
 import type { HostingRow } from '../../storage/db/hosting.ts';
 import type { InvocationArgs } from '../../workflows/invocation.ts';
 import { digestJson } from '../../storage/digest.ts';
+import { spendCapRefusal } from '../spendCaps.ts';
 import { newId } from '../../storage/ids.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
 import { CONTROL_TASK_QUEUE, invocationWorkflowId } from '../../workflows/constants.ts';
@@ -60,9 +61,11 @@ export async function acceptHostedInvocation(deps: Deps, caller: Caller, plan: P
   const { estimated_max_micros: reserved, ...bound } = p;
   let row: InvocationRow;
   try {
-    row = await acceptInvocation(deps.db, { ...bound, id, account_id: caller.account.id, reserved_micros: reserved, plan_id: plan.id });
+    row = await acceptInvocation(deps.db, { ...bound, id, account_id: caller.account.id, key_id: caller.key.id, reserved_micros: reserved, plan_id: plan.id });
   } catch (err) {
     if (err instanceof InvocationPlanUsed) throw planUsed(await resultOf(deps.db, caller.account.id, plan.id));
+    const capped = spendCapRefusal(err, true);
+    if (capped) throw capped;
     if (err instanceof InvocationNotCovered) {
       const usd = microsToUsd(p.estimated_max_micros);
       throw new ApiError(402, 'insufficient_credits', `Available compute cannot cover this invocation's maximum of $${usd}.`, null, {

@@ -8,6 +8,7 @@ import type { HostingRow } from '../../storage/db/hosting.ts';
 import type { NewInvocation } from '../../storage/db/hostedInvocations.ts';
 import type { Finding } from '../../storage/db/plans.ts';
 import { digestJson } from '../../storage/digest.ts';
+import { invocationCapFindings } from '../spendCaps.ts';
 
 /** The longest an invocation may run, whatever its profile allows: hosting is for short calls. */
 export const INVOCATION_MAX_SECONDS = 300;
@@ -39,7 +40,7 @@ export function deploymentFinding(h: HostingRow): Finding | null {
  * this digest (as GET /hosted-releases), its deployment is ready, the inputs satisfy its
  * contract as a run's would (unknown names are a 422 `unknown_inputs`); and what it binds:
  * the account and OAuth client, the deployment (lab and generation), the inputs' identity,
- * the seed, the compute bounds and the most it can cost. Nothing runs.
+ * the seed, the compute bounds and the most it can cost (within the spend caps). Nothing runs.
  */
 export async function prepareInvocation(deps: Deps, caller: Caller, req: InvocationRequest): Promise<{
   proposal: InvocationProposal; findings: Finding[]; hosting: HostingRow; profile: ComputeProfileRow;
@@ -58,7 +59,9 @@ export async function prepareInvocation(deps: Deps, caller: Caller, req: Invocat
   const unavailable = deploymentFinding(hosting);
   if (unavailable) findings.unshift(unavailable);
   const profile = (await getComputeProfile(deps.db, hosting.compute_profile))!;
-  const maxSeconds = Math.min(INVOCATION_MAX_SECONDS, profile.max_runtime_seconds);
+  const capped = await invocationCapFindings(deps, caller, Math.min(INVOCATION_MAX_SECONDS, profile.max_runtime_seconds), profile);
+  findings.push(...capped.findings);
+  const maxSeconds = capped.maxSeconds;
   return {
     hosting, profile, findings,
     proposal: {

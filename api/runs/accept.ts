@@ -4,6 +4,7 @@ import { planUsed, resultOf } from '../plans.ts';
 import { insertAcceptedRun, insertReusedRun, unacceptRun, type NewRun, type RunRow } from '../../storage/db/runs.ts';
 import { planUnavailable } from '../plans.ts';
 import { isSqlState, SQLSTATE } from '../../storage/db/sqlStates.ts';
+import { spendCapRefusal } from '../spendCaps.ts';
 import { newUuid } from '../../storage/ids.ts';
 import { CONTROL_TASK_QUEUE, runWorkflowId } from '../../workflows/constants.ts';
 import { workflowSearchAttributes } from '../../workflows/searchAttributes.ts';
@@ -34,6 +35,8 @@ export async function acceptRun(deps: Deps, caller: Caller, proposal: RunProposa
   } catch (err) {
     if (isSqlState(err, SQLSTATE.planUsed)) throw planUsed(opts.planId ? await resultOf(deps.db, caller.account.id, opts.planId) : null);
     if (isSqlState(err, SQLSTATE.reuseSourceGone)) throw planUnavailable(`Run ${proposal.reuse_of} can no longer be reused; prepare the run again.`, null);
+    const capped = spendCapRefusal(err, opts.planId !== undefined);
+    if (capped) throw capped;
     if (isSqlState(err, SQLSTATE.insufficientCompute)) {
       throw new ApiError(402, 'insufficient_credits', `Available compute cannot cover this run's maximum of $${proposal.estimated_max_micros / 1e6}.`, null, {
         required_usd: proposal.estimated_max_micros / 1e6, resolution: 'Add compute to the account or lower max_runtime_seconds.', retryable: false,

@@ -15,7 +15,7 @@ import { getLabById } from '../../storage/db/labs.ts';
 import { readLabManifests } from '../../storage/labManifests.ts';
 import { runtimePinFindings } from '../../storage/runtimePins.ts';
 import { findReusableRun, reuseOwnerOf } from '../../storage/db/runs.ts';
-import { runSpendLimit, spendCaps } from '../../storage/db/spendCaps.ts';
+import { runCapFindings } from '../spendCaps.ts';
 import { digestJson } from '../../storage/digest.ts';
 
 /** The approved content of a run: what a plan digests and what POST /runs executes. */
@@ -151,27 +151,12 @@ export async function prepareRun(
     inputs_sha256: digestJson(req.inputs), runtime_sha256: deps.runtimeLock.sha256,
   };
   findings.push(...await reuseFindings(deps, caller, proposal, req));
-  if (req.caps && !proposal.reuse_of) findings.push(...await capFindings(deps, caller, proposal, profile));
-  return { release, profile, findings, proposal };
-}
-
-/**
- * Spend caps, before anything is reserved: when the account's or the key's caps leave
- * less than a second of the profile's compute, the run is refused (`spend_cap_reached`);
- * when they leave less than its maximum price, it runs under that cap: its reservation
- * is the cap and its execution stops once it has cost that much.
- */
-async function capFindings(deps: Deps, caller: Caller, proposal: RunProposal, profile: ComputeProfileRow): Promise<Finding[]> {
-  const limit = runSpendLimit(await spendCaps(deps.db, caller.account.id, caller.key.id));
-  if (!limit || limit.micros >= proposal.estimated_max_micros) return [];
-  const usd = (m: number) => `$${(m / 1e6).toFixed(6)}`;
-  if (limit.micros < profile.price_per_second_micros) {
-    return [{ severity: 'blocking', code: 'spend_cap_reached', message: `${limit.cap[0]!.toUpperCase()}${limit.cap.slice(1)} leaves ${usd(limit.micros)}, less than one second of ${profile.id}: no run can start until the cap is raised or the month turns.`, path: null }];
+  if (req.caps && !proposal.reuse_of) {
+    const capped = await runCapFindings(deps, caller, proposal.estimated_max_micros, profile);
+    findings.push(...capped.findings);
+    if (capped.capMicros !== undefined) proposal.cap_micros = proposal.estimated_max_micros = capped.capMicros;
   }
-  proposal.cap_micros = limit.micros;
-  proposal.estimated_max_micros = limit.micros;
-  const seconds = Math.floor(limit.micros / profile.price_per_second_micros);
-  return [{ severity: 'warning', code: 'spend_cap_applies', message: `This run may cost at most ${usd(limit.micros)} (${limit.cap}): about ${seconds} s of ${profile.id}. If it gets there it is stopped and ends cancelled with spend_cap_reached, charged up to the cap.`, path: 'max_runtime_seconds' }];
+  return { release, profile, findings, proposal };
 }
 
 /**
@@ -200,16 +185,19 @@ async function reuseFindings(deps: Deps, caller: Caller, proposal: RunProposal, 
 /**
  * Execution rechecks permissions and inputs of an approved proposal: the release or
  * revision must still be visible with the same bytes and the inputs still valid, or the
- * plan is unavailable (409) and must be prepared again.
+ * plan is unavailable (409) and must be prepared again. A lone run's spend caps are
+ * rechecked too (`caps: false` for a study's arm: the study checks its caps whole).
  */
-export async function recheckProposal(deps: Deps, caller: Caller, proposal: RunProposal): Promise<void> {
+export async function recheckProposal(deps: Deps, caller: Caller, proposal: RunProposal, opts: { caps?: boolean } = {}): Promise<void> {
+  const caps = (opts.caps ?? true) && !proposal.reuse_of;
   const again = await prepareRun(deps, caller, {
     ref: proposal.kind === 'hub' ? proposal.resolved_ref : undefined, refParam: 'plan_id',
     workspace: proposal.kind === 'managed' ? { workspaceId: proposal.workspace_id!, revisionId: proposal.revision_id! } : undefined, inputs: proposal.inputs, profileId: proposal.compute_profile,
-    profileParam: 'plan_id', maxRuntimeSeconds: proposal.max_runtime_seconds, seed: proposal.seed, caps: !proposal.reuse_of,
+    profileParam: 'plan_id', maxRuntimeSeconds: proposal.max_runtime_seconds, seed: proposal.seed, caps,
   });
-  const capFinding = again.findings.find((f) => f.code === 'spend_cap_reached');
-  if (capFinding || (!proposal.reuse_of && again.proposal.estimated_max_micros < proposal.estimated_max_micros)) {
+  const lowered = caps && again.proposal.estimated_max_micros < proposal.estimated_max_micros;
+  const capFinding = again.findings.find((f) => f.code === 'spend_cap_reached' || (lowered && f.code === 'spend_cap_applies'));
+  if (capFinding || lowered) {
     throw planUnavailable(`A spend cap changed since this plan was prepared${capFinding ? `: ${capFinding.message}` : ''}; prepare it again.`, null);
   }
   if (again.release.package_sha256 !== proposal.package_sha256.replace('sha256:', '') || again.findings.some((f) => f.severity === 'blocking')) {

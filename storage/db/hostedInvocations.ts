@@ -7,6 +7,8 @@ export interface InvocationRow {
   id: string;
   account_id: string;
   client_id: string;
+  /** The key that accepted it: its spend counts against that key's caps. */
+  key_id: string | null;
   lab_id: string;
   hosting_generation: number;
   reference: string;
@@ -37,7 +39,7 @@ export class InvocationNotCovered extends Error {}
 
 const ledgerRef = (id: string) => `invocation:${id}`;
 
-export type NewInvocation = Omit<InvocationRow, 'status' | 'settled_micros' | 'outputs' | 'error' | 'attempts' | 'lease_expires_at' | 'cancel_requested_at' | 'created_at' | 'started_at' | 'finished_at'>;
+export type NewInvocation = { key_id?: string | null } & Omit<InvocationRow, 'key_id' | 'status' | 'settled_micros' | 'outputs' | 'error' | 'attempts' | 'lease_expires_at' | 'cancel_requested_at' | 'created_at' | 'started_at' | 'finished_at'>;
 
 /**
  * Accepts an invocation, all or nothing: consumes its plan, reserves its maximum price

@@ -5,15 +5,13 @@ export interface Cap { monthly_micros: number | null; run_micros: number | null;
 export interface SpendCaps { account: Cap; key: Cap }
 
 /**
- * A run's cost this month: what it was charged once settled, what it holds in reserve
- * while it runs (the most it can still cost).
+ * The columns (`a` the account row, `k` the key row) that capsOf reads, for a statement
+ * that selects more. What each has spent this month is `silico_month_spent` (migration
+ * 030): runs and invocations at their charge once settled, their reservation until then,
+ * and for the account its deployments' standing cost.
  */
-export const MONTH_SPENT = (holder: string) => `(SELECT coalesce(sum(coalesce(r.settled_micros, r.reserved_micros)), 0)::float8 FROM runs r
-   WHERE ${holder} AND r.created_at >= date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')`;
-
-/** The columns (`a` the account row, `k` the key row) that capsOf reads, for a statement that selects more. */
 export const CAP_COLUMNS = `a.monthly_cap_micros::float8 AS a_monthly, a.run_cap_micros::float8 AS a_run, k.monthly_cap_micros::float8 AS k_monthly, k.run_cap_micros::float8 AS k_run,
-  ${MONTH_SPENT('r.account_id = a.id')} AS a_spent, ${MONTH_SPENT('r.key_id = k.id')} AS k_spent`;
+  silico_month_spent(a.id, NULL)::float8 AS a_spent, silico_month_spent(a.id, k.id)::float8 AS k_spent`;
 
 export function capsOf(r: { a_monthly: number | null; a_run: number | null; k_monthly: number | null; k_run: number | null; a_spent: number | null; k_spent: number | null }): SpendCaps {
   return {
@@ -27,15 +25,24 @@ export async function spendCaps(db: Db, accountId: string, keyId: string): Promi
   return capsOf(rows[0] ?? { a_monthly: null, a_run: null, k_monthly: null, k_run: null, a_spent: 0, k_spent: 0 });
 }
 
+export interface CapLimit { micros: number; cap: string }
+
+/** The tightest of the per-run caps, and the least left under the monthly caps; null where no cap applies. */
+export function capLimits(caps: SpendCaps): { perRun: CapLimit | null; monthly: CapLimit | null } {
+  const tightest = (limits: CapLimit[]) => (limits.length ? limits.reduce((a, b) => (b.micros < a.micros ? b : a)) : null);
+  const holders = ['account', 'key'] as const;
+  return {
+    perRun: tightest(holders.filter((h) => caps[h].run_micros !== null).map((h) => ({ micros: caps[h].run_micros!, cap: `the ${h}'s per-run cap` }))),
+    monthly: tightest(holders.filter((h) => caps[h].monthly_micros !== null)
+      .map((h) => ({ micros: Math.max(0, caps[h].monthly_micros! - caps[h].month_spent_micros), cap: `what is left of the ${h}'s monthly cap` }))),
+  };
+}
+
 /** The most one more run may cost under every cap, and which cap sets it; null when no cap applies. */
-export function runSpendLimit(caps: SpendCaps): { micros: number; cap: string } | null {
-  const limits: Array<{ micros: number; cap: string }> = [];
-  for (const holder of ['account', 'key'] as const) {
-    const c = caps[holder];
-    if (c.run_micros !== null) limits.push({ micros: c.run_micros, cap: `the ${holder}'s per-run cap` });
-    if (c.monthly_micros !== null) limits.push({ micros: Math.max(0, c.monthly_micros - c.month_spent_micros), cap: `what is left of the ${holder}'s monthly cap` });
-  }
-  return limits.length ? limits.reduce((a, b) => (b.micros < a.micros ? b : a)) : null;
+export function runSpendLimit(caps: SpendCaps): CapLimit | null {
+  const { perRun, monthly } = capLimits(caps);
+  if (!perRun || !monthly) return perRun ?? monthly;
+  return monthly.micros < perRun.micros ? monthly : perRun;
 }
 
 /** Sets (a number) or clears (null) an account's or a key's caps; an absent field is left as it is. */

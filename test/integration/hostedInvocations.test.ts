@@ -220,6 +220,38 @@ test("sharing a lab never shows a stranger's invocation to its owner; an account
   assert.equal(await testDb()('hosted_invocations').where({ account_id: broke.account.id }).count('* as n').first().then((r: any) => Number(r.n)), 0);
 });
 
+test("spend caps bound invocations: under a key's per-run cap the plan runs shorter; what it costs counts this month; past the monthly cap plans are blocked and the database refuses one", { timeout: 120_000 }, async () => {
+  const who = await newAccount({ usd: 5 });
+  // cpu-small is $0.00001/s: a $0.0006 per-run cap pays for 60 s.
+  await admin('caps', 'set', '--account', who.account.namespace, '--key', who.keyId, '--per-run-usd', '0.0006');
+  const capped = await readyPlan(who.key, { inputs: { growth_rate: 0.1 } });
+  assert.equal(capped.compute.max_seconds, 60);
+  assert.equal(capped.estimated_max_usd, 0.0006);
+  assert.ok(capped.findings.some((f: { code: string }) => f.code === 'spend_cap_applies'));
+  const res = await execute(who.key, capped);
+  assert.equal(res.status, 201, res.text);
+  const done = await endedInvocation(res.body.invocation_id, who.key);
+  assert.equal(done.status, 'completed');
+  const spent = (await call('GET', '/account', { key: who.key })).body.spend_caps;
+  assert.equal(spent.key.month_spent_usd, done.credits_settled, 'the invocation counts against the key that made it');
+  assert.equal(spent.account.month_spent_usd, done.credits_settled);
+
+  await admin('caps', 'set', '--account', who.account.namespace, '--key', who.keyId, '--monthly-usd', String(done.credits_settled));
+  const blocked = await prepare(who.key, { inputs: { growth_rate: 0.1 } });
+  assert.equal(blocked.status, 201, blocked.text);
+  assert.equal(blocked.body.status, 'blocked');
+  assert.ok(blocked.body.findings.some((f: { code: string; message: string }) => f.code === 'spend_cap_reached' && /key's monthly cap/.test(f.message)));
+  // Accepted past the plan's check (as a concurrent acceptance would be), the database refuses it.
+  const inputs = { growth_rate: 0.1 };
+  const plan = await createPlan(testDb(), { accountId: who.account.id, kind: 'hosted_invocation', proposal: { inputs }, findings: [], ttlSeconds: 600 });
+  const key = await testDb()('api_keys').where({ id: who.keyId }).first('client_id');
+  await assert.rejects(acceptInvocation(testDb(), {
+    id: newId('inv'), account_id: who.account.id, key_id: who.keyId, client_id: key.client_id, lab_id: lab.labId, hosting_generation: 1, reference: lab.reference, package_sha256: lab.sha256,
+    compute_profile: 'cpu-small', inputs, inputs_sha256: digestJson(inputs), seed: 1, max_seconds: 60, reserved_micros: 600, plan_id: plan.id,
+  }), (err: { code?: string }) => err.code === 'SLCAP');
+  assert.equal(Number((await getBalances(testDb(), who.account.id)).reserved_micros), 0, 'nothing stays reserved');
+});
+
 test('cancelling a queued invocation ends it cancelled with nothing charged; cancelling again changes nothing', async () => {
   // Accepted in Postgres but never started: it stays queued until cancelled.
   const inputs = { growth_rate: 0.1 };

@@ -26,6 +26,7 @@ import * as sessions from './026_sessions.ts';
 import * as webhooks from './027_webhooks.ts';
 import * as runReuse from './028_run_reuse.ts';
 import * as spendCaps from './029_spend_caps.ts';
+import * as spendCapsEverywhere from './030_spend_caps_everywhere.ts';
 import * as biologyResources from './025_biology_resources.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
@@ -61,6 +62,7 @@ const migrations: Record<string, Migration> = {
   '027_webhooks': webhooks,
   '028_run_reuse': runReuse,
   '029_spend_caps': spendCaps,
+  '030_spend_caps_everywhere': spendCapsEverywhere,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
