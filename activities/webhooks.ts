@@ -1,12 +1,13 @@
 import { Agent, request } from 'undici';
 import type { Db } from '../storage/db/knex.ts';
 import type { WebhookConfig } from '../api/config.ts';
-import { deliveryToAttempt, markDead, recordAttempt } from '../storage/db/webhooks.ts';
+import { deliveryToAttempt, markDead, recordAttempt, signingSecrets } from '../storage/db/webhooks.ts';
+import type { SecretsKeyring } from '../storage/sealedSecrets.ts';
 import { webhookSignature } from '../storage/webhookSecrets.ts';
 import { isoTime } from '../storage/ids.ts';
 import { guardedLookup, literalNotPublic } from './http/guardedLookup.ts';
 
-export interface WebhookDeps { db: Db; config: WebhookConfig }
+export interface WebhookDeps { db: Db; config: WebhookConfig; secrets: SecretsKeyring }
 
 /** A delivery's identity as its workflow knows it: a replay is a later generation. */
 export interface DeliveryRef { deliveryId: string; generation: number }
@@ -24,7 +25,7 @@ function problemOf(err: unknown): string {
  * checked after DNS resolution, never following a redirect. Only a 2xx answer delivers.
  */
 export function createWebhookActivities(deps: WebhookDeps) {
-  const { db, config } = deps;
+  const { db, config, secrets } = deps;
   const refused = (host: string, address: string) => new Error(`${host} resolves to ${address}, which is not a public address`);
   const agent = new Agent({
     connect: { lookup: guardedLookup(config.allowPrivateAddresses, refused), timeout: config.timeoutMs },
@@ -41,10 +42,16 @@ export function createWebhookActivities(deps: WebhookDeps) {
         return { done: true, delivered: false };
       }
       const body = JSON.stringify({ id: event.id, type: event.type, created_at: isoTime(event.created_at), data: event.data });
-      const overlapping = endpoint.previous_secret && endpoint.previous_secret_expires_at && new Date(endpoint.previous_secret_expires_at).getTime() > Date.now();
-      const signature = webhookSignature([endpoint.secret, ...(overlapping ? [endpoint.previous_secret!] : [])], body, Math.floor(Date.now() / 1000));
       let outcome: { delivered: boolean; status: number | null; error: string | null };
       try {
+        // A secret that does not open here (sealed under a key this worker lacks, or not
+        // this endpoint's) is a failed attempt: retried, and in the end a dead letter.
+        let signature: string;
+        try {
+          signature = webhookSignature(signingSecrets(secrets, endpoint), body, Math.floor(Date.now() / 1000));
+        } catch (err) {
+          throw new Error(`the endpoint's signing secret cannot be opened: ${(err as Error).message}`);
+        }
         const url = new URL(endpoint.url);
         if (!config.allowPrivateAddresses && literalNotPublic(url)) throw new Error(`${url.host} is not a public address`);
         const res = await request(url, {

@@ -1,3 +1,5 @@
+import { secretsKeyring, type SecretsKeyring } from '../storage/sealedSecrets.ts';
+
 /**
  * Configuration, read once from the environment and passed down. Nothing else in the
  * code reads process.env for service settings.
@@ -47,6 +49,12 @@ export interface Config {
   /** The approved biology sources (workers reach them; the api names them). */
   biology: BiologyConfig;
   webhooks: WebhookConfig;
+  /**
+   * The key that seals secrets the service keeps readable (webhook signing secrets) in
+   * Postgres, and keys kept from before a rotation (SILICO_SECRETS_KEY, required;
+   * SILICO_SECRETS_KEY_PREVIOUS, comma-separated).
+   */
+  secrets: SecretsKeyring;
   sessions: {
     /** Past this many history events a session's workflow continues as a new run (SILICO_SESSION_HISTORY_BOUND). */
     historyBound: number;
@@ -148,6 +156,15 @@ export function passportKeysDir(env: NodeJS.ProcessEnv = process.env): string | 
   return env.SILICO_PASSPORT_KEYS_DIR || null;
 }
 
+/**
+ * The secrets keyring of an environment, or null when it names no key (the operator CLI
+ * then uses the local stack's); a malformed key throws.
+ */
+export function secretsKeyringOf(env: NodeJS.ProcessEnv = process.env): SecretsKeyring | null {
+  if (!env.SILICO_SECRETS_KEY) return null;
+  return secretsKeyring(env.SILICO_SECRETS_KEY, (env.SILICO_SECRETS_KEY_PREVIOUS ?? '').split(',').filter((k) => k.trim()));
+}
+
 /** Builds the configuration from an environment (defaults match `npm start`). */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const apiPort = int(env, 'SILICO_API_PORT', 8080);
@@ -201,6 +218,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       buildTimeoutMs: int(env, 'SILICO_PASSPORT_BUILD_TIMEOUT_SECONDS', 60) * 1000,
     },
     biology: biologyConfig(env),
+    // No default: a deployment without its key fails at start rather than store secrets readable.
+    secrets: secretsKeyringOf(env) ?? secretsKeyring(str(env, 'SILICO_SECRETS_KEY')),
     webhooks: {
       allowPrivateAddresses: env.SILICO_WEBHOOK_ALLOW_PRIVATE === '1',
       timeoutMs: int(env, 'SILICO_WEBHOOK_TIMEOUT_MS', 10_000),

@@ -10,7 +10,9 @@ import { isoTime, newUuid } from '../storage/ids.ts';
 import { REPO_ROOT } from './local/bootstrap.ts';
 import semver from 'semver';
 import { createGrant, getGrant, listGrants, revokeGrant, type GrantRow } from '../storage/db/publicationGrants.ts';
-import { passportKeysDir } from '../api/config.ts';
+import { passportKeysDir, secretsKeyringOf } from '../api/config.ts';
+import { secretsKeyFile } from './local/secretsKey.ts';
+import { secretsKeyring } from '../storage/sealedSecrets.ts';
 import { rotatePassportKey } from '../storage/passportKeys.ts';
 import { listPassportKeys, type PassportKeyRow } from '../storage/db/passports.ts';
 import { HOSTING_USAGE, listForReview, reviewHosting } from './adminHosting.ts';
@@ -56,6 +58,19 @@ class UsageError extends Error {}
 
 /** The local stack's data dir (`npm start`), where its state and passport keyring live. */
 const localDataDir = () => process.env.SILICO_DATA_DIR ?? path.join(REPO_ROOT, '.data');
+
+/** The secrets keyring of SILICO_SECRETS_KEY, else the local stack's key (sealing webhook secrets). */
+function secretsOrLocal() {
+  const configured = secretsKeyringOf();
+  if (configured) return configured;
+  const file = secretsKeyFile(localDataDir());
+  try {
+    return secretsKeyring(readFileSync(file, 'utf8'), [], file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    throw new UsageError(`set SILICO_SECRETS_KEY (the service's), or start the local stack first (npm start) so ${file} exists`);
+  }
+}
 
 function databaseUrl(): string {
   if (process.env.DATABASE_URL) return process.env.DATABASE_URL;
@@ -253,7 +268,7 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
     case 'webhooks rotate-secret':
     case 'webhooks remove': {
       const a = await account(db, v.account);
-      return adminWebhooks(db, cmd!, arg, { accountId: a.id, url: v.url, events: v.events, note: v.note, overlapSeconds: v['overlap-seconds'] }, (m) => new UsageError(m));
+      return adminWebhooks(db, secretsOrLocal, cmd!, arg, { accountId: a.id, url: v.url, events: v.events, note: v.note, overlapSeconds: v['overlap-seconds'] }, (m) => new UsageError(m));
     }
     default:
       throw new UsageError(what ? `unknown command: ${what}` : 'no command given');

@@ -2,6 +2,7 @@ import type { Db } from '../storage/db/knex.ts';
 import { WEBHOOK_EVENT_TYPES, createEndpoint, getEndpoint, listEndpoints, removeEndpoint, rotateEndpointSecret, type WebhookEventType } from '../storage/db/webhooks.ts';
 import { newWebhookSecret } from '../storage/webhookSecrets.ts';
 import { newId } from '../storage/ids.ts';
+import type { SecretsKeyring } from '../storage/sealedSecrets.ts';
 import { ApiError } from '../api/errors.ts';
 import { checkWebhookUrl, endpointView } from '../api/webhooks/view.ts';
 import { DEFAULT_OVERLAP_SECONDS } from '../api/tools/webhooks.ts';
@@ -16,7 +17,7 @@ export const WEBHOOKS_USAGE = `  webhooks add --account NS --url URL [--events a
  * `npm run admin -- webhooks ...`: the same endpoints the account manages through
  * /v1/webhook-endpoints, from the operator's side (the URL rules of SILICO_WEBHOOK_ALLOW_PRIVATE apply).
  */
-export async function adminWebhooks(db: Db, cmd: string, arg: string | undefined, o: { accountId: string; url?: string; events?: string; note?: string; overlapSeconds?: string }, usage: (m: string) => Error): Promise<unknown> {
+export async function adminWebhooks(db: Db, secrets: () => SecretsKeyring, cmd: string, arg: string | undefined, o: { accountId: string; url?: string; events?: string; note?: string; overlapSeconds?: string }, usage: (m: string) => Error): Promise<unknown> {
   switch (cmd) {
     case 'add': {
       if (!o.url) throw usage('webhooks add needs --url');
@@ -30,7 +31,7 @@ export async function adminWebhooks(db: Db, cmd: string, arg: string | undefined
         throw err instanceof ApiError ? usage(err.message) : err;
       }
       const secret = newWebhookSecret();
-      const e = await createEndpoint(db, { id: newId('whe'), account_id: o.accountId, url, events: events as WebhookEventType[], description: o.note ?? null, secret });
+      const e = await createEndpoint(db, secrets(), { id: newId('whe'), account_id: o.accountId, url, events: events as WebhookEventType[], description: o.note ?? null, secret });
       return { ...endpointView(e, secret), note: 'The secret is shown once; store it now.' };
     }
     case 'list':
@@ -40,7 +41,7 @@ export async function adminWebhooks(db: Db, cmd: string, arg: string | undefined
       const overlap = o.overlapSeconds === undefined ? DEFAULT_OVERLAP_SECONDS : Number(o.overlapSeconds);
       if (!Number.isInteger(overlap) || overlap < 0) throw usage('--overlap-seconds must be a non-negative integer');
       const secret = newWebhookSecret();
-      const e = (await rotateEndpointSecret(db, o.accountId, arg, secret, overlap))!;
+      const e = (await rotateEndpointSecret(db, secrets(), o.accountId, arg, secret, overlap))!;
       return { ...endpointView(e, secret), note: 'The new secret is shown once; the previous one also signs until previous_secret_expires_at.' };
     }
     case 'remove': {

@@ -25,6 +25,7 @@ import { randomUUID } from 'node:crypto';
 import { createPassportActivities } from '../activities/passports.ts';
 import { registerKeyring } from '../storage/passportKeys.ts';
 import { WORKFLOWS_PATH } from './workflowBundle.ts';
+import { resealEndpointSecrets } from '../storage/db/webhooks.ts';
 
 /**
  * The worker process: hosts every workflow and the control-queue activities, with their
@@ -46,6 +47,9 @@ async function main(): Promise<void> {
   }
   // Keys dropped into the keyring since the last start are recorded (the newest signs).
   if (config.passports.keysDir) await registerKeyring(db, config.passports.keysDir);
+  // Webhook secrets stored before sealing, or under a rotated secrets key, are sealed under the current one.
+  const resealed = await resealEndpointSecrets(db, config.secrets);
+  if (resealed) log.info(`sealed ${resealed} webhook endpoint secret(s) under secrets key ${config.secrets.current.id}`);
   const publication = createPublicationActivities({ db, objects, python: config.python, sandbox });
   const hosting = createHostingActivities({ db, objects, python: config.python, sandbox });
   // Warm instances of the deployments this process serves, reached through its own task
@@ -70,7 +74,7 @@ async function main(): Promise<void> {
       ...invocations,
       ...createPassportActivities({ db, objects, keysDir: config.passports.keysDir }),
       ...createSessionActivities({ db }),
-      ...createWebhookActivities({ db, config: config.webhooks }),
+      ...createWebhookActivities({ db, config: config.webhooks, secrets: config.secrets }),
       // Biology sources, paced by counters every worker shares.
       ...createBiologyActivities({ db, objects, config: config.biology, counters: createCounters(sourcePacing) }),
     },

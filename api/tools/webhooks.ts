@@ -56,7 +56,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
   async webhook_endpoint_create(input, ctx) {
     const url = checkWebhookUrl(input.url, ctx.deps.config.webhooks.allowPrivateAddresses);
     const secret = newWebhookSecret();
-    const e = await createEndpoint(ctx.deps.db, { id: newId('whe'), account_id: ctx.caller.account.id, url, events: input.events, description: input.description ?? null, secret });
+    const e = await createEndpoint(ctx.deps.db, ctx.deps.config.secrets, { id: newId('whe'), account_id: ctx.caller.account.id, url, events: input.events, description: input.description ?? null, secret });
     return {
       body: endpointView(e, secret),
       warnings: [{ code: 'secret_shown_once', message: 'Keep the secret now: it is not shown again (rotate it to get a new one).' }],
@@ -74,7 +74,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
   async webhook_endpoint_secret_rotate(input, ctx) {
     await ownedEndpoint(ctx, input.endpoint_id);
     const secret = newWebhookSecret();
-    const e = await rotateEndpointSecret(ctx.deps.db, ctx.caller.account.id, input.endpoint_id, secret, input.overlap_seconds ?? DEFAULT_OVERLAP_SECONDS);
+    const e = await rotateEndpointSecret(ctx.deps.db, ctx.deps.config.secrets, ctx.caller.account.id, input.endpoint_id, secret, input.overlap_seconds ?? DEFAULT_OVERLAP_SECONDS);
     if (!e) throw errors.notFound('webhook_endpoint_not_found', 'webhook endpoint', 'endpoint_id');
     return { body: endpointView(e, secret), warnings: [{ code: 'secret_shown_once', message: 'Keep the new secret now: it is not shown again.' }] };
   },

@@ -17,6 +17,7 @@ import { buildWorkflowBundle } from '../workflowBundle.ts';
 import { createTemporalGateway } from '../../api/temporal.ts';
 import { CONTROL_TASK_QUEUE } from '../../workflows/constants.ts';
 import { SERVICE_PROCESS_ENV } from './serviceProcess.ts';
+import { ensureSecretsKey } from './secretsKey.ts';
 
 export interface StackPorts { api: number; postgres: number; temporal: number; temporalUi: number | null; minio: number; minioConsole: number }
 
@@ -145,6 +146,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       SILICO_PYTHON: python,
       // The passport keyring of this data dir (bootstrap makes its first key).
       SILICO_PASSPORT_KEYS_DIR: path.join(opts.dataDir, 'passport-keys'),
+      // Seals the secrets kept in Postgres (webhook signing secrets); made once per data dir.
+      SILICO_SECRETS_KEY: await ensureSecretsKey(opts.dataDir),
       ...opts.serviceEnv,
     };
     const db = createDb(pg.url, { poolMax: 2 });

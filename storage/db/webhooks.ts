@@ -1,5 +1,6 @@
 import type { Db } from './knex.ts';
 import { keysetPage, type KeysetPage } from './pagination.ts';
+import { openSecret, sealedWithCurrent, sealSecret, type SecretsKeyring } from '../sealedSecrets.ts';
 
 export const WEBHOOK_EVENT_TYPES = [
   'run.completed', 'run.failed', 'run.cancelled', 'run.timed_out', 'experiment.completed', 'hosting.status_changed', 'invocation.completed',
@@ -12,6 +13,7 @@ export interface WebhookEndpointRow {
   url: string;
   events: WebhookEventType[];
   description: string | null;
+  /** Sealed (storage/sealedSecrets.ts): `signingSecrets` opens them. */
   secret: string;
   previous_secret: string | null;
   previous_secret_expires_at: Date | null;
@@ -41,9 +43,37 @@ export interface WebhookDeliveryRow {
 
 const CREATED = `to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')`;
 
-export async function createEndpoint(db: Db, e: Pick<WebhookEndpointRow, 'id' | 'account_id' | 'url' | 'events' | 'description' | 'secret'>): Promise<WebhookEndpointRow> {
-  const [row] = await db('webhook_endpoints').insert(e).returning('*');
+/** What an endpoint's sealed secrets are bound to: a sealed secret opens only on its own row. */
+const sealContext = (endpointId: string) => `webhook_endpoint:${endpointId}`;
+
+/** Records an endpoint with its signing secret, sealed. */
+export async function createEndpoint(db: Db, ring: SecretsKeyring, e: Pick<WebhookEndpointRow, 'id' | 'account_id' | 'url' | 'events' | 'description' | 'secret'>): Promise<WebhookEndpointRow> {
+  const [row] = await db('webhook_endpoints').insert({ ...e, secret: sealSecret(ring, e.secret, sealContext(e.id)) }).returning('*');
   return row as WebhookEndpointRow;
+}
+
+/** The secrets that sign a delivery to the endpoint now: its secret, and its previous one while a rotation overlaps. */
+export function signingSecrets(ring: SecretsKeyring, e: WebhookEndpointRow, now = Date.now()): string[] {
+  const overlapping = e.previous_secret && e.previous_secret_expires_at && new Date(e.previous_secret_expires_at).getTime() > now;
+  return [e.secret, ...(overlapping ? [e.previous_secret!] : [])].map((s) => openSecret(ring, s, sealContext(e.id)));
+}
+
+/**
+ * Seals again under the current key every endpoint secret that is not (stored before
+ * secrets were sealed, or under a key since rotated): run at worker start, so a previous
+ * key can be dropped once its workers have started. Returns how many endpoints changed.
+ */
+export async function resealEndpointSecrets(db: Db, ring: SecretsKeyring): Promise<number> {
+  const rows: Array<Pick<WebhookEndpointRow, 'id' | 'secret' | 'previous_secret'>> = await db('webhook_endpoints').select('id', 'secret', 'previous_secret');
+  let changed = 0;
+  for (const r of rows) {
+    const stale = (s: string | null) => s !== null && !sealedWithCurrent(ring, s);
+    if (!stale(r.secret) && !stale(r.previous_secret)) continue;
+    const reseal = (s: string | null) => (s === null ? null : sealSecret(ring, openSecret(ring, s, sealContext(r.id)), sealContext(r.id)));
+    // Only if unchanged since read: a rotation in between keeps its own, already sealed.
+    changed += await db('webhook_endpoints').where({ id: r.id, secret: r.secret }).update({ secret: reseal(r.secret), previous_secret: reseal(r.previous_secret) });
+  }
+  return changed;
 }
 
 /** One of the account's endpoints that has not been removed (another account's is none). */
@@ -64,9 +94,9 @@ export async function removeEndpoint(db: Db, accountId: string, id: string): Pro
 }
 
 /** A new secret signs from now on; the old one also signs until `overlapSeconds` have passed. */
-export async function rotateEndpointSecret(db: Db, accountId: string, id: string, secret: string, overlapSeconds: number): Promise<WebhookEndpointRow | undefined> {
+export async function rotateEndpointSecret(db: Db, ring: SecretsKeyring, accountId: string, id: string, secret: string, overlapSeconds: number): Promise<WebhookEndpointRow | undefined> {
   const [row] = await db('webhook_endpoints').where({ id, account_id: accountId }).whereNull('removed_at').update({
-    previous_secret: db.ref('secret'), secret,
+    previous_secret: db.ref('secret'), secret: sealSecret(ring, secret, sealContext(id)),
     previous_secret_expires_at: db.raw(`now() + make_interval(secs => ?)`, [overlapSeconds]), updated_at: db.fn.now(),
   }).returning('*');
   return row as WebhookEndpointRow | undefined;

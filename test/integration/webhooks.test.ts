@@ -12,7 +12,9 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { verifyWebhook, WebhookSignatureError } from '../../sdk/src/index.ts';
-import { admin, call, closeTestDb, errorOf, newAccount, silicoCli, spawnApi, until } from '../helpers.ts';
+import { admin, call, closeTestDb, errorOf, newAccount, silicoCli, spawnApi, testDb, until } from '../helpers.ts';
+import { secretsKeyringOf } from '../../api/config.ts';
+import { resealEndpointSecrets } from '../../storage/db/webhooks.ts';
 
 interface Received { raw: string; headers: Record<string, string | string[] | undefined>; answered: number }
 
@@ -92,6 +94,39 @@ test('a completed run is delivered signed; the independent check verifies it, an
   assert.ok(deliveries.body.items.some((d: { event_id: string; attempts: number }) => d.event_id === event.id && d.attempts === 1));
   const events = await call('GET', '/webhook-events?type=run.completed', { key: who.key });
   assert.ok(events.body.items.some((e: { id: string }) => e.id === event.id));
+});
+
+test('signing secrets are sealed at rest: the database shows nothing of them, a sealed secret moved to another endpoint signs nothing, and one stored in plain is sealed at worker start and still signs', async () => {
+  const r = receiver();
+  receivers.push(r);
+  const who = await newAccount({ usd: 5 });
+  const ep = await endpoint(who.key, await r.url);
+  const row = await testDb()('webhook_endpoints').where({ id: ep.endpoint_id }).first();
+  assert.match(row.secret, /^sealed\.v1\.[0-9a-f]{16}\./);
+  assert.ok(!JSON.stringify(row).includes(ep.secret.slice('whsec_'.length)), 'no trace of the secret in the row');
+
+  // Another endpoint given this one's sealed secret (a database writer's swap) cannot sign with it.
+  const other = receiver();
+  receivers.push(other);
+  const swapped = await endpoint(who.key, await other.url);
+  await testDb()('webhook_endpoints').where({ id: swapped.endpoint_id }).update({ secret: row.secret });
+  // A secret written in plain (as before sealing): read as it is, sealed by the worker's start step.
+  const plain = 'whsec_written_in_plain_before_sealing';
+  await testDb()('webhook_endpoints').where({ id: ep.endpoint_id }).update({ secret: plain });
+  const ring = secretsKeyringOf(process.env)!;
+  assert.ok(await resealEndpointSecrets(testDb(), ring) >= 1);
+  assert.match((await testDb()('webhook_endpoints').where({ id: ep.endpoint_id }).first()).secret, new RegExp(`^sealed\\.v1\\.${ring.current.id}\\.`));
+
+  const runId = await completedRun(who.key);
+  const got = await until(60_000, async () => r.received.find((x) => JSON.parse(x.raw).data.run_id === runId));
+  assert.equal(verifies(got.raw, String(got.headers['silico-signature']), plain), true, 'the resealed secret signs');
+  const failed = await until(30_000, async () => {
+    const d = (await call('GET', `/webhook-deliveries?endpoint_id=${swapped.endpoint_id}`, { key: who.key })).body.items[0];
+    return d?.last_error ? d : undefined;
+  });
+  assert.equal(other.received.length, 0, 'nothing was sent with a secret that does not open on this endpoint');
+  assert.equal(failed.status, 'pending');
+  await call('DELETE', `/webhook-endpoints/${swapped.endpoint_id}`, { key: who.key });
 });
 
 test('an endpoint down for three attempts and then up receives the event exactly once', async () => {
