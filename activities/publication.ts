@@ -62,7 +62,7 @@ export function createPublicationActivities(deps: { db: Db; objects: ObjectStore
         if (!(await writeTree(deps.objects, rev.tree, path.join(dir, 'lab')))) throw new Error('stored revision content does not match its digests');
         let packed: Packed;
         try {
-          packed = await packLab(deps.python, path.join(dir, 'lab'), path.join(dir, 'release.bsilab'), identity);
+          packed = await packLab(deps.sandbox, deps.python, path.join(dir, 'lab'), path.join(dir, 'pack'), identity);
         } catch (err) {
           // The runtime refused the lab: the author's to fix, so no retry, and its own message reaches them.
           if (err instanceof PackRefused) throw ApplicationFailure.nonRetryable(err.message, err.code);

@@ -165,6 +165,16 @@ export function secretsKeyringOf(env: NodeJS.ProcessEnv = process.env): SecretsK
   return secretsKeyring(env.SILICO_SECRETS_KEY, (env.SILICO_SECRETS_KEY_PREVIOUS ?? '').split(',').filter((k) => k.trim()));
 }
 
+/** How lab processes are sandboxed, also for the local tooling that packs labs outside a worker. */
+export function sandboxSettings(env: NodeJS.ProcessEnv = process.env): Config['sandbox'] {
+  return {
+    bwrap: str(env, 'SILICO_SANDBOX_BWRAP', 'bwrap'),
+    unsafeNoSandbox: env.SILICO_UNSAFE_NO_SANDBOX === '1',
+    uidBase: int(env, 'SILICO_SANDBOX_UID_BASE', 61000),
+    uidCount: int(env, 'SILICO_SANDBOX_UID_COUNT', 1000),
+  };
+}
+
 /** Builds the configuration from an environment (defaults match `npm start`). */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const apiPort = int(env, 'SILICO_API_PORT', 8080);
@@ -206,12 +216,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     drainMs: int(env, 'SILICO_DRAIN_MS', 2000),
     logLevel: str(env, 'LOG_LEVEL', 'info'),
     python: str(env, 'SILICO_PYTHON', 'python3'),
-    sandbox: {
-      bwrap: str(env, 'SILICO_SANDBOX_BWRAP', 'bwrap'),
-      unsafeNoSandbox: env.SILICO_UNSAFE_NO_SANDBOX === '1',
-      uidBase: int(env, 'SILICO_SANDBOX_UID_BASE', 61000),
-      uidCount: int(env, 'SILICO_SANDBOX_UID_COUNT', 1000),
-    },
+    sandbox: sandboxSettings(env),
     sessions: { historyBound: int(env, 'SILICO_SESSION_HISTORY_BOUND', 2000) },
     passports: {
       keysDir: passportKeysDir(env),

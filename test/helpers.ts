@@ -9,9 +9,10 @@ import { createAccount } from '../storage/db/accounts.ts';
 import { createKey, SCOPES } from '../storage/db/apiKeys.ts';
 import { grantCompute } from '../storage/ledger.ts';
 import { createObjectStore, type ObjectStore } from '../storage/objects.ts';
-import { loadConfig } from '../api/config.ts';
+import { loadConfig, sandboxSettings } from '../api/config.ts';
 import { REPO_ROOT } from '../deploy/local/bootstrap.ts';
 import { publishLab } from '../deploy/local/builtinLabs.ts';
+import { createSandbox, type Sandbox } from '../activities/execution/sandbox.ts';
 
 /** The stack `npm test` started (test/run.ts puts its addresses in the environment). */
 export const BASE_URL = process.env.SILICO_TEST_BASE_URL ?? '';
@@ -198,9 +199,14 @@ export function groupAlive(pgid: number): boolean {
   return false;
 }
 
+let packingSandbox: Sandbox | undefined;
+
 /** Publishes a fixture lab (test/fixtures/labs/<name>) as a private 1.0.0 release of the account; returns its exact ref. */
 export async function publishFixtureLab(owner: { account: { id: string; namespace: string } }, name: string): Promise<string> {
-  const rel = await publishLab(testDb(), testObjects(), process.env.SILICO_PYTHON!, {
+  // Packed in a sandbox of its own uids, past the worker's: a test may pack while the worker runs labs.
+  const settings = sandboxSettings();
+  packingSandbox ??= createSandbox({ ...settings, uidBase: settings.uidBase + settings.uidCount, uidCount: 16 });
+  const rel = await publishLab(testDb(), testObjects(), { python: process.env.SILICO_PYTHON!, sandbox: packingSandbox }, {
     dir: path.join(REPO_ROOT, 'test/fixtures/labs', name), accountId: owner.account.id, namespace: owner.account.namespace,
     name, version: '1.0.0', visibility: 'private',
   });

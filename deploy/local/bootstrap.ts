@@ -11,6 +11,7 @@ import { publishSkills } from '../../storage/skills.ts';
 import { publishBuiltinLabs } from './builtinLabs.ts';
 import { ensureKeyring } from '../../storage/passportKeys.ts';
 import { CONTROL_TASK_QUEUE, MAINTENANCE_SCHEDULE_ID } from '../../workflows/constants.ts';
+import type { Sandbox } from '../../activities/execution/sandbox.ts';
 
 export const OPERATOR_NAMESPACE = 'local';
 export const SKILLS_DIR = fileURLToPath(new URL('../skills', import.meta.url));
@@ -22,7 +23,7 @@ export const SKILLS_DIR = fileURLToPath(new URL('../skills', import.meta.url));
  * start keeps the data and reuses the key written to local.json when it still works.
  */
 export async function bootstrap(opts: {
-  db: Db; objects: ObjectStore; temporalAddress: string; namespace: string; stateFile: string; python: string; passportKeysDir: string; log: (l: string) => void;
+  db: Db; objects: ObjectStore; temporalAddress: string; namespace: string; stateFile: string; python: string; sandbox: Sandbox; passportKeysDir: string; log: (l: string) => void;
 }): Promise<{ apiKey: string; keyId: string; accountId: string; created: boolean }> {
   const { db, objects, log } = opts;
   const applied = await migrate(db);
@@ -30,7 +31,7 @@ export async function bootstrap(opts: {
   await objects.ensureBucket();
   const skills = await publishSkills(db, objects, SKILLS_DIR);
   log(`skills published: ${skills.join(', ')}`);
-  await publishBuiltinLabs(db, objects, opts.python, log);
+  await publishBuiltinLabs(db, objects, { python: opts.python, sandbox: opts.sandbox }, log);
   const keys = await ensureKeyring(db, opts.passportKeysDir);
   if (keys.length) log(`passport signing key recorded: ${keys.join(', ')} (keyring ${opts.passportKeysDir})`);
 

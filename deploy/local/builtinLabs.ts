@@ -13,6 +13,7 @@ import { labManifestProblems } from '../../api/schemas/labManifest.ts';
 import { contractOf, hubIndexOf } from '../../storage/labContract.ts';
 import type { Tree } from '../../storage/trees.ts';
 import { packLab } from '../../activities/execution/packLab.ts';
+import type { Sandbox } from '../../activities/execution/sandbox.ts';
 import { packerIdentity } from '../../storage/labIdentity.ts';
 import { readLabManifests } from '../../storage/labManifests.ts';
 import { readRuntimeLock, runtimePinFindings, runtimeProblems } from '../../storage/runtimePins.ts';
@@ -41,14 +42,14 @@ async function sourceTree(objects: ObjectStore, dir: string): Promise<Tree> {
  * logical package digest in Postgres.
  */
 export async function publishLab(
-  db: Db, objects: ObjectStore, python: string,
+  db: Db, objects: ObjectStore, packer: { python: string; sandbox: Sandbox },
   lab: { dir: string; accountId: string; namespace: string; name: string; version: string; visibility: 'private' | 'team' | 'public'; hubListed?: boolean },
 ) {
   const tmp = await mkdtemp(path.join(tmpdir(), 'silico-pack-'));
   try {
     const manifest = YAML.parse(await readFile(path.join(lab.dir, 'lab.yaml'), 'utf8'));
     const identity = packerIdentity(manifest, { package: `${lab.namespace}/${lab.name}`, version: lab.version });
-    const packed = await packLab(python, lab.dir, path.join(tmp, `${lab.name}.bsilab`), identity);
+    const packed = await packLab(packer.sandbox, packer.python, lab.dir, path.join(tmp, 'pack'), identity);
     const archiveSha = await objects.putBlob(await readFile(packed.archive), 'application/zip');
     const tree = await sourceTree(objects, lab.dir);
     // Recorded for hub_inspect; run plans re-check the pins from the tree against the current lock.
@@ -69,7 +70,7 @@ export async function publishLab(
 }
 
 /** Publishes every lab under labs/ as `platform/<name>@1.0.0`, once (releases are immutable). */
-export async function publishBuiltinLabs(db: Db, objects: ObjectStore, python: string, log: (l: string) => void): Promise<string[]> {
+export async function publishBuiltinLabs(db: Db, objects: ObjectStore, packer: { python: string; sandbox: Sandbox }, log: (l: string) => void): Promise<string[]> {
   let account = await findAccountByNamespace(db, PLATFORM_NAMESPACE);
   account ??= (await createAccount(db, { namespace: PLATFORM_NAMESPACE, kind: 'team', displayName: 'Silico platform' })).account;
   const root = path.join(REPO_ROOT, 'labs');
@@ -79,7 +80,7 @@ export async function publishBuiltinLabs(db: Db, objects: ObjectStore, python: s
     if (!existsSync(path.join(dir, 'lab.yaml'))) continue;
     const exists = await releaseExists(db, { namespace: PLATFORM_NAMESPACE, name, version: BUILTIN_VERSION });
     if (exists) continue;
-    await publishLab(db, objects, python, { dir, accountId: account.id, namespace: PLATFORM_NAMESPACE, name, version: BUILTIN_VERSION, visibility: 'public', hubListed: true });
+    await publishLab(db, objects, packer, { dir, accountId: account.id, namespace: PLATFORM_NAMESPACE, name, version: BUILTIN_VERSION, visibility: 'public', hubListed: true });
     published.push(`${PLATFORM_NAMESPACE}/${name}@${BUILTIN_VERSION}`);
   }
   if (published.length) log(`built-in labs published: ${published.join(', ')}`);

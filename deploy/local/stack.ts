@@ -18,6 +18,8 @@ import { createTemporalGateway } from '../../api/temporal.ts';
 import { CONTROL_TASK_QUEUE } from '../../workflows/constants.ts';
 import { SERVICE_PROCESS_ENV } from './serviceProcess.ts';
 import { ensureSecretsKey } from './secretsKey.ts';
+import { createSandbox } from '../../activities/execution/sandbox.ts';
+import { sandboxSettings } from '../../api/config.ts';
 
 export interface StackPorts { api: number; postgres: number; temporal: number; temporalUi: number | null; minio: number; minioConsole: number }
 
@@ -154,7 +156,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const stateFile = path.join(opts.dataDir, 'local.json');
     let boot;
     try {
-      boot = await bootstrap({ db, objects: createObjectStore({ endpoint: minio.endpoint, region: 'us-east-1', accessKeyId: S3_ACCESS, secretAccessKey: S3_SECRET, bucket: 'silico' }), temporalAddress: temporal.address, namespace: 'default', stateFile, python, passportKeysDir: env.SILICO_PASSPORT_KEYS_DIR!, log: say });
+      boot = await bootstrap({ db, objects: createObjectStore({ endpoint: minio.endpoint, region: 'us-east-1', accessKeyId: S3_ACCESS, secretAccessKey: S3_SECRET, bucket: 'silico' }), temporalAddress: temporal.address, namespace: 'default', stateFile, python, passportKeysDir: env.SILICO_PASSPORT_KEYS_DIR!, log: say,
+        // The built-in labs are packed sandboxed like any lab, before any worker takes a sandbox uid.
+        sandbox: createSandbox(sandboxSettings({ ...process.env, ...opts.serviceEnv })),
+      });
     } finally {
       await db.destroy();
     }

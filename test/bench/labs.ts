@@ -78,7 +78,8 @@ async function main(): Promise<void> {
     if (!step || stretched === yaml) throw new Error('labs/predator-prey/lab.yaml: runtime.duration or communication_step not found');
     await writeFile(yamlPath, stretched);
     const account = await db('accounts').where({ id: stack.info.account_id }).first('namespace');
-    const release = await publishLab(db, objects, config.python, {
+    const sandbox = createSandbox(config.sandbox);
+    const release = await publishLab(db, objects, { python: config.python, sandbox }, {
       dir: labDir, accountId: stack.info.account_id, namespace: account.namespace, name: 'predator-prey-10k', version: '1.0.0', visibility: 'private',
     });
     const ref = `${release.namespace}/${release.name}@${release.version}`;
@@ -89,7 +90,6 @@ async function main(): Promise<void> {
     // The baseline's sandbox, limits and environment: those of a run on the same profile.
     const profile = (await getComputeProfile(db, PROFILE))!;
     await db.destroy();
-    const sandbox = createSandbox(config.sandbox);
     let directSeq = 0;
     let directCpuMs = 0;
     const baseline = async (): Promise<number> => {

@@ -2,7 +2,14 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
+import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
+import YAML from 'yaml';
+import { sandboxSettings } from '../../api/config.ts';
+import { packLab } from '../../activities/execution/packLab.ts';
+import { createSandbox, SandboxUnavailable } from '../../activities/execution/sandbox.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { packerIdentity } from '../../storage/labIdentity.ts';
 import { call, closeTestDb, downloadArtifact, newAccount, processAlive, publishFixtureLab, spawnWorker, useTestProfiles, waitForRun, driverPid } from '../helpers.ts';
 
 // Every lab process runs sandboxed: a hostile lab (test/fixtures/labs/hostile-lab) tries,
@@ -180,5 +187,24 @@ test('without bubblewrap a lab does not run: sandbox_unavailable, nothing charge
     assert.equal(report.lists[process.env.SILICO_TEST_DATA_DIR!].ok, true, 'and the data directory in reach: why it is development only');
   } finally {
     await unsafe.stop();
+  }
+});
+
+test('labs are packed in the sandbox too: the archive is written by a sandbox user, and without bubblewrap nothing is packed', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'silico-pack-test-'));
+  try {
+    const lab = path.join(REPO_ROOT, 'test/fixtures/labs/slow-lab');
+    const identity = packerIdentity(YAML.parse(readFileSync(path.join(lab, 'lab.yaml'), 'utf8')), { package: 'test/slow-lab', version: '1.0.0' });
+    const settings = sandboxSettings();
+    const packed = await packLab(createSandbox({ ...settings, uidBase: 62100, uidCount: 4 }), process.env.SILICO_PYTHON!, lab, path.join(dir, 'pack'), identity);
+    assert.match(packed.package_sha256, /^[0-9a-f]{64}$/);
+    assert.ok(packed.files.some((f) => f.path.endsWith('lab.yaml')));
+    if (process.getuid?.() === 0) {
+      const owner = statSync(packed.archive).uid;
+      assert.ok(owner >= 62100 && owner < 62104, `the archive was written by uid ${owner}, the packer's own sandbox user`);
+    }
+    await assert.rejects(packLab(createSandbox({ ...settings, bwrap: '/nonexistent/bwrap' }), process.env.SILICO_PYTHON!, lab, path.join(dir, 'again'), identity), SandboxUnavailable);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
   }
 });
