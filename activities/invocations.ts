@@ -18,6 +18,7 @@ import { outcomeError } from './execution/labProcess.ts';
 import { startWarmInstance } from './execution/warmInstance.ts';
 import { createWarmPool, type WarmPool } from './execution/warmPool.ts';
 import type { Sandbox } from './execution/sandbox.ts';
+import { stageInputs } from './execution/stagedInputs.ts';
 
 export type { InvocationEnding } from '../storage/db/hostedInvocations.ts';
 
@@ -27,9 +28,12 @@ export const LEASE_SECONDS = 10;
 export const NOT_SERVED_HERE = 'NotServedHere';
 
 /** A deployment this worker serves: its warm pool and the outputs its release declares. */
-export interface Served { pool: WarmPool; declared: Array<{ name: string; public: boolean }> }
+export interface Served { pool: WarmPool; manifest: Record<string, unknown>; declared: Array<{ name: string; public: boolean }> }
 /** The deployments whose warm instances this worker process holds, by `<lab_id>:<generation>`. */
 export type Deployments = Map<string, Served>;
+
+/** An input named by the invocation is no longer the invoker's, or its bytes changed: nothing runs. */
+class InputsUnavailable extends Error {}
 
 /** The outputs a release's lab.yaml declares, each with whether it is public. */
 function declaredOutputs(manifest: Record<string, unknown>): Served['declared'] {
@@ -86,7 +90,7 @@ export function createInvocationActivities(deps: Deps) {
             limits: runLimits(profile, profile.max_runtime_seconds), env: labEnv(profile.vcpus),
           }, 'lab.bsilab', { package_sha256: release.package_sha256 }, { readySeconds: 60 }),
         });
-        deps.deployments.set(key, { pool, declared: declaredOutputs(release.manifest) });
+        deps.deployments.set(key, { pool, manifest: release.manifest, declared: declaredOutputs(release.manifest) });
         await setServingQueue(deps.db, labId, generation, deps.hostQueue);
         // Held until the lifecycle cancels it (pause, retire) or this worker goes away.
         await new Promise<void>((resolve) => {
@@ -133,12 +137,20 @@ export function createInvocationActivities(deps: Deps) {
         const sink = createOutputSink(dir, declared);
         let outcome;
         try {
-          outcome = await lease.instance.invoke({ inputs: inv.inputs, seed: inv.seed, package_sha256: inv.package_sha256 }, { wallSeconds: inv.max_seconds, signal: stop.signal }, {
+          // File and dataset inputs are the invoker's, checked again and staged for this invocation alone.
+          outcome = await lease.instance.invoke(async (staging) => {
+            const staged = await stageInputs(deps, inv, served.manifest, staging.host);
+            if ('error' in staged) throw new InputsUnavailable(staged.error.message);
+            return { inputs: staged.values(staging.inside), seed: inv.seed, package_sha256: inv.package_sha256 };
+          }, { wallSeconds: inv.max_seconds, signal: stop.signal }, {
             onMessage: async (msg) => {
               if (msg.type === 'series') await sink.addSeries(String(msg.name), msg.points);
               else if (msg.type === 'output') sink.setFinal(String(msg.name), msg.value);
             },
           });
+        } catch (err) {
+          if (err instanceof InputsUnavailable) return { status: 'failed', error: { code: 'input_unavailable', message: err.message }, computeSeconds: 0 };
+          throw err;
         } finally {
           lease.release();
         }

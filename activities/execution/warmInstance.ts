@@ -20,13 +20,21 @@ export interface WarmInstance {
   readonly pid: number;
   /** Seconds it took from spawning the sandbox to ready. */
   readonly startSeconds: number;
-  /** Runs one request (`{inputs, seed, ...}`) to its end; the outcome is a one-shot run's. */
-  invoke(request: Record<string, unknown>, opts: { wallSeconds: number; signal?: AbortSignal; limits?: StreamLimits }, hooks: LabProcessHooks): Promise<LabProcessOutcome>;
+  /**
+   * Runs one request (`{inputs, seed, ...}`) to its end; the outcome is a one-shot run's.
+   * A request made by a function gets first a directory of this invocation's own (this
+   * instance's scratch, which no other instance sees), to stage input files in: the lab
+   * reads them at `inside`, and they are gone when the invocation ends.
+   */
+  invoke(request: Record<string, unknown> | ((staging: Staging) => Promise<Record<string, unknown>>), opts: { wallSeconds: number; signal?: AbortSignal; limits?: StreamLimits }, hooks: LabProcessHooks): Promise<LabProcessOutcome>;
   /** Whether the instance is still there to serve. */
   alive(): boolean;
   /** Stops the whole sandbox. */
   close(): Promise<void>;
 }
+
+/** An invocation's own directory: where the worker writes (`host`), where the lab reads (`inside`). */
+export interface Staging { host: string; inside: string }
 
 export class WarmInstanceFailed extends Error {
   constructor(readonly error: LabError) {
@@ -111,6 +119,15 @@ export async function startWarmInstance(
       if (gone) throw new WarmInstanceFailed({ code: 'instance_lost', message: 'The warm instance is gone.' });
       busy = true;
       seq += 1;
+      const staging = { host: path.join(spec.scratch, `inputs-${seq}`), inside: path.join(cmd.paths.scratch, `inputs-${seq}`) };
+      let body: Record<string, unknown>;
+      try {
+        body = typeof request === 'function' ? await request(staging) : request;
+      } catch (err) {
+        busy = false;
+        await rm(staging.host, { recursive: true, force: true }).catch(() => undefined);
+        throw err;
+      }
       const t0 = Date.now();
       const limits = o.limits ?? DEFAULT_STREAM_LIMITS;
       let stop: LabError | null = null;
@@ -137,7 +154,7 @@ export async function startWarmInstance(
       try {
         const socket = net.connect(path.join(spec.scratch, SOCKET));
         socket.on('error', () => undefined);
-        socket.write(`${JSON.stringify(request)}\n`);
+        socket.write(`${JSON.stringify(body)}\n`);
         hooks.onStart?.(child.pid!);
         const read = await readProtocol(socket, limits, () => Boolean(stop || cancelled), halt, hooks);
         socket.destroy();
@@ -149,8 +166,8 @@ export async function startWarmInstance(
         o.signal?.removeEventListener('abort', onAbort);
         onLog = undefined;
         busy = false;
-        // What this invocation left in the scratch directory goes with it.
-        await rm(path.join(spec.scratch, `invocation-${seq}`), { recursive: true, force: true }).catch(() => undefined);
+        // What this invocation left in the scratch directory, and what it was given, go with it.
+        await Promise.all([`invocation-${seq}`, `inputs-${seq}`].map((d) => rm(path.join(spec.scratch, d), { recursive: true, force: true }).catch(() => undefined)));
       }
     },
     async close() {

@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import type { Deps, Caller } from '../tools/tool.ts';
 import { ApiError } from '../errors.ts';
 import { checkInputs } from '../contract.ts';
+import { resolveInputReferences } from '../runs/inputRefs.ts';
 import { visibleHostedRelease } from '../hosting/release.ts';
 import { getComputeProfile, type ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
 import type { HostingRow } from '../../storage/db/hosting.ts';
@@ -12,9 +13,6 @@ import { invocationCapFindings } from '../spendCaps.ts';
 
 /** The longest an invocation may run, whatever its profile allows: hosting is for short calls. */
 export const INVOCATION_MAX_SECONDS = 300;
-
-/** Input kinds hosted execution cannot take yet (they name stored files, not values). */
-const UNSUPPORTED_KINDS = ['file', 'dataset'];
 
 /**
  * The approved content of one invocation: what its plan digests and POST
@@ -38,7 +36,8 @@ export function deploymentFinding(h: HostingRow): Finding | null {
 /**
  * Everything an invocation plan checks: the hosted release is visible to the caller with
  * this digest (as GET /hosted-releases), its deployment is ready, the inputs satisfy its
- * contract as a run's would (unknown names are a 422 `unknown_inputs`); and what it binds:
+ * contract as a run's would (unknown names are a 422 `unknown_inputs`; a file or dataset
+ * is the invoker's own, by id, 404 like a missing one otherwise); and what it binds:
  * the account and OAuth client, the deployment (lab and generation), the inputs' identity,
  * the seed, the compute bounds and the most it can cost (within the spend caps). Nothing runs.
  */
@@ -51,11 +50,8 @@ export async function prepareInvocation(deps: Deps, caller: Caller, req: Invocat
   if (unknown.length) {
     throw new ApiError(422, 'unknown_inputs', `Inputs not declared by ${hosting.reference}: ${unknown.join(', ')}.`, 'inputs', { unknown });
   }
-  for (const i of release.inputs) {
-    if (UNSUPPORTED_KINDS.includes(i.value_type) && (i.name in inputs || i.required)) {
-      findings.push({ severity: 'blocking', code: 'input_kind_not_supported', message: `Input ${i.name} is a ${i.value_type}; hosted invocations take values only for now (run the release instead).`, path: `inputs.${i.name}` });
-    }
-  }
+  // A `file` or `dataset` input names the invoker's own (file_id, dataset id), as a run's does.
+  findings.push(...await resolveInputReferences(deps, caller, release.manifest, inputs));
   const unavailable = deploymentFinding(hosting);
   if (unavailable) findings.unshift(unavailable);
   const profile = (await getComputeProfile(deps.db, hosting.compute_profile))!;

@@ -1,8 +1,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { admin, call, closeTestDb, errorOf, hostedLabOwner, newAccount, retireHosting, testDb, until } from '../helpers.ts';
+import { BASE_URL, admin, call, closeTestDb, errorOf, hostedLabOwner, newAccount, retireHosting, testDb, until } from '../helpers.ts';
 import { createKey, SCOPES } from '../../storage/db/apiKeys.ts';
 import { createPlan } from '../../storage/db/plans.ts';
 import { acceptInvocation } from '../../storage/db/hostedInvocations.ts';
@@ -307,18 +309,46 @@ test('a paused deployment blocks plans (deployment_paused) and refuses an approv
   assert.equal(after.body.findings[0].code, 'deployment_unavailable');
 });
 
-test('a release whose inputs name stored files is not invocable yet: input_kind_not_supported, whatever its deployment does', { timeout: 120_000 }, async () => {
+test("a file input is the invoker's own, by file_id: staged for that invocation alone, its outputs what the file holds; another account's file is 404 like a missing one", { timeout: 180_000 }, async () => {
   const reader = await hostedLabOwner(path.join(REPO_ROOT, 'test/fixtures/labs/csv-reader'));
   hosted.push({ key: reader.owner.key, labId: reader.labId });
   const hosting = await call('POST', `/labs/${reader.labId}/hosting-plans`, {
     key: reader.owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { release: { reference: reader.reference, sha256: reader.sha256 } },
   });
   assert.equal((await call('POST', '/hosting-requests', { key: reader.owner.key, body: { plan_id: hosting.body.plan_id, plan_sha256: hosting.body.plan_sha256 } })).status, 201);
-  const res = await call('POST', '/hosted-invocation-plans', {
-    key: reader.owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { reference: reader.reference, sha256: reader.sha256, inputs: { table: crypto.randomUUID() } },
+  await until(120_000, async () => ((await call('GET', `/labs/${reader.labId}/hosting`, { key: reader.owner.key })).body.status === 'ready' ? true : undefined));
+  const upload = async (key: string, text: string) => {
+    const form = new FormData();
+    form.append('file', new Blob([text]), 'counts.csv');
+    return (await (await fetch(`${BASE_URL}/files`, { method: 'POST', headers: { Authorization: `Bearer ${key}` }, body: form })).json()) as { file_id: string };
+  };
+  const invokeWith = async (key: string, table: string) => call('POST', '/hosted-invocation-plans', {
+    key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { reference: reader.reference, sha256: reader.sha256, inputs: { table } },
   });
-  assert.equal(res.status, 201, res.text);
-  assert.equal(res.body.status, 'blocked');
-  const kind = res.body.findings.find((f: any) => f.code === 'input_kind_not_supported');
-  assert.equal(kind?.path, 'inputs.table', res.text);
+
+  // Two callers' files one after the other on the same warm instance: each sees its own.
+  for (const [text, rows, total] of [['gene,count\nlacI,12\ntetR,7\n', 2, 19], ['gene,count\na,1\nb,2\nc,3\nd,4\n', 4, 10]] as const) {
+    const f = await upload(reader.owner.key, text);
+    const plan = await invokeWith(reader.owner.key, f.file_id);
+    assert.equal(plan.status, 201, plan.text);
+    assert.equal(plan.body.status, 'ready', plan.text);
+    assert.deepEqual(plan.body.inputs, { table: f.file_id }, 'the plan binds the file by its id');
+    const started = await execute(reader.owner.key, plan.body);
+    assert.equal(started.status, 201, started.text);
+    const done = await endedInvocation(started.body.invocation_id, reader.owner.key);
+    assert.equal(done.status, 'completed', JSON.stringify(done.error));
+    assert.deepEqual([done.outputs.rows, done.outputs.total], [rows, total]);
+  }
+  // Nothing staged for an invocation outlives it.
+  const deployments = readdirSync(tmpdir()).filter((d) => d.startsWith('silico-deployment-')).map((d) => path.join(tmpdir(), d));
+  const staged = deployments.flatMap((d) => readdirSync(d).filter((i) => i.startsWith('instance-')).flatMap((i) => readdirSync(path.join(d, i)).filter((x) => x.startsWith('inputs-'))));
+  assert.deepEqual(staged, []);
+
+  const theirs = await upload(stranger.key, 'gene,count\nx,1\n');
+  const foreign = await invokeWith(reader.owner.key, theirs.file_id);
+  const missing = await invokeWith(reader.owner.key, crypto.randomUUID());
+  assert.equal(foreign.status, 404, foreign.text);
+  assert.equal(errorOf(foreign).code, 'file_not_found');
+  assert.equal(errorOf(foreign).param, 'inputs.table');
+  assert.deepEqual(sameAs404(foreign), sameAs404(missing));
 });
