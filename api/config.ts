@@ -66,6 +66,8 @@ export interface Config {
     computeProfiles: string[];
     /** On SIGTERM, how long running labs may finish before they are stopped and rescheduled. */
     shutdownGraceSeconds: number;
+    /** Port of the worker's `/healthz` and `/readyz` (deploy/workerHealth.ts); null: none. */
+    healthPort: number | null;
   };
 }
 
@@ -236,6 +238,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       workflowBundle: env.SILICO_WORKFLOW_BUNDLE || undefined,
       computeProfiles: str(env, 'SILICO_COMPUTE_PROFILES', 'cpu-small,cpu-standard').split(',').map((p) => p.trim()).filter(Boolean),
       shutdownGraceSeconds: int(env, 'SILICO_WORKER_SHUTDOWN_GRACE_SECONDS', 30),
+      healthPort: env.SILICO_WORKER_HEALTH_PORT ? int(env, 'SILICO_WORKER_HEALTH_PORT', 0) : null,
     },
   };
 }

@@ -26,6 +26,7 @@ import { createPassportActivities } from '../activities/passports.ts';
 import { registerKeyring } from '../storage/passportKeys.ts';
 import { WORKFLOWS_PATH } from './workflowBundle.ts';
 import { resealEndpointSecrets } from '../storage/db/webhooks.ts';
+import { startWorkerHealth } from './workerHealth.ts';
 
 /**
  * The worker process: hosts every workflow and the control-queue activities, with their
@@ -118,11 +119,13 @@ async function main(): Promise<void> {
   const workers = [control, ...compute, ...serving, ...host];
   log.info({ taskQueues: [CONTROL_TASK_QUEUE, ...profiles.map(computeTaskQueue), ...(host.length ? [hostQueue] : [])] }, 'worker started');
   const dispatcher = await startWebhookDispatcher({ db, client, databaseUrl: config.databaseUrl, config: config.webhooks, log });
+  const health = config.worker.healthPort === null ? null : await startWorkerHealth(config.worker.healthPort, workers);
   const stop = () => workers.forEach((w) => w.shutdown());
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
   await Promise.all(workers.map((w) => w.run()));
   await dispatcher.stop();
+  health?.close();
   await Promise.allSettled([connection.close(), clientConnection.close(), db.destroy(), sourcePacing.end()]);
   log.info('worker stopped');
 }

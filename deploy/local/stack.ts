@@ -45,8 +45,8 @@ export interface StackOptions {
 export interface Replica {
   name: string;
   proc: Supervised;
-  /** The api replica's own port (behind the balancer); null for workers. */
-  port: number | null;
+  /** The replica's own HTTP port: an api's listener (behind the balancer), a worker's probes. */
+  port: number;
   /** Starts it again (after it was stopped or killed), resolved once it is ready. */
   restart(): Promise<void>;
 }
@@ -172,9 +172,13 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       return undefined;
     };
     const gateway = createTemporalGateway({ address: temporal.address, namespace: 'default' });
-    const replica = async (name: string, script: string, port: number | null, ready: () => Promise<boolean>): Promise<Replica> => {
+    // Each replica is ready when its own /readyz says so (an api: its dependencies; a
+    // worker: every Temporal worker in it polling), as Kubernetes probes them.
+    const replica = async (name: string, script: string, port: number): Promise<Replica> => {
+      const worker = script === 'deploy/worker.ts';
+      const ready = async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok;
       // Behind the balancer an api trusts its X-Forwarded-For (one proxy hop).
-      const start = () => node(name, script, port === null ? {} : { SILICO_API_PORT: String(port), ...(cluster ? { SILICO_TRUSTED_PROXY_HOPS: '1' } : {}) });
+      const start = () => node(name, script, worker ? { SILICO_WORKER_HEALTH_PORT: String(port) } : { SILICO_API_PORT: String(port), ...(cluster ? { SILICO_TRUSTED_PROXY_HOPS: '1' } : {}) });
       const r: Replica = {
         name, port, proc: start(),
         async restart() {
@@ -191,14 +195,16 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     let workers: Replica[];
     // Kept for the stack's life: a replica started again waits on it to be ready.
     try {
-      const workerReady = () => gateway.hasPoller(CONTROL_TASK_QUEUE, 'workflow');
       const n = cluster ? 2 : 1;
-      workers = await Promise.all(Array.from({ length: n }, (_, i) => replica(cluster ? `worker-${i + 1}` : 'worker', 'deploy/worker.ts', null, workerReady)));
+      const workerPorts = await Promise.all(Array.from({ length: n }, () => getPort()));
+      workers = await Promise.all(workerPorts.map((port, i) => replica(cluster ? `worker-${i + 1}` : 'worker', 'deploy/worker.ts', port)));
       const apiPorts = cluster ? await Promise.all(Array.from({ length: n }, () => getPort())) : [opts.ports.api];
-      apis = await Promise.all(apiPorts.map((port, i) => replica(cluster ? `api-${i + 1}` : 'api', 'api/server.ts', port, async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok)));
+      apis = await Promise.all(apiPorts.map((port, i) => replica(cluster ? `api-${i + 1}` : 'api', 'api/server.ts', port)));
       for (const a of apis) await waitFor(a.name, async () => (await fetch(`http://127.0.0.1:${a.port}/readyz`)).ok, 120000, dead);
-      if (cluster) await startBalancer(sup, { dataDir: opts.dataDir, port: opts.ports.api, backends: apis.map((a) => ({ name: a.name, port: a.port! })), log: say });
-      await waitFor('worker', workerReady, 120000, dead);
+      if (cluster) await startBalancer(sup, { dataDir: opts.dataDir, port: opts.ports.api, backends: apis.map((a) => ({ name: a.name, port: a.port })), log: say });
+      for (const w of workers) await waitFor(w.name, async () => (await fetch(`http://127.0.0.1:${w.port}/readyz`)).ok, 120000, dead);
+      // Temporal sees the workers' polls too before the stack is reported up.
+      await waitFor('worker', () => gateway.hasPoller(CONTROL_TASK_QUEUE, 'workflow'), 120000, dead);
     } catch (err) {
       await gateway.close();
       throw err;

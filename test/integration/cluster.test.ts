@@ -203,6 +203,18 @@ test('killing a worker mid-run still completes every run exactly once', { timeou
   await victim.restart();
 });
 
+test('each worker answers its own probes: ready while every Temporal worker in it polls, as the Deployment\'s probes read them', { timeout: 30_000 }, async () => {
+  for (const w of stack.workers) {
+    const ready = await fetch(`http://127.0.0.1:${w.port}/readyz`);
+    assert.equal(ready.status, 200, w.name);
+    const body = await ready.json() as { status: string; workers: string[] };
+    assert.equal(body.status, 'ready');
+    // control, two compute profiles, their two serving queues, and the host queue.
+    assert.deepEqual(body.workers, Array(6).fill('RUNNING'));
+    assert.equal((await fetch(`http://127.0.0.1:${w.port}/healthz`)).status, 200);
+  }
+});
+
 test('a rolling restart of every api replica and worker under a steady load of runs: every run completes once, and the only client-visible error is 503 with Retry-After', { timeout: 600_000 }, async () => {
   const a = await account(20);
   let stop = false;
