@@ -158,6 +158,10 @@ export function createInvocationActivities(deps: Deps) {
         if (outcome.cancelled) return { status: 'cancelled', computeSeconds: outcome.wallSeconds };
         const error = outcomeError(outcome);
         if (error?.code === 'instance_lost') throw ApplicationFailure.retryable(error.message, NOT_SERVED_HERE);
+        if (error?.code === 'timed_out' && inv.cap_micros !== null) {
+          const message = `The invocation reached its spend cap of $${(Number(inv.cap_micros) / 1e6).toFixed(6)} after ${inv.max_seconds} s: it was stopped and is charged up to the cap.`;
+          return { status: 'cancelled', error: { code: 'spend_cap_reached', message }, computeSeconds: Math.min(outcome.wallSeconds, inv.max_seconds) };
+        }
         if (error) return { status: 'failed', error, computeSeconds };
         const missing = sink.missing();
         if (missing.length) return { status: 'failed', error: { code: 'output_contract_violation', message: `Declared outputs missing: ${missing.join(', ')}.` }, computeSeconds };

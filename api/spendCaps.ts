@@ -33,18 +33,19 @@ export async function runCapFindings(deps: Deps, caller: Caller, maxMicros: numb
 
 /**
  * A hosted invocation's caps: like a run's, except that an invocation is bounded by its
- * time rather than stopped by its cost, so under a cap its `max_seconds` is what the cap
- * pays for (and its reservation that price).
+ * time rather than metered against its cost, so under a cap its `max_seconds` is what the
+ * cap pays for (and its reservation that price); one stopped there ends cancelled with
+ * `spend_cap_reached`, as a run does.
  */
-export async function invocationCapFindings(deps: Deps, caller: Caller, maxSeconds: number, profile: ComputeProfileRow): Promise<{ findings: Finding[]; maxSeconds: number }> {
+export async function invocationCapFindings(deps: Deps, caller: Caller, maxSeconds: number, profile: ComputeProfileRow): Promise<{ findings: Finding[]; maxSeconds: number; capMicros?: number }> {
   const price = Number(profile.price_per_second_micros);
   const limit = runSpendLimit(await spendCaps(deps.db, caller.account.id, caller.key.id));
   if (!limit || limit.micros >= maxSeconds * price) return { findings: [], maxSeconds };
   if (limit.micros < price) return { findings: [reached(limit, profile, null)], maxSeconds };
   const seconds = Math.floor(limit.micros / price);
   return {
-    maxSeconds: seconds,
-    findings: [{ severity: 'warning', code: 'spend_cap_applies', message: `This invocation may cost at most ${usd(seconds * price)} (${limit.cap}), so it may run ${seconds} s instead of ${maxSeconds} s.`, path: null }],
+    maxSeconds: seconds, capMicros: limit.micros,
+    findings: [{ severity: 'warning', code: 'spend_cap_applies', message: `This invocation may cost at most ${usd(seconds * price)} (${limit.cap}), so it may run ${seconds} s instead of ${maxSeconds} s; stopped there it ends cancelled with spend_cap_reached.`, path: null }],
   };
 }
 

@@ -21,7 +21,7 @@ export const INVOCATION_MAX_SECONDS = 300;
  */
 export type InvocationProposal = Pick<NewInvocation,
   'account_id' | 'client_id' | 'lab_id' | 'hosting_generation' | 'reference' | 'package_sha256' | 'inputs' | 'inputs_sha256' | 'seed' | 'compute_profile' | 'max_seconds'
-> & { estimated_max_micros: number; [k: string]: unknown };
+> & { estimated_max_micros: number; cap_micros?: number; [k: string]: unknown };
 
 export interface InvocationRequest { reference: string; sha256: string; inputs?: Record<string, unknown>; seed?: number }
 
@@ -65,6 +65,7 @@ export async function prepareInvocation(deps: Deps, caller: Caller, req: Invocat
       reference: hosting.reference, package_sha256: hosting.package_sha256, inputs, inputs_sha256: digestJson(inputs),
       seed: req.seed ?? randomInt(0, 2 ** 31 - 1), compute_profile: profile.id, max_seconds: maxSeconds,
       estimated_max_micros: maxSeconds * Number(profile.price_per_second_micros),
+      ...(capped.capMicros !== undefined ? { cap_micros: capped.capMicros } : {}),
     },
   };
 }

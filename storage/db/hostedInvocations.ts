@@ -18,6 +18,8 @@ export interface InvocationRow {
   inputs_sha256: string;
   seed: number;
   max_seconds: number;
+  /** The spend cap that set `max_seconds` (lower than the invocation could run otherwise), or null. */
+  cap_micros: number | null;
   status: InvocationStatus;
   reserved_micros: number;
   settled_micros: number | null;
@@ -39,7 +41,7 @@ export class InvocationNotCovered extends Error {}
 
 const ledgerRef = (id: string) => `invocation:${id}`;
 
-export type NewInvocation = { key_id?: string | null } & Omit<InvocationRow, 'key_id' | 'status' | 'settled_micros' | 'outputs' | 'error' | 'attempts' | 'lease_expires_at' | 'cancel_requested_at' | 'created_at' | 'started_at' | 'finished_at'>;
+export type NewInvocation = { key_id?: string | null; cap_micros?: number | null } & Omit<InvocationRow, 'key_id' | 'cap_micros' | 'status' | 'settled_micros' | 'outputs' | 'error' | 'attempts' | 'lease_expires_at' | 'cancel_requested_at' | 'created_at' | 'started_at' | 'finished_at'>;
 
 /**
  * Accepts an invocation, all or nothing: consumes its plan, reserves its maximum price

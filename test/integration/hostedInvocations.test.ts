@@ -237,8 +237,16 @@ test("spend caps bound invocations: under a key's per-run cap the plan runs shor
   const spent = (await call('GET', '/account', { key: who.key })).body.spend_caps;
   assert.equal(spent.key.month_spent_usd, done.credits_settled, 'the invocation counts against the key that made it');
   assert.equal(spent.account.month_spent_usd, done.credits_settled);
+  // One that runs past what the cap pays for is stopped there: cancelled with spend_cap_reached, charged at most the cap.
+  await admin('caps', 'set', '--account', who.account.namespace, '--key', who.keyId, '--per-run-usd', '0.00003');
+  const short = await readyPlan(who.key, { inputs: { growth_rate: 0.1, window_delay: 1 } });
+  assert.equal(short.compute.max_seconds, 3);
+  const stopped = await endedInvocation((await execute(who.key, short)).body.invocation_id, who.key);
+  assert.deepEqual([stopped.status, stopped.error?.code], ['cancelled', 'spend_cap_reached'], JSON.stringify(stopped.error));
+  assert.ok(stopped.credits_settled > 0 && stopped.credits_settled <= 0.00003, `charged ${stopped.credits_settled}`);
+  const total = Math.round((done.credits_settled + stopped.credits_settled) * 1e6) / 1e6;
 
-  await admin('caps', 'set', '--account', who.account.namespace, '--key', who.keyId, '--monthly-usd', String(done.credits_settled));
+  await admin('caps', 'set', '--account', who.account.namespace, '--key', who.keyId, '--per-run-usd', 'none', '--monthly-usd', String(total));
   const blocked = await prepare(who.key, { inputs: { growth_rate: 0.1 } });
   assert.equal(blocked.status, 201, blocked.text);
   assert.equal(blocked.body.status, 'blocked');
