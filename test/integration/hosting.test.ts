@@ -1,6 +1,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { admin, call, closeTestDb, errorOf, hostedLabOwner, newAccount, testDb, testObjects, until } from '../helpers.ts';
 
 // The hosting lifecycle on the real stack: plan, request, deployment checks, operator
@@ -44,6 +48,18 @@ async function patch(o: { owner: Owner; labId: string }, revision: number, actio
 async function makePublic(o: { owner: Owner; labId: string }) {
   const res = await call('PUT', `/labs/${o.labId}/visibility`, { key: o.owner.key, body: { visibility: 'public' } });
   assert.equal(res.status, 200, res.text);
+}
+
+/** Private smoke fixtures no caller could guess: a leak of either value is a leak of the fixtures. */
+const SMOKE = { growth_rate: 0.4321, noise: 0.0123 };
+
+/** The noisy-growth fixture with `smoke: {inputs}` declared, as an author would. */
+async function labWithSmokeFixtures(): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'silico-smoke-lab-'));
+  await cp(path.join(REPO_ROOT, 'test/fixtures/labs/noisy-growth'), dir, { recursive: true });
+  const manifest = await readFile(path.join(dir, 'lab.yaml'), 'utf8');
+  await writeFile(path.join(dir, 'lab.yaml'), `${manifest}smoke:\n  inputs:\n    growth_rate: ${SMOKE.growth_rate}\n    noise: ${SMOKE.noise}\n`);
+  return dir;
 }
 
 let lab: Awaited<ReturnType<typeof hostedLabOwner>>;
@@ -130,13 +146,15 @@ test('the whole private lifecycle: plan, request, checks, ready, pause, resume, 
 });
 
 test('public hosting waits for the operator: approval makes it ready; a rejection ends it, clearly', { timeout: 240_000 }, async () => {
-  const pub = await hostedLabOwner();
+  const smokeDir = await labWithSmokeFixtures();
+  const pub = await hostedLabOwner(smokeDir).finally(() => rm(smokeDir, { recursive: true, force: true }));
   const tooWide = await plan(pub, { visibility: 'public' });
   assert.equal(tooWide.status, 'blocked', 'public hosting of a private release');
   assert.equal(tooWide.findings[0].code, 'visibility_exceeds_release');
   await makePublic(pub);
   const p = await plan(pub, { visibility: 'public' });
   assert.deepEqual(p.approval, { required: true, reasons: ['public hosting'] });
+  assert.deepEqual(p.smoke_inputs, SMOKE, 'the owner sees the private fixtures the checks will run');
   await request(pub, p);
   const waiting = await waitForStatus(pub, 'awaiting_review');
   assert.equal(waiting.ready, false);
@@ -147,12 +165,16 @@ test('public hosting waits for the operator: approval makes it ready; a rejectio
   const ready = await waitForStatus(pub, 'ready');
   assert.equal(ready.approval.decision, 'approved');
   assert.equal(ready.approval.note, 'looks fine');
+  assert.match(ready.checks.find((c: any) => c.check === 'smoke_run').detail, /^Private smoke fixtures: /);
   // Anyone may read a public hosting's contract, never its smoke fixtures.
   const stranger = await newAccount();
   const hosted = await call('GET', `/hosted-releases/${encodeURIComponent(pub.reference)}?sha256=${pub.sha256}`, { key: stranger.key });
   assert.equal(hosted.status, 200, hosted.text);
   assert.deepEqual(hosted.body.inputs.map((i: any) => i.name), ['growth_rate', 'noise', 'fail', 'window_delay']);
-  assert.ok(!JSON.stringify(hosted.body).includes('smoke'));
+  const shown = JSON.stringify(hosted.body);
+  assert.ok(!shown.includes('smoke') && !shown.includes(String(SMOKE.growth_rate)) && !shown.includes(String(SMOKE.noise)), shown);
+  const strangersPlan = await call('POST', `/labs/${pub.labId}/hosting-plans`, { key: stranger.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { release: { reference: pub.reference, sha256: pub.sha256 } } });
+  assert.equal(strangersPlan.status, 404, 'only the owner plans a lab\'s hosting, and so sees its fixtures there');
   const wrongDigest = await call('GET', `/hosted-releases/${encodeURIComponent(pub.reference)}?sha256=${'0'.repeat(64)}`, { key: stranger.key });
   assert.equal(wrongDigest.status, 422);
   assert.equal(errorOf(wrongDigest).code, 'checksum_mismatch');
@@ -174,6 +196,14 @@ test('public hosting waits for the operator: approval makes it ready; a rejectio
   } finally {
     await connection.close();
   }
+});
+
+test('GPU hosting needs an operator review even when private, and its plan says why and what an hour costs', async () => {
+  const p = await plan(lab, { compute_profile_id: 'gpu-h100', visibility: 'private' });
+  assert.equal(p.status, 'ready', JSON.stringify(p.findings));
+  assert.deepEqual(p.approval, { required: true, reasons: ['GPU compute'] });
+  assert.deepEqual([p.compute.profile, p.compute.kind, p.compute.gpu], ['gpu-h100', 'gpu', 'nvidia-h100-80gb']);
+  assert.equal(p.cost.hourly_usd, 3600 * 1000 / 1e6, 'one warm H100 instance for an hour');
 });
 
 test('tampered release bytes fail the checks; the lifecycle ends failed and names the check', { timeout: 180_000 }, async () => {
