@@ -2,6 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { promisify } from 'node:util';
@@ -79,6 +80,28 @@ async function invoke(inputs: Record<string, unknown>, seed: number, target = { 
   return id;
 }
 
+/**
+ * Host pids of the processes warm instances forked for invocations: the lab runtime's
+ * `driver.py --serve` forks one child per invocation (the same command line; bubblewrap,
+ * which carries it as arguments, is not Python).
+ */
+function invocationChildren(): number[] {
+  const serving = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (!path.basename(argv[0] ?? '').startsWith('python') || !argv.includes('--serve')) continue;
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (state !== 'Z') serving.set(Number(entry), Number(ppid));
+    } catch {
+      // Gone while listed.
+    }
+  }
+  return [...serving].filter(([, ppid]) => serving.has(ppid)).map(([pid]) => pid);
+}
+
 const ended = (id: string, ms = 60_000) => until(ms, async () => {
   const inv = await getInvocation(testDb(), id);
   return inv && ['completed', 'failed', 'cancelled', 'expired'].includes(inv.status) ? inv : undefined;
@@ -117,13 +140,19 @@ test('cancelling a running invocation revokes its lease and stops its process wi
   const id = await invoke({ window_delay: 2 }, 1);
   await until(30_000, async () => ((await getInvocation(testDb(), id))?.status === 'running' ? true : undefined));
   await new Promise((r) => setTimeout(r, 1000));
+  const serving = invocationChildren();
+  assert.equal(serving.length, 1, 'the warm instance forked one process for the invocation');
   const asked = Date.now();
-  await requestCancel(testDb(), id);
-  await client.workflow.getHandle(invocationWorkflowId(id)).cancel();
+  const res = await call('POST', `/hosted-invocations/${id}/cancel`, { key: owner.key });
+  assert.equal(res.status, 200, res.text);
+  const recorded = await getInvocation(testDb(), id);
+  assert.ok(recorded!.cancel_requested_at, 'cancellation recorded');
+  assert.ok(recorded!.lease_expires_at === null || recorded!.lease_expires_at.getTime() <= Date.now(), 'the lease is revoked');
   const inv = await ended(id, 10_000);
   const took = Date.now() - asked;
   assert.equal(inv.status, 'cancelled');
   assert.ok(took < 3000, `stopped in ${took} ms`);
+  await until(3_000, async () => (serving.every((pid) => !existsSync(`/proc/${pid}`)) ? true : undefined));
   assert.ok(Number(inv.settled_micros) > 0 && Number(inv.settled_micros) < 600, `charged ${inv.settled_micros} of 600`);
   const after = await requestCancel(testDb(), id);
   assert.equal(after.status, 'cancelled');
