@@ -1,11 +1,12 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, Connection } from '@temporalio/client';
+import { createHash } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { BASE_URL, call, closeTestDb, errorOf, newAccount, publishFixtureLab, silicoCli, testDb, waitForRun } from '../helpers.ts';
-import { Silico } from '../../sdk/src/index.ts';
+import { Silico, passportOf } from '../../sdk/src/index.ts';
 import { sessionWorkflowId } from '../../workflows/constants.ts';
 
 // Sessions on the real stack: a session's state changes only through its workflow's
@@ -140,6 +141,44 @@ test('a session from creation through contract, plan, conversations and progress
   assert.ok(after.completed_at);
   const wf = await client.workflow.getHandle(sessionWorkflowId(s.session_id)).describe();
   assert.equal(wf.status.name, 'COMPLETED', 'completing closes the workflow');
+});
+
+test('evidence of other kinds is read from its record: a file by its digest (a wrong pin or another account\'s file unsatisfied), a passport by its signature', { timeout: 180_000 }, async () => {
+  const s = await newSession('Evidence of every kind');
+  await apply(s.session_id, 'contract-plans', {
+    requirements: [
+      { id: 'F', text: 'The measured series, exactly these bytes.', evidence_kind: 'file' },
+      { id: 'P', text: 'A passport of the run.', evidence_kind: 'passport' },
+    ],
+  });
+  const bytes = new TextEncoder().encode('t,x\n0,1\n1,2\n');
+  const sha = createHash('sha256').update(bytes).digest('hex');
+  const file = (await new Silico({ apiKey: owner.key, baseUrl: BASE_URL }).files.upload(bytes, { filename: 'series.csv' }));
+  const theirs = (await new Silico({ apiKey: stranger.key, baseUrl: BASE_URL }).files.upload(bytes, { filename: 'series.csv' }));
+  const started = await call('POST', '/runs', { key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { ref: 'platform/microbial-growth@1.0.0', inputs: {}, max_runtime_seconds: 60 } });
+  assert.equal((await waitForRun(owner.key, started.body.id)).status, 'completed');
+  const issued = await call('GET', `/passports?run_id=${started.body.id}`, { key: owner.key });
+  assert.equal(issued.status, 200, issued.text);
+  const passportId = passportOf(issued.body).passport_id;
+
+  const check = async (requirement: string, evidence: string) => {
+    const res = await post(`/sessions/${s.session_id}/validation`, { evidence: [{ requirement_id: requirement, ref: evidence }] });
+    assert.equal(res.status, 200, res.text);
+    return res.body.requirements.find((r: any) => r.requirement_id === requirement).evidence.find((e: any) => e.ref === evidence);
+  };
+  const pinned = await check('F', `file:${file.file_id}@${sha}`);
+  assert.deepEqual([pinned.status, pinned.record.sha256], ['satisfied', sha]);
+  const wrongPin = await check('F', `file:${file.file_id}@${'0'.repeat(64)}`);
+  assert.equal(wrongPin.status, 'unsatisfied');
+  assert.match(wrongPin.reason, new RegExp(`is ${sha}, not the pinned 0{64}`));
+  const foreign = await check('F', `file:${theirs.file_id}`);
+  const nobody = await check('F', `file:${crypto.randomUUID()}`);
+  assert.deepEqual([foreign.status, foreign.record], ['unsatisfied', null]);
+  assert.equal(foreign.reason.replace(theirs.file_id, 'ID'), nobody.reason.replace(nobody.ref.slice(5), 'ID'), 'another account\'s file reads as a missing one');
+  const passport = await check('P', `passport:${passportId}`);
+  assert.equal(passport.status, 'satisfied', passport.reason);
+  assert.equal(passport.record.signature_valid, true);
+  assert.deepEqual(passport.record.subject.run_id, started.body.id);
 });
 
 test('a progress post retried with its Idempotency-Key is recorded once', async () => {
