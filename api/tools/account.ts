@@ -6,6 +6,9 @@ import { accountSummary } from '../../storage/db/accountSummary.ts';
 import { utcDay } from '../../storage/db/rateLimits.ts';
 import { isoTime } from '../../storage/ids.ts';
 
+const usdOrNull = { type: ['number', 'null'] };
+/** One holder's caps (null: none) and what it spent this UTC month. */
+const CAP_VIEW = obj({ monthly_usd: usdOrNull, per_run_usd: usdOrNull, month_spent_usd: usdOrNull });
 
 function capsView(c: SpendCaps) {
   const usd = (m: number | null) => (m === null ? null : microsToUsd(m));
@@ -25,7 +28,7 @@ export const accountGet: ToolDef = {
     access: obj({ key_id: id('key'), key_prefix: str(), client_id: id('cli'), scopes: arr(str()), expires_at: { type: ['string', 'null'] }, created_at: time }),
     usage: { type: 'object' },
     holdings: { type: 'object' },
-    spend_caps: { type: 'object' },
+    spend_caps: obj({ account: CAP_VIEW, key: CAP_VIEW }),
   }),
   async handler(_input, { deps, caller }) {
     const { account, key } = caller;

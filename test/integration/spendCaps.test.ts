@@ -6,8 +6,10 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { admin, call, closeTestDb, errorOf, newAccount, publishFixtureLab, testDb, until, waitForRun, workspaceOfLab } from '../helpers.ts';
+import { admin, call, closeTestDb, errorOf, newAccount, publishFixtureLab, silicoCli, testDb, until, waitForRun, workspaceOfLab } from '../helpers.ts';
 import { getBalances } from '../../storage/ledger.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 
@@ -67,6 +69,16 @@ test('a run over a cap that is already reached is refused before anything is res
   assert.equal((await call('GET', '/runs', { key: who.key })).body.items.length, 0, 'no run recorded');
   const account = (await call('GET', '/account', { key: who.key })).body;
   assert.equal(account.spend_caps.account.monthly_usd, 0.000005);
+  // The CLI shows the caps beside the balance.
+  const configDir = await mkdtemp(path.join(tmpdir(), 'silico-caps-'));
+  try {
+    const cli = await silicoCli(['account'], { key: who.key, configDir });
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.match(cli.stdout, /^caps {6}account: \$0\.000005 a month; \$0 spent this month$/m);
+    assert.match(cli.stdout, /^ {10}this key: no cap; \$0 spent this month$/m);
+  } finally {
+    await rm(configDir, { recursive: true, force: true });
+  }
 });
 
 test('an approved plan whose cap was lowered afterwards is no longer executable: 409 plan_unavailable, nothing reserved', async () => {

@@ -1637,7 +1637,18 @@ export interface operations {
                         holdings?: Record<string, unknown>;
                         /** @constant */
                         object?: "account";
-                        spend_caps?: Record<string, unknown>;
+                        spend_caps?: {
+                            account?: {
+                                month_spent_usd?: number | null;
+                                monthly_usd?: number | null;
+                                per_run_usd?: number | null;
+                            };
+                            key?: {
+                                month_spent_usd?: number | null;
+                                monthly_usd?: number | null;
+                                per_run_usd?: number | null;
+                            };
+                        };
                         usage?: Record<string, unknown>;
                     } & {
                         links: Record<string, unknown>;

@@ -25,6 +25,13 @@ interface AccountView {
   access: { key_prefix: string; scopes: string[] };
   usage: { requests_today: { this_key: number } };
   holdings: { compute: { available_usd: number; reserved_usd: number; spent_usd: number } };
+  spend_caps: Record<'account' | 'key', { monthly_usd: number | null; per_run_usd: number | null; month_spent_usd: number | null }>;
+}
+
+/** A holder's caps in one line: what bounds it, or that nothing does. */
+function capsLine(c: AccountView['spend_caps']['account']): string {
+  const caps = [c.monthly_usd === null ? null : `$${c.monthly_usd} a month`, c.per_run_usd === null ? null : `$${c.per_run_usd} a run`].filter(Boolean);
+  return `${caps.length ? caps.join(', ') : 'no cap'}; $${c.month_spent_usd ?? 0} spent this month`;
 }
 
 export async function account(client: Silico, out: Out): Promise<number> {
@@ -36,6 +43,8 @@ export async function account(client: Silico, out: Out): Promise<number> {
       `key       ${a.access.key_prefix}… scopes: ${a.access.scopes.join(' ')}`,
       `compute   $${c.available_usd} available, $${c.reserved_usd} reserved, $${c.spent_usd} spent`,
       `today     ${a.usage.requests_today.this_key} requests with this key`,
+      `caps      account: ${capsLine(a.spend_caps.account)}`,
+      `          this key: ${capsLine(a.spend_caps.key)}`,
     ].join('\n');
   });
   return EXIT.ok;
