@@ -109,6 +109,8 @@ test('search, inspect, plan with its price, approve, watch the run complete, plo
   const page = await signedIn();
   await page.getByLabel('Search the Hub').fill('epidemic');
   await page.getByRole('button', { name: 'Search' }).click();
+  await page.getByRole('link', { name: 'SIR epidemic' }).first().waitFor();
+  await accessible(page, 'browse');
   await page.getByRole('link', { name: 'SIR epidemic' }).first().click();
   await page.getByRole('heading', { name: 'SIR epidemic' }).waitFor();
   const betaRow = page.getByRole('row', { name: /^beta/ });
@@ -249,6 +251,8 @@ test('an experiment\'s arms side by side with the comparison chart; the hosting 
 
   const page = await signedIn();
   await page.getByRole('link', { name: 'Experiments' }).click();
+  await page.getByRole('link', { name: 'Growth rates' }).waitFor();
+  await accessible(page, 'experiments');
   await page.getByRole('link', { name: 'Growth rates' }).click();
   await page.getByRole('region', { name: 'Arm slow' }).waitFor();
   await page.getByRole('region', { name: 'Arm fast' }).waitFor();
@@ -262,7 +266,48 @@ test('an experiment\'s arms side by side with the comparison chart; the hosting 
   await page.close();
 });
 
-test('a hosted lab shows its status, exact release and every deployment check', async () => {
+test('units from the contract: inputs show theirs and their defaults, outputs in one unit share one chart; scalar outputs and provenance as the API records them', async () => {
+  const started = async (ref: string, inputs: Record<string, unknown>) => {
+    const res = await call('POST', '/runs', { key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { ref, inputs, seed: 7, max_runtime_seconds: 60 } });
+    assert.equal(res.status, 200, res.text);
+    return res.body.id as string;
+  };
+  const growth = await started('platform/microbial-growth@1.0.0', { growth_rate: 0.8 });
+  const noisy = await started(await publishFixtureLab(owner, 'noisy-growth'), { growth_rate: 0.2, noise: 0.1 });
+  const page = await signedIn();
+
+  await page.goto(`${ORIGIN}/console/hub/platform/microbial-growth/1.0.0`);
+  const rate = page.getByRole('row', { name: /^growth_rate/ });
+  await rate.waitFor();
+  const cells = await rate.locator('td').allTextContents();
+  assert.deepEqual([cells[1], cells[3]], ['1/h', '0.5'], 'units and default of an input');
+  assert.equal((await page.getByRole('row', { name: /^biomass/ }).locator('td').allTextContents())[1], 'g/L');
+
+  await page.goto(`${ORIGIN}/console/runs/${growth}`);
+  await page.getByTestId('run-status').filter({ hasText: 'completed' }).waitFor({ timeout: 120_000 });
+  const shared = page.locator('figure.chart[data-series="biomass,substrate"]');
+  await shared.locator('canvas').waitFor();
+  assert.equal(await page.locator('figure.chart').count(), 1, 'two series in g/L, one axis');
+  assert.match((await shared.locator('.u-title').textContent()) ?? '', /biomass, substrate \(g\/L\)/);
+  await accessible(page, 'results-shared-axis');
+
+  await page.goto(`${ORIGIN}/console/runs/${noisy}`);
+  await page.getByTestId('run-status').filter({ hasText: 'completed' }).waitFor({ timeout: 120_000 });
+  const results = (await call('GET', `/runs/${noisy}/results`, { key: owner.key })).body;
+  const scalars = page.locator('table', { has: page.locator('caption', { hasText: 'Scalar outputs' }) });
+  await scalars.waitFor();
+  for (const name of ['final_size', 'mean_growth']) {
+    const v = results.outputs[name] as number;
+    assert.equal(await scalars.getByRole('row', { name: new RegExp(`^${name}`) }).locator('td').textContent(), v.toPrecision(6).replace(/\.?0+(e|$)/, '$1'), name);
+  }
+  const facts = page.locator('dl.facts');
+  for (const [term, value] of [['Package digest', results.provenance.package_sha256], ['Inputs digest', results.provenance.inputs_sha256], ['Seed', '7'], ['Compute profile', results.provenance.compute_profile]]) {
+    assert.equal(await facts.locator('div', { has: page.locator('dt', { hasText: term }) }).locator('dd').textContent(), value, term);
+  }
+  await page.close();
+});
+
+test('a hosted lab shows its status, exact release and every deployment check; the labs are paged and filtered', async () => {
   const hosted = await hostedLabOwner();
   try {
     const plan = await call('POST', `/labs/${hosted.labId}/hosting-plans`, {
@@ -275,15 +320,34 @@ test('a hosted lab shows its status, exact release and every deployment check', 
       const h = (await call('GET', `/labs/${hosted.labId}/hosting`, { key: hosted.owner.key })).body;
       return h.status === 'ready' ? h : undefined;
     });
+    // Ten newer labs: the hosted one is on the second page.
+    for (let i = 1; i <= 10; i++) assert.equal((await call('POST', '/workspaces', { key: hosted.owner.key, body: { title: `Draft ${i}` } })).status, 200);
     const page = await signedIn(hosted.owner.key);
     await page.getByRole('link', { name: 'Hosting' }).click();
-    const lab = page.getByRole('region', { name: /^Lab / });
+    const labs = page.getByRole('region', { name: /^Lab / });
+    await page.getByRole('heading', { name: 'Draft 10' }).waitFor();
+    assert.equal(await labs.count(), 10);
+    assert.equal(await page.getByText('Not hosted.').count(), 10);
+    await page.getByRole('button', { name: 'Next page' }).click();
+    const lab = labs.filter({ has: page.getByRole('heading', { name: 'Noisy growth' }) });
     await lab.getByText('ready', { exact: true }).waitFor();
+    assert.equal(await labs.count(), 1);
+    assert.ok(await page.getByRole('button', { name: 'Next page' }).isDisabled());
     assert.match((await lab.textContent()) ?? '', new RegExp(hosted.reference.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
     for (const c of ready.checks as Array<{ check: string; status: string }>) {
       assert.equal(await lab.getByRole('row', { name: new RegExp(`^${c.check}`) }).locator('td').first().textContent(), c.status);
     }
     await accessible(page, 'hosting');
+    await page.getByRole('button', { name: 'Previous page' }).click();
+    await page.getByRole('heading', { name: 'Draft 10' }).waitFor();
+    await page.getByLabel('Lab', { exact: true }).fill('noisy');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await labs.filter({ has: page.getByRole('heading', { name: 'Noisy growth' }) }).getByText('ready', { exact: true }).waitFor();
+    assert.equal(await labs.count(), 1, 'only the lab whose name matches');
+    await page.getByLabel('Visibility').selectOption('public');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.getByText('No lab of this account matches these filters.').waitFor();
+    assert.equal(await labs.count(), 0);
     await page.close();
   } finally {
     await retireHosting(hosted.owner.key, hosted.labId);
