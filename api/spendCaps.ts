@@ -3,8 +3,15 @@ import { ApiError, errors } from './errors.ts';
 import { planUnavailable } from './plans.ts';
 import type { ComputeProfileRow } from '../storage/db/computeProfiles.ts';
 import type { Finding } from '../storage/db/plans.ts';
-import { capLimits, runSpendLimit, spendCaps, type CapLimit } from '../storage/db/spendCaps.ts';
+import { capLimits, runSpendLimit, spendCaps, type Cap, type CapLimit } from '../storage/db/spendCaps.ts';
 import { isSqlState, SQLSTATE } from '../storage/db/sqlStates.ts';
+import { microsToUsd } from '../storage/ledger.ts';
+
+/** One holder's caps as `GET /account` and the operator's CLI show them (USD; null: no cap, or not read). */
+export function capView(c: Cap) {
+  const inUsd = (m: number | null) => (m === null ? null : microsToUsd(m));
+  return { monthly_usd: inUsd(c.monthly_micros), per_run_usd: inUsd(c.run_micros), month_spent_usd: inUsd(c.month_spent_micros) };
+}
 
 const usd = (m: number) => `$${(m / 1e6).toFixed(6)}`;
 const sentence = (s: string) => `${s[0]!.toUpperCase()}${s.slice(1)}`;

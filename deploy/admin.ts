@@ -18,6 +18,7 @@ import { listPassportKeys, type PassportKeyRow } from '../storage/db/passports.t
 import { HOSTING_USAGE, listForReview, reviewHosting } from './adminHosting.ts';
 import { WEBHOOKS_USAGE, adminWebhooks } from './adminWebhooks.ts';
 import { setSpendCaps, spendCaps } from '../storage/db/spendCaps.ts';
+import { capView } from '../api/spendCaps.ts';
 
 /**
  * Operator CLI: `npm run admin -- <group> <command> [options] [--json]`. Talks to
@@ -257,11 +258,8 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
         if (caps.monthly_micros === undefined && caps.run_micros === undefined) throw new UsageError('caps set needs --monthly-usd and/or --per-run-usd');
         await setSpendCaps(db, v.key ? { keyId: v.key } : { accountId: a.id }, caps);
       }
-      const c = keyId ? await spendCaps(db, a.id, keyId) : null;
-      const view = (x: { monthly_micros: number | null; run_micros: number | null; month_spent_micros: number }) => ({
-        monthly_usd: x.monthly_micros === null ? null : microsToUsd(x.monthly_micros), per_run_usd: x.run_micros === null ? null : microsToUsd(x.run_micros), month_spent_usd: microsToUsd(x.month_spent_micros),
-      });
-      return { account: a.namespace, ...(c ? { account_caps: view(c.account), ...(v.key ? { key_id: v.key, key_caps: view(c.key) } : {}) } : {}) };
+      const c = keyId ? await spendCaps(db, a.id, keyId, 'always') : null;
+      return { account: a.namespace, ...(c ? { account_caps: capView(c.account), ...(v.key ? { key_id: v.key, key_caps: capView(c.key) } : {}) } : {}) };
     }
     case 'webhooks add':
     case 'webhooks list':

@@ -116,8 +116,11 @@ export async function prepareRun(
   req: {
     ref?: string; refParam: string; workspace?: { workspaceId: string; revisionId: string };
     inputs: Record<string, unknown>; profileId?: string; profileParam: string; maxRuntimeSeconds?: number; seed?: number;
-    /** Answer from an identical completed run when there is one. */
-    reuse?: boolean;
+    /**
+     * Answer from an identical completed run when there is one; `skip`: do not look for
+     * one (a recheck: the acceptance itself checks that a reused run's source is there).
+     */
+    reuse?: boolean | 'skip';
     /** Apply the account's and the key's spend caps (lone runs; a study is priced as a whole). */
     caps?: boolean;
   },
@@ -150,7 +153,7 @@ export async function prepareRun(
     estimated_max_micros: maxRuntime * profile.price_per_second_micros, seed: req.seed ?? randomInt(0, 2 ** 31 - 1),
     inputs_sha256: digestJson(req.inputs), runtime_sha256: deps.runtimeLock.sha256,
   };
-  findings.push(...await reuseFindings(deps, caller, proposal, req));
+  if (req.reuse !== 'skip') findings.push(...await reuseFindings(deps, caller, proposal, { seed: req.seed, reuse: req.reuse }));
   if (req.caps && !proposal.reuse_of) {
     const capped = await runCapFindings(deps, caller, proposal.estimated_max_micros, profile);
     findings.push(...capped.findings);
@@ -193,7 +196,7 @@ export async function recheckProposal(deps: Deps, caller: Caller, proposal: RunP
   const again = await prepareRun(deps, caller, {
     ref: proposal.kind === 'hub' ? proposal.resolved_ref : undefined, refParam: 'plan_id',
     workspace: proposal.kind === 'managed' ? { workspaceId: proposal.workspace_id!, revisionId: proposal.revision_id! } : undefined, inputs: proposal.inputs, profileId: proposal.compute_profile,
-    profileParam: 'plan_id', maxRuntimeSeconds: proposal.max_runtime_seconds, seed: proposal.seed, caps,
+    profileParam: 'plan_id', maxRuntimeSeconds: proposal.max_runtime_seconds, seed: proposal.seed, caps, reuse: 'skip',
   });
   const lowered = caps && again.proposal.estimated_max_micros < proposal.estimated_max_micros;
   const capFinding = again.findings.find((f) => f.code === 'spend_cap_reached' || (lowered && f.code === 'spend_cap_applies'));

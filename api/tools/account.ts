@@ -1,5 +1,5 @@
 import type { ToolDef } from './tool.ts';
-import type { SpendCaps } from '../../storage/db/spendCaps.ts';
+import { capView } from '../spendCaps.ts';
 import { obj, str, id, time, arr } from '../schemas/common.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
 import { accountSummary } from '../../storage/db/accountSummary.ts';
@@ -10,11 +10,6 @@ const usdOrNull = { type: ['number', 'null'] };
 /** One holder's caps (null: none) and what it spent this UTC month. */
 const CAP_VIEW = obj({ monthly_usd: usdOrNull, per_run_usd: usdOrNull, month_spent_usd: usdOrNull });
 
-function capsView(c: SpendCaps) {
-  const usd = (m: number | null) => (m === null ? null : microsToUsd(m));
-  const one = (x: SpendCaps['account']) => ({ monthly_usd: usd(x.monthly_micros), per_run_usd: usd(x.run_micros), month_spent_usd: usd(x.month_spent_micros) });
-  return { account: one(c.account), key: one(c.key) };
-}
 
 export const accountGet: ToolDef = {
   name: 'account_get',
@@ -67,7 +62,7 @@ export const accountGet: ToolDef = {
           hosting: { hourly_usd: microsToUsd(s.hosting_hourly_micros), spent_usd: microsToUsd(s.hosting_spent_micros) },
         },
         // The account's and this key's caps (null: none) and what runs cost them this month (UTC).
-        spend_caps: capsView(s.caps),
+        spend_caps: { account: capView(s.caps.account), key: capView(s.caps.key) },
       },
       next_actions: [
         { tool: 'compute_profile_list', description: 'See the compute profiles runs can use and their prices.', arguments: {} },

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { DAILY_PREFIX, dailyCounterKey } from './rateLimits.ts';
-import { CAP_COLUMNS, capsOf, type SpendCaps } from './spendCaps.ts';
+import { capColumns, capsOf, type SpendCaps } from './spendCaps.ts';
 
 export interface AccountSummary {
   available_micros: number;
@@ -37,7 +37,7 @@ export async function accountSummary(pool: pg.Pool, accountId: string, keyId: st
              (SELECT coalesce(sum(rl.points), 0) FROM api_keys k
                 JOIN rate_limits rl ON rl.key = $3 || ':' || k.id || ':' || $4
                WHERE k.account_id = a.id)::int AS requests_today_account,
-             ${CAP_COLUMNS}
+             ${capColumns('always')}
         FROM accounts a LEFT JOIN compute_balances b ON b.account_id = a.id JOIN api_keys k ON k.id = $5
        WHERE a.id = $1`,
     values: [accountId, dailyCounterKey(keyId, day), DAILY_PREFIX, day, keyId],

@@ -97,10 +97,15 @@ export async function reuseOwnerOf(db: Db, releaseId: string): Promise<string | 
  * itself a reuse is never a source, so reuse always points at a run that ran.
  */
 export async function findReusableRun(db: Db, accountIds: string[], k: { package_sha256: string; inputs_sha256: string; compute_profile: string; runtime_sha256: string; seed?: number }): Promise<Pick<RunRow, 'id' | 'account_id' | 'seed' | 'finished_at'> | undefined> {
-  const q = db('runs').whereIn('account_id', accountIds).where({ status: 'completed', package_sha256: k.package_sha256, inputs_sha256: k.inputs_sha256, compute_profile: k.compute_profile, runtime_sha256: k.runtime_sha256 })
-    .whereNull('reused_from');
-  if (k.seed !== undefined) q.andWhere({ seed: k.seed });
-  return q.orderBy('finished_at', 'desc').first('id', 'account_id', 'seed', 'finished_at');
+  // One account at a time: each is the first entry of an index ordered by finished_at
+  // (migration 032), where an IN list would sort every identical run of both.
+  const newest = await Promise.all(accountIds.map((accountId) => {
+    const q = db('runs').where({ account_id: accountId, status: 'completed', package_sha256: k.package_sha256, inputs_sha256: k.inputs_sha256, compute_profile: k.compute_profile, runtime_sha256: k.runtime_sha256 })
+      .whereNull('reused_from');
+    if (k.seed !== undefined) q.andWhere({ seed: k.seed });
+    return q.orderBy('finished_at', 'desc').first('id', 'account_id', 'seed', 'finished_at') as Promise<Pick<RunRow, 'id' | 'account_id' | 'seed' | 'finished_at'> | undefined>;
+  }));
+  return newest.filter((r) => r !== undefined).sort((a, b) => b.finished_at!.getTime() - a.finished_at!.getTime())[0];
 }
 
 /**

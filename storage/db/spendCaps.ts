@@ -1,28 +1,37 @@
 import type { Db } from './knex.ts';
 
-/** One holder's caps (null: none) and what its runs have cost this calendar month (UTC). */
-export interface Cap { monthly_micros: number | null; run_micros: number | null; month_spent_micros: number }
+/**
+ * One holder's caps (null: none) and what it has spent this calendar month (UTC); null
+ * where that was not asked for (planning reads it only under a monthly cap).
+ */
+export interface Cap { monthly_micros: number | null; run_micros: number | null; month_spent_micros: number | null }
 export interface SpendCaps { account: Cap; key: Cap }
 
 /**
  * The columns (`a` the account row, `k` the key row) that capsOf reads, for a statement
  * that selects more. What each has spent this month is `silico_month_spent` (migration
  * 030): runs and invocations at their charge once settled, their reservation until then,
- * and for the account its deployments' standing cost.
+ * and for the account its deployments' standing cost. It sums the month's records, so
+ * `spent: 'capped'` reads it only for a holder with a monthly cap (every plan reads caps;
+ * most holders have none).
  */
-export const CAP_COLUMNS = `a.monthly_cap_micros::float8 AS a_monthly, a.run_cap_micros::float8 AS a_run, k.monthly_cap_micros::float8 AS k_monthly, k.run_cap_micros::float8 AS k_run,
-  silico_month_spent(a.id, NULL)::float8 AS a_spent, silico_month_spent(a.id, k.id)::float8 AS k_spent`;
+export function capColumns(spent: 'always' | 'capped'): string {
+  const month = (holder: 'a' | 'k', call: string) => (spent === 'always' ? call : `CASE WHEN ${holder}.monthly_cap_micros IS NOT NULL THEN ${call} END`);
+  return `a.monthly_cap_micros::float8 AS a_monthly, a.run_cap_micros::float8 AS a_run, k.monthly_cap_micros::float8 AS k_monthly, k.run_cap_micros::float8 AS k_run,
+  (${month('a', 'silico_month_spent(a.id, NULL)')})::float8 AS a_spent, (${month('k', 'silico_month_spent(a.id, k.id)')})::float8 AS k_spent`;
+}
 
 export function capsOf(r: { a_monthly: number | null; a_run: number | null; k_monthly: number | null; k_run: number | null; a_spent: number | null; k_spent: number | null }): SpendCaps {
   return {
-    account: { monthly_micros: r.a_monthly ?? null, run_micros: r.a_run ?? null, month_spent_micros: r.a_spent ?? 0 },
-    key: { monthly_micros: r.k_monthly ?? null, run_micros: r.k_run ?? null, month_spent_micros: r.k_spent ?? 0 },
+    account: { monthly_micros: r.a_monthly ?? null, run_micros: r.a_run ?? null, month_spent_micros: r.a_spent ?? null },
+    key: { monthly_micros: r.k_monthly ?? null, run_micros: r.k_run ?? null, month_spent_micros: r.k_spent ?? null },
   };
 }
 
-export async function spendCaps(db: Db, accountId: string, keyId: string): Promise<SpendCaps> {
-  const { rows } = await db.raw(`SELECT ${CAP_COLUMNS} FROM accounts a JOIN api_keys k ON k.id = ? AND k.account_id = a.id WHERE a.id = ?`, [keyId, accountId]);
-  return capsOf(rows[0] ?? { a_monthly: null, a_run: null, k_monthly: null, k_run: null, a_spent: 0, k_spent: 0 });
+/** An account's and a key's caps; what each spent this month always, or (plans) only where a monthly cap needs it. */
+export async function spendCaps(db: Db, accountId: string, keyId: string, spent: 'always' | 'capped' = 'capped'): Promise<SpendCaps> {
+  const { rows } = await db.raw(`SELECT ${capColumns(spent)} FROM accounts a JOIN api_keys k ON k.id = ? AND k.account_id = a.id WHERE a.id = ?`, [keyId, accountId]);
+  return capsOf(rows[0] ?? { a_monthly: null, a_run: null, k_monthly: null, k_run: null, a_spent: null, k_spent: null });
 }
 
 export interface CapLimit { micros: number; cap: string }
@@ -34,7 +43,7 @@ export function capLimits(caps: SpendCaps): { perRun: CapLimit | null; monthly: 
   return {
     perRun: tightest(holders.filter((h) => caps[h].run_micros !== null).map((h) => ({ micros: caps[h].run_micros!, cap: `the ${h}'s per-run cap` }))),
     monthly: tightest(holders.filter((h) => caps[h].monthly_micros !== null)
-      .map((h) => ({ micros: Math.max(0, caps[h].monthly_micros! - caps[h].month_spent_micros), cap: `what is left of the ${h}'s monthly cap` }))),
+      .map((h) => ({ micros: Math.max(0, caps[h].monthly_micros! - (caps[h].month_spent_micros ?? 0)), cap: `what is left of the ${h}'s monthly cap` }))),
   };
 }
 
