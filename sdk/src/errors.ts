@@ -6,6 +6,7 @@
  */
 import type { Run } from './models.ts';
 import type { RunHandle } from './runHandle.ts';
+import type { InvocationHandle } from './invocationHandle.ts';
 import type { Experiment, ExperimentPlan } from './experimentModels.ts';
 import type { StudyHandle } from './studyHandle.ts';
 
@@ -160,6 +161,14 @@ export class InvocationFailed extends SilicoError {
   override name = 'InvocationFailed';
   constructor(readonly invocation: { invocation_id: string; status: string; error: { code: string; message: string } | null } | null, message?: string) {
     super(message ?? `invocation ${invocation!.invocation_id} ended ${invocation!.status}${invocation!.error ? `: ${invocation!.error.code}: ${invocation!.error.message}` : ''}`);
+  }
+}
+
+/** An invocation that had not ended when its wait gave up; it goes on (wait on `handle` again). */
+export class InvocationTimeout extends SilicoError {
+  override name = 'InvocationTimeout';
+  constructor(readonly handle: InvocationHandle, readonly invocation: { status: string } | undefined, readonly timeoutMs: number) {
+    super(`invocation ${handle.id} was still ${invocation?.status ?? 'unknown'} after ${timeoutMs} ms; it goes on (wait on error.handle to continue)`);
   }
 }
 

@@ -7,11 +7,12 @@
  */
 export { Silico, SDK_VERSION, type ClientOptions, type RunOptions, type RunOutcome } from './client.ts';
 export { RunHandle, type WaitOptions, type EventsOptions } from './runHandle.ts';
+export { InvocationHandle, type InvocationWaitOptions } from './invocationHandle.ts';
 export { StudyHandle, type StudyWaitOptions } from './studyHandle.ts';
 export {
   SilicoError, ApiError, ValidationError, AuthenticationError, InsufficientCreditsError, PermissionError, NotFoundError,
   ConflictError, IdempotencyConflictError, RateLimitError, NotImplementedError, ServerError, ConnectionError,
-  ConnectionTimeoutError, EventStreamUnavailableError, HostingEnded, IntegrityError, InvocationFailed, RunFailed, RunTimeout, StudyNotStarted, StudyTimeout, errorClassFor, errorFromResponse, type ApiErrorBody,
+  ConnectionTimeoutError, EventStreamUnavailableError, HostingEnded, IntegrityError, InvocationFailed, InvocationTimeout, RunFailed, RunTimeout, StudyNotStarted, StudyTimeout, errorClassFor, errorFromResponse, type ApiErrorBody,
 } from './errors.ts';
 export type { RequestOptions } from './core/http.ts';
 export { Page, PageRequest } from './core/pagination.ts';

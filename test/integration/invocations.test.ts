@@ -222,4 +222,13 @@ test('the doors: `silico invoke REF --input` and the SDK\'s hostedInvocations.in
   assert.equal(viaSdk.status, 'completed');
   assert.equal(viaSdk.outputs!.final_size, viaCli.outputs.final_size, 'same inputs and seed, same outputs');
   await assert.rejects(sdk.hostedInvocations.invoke(reference, packageSha.replace(/^sha256:/, ''), { fail: true }, { timeoutMs: 60_000 }), (e: Error) => e.name === 'InvocationFailed' && /lab_error/.test(e.message));
+  // A handle, as runs have: started without waiting, waited on after a timeout, its artifact by port; cancelling an ended one changes nothing.
+  const handle = await sdk.hostedInvocations.start(reference, packageSha.replace(/^sha256:/, ''), { growth_rate: 0.2, window_delay: 0.3 }, { seed: 9 });
+  assert.equal(handle.lastSeen?.status, 'queued');
+  await assert.rejects(handle.wait({ timeoutMs: 0 }), (e: Error & { handle?: unknown }) => e.name === 'InvocationTimeout' && e.handle === handle);
+  const done = await handle.wait({ timeoutMs: 60_000 });
+  assert.equal(done.outputs!.final_size, viaSdk.outputs!.final_size, 'the delay changes nothing computed');
+  const size = await handle.artifact('size') as unknown as { sha256: string };
+  assert.equal(size.sha256, done.artifacts.find((a) => a.port === 'size')!.sha256);
+  assert.equal((await handle.cancel()).status, 'completed');
 });

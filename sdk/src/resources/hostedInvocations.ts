@@ -1,8 +1,8 @@
 /** Hosted invocations: plan, execute, read and cancel calls of a hosted lab. */
 import type { RequestOptions } from '../core/http.ts';
 import { path } from '../core/url.ts';
-import { sleep } from '../core/retry.ts';
 import { InvocationFailed } from '../errors.ts';
+import { InvocationHandle, type InvocationWaitOptions } from '../invocationHandle.ts';
 import type { QueryParams, RequestBody, ResponseBody } from '../types.ts';
 import { Resource } from './resource.ts';
 
@@ -32,33 +32,38 @@ export class HostedInvocations extends Resource {
     return this.postJson(path`/hosted-invocations/${invocationId}/cancel`, undefined, opts);
   }
 
-  /**
-   * Reads an invocation every `pollIntervalMs` (default 100) until it has ended
-   * (completed, failed, cancelled or expired) and returns it; `timeoutMs` gives up with
-   * an error (the invocation goes on).
-   */
-  async wait(invocationId: string, o: { timeoutMs?: number; pollIntervalMs?: number; signal?: AbortSignal } = {}): Promise<HostedInvocation> {
-    const deadline = o.timeoutMs === undefined ? Infinity : Date.now() + o.timeoutMs;
-    for (;;) {
-      const inv = await this.get(invocationId, { signal: o.signal }) as unknown as HostedInvocation;
-      if (ENDED.includes(inv.status)) return inv;
-      if (Date.now() > deadline) throw new Error(`invocation ${invocationId} has not ended after ${o.timeoutMs} ms (it goes on)`);
-      await sleep(o.pollIntervalMs ?? 100, o.signal);
-    }
+  /** A handle on an existing invocation (no request is made). */
+  handle(invocationId: string): InvocationHandle {
+    return new InvocationHandle(this, invocationId);
   }
 
   /**
-   * One call: plan the invocation of an exact hosted release with these inputs (the plan
-   * binds them, this key's client and the price), execute exactly that plan, and wait for
-   * it. Raises InvocationFailed when it does not complete.
+   * Reads an invocation every `pollIntervalMs` (default 100) until it has ended
+   * (completed, failed, cancelled or expired) and returns it however it ended;
+   * InvocationTimeout when `timeoutMs` passes first (the invocation goes on).
    */
-  async invoke(reference: string, sha256: string, inputs: Record<string, unknown>, o: { seed?: number; timeoutMs?: number; pollIntervalMs?: number; signal?: AbortSignal } = {}): Promise<HostedInvocation> {
+  wait(invocationId: string, o: InvocationWaitOptions = {}): Promise<HostedInvocation> {
+    return this.handle(invocationId).ended(o);
+  }
+
+  /**
+   * Plans the invocation of an exact hosted release with these inputs (the plan binds
+   * them, this key's client and the price) and executes exactly that plan; returns its
+   * handle without waiting. InvocationFailed when the plan is not ready.
+   */
+  async start(reference: string, sha256: string, inputs: Record<string, unknown>, o: { seed?: number; signal?: AbortSignal } = {}): Promise<InvocationHandle> {
     const plan = await this.prepare({ reference, sha256, inputs, ...(o.seed === undefined ? {} : { seed: o.seed }) } as RequestBody<'hosted_invocation_prepare'>, { signal: o.signal }) as unknown as { plan_id: string; plan_sha256: string; status: string; findings: unknown[] };
     if (plan.status !== 'ready') throw new InvocationFailed(null, `the invocation plan is ${plan.status}: ${JSON.stringify(plan.findings)}`);
     const started = await this.execute({ plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, { signal: o.signal }) as unknown as HostedInvocation;
-    const done = await this.wait(started.invocation_id, o);
-    if (done.status !== 'completed') throw new InvocationFailed(done);
-    return done;
+    return new InvocationHandle(this, started.invocation_id, started);
+  }
+
+  /**
+   * One call: start (plan and execute) and wait. The completed invocation, or
+   * InvocationFailed when it does not complete.
+   */
+  async invoke(reference: string, sha256: string, inputs: Record<string, unknown>, o: { seed?: number } & InvocationWaitOptions = {}): Promise<HostedInvocation> {
+    return (await this.start(reference, sha256, inputs, o)).wait(o);
   }
 
   /** GET /hosted-invocations/{invocation_id}/artifacts/{port}/metadata. */
@@ -66,8 +71,6 @@ export class HostedInvocations extends Resource {
     return this.getJson(path`/hosted-invocations/${invocationId}/artifacts/${port}/metadata`, params, opts);
   }
 }
-
-const ENDED = ['completed', 'failed', 'cancelled', 'expired'];
 
 /** A hosted invocation as GET /hosted-invocations/{id} answers it (the fields used here). */
 export interface HostedInvocation {
