@@ -1,5 +1,6 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -145,7 +146,7 @@ test('the whole private lifecycle: plan, request, checks, ready, pause, resume, 
   await waitForStatus(lab, 'retired');
 });
 
-test('public hosting waits for the operator: approval makes it ready; a rejection ends it, clearly', { timeout: 240_000 }, async () => {
+test('the whole public lifecycle: plan, request, checks, review, ready, invoke, artifacts, pause (invocations refused), resume, retire, each change in GET and in the workflow history; a rejection ends another clearly', { timeout: 360_000 }, async () => {
   const smokeDir = await labWithSmokeFixtures();
   const pub = await hostedLabOwner(smokeDir).finally(() => rm(smokeDir, { recursive: true, force: true }));
   const tooWide = await plan(pub, { visibility: 'public' });
@@ -167,7 +168,7 @@ test('public hosting waits for the operator: approval makes it ready; a rejectio
   assert.equal(ready.approval.note, 'looks fine');
   assert.match(ready.checks.find((c: any) => c.check === 'smoke_run').detail, /^Private smoke fixtures: /);
   // Anyone may read a public hosting's contract, never its smoke fixtures.
-  const stranger = await newAccount();
+  const stranger = await newAccount({ usd: 1 });
   const hosted = await call('GET', `/hosted-releases/${encodeURIComponent(pub.reference)}?sha256=${pub.sha256}`, { key: stranger.key });
   assert.equal(hosted.status, 200, hosted.text);
   assert.deepEqual(hosted.body.inputs.map((i: any) => i.name), ['growth_rate', 'noise', 'fail', 'window_delay']);
@@ -178,7 +179,52 @@ test('public hosting waits for the operator: approval makes it ready; a rejectio
   const wrongDigest = await call('GET', `/hosted-releases/${encodeURIComponent(pub.reference)}?sha256=${'0'.repeat(64)}`, { key: stranger.key });
   assert.equal(wrongDigest.status, 422);
   assert.equal(errorOf(wrongDigest).code, 'checksum_mismatch');
-  assert.equal((await patch(pub, ready.revision, 'retire')).status, 200);
+
+  // Served: a stranger invokes the public deployment and reads the artifact by its identity.
+  const invocationPlan = async () => {
+    const res = await call('POST', '/hosted-invocation-plans', { key: stranger.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { reference: pub.reference, sha256: pub.sha256, inputs: { growth_rate: 0.2 } } });
+    assert.equal(res.status, 201, res.text);
+    return res.body;
+  };
+  const invoked = async () => {
+    const planned = await invocationPlan();
+    assert.equal(planned.status, 'ready', JSON.stringify(planned.findings));
+    const started = await call('POST', '/hosted-invocations', { key: stranger.key, body: { plan_id: planned.plan_id, plan_sha256: planned.plan_sha256 } });
+    assert.equal(started.status, 201, started.text);
+    const done = await until(60_000, async () => {
+      const r = (await call('GET', `/hosted-invocations/${started.body.invocation_id}`, { key: stranger.key })).body;
+      return ['completed', 'failed', 'cancelled', 'expired'].includes(r.status) ? r : undefined;
+    });
+    assert.equal(done.status, 'completed', JSON.stringify(done.error));
+    return done;
+  };
+  const served = await invoked();
+  const artifact = await call('GET', `/hosted-invocations/${served.invocation_id}/artifacts/size/metadata?include_content=true`, { key: stranger.key });
+  assert.equal(artifact.status, 200, artifact.text);
+  assert.equal(createHash('sha256').update(artifact.body.content).digest('hex'), artifact.body.sha256);
+  assert.equal((await call('GET', `/hosted-invocations/${served.invocation_id}`, { key: pub.owner.key })).status, 404, 'the owner does not see a stranger\'s invocation');
+
+  // Paused, it refuses invocations; resumed, it serves again; then retired.
+  assert.equal((await patch(pub, ready.revision, 'pause')).status, 200);
+  const paused = await waitForStatus(pub, 'paused');
+  const refused = await invocationPlan();
+  assert.deepEqual([refused.status, refused.findings[0].code], ['blocked', 'deployment_paused']);
+  assert.equal((await patch(pub, paused.revision, 'resume')).status, 200);
+  const resumed = await waitForStatus(pub, 'ready');
+  await invoked();
+  assert.equal((await patch(pub, resumed.revision, 'retire')).status, 200);
+  const retired = await waitForStatus(pub, 'retired');
+  const statuses = retired.history.map((e: any) => e.status);
+  const expected = ['requested', 'checking', 'awaiting_review', 'ready', 'paused', 'ready', 'retiring', 'retired'];
+  assert.deepEqual(statuses.filter((x: string, i: number) => x !== statuses[i - 1]), expected, 'every status, in order');
+  const lifecycle = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! });
+  try {
+    const history = await new Client({ connection: lifecycle }).workflow.getHandle(retired.workflow_id).fetchHistory();
+    const accepted = (history.events ?? []).filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).length;
+    assert.equal(accepted, 4, 'the review, pause, resume and retire, each an update the workflow accepted');
+  } finally {
+    await lifecycle.close();
+  }
 
   const rej = await hostedLabOwner();
   await makePublic(rej);
