@@ -1,4 +1,4 @@
-import { createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,14 +12,23 @@ import type { CounterRequest, CounterState } from '../storage/db/rateLimits.ts';
 import { HashingStream } from '../storage/digest.ts';
 import { newId } from '../storage/ids.ts';
 import { recordBiologyResources } from '../storage/db/biologyResources.ts';
-import { putArtifactBytes } from './execution/execute.ts';
+import { blobKey } from '../storage/objects.ts';
 import type { BiologyHit } from './biology/connector.ts';
 import { CONNECTORS } from './biology/sources.ts';
 import { createSourceHttp, SourceError, type SourceHttp } from './biology/sourceHttp.ts';
 
 export type { BiologyHit } from './biology/connector.ts';
 
-/** One record fetched and stored (its bytes in the object store by sha256), not yet recorded. */
+/**
+ * Where a fetch keeps the records it has fetched until it records them all: its own
+ * prefix, which nothing else shares, so a fetch that fails removes everything it stored
+ * (the content-addressed blobs are shared by everything the service keeps, and are
+ * written only once a fetch is recorded).
+ */
+export const BIOLOGY_STAGING_PREFIX = 'staging/biology/';
+const stagingOf = (fetchId: string) => `${BIOLOGY_STAGING_PREFIX}${fetchId}/`;
+
+/** One record fetched and staged under its fetch (by sha256), not yet recorded. */
 export interface FetchedRecord { record_id: string; url: string; sha256: string; size_bytes: number; media_type: string; version: string | null; retrieved_at: string }
 
 /** The longest `Retry-After` a source may ask for within one request to the service. */
@@ -96,7 +105,7 @@ export function createBiologyActivities(deps: Deps) {
       }
     },
 
-    async biologyFetchRecord(a: { sourceId: BiologySourceId; recordId: string; format: string; expectedSha256: string | null }): Promise<FetchedRecord> {
+    async biologyFetchRecord(a: { fetchId: string; sourceId: BiologySourceId; recordId: string; format: string; expectedSha256: string | null }): Promise<FetchedRecord> {
       const source = deps.config.sources[a.sourceId];
       const connector = CONNECTORS[a.sourceId];
       const dir = await mkdtemp(path.join(tmpdir(), 'silico-biology-'));
@@ -126,7 +135,7 @@ export function createBiologyActivities(deps: Deps) {
           });
         }
         const mediaType = connector.formats[a.format]!.mediaType;
-        await putArtifactBytes(deps.objects, { role: 'record', file_name: 'record', content_type: mediaType, format: a.format, path: file, sha256, size_bytes: hashing.bytes, public: false });
+        await deps.objects.putStream(`${stagingOf(a.fetchId)}${sha256}`, createReadStream(file), mediaType);
         return {
           record_id: a.recordId, url: res.url, sha256, size_bytes: hashing.bytes, media_type: mediaType,
           version: connector.versionOf(head, a.recordId, a.format), retrieved_at: new Date().toISOString(),
@@ -136,12 +145,26 @@ export function createBiologyActivities(deps: Deps) {
       }
     },
 
+    /**
+     * Records a fetch's resources, all at once, once every record is fetched: each staged
+     * record copied to its content address (by the store; one already there is kept),
+     * the rows written in one transaction, then the fetch's staging removed.
+     */
     async recordBiologyResources(a: { accountId: string; fetchId: string; sourceId: BiologySourceId; format: string; records: FetchedRecord[] }): Promise<string[]> {
+      for (const sha of new Set(a.records.map((r) => r.sha256))) {
+        if (!(await deps.objects.exists(blobKey(sha)))) await deps.objects.copy(`${stagingOf(a.fetchId)}${sha}`, blobKey(sha));
+      }
       const rows = await recordBiologyResources(deps.db, a.records.map((r) => ({
         id: newId('res'), account_id: a.accountId, fetch_id: a.fetchId, source_id: a.sourceId, record_id: r.record_id, format: a.format, version: r.version,
         media_type: r.media_type, url: r.url, sha256: r.sha256, size_bytes: r.size_bytes, retrieved_at: new Date(r.retrieved_at),
       })));
+      await deps.objects.deletePrefix(stagingOf(a.fetchId));
       return rows.map((r) => r.id);
+    },
+
+    /** What a fetch that ends without recording staged: removed, so it leaves nothing. */
+    async discardBiologyFetch(a: { fetchId: string }): Promise<number> {
+      return deps.objects.deletePrefix(stagingOf(a.fetchId));
     },
   };
 }

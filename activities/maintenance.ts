@@ -1,4 +1,6 @@
 import type { Db } from '../storage/db/knex.ts';
+import type { ObjectStore } from '../storage/objects.ts';
+import { BIOLOGY_STAGING_PREFIX } from './biology.ts';
 import { purgeIdempotencyKeys } from '../storage/db/idempotency.ts';
 import { purgeRateLimits } from '../storage/db/rateLimits.ts';
 import { openRecords, type OpenRecord } from '../storage/db/reconciliation.ts';
@@ -16,6 +18,8 @@ export type WorkflowState = (workflowId: string) => Promise<'open' | 'closed' | 
 const WORKFLOW_ID: Record<OpenRecord['kind'], (id: string) => string> = {
   run: runWorkflowId, publication: publicationWorkflowId, dataset: datasetWorkflowId, experiment: experimentWorkflowId, invocation: invocationWorkflowId, hosting: hostingWorkflowId,
 };
+/** How long a biology fetch's staged records may outlive it before the hourly purge removes them. */
+const STAGING_KEPT_MS = 24 * 3600 * 1000;
 const GONE = 'Its workflow ended without recording an ending (or never started); closed by the hourly reconciliation.';
 
 /**
@@ -24,12 +28,15 @@ const GONE = 'Its workflow ended without recording an ending (or never started);
  * publication fails and frees its version, a dataset version fails, a study whose runs
  * have all ended is completed, an invocation fails with nothing charged, a hosting fails).
  */
-export function createMaintenanceActivities(deps: { db: Db; idempotencyTtlSeconds: number; workflowState: WorkflowState }) {
+export function createMaintenanceActivities(deps: { db: Db; objects: ObjectStore; idempotencyTtlSeconds: number; workflowState: WorkflowState; stagingKeptMs?: number }) {
   return {
-    async purgeExpired(): Promise<{ idempotency_keys: number; rate_limits: number }> {
+    async purgeExpired(): Promise<{ idempotency_keys: number; rate_limits: number; staged_objects: number }> {
       const idempotency_keys = await purgeIdempotencyKeys(deps.db, deps.idempotencyTtlSeconds);
       const rate_limits = await purgeRateLimits(deps.db);
-      return { idempotency_keys, rate_limits };
+      // A biology fetch removes its staging when it ends; what a fetch whose worker was
+      // lost for good left behind goes after a day (fetches last seconds).
+      const staged_objects = await deps.objects.deletePrefix(BIOLOGY_STAGING_PREFIX, new Date(Date.now() - (deps.stagingKeptMs ?? STAGING_KEPT_MS)));
+      return { idempotency_keys, rate_limits, staged_objects };
     },
 
     /** Closes records left open by a workflow that is gone; returns how many of each. */

@@ -1,6 +1,7 @@
 
 import {
   S3Client, CreateBucketCommand, HeadBucketCommand, PutObjectCommand, GetObjectCommand, HeadObjectCommand, DeleteObjectCommand,
+  CopyObjectCommand, DeleteObjectsCommand, paginateListObjectsV2,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { UndiciHttpHandler } from '@smithy/undici-http-handler';
@@ -30,6 +31,12 @@ export interface ObjectStore {
   /** Streams bytes to `key` (multipart, bounded memory); `signal` aborts and removes the upload. */
   putStream(key: string, body: Readable, contentType: string, signal?: AbortSignal): Promise<void>;
   delete(key: string): Promise<void>;
+  /** Copies an object within the bucket (the store copies the bytes; none pass through here). */
+  copy(fromKey: string, toKey: string): Promise<void>;
+  /** The objects under a prefix, with when each was last written. */
+  list(prefix: string): Promise<Array<{ key: string; lastModified: Date }>>;
+  /** Removes the objects under a prefix (those written before `olderThan` only, when given); returns how many. */
+  deletePrefix(prefix: string, olderThan?: Date): Promise<number>;
   /** A byte stream of an object, optionally a `bytes=a-b` range; with its size. */
   getStream(key: string, range?: string): Promise<{ body: Readable; size: number; contentRange?: string }>;
   /** True when the bucket answers (readiness). */
@@ -132,6 +139,24 @@ export function createObjectStore(cfg: ObjectStoreConfig, opts: { timeoutMs?: nu
     },
     async delete(key) {
       await client.send(new DeleteObjectCommand({ Bucket: cfg.bucket, Key: key }));
+    },
+    async copy(fromKey, toKey) {
+      await client.send(new CopyObjectCommand({ Bucket: cfg.bucket, Key: toKey, CopySource: `${cfg.bucket}/${fromKey.split('/').map(encodeURIComponent).join('/')}` }));
+    },
+    async list(prefix) {
+      const found: Array<{ key: string; lastModified: Date }> = [];
+      for await (const page of paginateListObjectsV2({ client }, { Bucket: cfg.bucket, Prefix: prefix })) {
+        for (const o of page.Contents ?? []) if (o.Key) found.push({ key: o.Key, lastModified: o.LastModified ?? new Date(0) });
+      }
+      return found;
+    },
+    async deletePrefix(prefix, olderThan) {
+      const keys = (await store.list(prefix)).filter((o) => !olderThan || o.lastModified < olderThan).map((o) => o.key);
+      // DeleteObjects takes at most 1,000 keys a request.
+      for (let i = 0; i < keys.length; i += 1000) {
+        await client.send(new DeleteObjectsCommand({ Bucket: cfg.bucket, Delete: { Objects: keys.slice(i, i + 1000).map((Key) => ({ Key })), Quiet: true } }));
+      }
+      return keys.length;
     },
     async getStream(key, range) {
       const out = await client.send(new GetObjectCommand({ Bucket: cfg.bucket, Key: key, Range: range }));

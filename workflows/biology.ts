@@ -55,11 +55,17 @@ export async function biologySearchWorkflow(a: { sourceIds: SourceId[]; query: s
   return { hits, failures };
 }
 
+/** Removes what a fetch staged, also when the fetch itself was cancelled (the api stopped waiting). */
+function discard(fetchId: string): Promise<number> {
+  return CancellationScope.nonCancellable(() => record.discardBiologyFetch({ fetchId }));
+}
+
 /**
  * One fetch of exact records from one source (a short workflow the api awaits): every
- * record fetched and stored by sha256 (a few at a time), then all recorded as resources
- * at once. Any record that cannot be fetched as asked ends the fetch with its reason and
- * nothing recorded.
+ * record fetched and staged under the fetch (a few at a time), then all recorded as
+ * resources at once. Any record that cannot be fetched as asked ends the fetch with its
+ * reason, once the rest of its batch has ended, and with what it staged removed: nothing
+ * recorded, nothing stored.
  */
 export async function biologyFetchWorkflow(a: {
   fetchId: string; accountId: string; sourceId: SourceId; recordIds: string[]; format: string; expectedSha256: string | null;
@@ -67,13 +73,20 @@ export async function biologyFetchWorkflow(a: {
   const fetched: FetchedRecord[] = [];
   for (let i = 0; i < a.recordIds.length; i += FETCH_CONCURRENCY) {
     const batch = a.recordIds.slice(i, i + FETCH_CONCURRENCY);
-    try {
-      fetched.push(...await Promise.all(batch.map((recordId) => sources.biologyFetchRecord({ sourceId: a.sourceId, recordId, format: a.format, expectedSha256: a.expectedSha256 }))));
-    } catch (err) {
-      const f = failureOf(err);
+    const settled = await Promise.allSettled(batch.map((recordId) => sources.biologyFetchRecord({ fetchId: a.fetchId, sourceId: a.sourceId, recordId, format: a.format, expectedSha256: a.expectedSha256 })));
+    const refused = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (refused) {
+      await discard(a.fetchId);
+      const f = failureOf(refused.reason);
       throw ApplicationFailure.create({ type: f.code, message: f.message, nonRetryable: true, details: [f] });
     }
+    for (const s of settled) if (s.status === 'fulfilled') fetched.push(s.value);
   }
-  const resourceIds = await record.recordBiologyResources({ accountId: a.accountId, fetchId: a.fetchId, sourceId: a.sourceId, format: a.format, records: fetched });
-  return { resourceIds };
+  try {
+    const resourceIds = await record.recordBiologyResources({ accountId: a.accountId, fetchId: a.fetchId, sourceId: a.sourceId, format: a.format, records: fetched });
+    return { resourceIds };
+  } catch (err) {
+    await discard(a.fetchId);
+    throw err;
+  }
 }

@@ -5,6 +5,8 @@ import { call, closeTestDb, errorOf, newAccount, testDb } from '../helpers.ts';
 import { setSourceMode, sourceRequests } from '../biologyControl.ts';
 import { createObjectStore, blobKey } from '../../storage/objects.ts';
 import { passportOf } from '../../sdk/src/index.ts';
+import { BIOLOGY_STAGING_PREFIX } from '../../activities/biology.ts';
+import { ENTRIES, fasta } from '../fixtures/biology/records.ts';
 
 // The biology sources of the test stack are a fixture server answering in UniProt's,
 // RCSB's and NCBI's own formats (test/fixtures/biology/server.ts); each test sets how a
@@ -117,6 +119,23 @@ test('several records from each source, in each format, with the versions they s
   assert.deepEqual([badFormat.status, errorOf(badFormat).code, errorOf(badFormat).param], [422, 'format_not_supported', 'format']);
   const missing = await call('POST', '/biology/fetch', { key: owner.key, body: { source_id: 'uniprot', record_ids: ['Q99999', 'P69905'] } });
   assert.deepEqual([missing.status, errorOf(missing).code], [404, 'record_not_found']);
+});
+
+test('a fetch with one record missing leaves nothing at all: no resource, none of the others\' bytes, no staging', async () => {
+  const before = (await resourcesOf(owner.account.id)).length;
+  // Insulin is fetched by no other test: its bytes are stored only if this fetch stored them.
+  const insulin = sha256(Buffer.from(fasta(ENTRIES.find((e) => e.accession === 'P01308')!)));
+  const res = await call('POST', '/biology/fetch', { key: owner.key, body: { source_id: 'uniprot', record_ids: ['P01308', 'P68871', 'Q99998', 'P69905', 'P04637'] } });
+  assert.deepEqual([res.status, errorOf(res).code], [404, 'record_not_found']);
+  assert.equal((await resourcesOf(owner.account.id)).length, before);
+  assert.equal(await objects.exists(blobKey(insulin)), false, 'a record fetched beside the missing one is not stored');
+  assert.deepEqual(await objects.list(BIOLOGY_STAGING_PREFIX), [], 'nothing staged is left');
+  // The same record fetched on its own is stored, and its staging removed too.
+  const alone = await call('POST', '/biology/fetch', { key: owner.key, body: { source_id: 'uniprot', record_ids: ['P01308'] } });
+  assert.equal(alone.status, 200, alone.text);
+  assert.equal(alone.body.resources[0].sha256, insulin);
+  assert.equal(sha256(await objects.getBytes(blobKey(insulin))), insulin);
+  assert.deepEqual(await objects.list(BIOLOGY_STAGING_PREFIX), []);
 });
 
 test('a redirect to another host, more bytes than the cap: a precise error and nothing stored', async () => {

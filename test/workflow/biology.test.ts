@@ -45,13 +45,22 @@ test('a search keeps the answering sources\' hits, retries a busy one, and names
   assert.deepEqual(tries, { uniprot: 2, pdb: 1, ncbi_nucleotide: 1 }, 'the rate-limited source was asked again; the refusing one was not');
 });
 
-test('a fetch records every record at once; a record that fails ends it with its reason and records nothing; histories replay', async () => {
+test('a fetch records every record at once; a record that fails ends it with its reason, records nothing and discards what it staged; histories replay', async () => {
   const fetched = (recordId: string): FetchedRecord => ({ record_id: recordId, url: `https://example.org/${recordId}`, sha256: 'a'.repeat(64), size_bytes: 10, media_type: 'text/x-fasta', version: null, retrieved_at: new Date().toISOString() });
   const recorded: string[][] = [];
+  const discarded: string[] = [];
+  const staged: string[] = [];
   const stubs = (fail?: string): Stubs => ({
-    async biologyFetchRecord(a: { recordId: string }) {
+    async biologyFetchRecord(a: { fetchId: string; recordId: string }) {
       if (a.recordId === fail) throw ApplicationFailure.create({ type: 'record_not_found', message: `no ${a.recordId}`, nonRetryable: true });
+      // The failing record's batch-mates finish (and stage) after it failed: the discard comes after them.
+      if (fail) await new Promise((r) => setTimeout(r, 200));
+      staged.push(`${a.fetchId}:${a.recordId}`);
       return fetched(a.recordId);
+    },
+    async discardBiologyFetch(a: { fetchId: string }) {
+      discarded.push(`${a.fetchId} after ${staged.filter((s) => s.startsWith(a.fetchId)).length} staged`);
+      return 0;
     },
     async recordBiologyResources(a: { records: FetchedRecord[] }) {
       recorded.push(a.records.map((r) => r.record_id));
@@ -65,6 +74,7 @@ test('a fetch records every record at once; a record that fails ends it with its
   const ok = await run(biologyFetchWorkflowId(okId), (c) => c.workflow.execute(biologyFetchWorkflow, { taskQueue: CONTROL_TASK_QUEUE, workflowId: biologyFetchWorkflowId(okId), args: [args(okId)] }), stubs());
   assert.equal((ok.outcome as { resourceIds: string[] }).resourceIds.length, 9);
   assert.deepEqual(recorded, [ids], 'recorded once, all together, in order');
+  assert.deepEqual(discarded, [], 'a recorded fetch discards nothing (recording removes its staging)');
   const largest = Math.max(...ok.history.events!.map((e) => JSON.stringify(e).length));
   assert.ok(largest < 8192, `no record bytes travel through the workflow (largest event ${largest} bytes)`);
 
@@ -75,4 +85,6 @@ test('a fetch records every record at once; a record that fails ends it with its
   assert.equal(cause.type, 'record_not_found');
   assert.match(cause.message, /P00005/);
   assert.equal(recorded.length, 1, 'nothing more recorded');
+  // P00005 is in the second batch of four: the first batch and its three batch-mates were staged, then all discarded.
+  assert.deepEqual(discarded, [`${failId} after 7 staged`]);
 });

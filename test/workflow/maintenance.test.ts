@@ -4,7 +4,9 @@ import { Worker } from '@temporalio/worker';
 import { useWorkflowEnvironment, workflowsPath } from './env.ts';
 import { maintenanceWorkflow } from '../../workflows/maintenance.ts';
 import { createMaintenanceActivities } from '../../activities/maintenance.ts';
-import { closeTestDb, newAccount, testDb } from '../helpers.ts';
+import { closeTestDb, newAccount, testDb, testObjects } from '../helpers.ts';
+import { BIOLOGY_STAGING_PREFIX } from '../../activities/biology.ts';
+import { blobKey } from '../../storage/objects.ts';
 
 const testEnv = useWorkflowEnvironment();
 after(closeTestDb);
@@ -33,7 +35,7 @@ test('maintenanceWorkflow returns what it purged and reconciled, retrying a fail
   assert.equal(calls, 2);
 });
 
-test('the real purge activity removes keys past 24 h and expired counters, and keeps the rest', async () => {
+test('the real purge activity removes keys past 24 h, expired counters and a biology fetch\'s forgotten staging, and keeps the rest', async () => {
   const db = testDb();
   const { account } = await newAccount();
   await db('idempotency_keys').insert([
@@ -41,8 +43,16 @@ test('the real purge activity removes keys past 24 h and expired counters, and k
     { account_id: account.id, key: 'fresh', route: 'POST /runs', request_sha256: 'x', state: 'completed' },
   ]);
   await db('rate_limits').insert([{ key: `test:expired:${account.id}`, points: 1, expire: Date.now() - 1000 }, { key: `test:live:${account.id}`, points: 1, expire: Date.now() + 60000 }]);
-  const result = await runWith(createMaintenanceActivities({ db, idempotencyTtlSeconds: 24 * 3600, workflowState: async () => 'open' })) as { idempotency_keys: number; rate_limits: number };
-  assert.ok(result.idempotency_keys >= 1 && result.rate_limits >= 1);
+  // Staging a fetch left (its worker lost for good), and a stored blob, which is never touched.
+  const objects = testObjects();
+  const staged = `${BIOLOGY_STAGING_PREFIX}${crypto.randomUUID()}/${'b'.repeat(64)}`;
+  await objects.putObject(staged, Buffer.from('a record'));
+  const blob = await objects.putBlob(Buffer.from(`kept ${crypto.randomUUID()}`));
+  await new Promise((r) => setTimeout(r, 1100));
+  const result = await runWith(createMaintenanceActivities({ db, objects, idempotencyTtlSeconds: 24 * 3600, workflowState: async () => 'open', stagingKeptMs: 500 })) as { idempotency_keys: number; rate_limits: number; staged_objects: number };
+  assert.ok(result.idempotency_keys >= 1 && result.rate_limits >= 1 && result.staged_objects >= 1, JSON.stringify(result));
+  assert.equal(await objects.exists(staged), false);
+  assert.equal(await objects.exists(blobKey(blob)), true);
   const keys = (await db('idempotency_keys').where({ account_id: account.id })).map((r) => r.key);
   assert.deepEqual(keys, ['fresh']);
   assert.equal((await db('rate_limits').where({ key: `test:expired:${account.id}` })).length, 0);
