@@ -14,7 +14,7 @@ import {
 } from '../storage/db/hostedInvocations.ts';
 import { labEnv, putArtifactBytes, runLimits, storeOutputs } from './execution/execute.ts';
 import { createOutputSink } from './execution/outputs.ts';
-import { outcomeError } from './execution/labProcess.ts';
+import { outcomeError, spendCapReached } from './execution/labProcess.ts';
 import { startWarmInstance } from './execution/warmInstance.ts';
 import { createWarmPool, type WarmPool } from './execution/warmPool.ts';
 import type { Sandbox } from './execution/sandbox.ts';
@@ -159,8 +159,7 @@ export function createInvocationActivities(deps: Deps) {
         const error = outcomeError(outcome);
         if (error?.code === 'instance_lost') throw ApplicationFailure.retryable(error.message, NOT_SERVED_HERE);
         if (error?.code === 'timed_out' && inv.cap_micros !== null) {
-          const message = `The invocation reached its spend cap of $${(Number(inv.cap_micros) / 1e6).toFixed(6)} after ${inv.max_seconds} s: it was stopped and is charged up to the cap.`;
-          return { status: 'cancelled', error: { code: 'spend_cap_reached', message }, computeSeconds: Math.min(outcome.wallSeconds, inv.max_seconds) };
+          return { status: 'cancelled', error: spendCapReached('invocation', Number(inv.cap_micros), inv.max_seconds), computeSeconds: Math.min(outcome.wallSeconds, inv.max_seconds) };
         }
         if (error) return { status: 'failed', error, computeSeconds };
         const missing = sink.missing();

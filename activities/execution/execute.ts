@@ -21,7 +21,7 @@ import { packerIdentity } from '../../storage/labIdentity.ts';
 import { seriesSvg } from './artifacts.ts';
 import { stageInputs } from './stagedInputs.ts';
 import { createOutputSink, MAX_INLINE_OUTPUT_BYTES, textFile, type ArtifactFile } from './outputs.ts';
-import { outcomeError, runLabProcess, type StreamLimits } from './labProcess.ts';
+import { outcomeError, runLabProcess, spendCapReached, type StreamLimits } from './labProcess.ts';
 import { SandboxUnavailable, type Sandbox, type SandboxLimits } from './sandbox.ts';
 
 export const DRIVER = fileURLToPath(new URL('./driver.py', import.meta.url));
@@ -159,8 +159,7 @@ export function createExecutionActivities(deps: ExecutionDeps) {
         }
         const error = outcomeError(outcome);
         if (error?.code === 'timed_out' && capStops) {
-          const message = `The run reached its spend cap of $${(Number(run.cap_micros) / 1e6).toFixed(6)} after ${wallSeconds} s of ${profile.id}: it was stopped and is charged up to the cap.`;
-          return { status: 'cancelled', error: { code: 'spend_cap_reached', message }, computeSeconds: outcome.wallSeconds };
+          return { status: 'cancelled', error: spendCapReached(`run on ${profile.id}`, Number(run.cap_micros), wallSeconds), computeSeconds: outcome.wallSeconds };
         }
         if (error?.code === 'timed_out') return { status: 'timed_out', error, computeSeconds: outcome.wallSeconds };
         // The platform's own failure to start a lab costs its owner nothing.

@@ -220,6 +220,14 @@ export async function readProtocol(
 }
 
 /**
+ * The ending of a run or an invocation whose time, set by a spend cap, ran out: stopped
+ * there, so cancelled with `spend_cap_reached` and charged up to the cap.
+ */
+export function spendCapReached(what: string, capMicros: number, seconds: number): LabError {
+  return { code: 'spend_cap_reached', message: `The ${what} reached its spend cap of $${(capMicros / 1e6).toFixed(6)} after ${seconds} s: it was stopped and is charged up to the cap.` };
+}
+
+/**
  * The run error of an outcome that did not complete, most precise first: our stop (time,
  * bounds, sandbox), the driver's own report (a lab exception or a limit it met), an exit
  * by signal, then the exit code with the lab's last stderr lines.

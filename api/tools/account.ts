@@ -10,7 +10,6 @@ const usdOrNull = { type: ['number', 'null'] };
 /** One holder's caps (null: none) and what it spent this UTC month. */
 const CAP_VIEW = obj({ monthly_usd: usdOrNull, per_run_usd: usdOrNull, month_spent_usd: usdOrNull });
 
-
 export const accountGet: ToolDef = {
   name: 'account_get',
   description: 'Describe the connected account (personal or team): namespace, access of this key, usage today and holdings.',

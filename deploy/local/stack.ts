@@ -174,9 +174,9 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const gateway = createTemporalGateway({ address: temporal.address, namespace: 'default' });
     // Each replica is ready when its own /readyz says so (an api: its dependencies; a
     // worker: every Temporal worker in it polling), as Kubernetes probes them.
-    const replica = async (name: string, script: string, port: number): Promise<Replica> => {
+    const ready = (r: Pick<Replica, 'name' | 'port'>) => waitFor(r.name, async () => (await fetch(`http://127.0.0.1:${r.port}/readyz`)).ok, 120000, dead);
+    const replica = (name: string, script: string, port: number): Replica => {
       const worker = script === 'deploy/worker.ts';
-      const ready = async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).ok;
       // Behind the balancer an api trusts its X-Forwarded-For (one proxy hop).
       const start = () => node(name, script, worker ? { SILICO_WORKER_HEALTH_PORT: String(port) } : { SILICO_API_PORT: String(port), ...(cluster ? { SILICO_TRUSTED_PROXY_HOPS: '1' } : {}) });
       const r: Replica = {
@@ -185,7 +185,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
           procs.splice(procs.indexOf(r.proc), 1);
           r.proc = start();
           procs.push(r.proc);
-          await waitFor(name, ready, 120000, dead);
+          await ready(r);
         },
       };
       procs.push(r.proc);
@@ -197,12 +197,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     try {
       const n = cluster ? 2 : 1;
       const workerPorts = await Promise.all(Array.from({ length: n }, () => getPort()));
-      workers = await Promise.all(workerPorts.map((port, i) => replica(cluster ? `worker-${i + 1}` : 'worker', 'deploy/worker.ts', port)));
+      workers = workerPorts.map((port, i) => replica(cluster ? `worker-${i + 1}` : 'worker', 'deploy/worker.ts', port));
       const apiPorts = cluster ? await Promise.all(Array.from({ length: n }, () => getPort())) : [opts.ports.api];
-      apis = await Promise.all(apiPorts.map((port, i) => replica(cluster ? `api-${i + 1}` : 'api', 'api/server.ts', port)));
-      for (const a of apis) await waitFor(a.name, async () => (await fetch(`http://127.0.0.1:${a.port}/readyz`)).ok, 120000, dead);
+      apis = apiPorts.map((port, i) => replica(cluster ? `api-${i + 1}` : 'api', 'api/server.ts', port));
+      for (const a of apis) await ready(a);
       if (cluster) await startBalancer(sup, { dataDir: opts.dataDir, port: opts.ports.api, backends: apis.map((a) => ({ name: a.name, port: a.port })), log: say });
-      for (const w of workers) await waitFor(w.name, async () => (await fetch(`http://127.0.0.1:${w.port}/readyz`)).ok, 120000, dead);
+      for (const w of workers) await ready(w);
       // Temporal sees the workers' polls too before the stack is reported up.
       await waitFor('worker', () => gateway.hasPoller(CONTROL_TASK_QUEUE, 'workflow'), 120000, dead);
     } catch (err) {
