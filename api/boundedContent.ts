@@ -1,6 +1,6 @@
 import type { ObjectStore } from '../storage/objects.ts';
 
-/** Bounded content in reads (DECISIONS.md): 64 KiB, flagged when cut. */
+/** Bounded content in reads (docs/contract/gaps.md): 64 KiB, flagged when cut. */
 export const READ_BOUND = 64 * 1024;
 
 /**

@@ -5,7 +5,7 @@ import { listOf } from '../storage/labContract.ts';
 import type { ContractInput } from '../storage/db/releases.ts';
 import type { Finding } from '../storage/db/plans.ts';
 
-// value_type vocabulary of DECISIONS.md → the JSON Schema a value of it must satisfy.
+// value_type vocabulary of docs/contract/gaps.md → the JSON Schema a value of it must satisfy.
 const VALUE_TYPES: Record<string, object> = {
   number: { type: 'number' },
   integer: { type: 'integer' },
@@ -80,7 +80,7 @@ export function checkInputs(release: Contracted, inputs: Record<string, unknown>
 }
 
 /**
- * Why a value does not have a declared value_type (DECISIONS.md's vocabulary), or null
+ * Why a value does not have a declared value_type (docs/contract/gaps.md's vocabulary), or null
  * when it has: what a passport's output_contract check asks of each declared output.
  */
 export function valueTypeProblem(valueType: string, value: unknown): string | null {

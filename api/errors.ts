@@ -26,7 +26,7 @@ const TYPES: Record<number, string> = {
   501: 'not_implemented_error', 503: 'service_unavailable_error',
 };
 
-/** Error `type` by HTTP status, as DECISIONS.md lists. */
+/** Error `type` by HTTP status, as docs/contract/gaps.md lists. */
 export function errorType(status: number): string {
   return TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
 }

@@ -3,7 +3,7 @@ import { digestInput, getPlan, type PlanRow } from '../storage/db/plans.ts';
 import { ApiError, errors } from './errors.ts';
 import { isoTime } from '../storage/ids.ts';
 
-/** DECISIONS.md: plans expire after one hour. */
+/** docs/contract/gaps.md: plans expire after one hour. */
 export const PLAN_TTL_SECONDS = 3600;
 
 /** What every prepare route returns about its plan. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ulid } from 'ulidx';
 
-/** Prefixes of the ULID-shaped identifiers DECISIONS.md names. */
+/** Prefixes of the ULID-shaped identifiers docs/contract/gaps.md names. */
 export type IdPrefix = 'acct' | 'prn' | 'key' | 'cli' | 'rel' | 'lab' | 'exp' | 'ds' | 'inv' | 'ses' | 'art' | 'pp' | 'res' | 'pub' | 'grant' | 'whe';
 
 /** A prefixed, time-sortable identifier such as `lab_01J...`. */

@@ -1,4 +1,4 @@
-/** The service contract a lab.yaml declares (LAB-FORMAT.md: value_type defaults to object). */
+/** The service contract a lab.yaml declares (docs/contract/lab-format.md: value_type defaults to object). */
 interface IoEntry { name: string; maps_to: string; value_type?: string; required?: boolean; public?: boolean }
 
 /**

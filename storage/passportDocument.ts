@@ -2,7 +2,7 @@ import { createPublicKey, sign, verify } from 'node:crypto';
 import { canonicalJson } from './digest.ts';
 import type { SigningKey } from './passportKeys.ts';
 
-/** The seven checks of a passport, in the order a passport lists them (DECISIONS.md, Passports). */
+/** The seven checks of a passport, in the order a passport lists them (docs/contract/gaps.md, Passports). */
 export const CHECKS = [
   'package_integrity', 'input_contract', 'execution_completed', 'artifact_hashes', 'output_contract', 'provenance_chain', 'reproducibility',
 ] as const;

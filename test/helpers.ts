@@ -13,6 +13,7 @@ import { loadConfig, sandboxSettings } from '../api/config.ts';
 import { REPO_ROOT } from '../deploy/local/bootstrap.ts';
 import { publishLab } from '../deploy/local/builtinLabs.ts';
 import { createSandbox, type Sandbox } from '../activities/execution/sandbox.ts';
+import { contractErrorType } from './contract.ts';
 
 /** The stack `npm test` started (test/run.ts puts its addresses in the environment). */
 export const BASE_URL = process.env.SILICO_TEST_BASE_URL ?? '';
@@ -86,6 +87,8 @@ export function errorOf(res: Res) {
     if (!(k in e)) throw new Error(`error envelope lacks ${k}: ${res.text}`);
   }
   if (e.request_id !== res.headers.get('x-request-id')) throw new Error('error request_id differs from X-Request-ID');
+  const type = contractErrorType(res.status);
+  if (type && e.type !== type) throw new Error(`a ${res.status} is a ${type} in the contract, not ${e.type}: ${res.text.slice(0, 300)}`);
   return e as { type: string; code: string; message: string; param: string | null; details: Record<string, unknown>; request_id: string };
 }
 

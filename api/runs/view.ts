@@ -2,7 +2,7 @@ import type { RunRow, ArtifactRow } from '../../storage/db/runs.ts';
 import { isoTime } from '../../storage/ids.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
 
-/** The run record exactly as DECISIONS.md lists its fields. */
+/** The run record exactly as docs/contract/gaps.md lists its fields. */
 export function runView(r: RunRow) {
   return {
     id: r.id,

@@ -9,7 +9,7 @@ const PORT_REF = `${ALIAS.slice(0, -1)}\\.[A-Za-z_][A-Za-z0-9_]*$`;
 const PACKAGE_SEGMENT = '[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?';
 
 /**
- * The shape of the lab.yaml keys Silico acts on (LAB-FORMAT.md): the contract, packing
+ * The shape of the lab.yaml keys Silico acts on (docs/contract/lab-format.md): the contract, packing
  * identity, compute class and smoke inputs. Keys that describe rather than drive
  * (`description`, `tags`, `intended_use`, `licenses`, `authors`, UI layouts) are free text
  * in the ecosystem's published labs and are kept verbatim, never checked here; unknown keys
@@ -56,7 +56,7 @@ export const labManifestSchema: JsonSchema = {
 
 const validate = makeAjv(false).compile(labManifestSchema);
 
-/** Top-level keys LAB-FORMAT.md names (the runtime's and Silico's); any other is kept as written. */
+/** Top-level keys docs/contract/lab-format.md names (the runtime's and Silico's); any other is kept as written. */
 export const KNOWN_LAB_KEYS = new Set([
   'schema_version', 'title', 'description', 'package', 'version', 'models', 'children', 'wiring', 'runtime', 'io',
   'tags', 'intended_use', 'compute_class', 'smoke', 'licenses', 'authors', 'visualization',

@@ -201,7 +201,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
         provenance: {
           ref: run.ref, resolved_ref: run.resolved_ref, package_sha256: run.package_sha256, inputs_sha256: digestJson(run.inputs),
           compute_profile: run.compute_profile, seed: run.seed, started_at: isoTime(run.started_at), finished_at: isoTime(run.finished_at),
-          // Only on a reused run (issue 21): the rest is the provenance DECISIONS.md lists.
+          // Only on a reused run (issue 21): the rest is the provenance docs/contract/gaps.md lists.
           ...(run.reused_from ? { reused_from: run.reused_from } : {}),
         },
       },

@@ -1,8 +1,8 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { call, errorOf, closeTestDb, newAccount, testDb } from '../helpers.ts';
-import { ROUTES, fillPath } from '../../api/routeTable.ts';
-import { TOOLS } from '../../api/tools/index.ts';
+import { fillPath } from '../../api/routeTable.ts';
+import { CONTRACT_ROUTES, CONTRACT_RULES } from '../contract.ts';
 import { revokeKey, SCOPES } from '../../storage/db/apiKeys.ts';
 
 after(closeTestDb);
@@ -28,7 +28,8 @@ test('401 for a missing, malformed, unknown, expired or revoked key, on every ro
     ['api_key_expired', expired.key, {}],
     ['api_key_revoked', revoked.key, {}],
   ];
-  for (const route of ROUTES) {
+  assert.deepEqual([...new Set(cases.map((c) => c[0]))].sort(), [...CONTRACT_RULES.unauthenticated_codes].sort());
+  for (const route of CONTRACT_ROUTES) {
     for (const [code, key, headers] of cases) {
       const res = await call(route.method, concretePath(route.path), { key, headers });
       assert.equal(res.status, 401, `${route.method} ${route.path} ${code}`);
@@ -41,22 +42,21 @@ test('401 for a missing, malformed, unknown, expired or revoked key, on every ro
 });
 
 test('403 insufficient_scope on every scoped route for a key without that scope', async () => {
-  for (const route of ROUTES) {
-    const tool = TOOLS.get(route.tool)!;
-    if (tool.scope === 'any') continue;
-    const { key } = await newAccount({ scopes: SCOPES.filter((s) => s !== tool.scope) });
+  for (const route of CONTRACT_ROUTES) {
+    if (route.scope === 'any') continue;
+    const { key } = await newAccount({ scopes: SCOPES.filter((s) => s !== route.scope) });
     const res = await call(route.method, concretePath(route.path), { key });
     assert.equal(res.status, 403, `${route.method} ${route.path}`);
     const e = errorOf(res);
     assert.equal(e.code, 'insufficient_scope');
     assert.equal(e.type, 'permission_error');
-    assert.equal(e.details.required_scope, tool.scope);
+    assert.equal(e.details.required_scope, route.scope);
   }
 });
 
 test('routes that accept any valid key answer a key with no scopes', async () => {
   const { key } = await newAccount({ scopes: [] });
-  for (const route of ROUTES.filter((r) => TOOLS.get(r.tool)!.scope === 'any')) {
+  for (const route of CONTRACT_ROUTES.filter((r) => r.scope === 'any')) {
     const res = await call(route.method, concretePath(route.path), { key });
     assert.ok(res.status === 200 || res.status === 404, `${route.method} ${route.path}: ${res.status}`);
   }
@@ -64,7 +64,7 @@ test('routes that accept any valid key answer a key with no scopes', async () =>
 
 test('403 gateway_not_enabled for operations that start compute, publish, change a lab or reach external sources; reads still work', async () => {
   const { key } = await newAccount({ gateway: false });
-  const gated = ROUTES.filter((r) => r.gateway);
+  const gated = CONTRACT_ROUTES.filter((r) => r.gateway);
   assert.ok(gated.some((r) => r.path === '/runs' && r.method === 'POST'));
   assert.ok(gated.some((r) => r.path === '/publications'));
   assert.ok(gated.some((r) => r.path === '/biology/fetch'));

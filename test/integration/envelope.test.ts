@@ -1,6 +1,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { call, errorOf, closeTestDb, BASE_URL } from '../helpers.ts';
+import { CONTRACT_RULES } from '../contract.ts';
 
 after(closeTestDb);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -13,7 +14,7 @@ test('every success carries the envelope and our request id in body and both hea
   assert.notEqual(id, 'client-chosen-id', 'a client request id is not trusted as ours');
   assert.equal(res.headers.get('request-id'), id);
   assert.equal(res.body.request_id, id);
-  assert.equal(res.body.schema_version, '2026-11-01');
+  assert.equal(res.body.schema_version, CONTRACT_RULES.envelope.schema_version);
   assert.deepEqual(res.body.warnings, []);
   assert.deepEqual(res.body.links, {});
   assert.ok(res.body.next_actions.length > 0);

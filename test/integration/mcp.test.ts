@@ -5,7 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { BASE_URL, call, closeTestDb, newAccount, spawnApi } from '../helpers.ts';
-import { ROUTES } from '../../api/routeTable.ts';
+import { CONTRACT_ROUTES } from '../contract.ts';
 import { REPO_ROOT } from '../../deploy/local/bootstrap.ts';
 
 after(closeTestDb);
@@ -49,7 +49,7 @@ const withoutRequestId = (b: Record<string, any>) => {
   return { ...b, request_id: undefined };
 };
 
-const EXPECTED_TOOLS = ROUTES.filter((r) => !r.restOnly).map((r) => r.tool).sort();
+const EXPECTED_TOOLS = CONTRACT_ROUTES.filter((r) => !r.rest_only).map((r) => r.tool).sort();
 
 let key = '';
 before(async () => {

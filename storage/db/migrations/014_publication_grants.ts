@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Workflow grants (DECISIONS.md, Publication): an operator's standing approval for an
+ * Workflow grants (docs/contract/gaps.md, Publication): an operator's standing approval for an
  * automated pipeline of one account to publish plans of one lab within a version range,
  * instead of a per-plan digest approval. Each publication records how it was approved.
  */
