@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { REPO_ROOT } from '../deploy/local/bootstrap.ts';
+import { REPO_ROOT } from '../deploy/local/paths.ts';
 
 /**
  * The service contract the tests hold the code to: `docs/contract/`, the repository's own

@@ -10,8 +10,7 @@ import { createKey, SCOPES } from '../storage/db/apiKeys.ts';
 import { grantCompute } from '../storage/ledger.ts';
 import { createObjectStore, type ObjectStore } from '../storage/objects.ts';
 import { loadConfig, sandboxSettings } from '../api/config.ts';
-import { REPO_ROOT } from '../deploy/local/bootstrap.ts';
-import { publishLab } from '../deploy/local/builtinLabs.ts';
+import { REPO_ROOT } from '../deploy/local/paths.ts';
 import { createSandbox, type Sandbox } from '../activities/execution/sandbox.ts';
 import { contractErrorType } from './contract.ts';
 
@@ -124,10 +123,21 @@ export async function spawnApi(env: Record<string, string> = {}, fixedPort?: num
   };
 }
 
+let workerSpawns = 0;
+/**
+ * A range of sandbox uids for a worker this test process starts: past the shared
+ * worker's (61000 up) and every other test process's, since a uid is what a sandbox's
+ * process count (RLIMIT_NPROC) is kept against and what "no process of it is left" checks.
+ */
+function ownSandboxUids(slot = workerSpawns++ % 3): { base: number; count: number } {
+  return { base: 100_000 + process.pid * 64 + slot * 16, count: 16 };
+}
+
 /** Starts another worker process on this stack (e.g. for one compute profile), resolved once it polls. */
-export async function spawnWorker(env: Record<string, string> = {}): Promise<{ proc: ChildProcess; stop: () => Promise<void> }> {
+export async function spawnWorker(env: Record<string, string> = {}): Promise<{ proc: ChildProcess; stop: () => Promise<void>; uids: { base: number; count: number } }> {
+  const uids = env.SILICO_SANDBOX_UID_BASE ? { base: Number(env.SILICO_SANDBOX_UID_BASE), count: Number(env.SILICO_SANDBOX_UID_COUNT ?? 1000) } : ownSandboxUids();
   const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'deploy/worker.ts')], {
-    cwd: REPO_ROOT, env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'inherit'],
+    cwd: REPO_ROOT, env: { ...process.env, LOG_LEVEL: 'info', SILICO_SANDBOX_UID_BASE: String(uids.base), SILICO_SANDBOX_UID_COUNT: String(uids.count), ...env }, stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('worker did not start')), 60000);
@@ -142,6 +152,7 @@ export async function spawnWorker(env: Record<string, string> = {}): Promise<{ p
   proc.stdout!.resume();
   return {
     proc,
+    uids,
     stop: async () => {
       if (proc.exitCode !== null || proc.signalCode !== null) return;
       const done = new Promise((r) => proc.once('exit', r));
@@ -206,9 +217,13 @@ let packingSandbox: Sandbox | undefined;
 
 /** Publishes a fixture lab (test/fixtures/labs/<name>) as a private 1.0.0 release of the account; returns its exact ref. */
 export async function publishFixtureLab(owner: { account: { id: string; namespace: string } }, name: string): Promise<string> {
-  // Packed in a sandbox of its own uids, past the worker's: a test may pack while the worker runs labs.
-  const settings = sandboxSettings();
-  packingSandbox ??= createSandbox({ ...settings, uidBase: settings.uidBase + settings.uidCount, uidCount: 16 });
+  // Packed in a sandbox of its own uids, past the workers': a test may pack while workers run labs.
+  if (!packingSandbox) {
+    const uids = ownSandboxUids(3);
+    packingSandbox = createSandbox({ ...sandboxSettings(), uidBase: uids.base, uidCount: uids.count });
+  }
+  // Imported here: most files never publish a fixture, and it brings the packer's whole graph.
+  const { publishLab } = await import('../deploy/local/builtinLabs.ts');
   const rel = await publishLab(testDb(), testObjects(), { python: process.env.SILICO_PYTHON!, sandbox: packingSandbox }, {
     dir: path.join(REPO_ROOT, 'test/fixtures/labs', name), accountId: owner.account.id, namespace: owner.account.namespace,
     name, version: '1.0.0', visibility: 'private',

@@ -1,21 +1,34 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import getPort from 'get-port';
-import { startStack } from '../deploy/local/stack.ts';
-import { REPO_ROOT } from '../deploy/local/bootstrap.ts';
+import { runningStack, startStack } from '../deploy/local/stack.ts';
+import { ensurePrerequisites, stackPrerequisites, SUITE_PREREQUISITES } from '../deploy/local/prerequisites.ts';
+import { REPO_ROOT } from '../deploy/local/paths.ts';
 import { serveBiologySources } from './biologyControl.ts';
 import { captureHistories } from './replayCapture.ts';
+import { runFiles, type Schedule } from './schedule.ts';
 
 /**
- * `npm test`: Node's test runner has no global setup, so this script is it. It starts an
- * isolated stack (free ports, a temporary data dir, the same code as `npm start`), puts
- * its addresses and the operator key in the environment, runs every test file with
- * `node --test`, tears the stack down whatever happened, and exits with the runner's code.
- * Arguments narrow the files: `npm test -- test/unit`.
+ * `npm test`: Node's test runner has no global setup, so this script is it. It starts one
+ * isolated stack (free ports, a temporary data dir, the same code as `npm start`) shared
+ * by every file, puts its addresses and the operator key in the environment, runs the
+ * labs' pytest beside the test files, runs the files concurrently (test/schedule.ts says
+ * which run alone and why), tears the stack down whatever happened, and exits non-zero
+ * when anything failed.
+ *
+ *   npm test                              everything
+ *   npm test -- test/unit                 the files under these paths
+ *   npm test -- --only <pattern>          the files whose path has <pattern>, or else the
+ *                                         tests named by it; attached to the stack
+ *                                         `npm start` is running when there is one, and
+ *                                         without the labs' pytest
  */
+const ROOTS = ['test/unit', 'test/workflow', 'test/replay', 'test/integration', 'test/browser'];
+
 /** A test child is stopped when this process exits (a signal stops the stack, then exits). */
 function endsWithUs(child: ChildProcess): ChildProcess {
   const stop = () => child.kill('SIGTERM');
@@ -38,59 +51,104 @@ async function testFiles(roots: string[]): Promise<string[]> {
   return out;
 }
 
+/** `--only`: the files whose path has the pattern; else the files whose source names a test by it. */
+async function onlyFiles(all: string[], pattern: string): Promise<{ files: string[]; namePattern?: string }> {
+  const byPath = all.filter((f) => path.relative(REPO_ROOT, f).includes(pattern));
+  if (byPath.length) return { files: byPath };
+  const bySource: string[] = [];
+  for (const f of all) if ((await readFile(f, 'utf8')).includes(pattern)) bySource.push(f);
+  return { files: bySource, namePattern: pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') };
+}
+
+function pytest(python: string, env: NodeJS.ProcessEnv): Promise<number> {
+  return new Promise<number>((resolve) => {
+    const child = endsWithUs(spawn(python, ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'labs'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
+    let out = '';
+    child.stdout!.on('data', (b: Buffer) => { out += b.toString(); });
+    child.stderr!.on('data', (b: Buffer) => { out += b.toString(); });
+    child.on('exit', (c) => {
+      process.stdout.write(out.split('\n').filter(Boolean).map((l) => `[labs] ${l}\n`).join(''));
+      resolve(c ?? 1);
+    });
+  });
+}
+
 async function main(): Promise<number> {
-  const files = await testFiles(process.argv.slice(2).length ? process.argv.slice(2) : ['test/unit', 'test/workflow', 'test/replay', 'test/integration', 'test/browser']);
+  const { values, positionals } = parseArgs({ options: { only: { type: 'string' } }, allowPositionals: true });
+  const all = await testFiles(positionals.length ? positionals : ROOTS);
+  const picked = values.only ? await onlyFiles(all, values.only) : { files: all };
+  if (!picked.files.length) {
+    process.stdout.write(`no test file or test matches ${JSON.stringify(values.only)}\n`);
+    return 1;
+  }
+  const say = (l: string) => process.stdout.write(`[stack] ${l}\n`);
+  // A stack `npm start` is running: one file or test answers in seconds against it.
+  const localData = path.resolve(process.env.SILICO_DATA_DIR ?? path.join(REPO_ROOT, '.data'));
+  const attached = values.only ? await runningStack(localData) : null;
+  if (attached) say(`attached to the stack npm start is running (${attached.info.base_url})`);
+  else {
+    // Everything the machine needs, installed (as root) or named with its install command
+    // before anything starts: the stack's packages and the suite's own (chromium, HAProxy).
+    await ensurePrerequisites([...await stackPrerequisites(process.env, true), ...SUITE_PREREQUISITES], (l) => process.stdout.write(`[setup] ${l}\n`));
+  }
+
   const dataDir = await mkdtemp(path.join(tmpdir(), 'silico-test-'));
-  const logFile = path.join(dataDir, 'stack.log');
-  const log = createWriteStream(logFile);
+  const log = createWriteStream(path.join(dataDir, 'stack.log'));
   const sink = (source: string, line: string) => {
     log.write(`${source.padEnd(8)}| ${line}\n`);
-    if (source === 'stack') process.stdout.write(`[stack] ${line}\n`);
+    if (source === 'stack') say(line);
   };
-  const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
   const started = Date.now();
-  // The stack's biology sources are a local fixture server (the test configuration: the
-  // only one whose sources may be private addresses).
-  const biology = await serveBiologySources();
-  const stack = await startStack({
-    dataDir, ports, mode: 'test', exitOnSignal: true, sink,
-    serviceEnv: { LOG_LEVEL: 'warn', SILICO_RATE_READS_PER_MIN: '100000', SILICO_RATE_RUNS_PER_MIN: '100000', SILICO_RATE_DAILY: '1000000', SILICO_SESSION_HISTORY_BOUND: '400', SILICO_DRAIN_MS: '0',
-      // Webhook receivers are local test servers; retries are quick and give up after seconds, not a day.
-      SILICO_WEBHOOK_ALLOW_PRIVATE: '1', SILICO_WEBHOOK_FIRST_RETRY_MS: '200', SILICO_WEBHOOK_MAX_RETRY_MS: '1000', SILICO_WEBHOOK_RETRY_FOR_MS: '6000',
-      ...biology.env },
-  });
-  process.stdout.write(`[stack] ready in ${Math.round((Date.now() - started) / 1000)}s; logs: ${logFile}\n`);
+  let biology: Awaited<ReturnType<typeof serveBiologySources>> | undefined;
+  let stack: Awaited<ReturnType<typeof startStack>> | undefined;
   let code = 1;
   try {
+    let stackEnv: Record<string, string>;
+    let info: { base_url: string; api_key: string; temporal_address: string };
+    let temporalBin: string;
+    let biologyEnv: Record<string, string> = {};
+    if (attached) {
+      ({ env: stackEnv, info } = attached);
+      temporalBin = attached.binaries.temporal;
+    } else {
+      // The stack's biology sources are a local fixture server (the test configuration: the
+      // only one whose sources may be private addresses).
+      biology = await serveBiologySources();
+      biologyEnv = biology.env;
+      const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
+      stack = await startStack({
+        dataDir, ports, mode: 'test', exitOnSignal: true, sink,
+        serviceEnv: { LOG_LEVEL: 'warn', SILICO_RATE_READS_PER_MIN: '100000', SILICO_RATE_RUNS_PER_MIN: '100000', SILICO_RATE_DAILY: '1000000', SILICO_SESSION_HISTORY_BOUND: '400', SILICO_DRAIN_MS: '0',
+          // Webhook receivers are local test servers; retries are quick and give up after seconds, not a day.
+          SILICO_WEBHOOK_ALLOW_PRIVATE: '1', SILICO_WEBHOOK_FIRST_RETRY_MS: '200', SILICO_WEBHOOK_MAX_RETRY_MS: '1000', SILICO_WEBHOOK_RETRY_FOR_MS: '6000',
+          ...biology.env },
+      });
+      ({ env: stackEnv, info } = stack);
+      temporalBin = stack.binaries.temporal;
+      say(`ready in ${Math.round((Date.now() - started) / 1000)}s; logs: ${path.join(dataDir, 'stack.log')}`);
+    }
     const env = {
       ...process.env,
-      ...stack.env,
-      SILICO_TEST_BASE_URL: stack.info.base_url,
-      SILICO_TEST_API_KEY: stack.info.api_key,
-      SILICO_TEST_DATA_DIR: dataDir,
-      SILICO_TEST_TEMPORAL_BIN: stack.binaries.temporal,
-      SILICO_TEST_BIOLOGY_CONTROL: biology.env.SILICO_TEST_BIOLOGY_CONTROL!,
+      ...stackEnv,
+      SILICO_TEST_BASE_URL: info.base_url,
+      SILICO_TEST_API_KEY: info.api_key,
+      SILICO_TEST_DATA_DIR: attached ? localData : dataDir,
+      SILICO_TEST_TEMPORAL_BIN: temporalBin,
+      ...(biologyEnv.SILICO_TEST_BIOLOGY_CONTROL ? { SILICO_TEST_BIOLOGY_CONTROL: biologyEnv.SILICO_TEST_BIOLOGY_CONTROL } : {}),
     };
-    // The built-in labs' own known-answer tests, in the lab runtime environment.
-    const pytest = await new Promise<number>((resolve) => {
-      const child = endsWithUs(spawn(stack.env.SILICO_PYTHON!, ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'labs'], { cwd: REPO_ROOT, env, stdio: 'inherit' }));
-      child.on('exit', (c) => resolve(c ?? 1));
-    });
-    code = await new Promise<number>((resolve) => {
-      const child = endsWithUs(spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=1', ...files], { cwd: REPO_ROOT, env, stdio: 'inherit' }));
-      child.on('exit', (c) => resolve(c ?? 1));
-    });
-    if (pytest !== 0) {
-      process.stdout.write(`[labs] pytest failed (exit ${pytest})\n`);
-      code = code || pytest;
-    }
+    // The built-in labs' own known-answer tests, in the lab runtime, beside the files.
+    const labs = values.only ? Promise.resolve(0) : pytest(stackEnv.SILICO_PYTHON!, env);
+    const schedule: Schedule = await runFiles(picked.files, { env, namePattern: picked.namePattern });
+    const labsCode = await labs;
+    code = schedule.failed || labsCode ? 1 : 0;
+    if (labsCode) process.stdout.write(`[labs] pytest failed (exit ${labsCode})\n`);
     if (process.env.SILICO_CAPTURE_HISTORIES) {
-      const types = await captureHistories(stack.info.temporal_address, stack.binaries.temporal, path.resolve(REPO_ROOT, process.env.SILICO_CAPTURE_HISTORIES));
+      const types = await captureHistories(info.temporal_address, temporalBin, path.resolve(REPO_ROOT, process.env.SILICO_CAPTURE_HISTORIES));
       process.stdout.write(`[replay] histories captured: ${types.join(', ')}\n`);
     }
   } finally {
-    await stack.stop();
-    await biology.close();
+    await stack?.stop();
+    await biology?.close();
     log.end();
     if (code === 0 && !process.env.SILICO_KEEP_TEST_DATA) await rm(dataDir, { recursive: true, force: true });
     else process.stdout.write(`[stack] test data and logs kept in ${dataDir}\n`);

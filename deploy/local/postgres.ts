@@ -8,7 +8,7 @@ import { waitFor, type Supervisor } from './processes.ts';
 export interface PostgresHandle { url: string; managed: boolean }
 
 /** The machine's Postgres server binaries: PATH first, then Debian's versioned folders. */
-function findPgBin(env: NodeJS.ProcessEnv): string | undefined {
+export function findPgBin(env: NodeJS.ProcessEnv): string | undefined {
   for (const dir of (env.PATH ?? '').split(path.delimiter)) {
     if (dir && existsSync(path.join(dir, 'initdb')) && existsSync(path.join(dir, 'postgres'))) return dir;
   }

@@ -9,6 +9,28 @@ import { RUNTIME_LOCK_FILE, parseRuntimeLock } from '../../storage/runtimePins.t
 
 const run = promisify(execFile);
 
+/** The runtime lock (activities/execution/requirements.lock), parsed. */
+export async function runtimeLock(): Promise<ReturnType<typeof parseRuntimeLock>> {
+  return parseRuntimeLock(await readFile(RUNTIME_LOCK_FILE, 'utf8'));
+}
+
+async function versionOf(python: string): Promise<string | null> {
+  const { stdout } = await run(python, ['-c', 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")']).catch(() => ({ stdout: '' }));
+  return stdout.trim() || null;
+}
+
+/**
+ * An interpreter of the Python version the runtime lock names, to build the runtime with:
+ * `PYTHON` when set (it must be that version), else `python<version>` on PATH, else
+ * `python3` when it is that version; null when there is none.
+ */
+export async function runtimePython(env: NodeJS.ProcessEnv = process.env): Promise<string | null> {
+  const { python: wanted } = await runtimeLock();
+  const candidates = env.PYTHON ? [env.PYTHON] : [`python${wanted}`, 'python3'];
+  for (const c of candidates) if ((await versionOf(c)) === wanted) return c;
+  return null;
+}
+
 /**
  * The lab runtime: one virtualenv holding exactly the committed lock
  * (activities/execution/requirements.lock: the pinned `biosimulant`, numpy and everything
@@ -28,9 +50,8 @@ export async function ensureRuntime(log: (l: string) => void, env: NodeJS.Proces
     await chmod(dir, 0o755);
     return python;
   }
-  const base = env.PYTHON ?? 'python3';
-  const { stdout: baseVersion } = await run(base, ['-c', 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")']).catch(() => ({ stdout: 'none' }));
-  if (baseVersion.trim() !== lock.python) throw new Error(`the lab runtime needs Python ${lock.python} (the lock's); ${base} is ${baseVersion.trim()}: set PYTHON to a Python ${lock.python} interpreter`);
+  const base = await runtimePython(env);
+  if (!base) throw new Error(`the lab runtime needs Python ${lock.python} (the lock's): install it (sudo apt-get install python${lock.python} python${lock.python}-venv) or set PYTHON to a Python ${lock.python} interpreter`);
   await mkdir(path.dirname(dir), { recursive: true });
   const tmp = await mkdtemp(`${dir}.build-`);
   log(`creating the lab runtime environment (requirements.lock: biosimulant, numpy, ...) in ${dir}`);

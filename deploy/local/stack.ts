@@ -1,4 +1,5 @@
-import { mkdir, writeFile, chmod } from 'node:fs/promises';
+import { mkdir, readFile, writeFile, chmod } from 'node:fs/promises';
+import { ensurePrerequisites, stackPrerequisites } from './prerequisites.ts';
 import path from 'node:path';
 import { createDb } from '../../storage/db/knex.ts';
 import { createObjectStore } from '../../storage/objects.ts';
@@ -83,6 +84,46 @@ export interface Stack {
 const S3_ACCESS = 'silico';
 const S3_SECRET = 'silico-local-secret';
 
+/** The environment that points a process (api, worker, test, CLI) at a local stack. */
+async function stackEnv(s: { databaseUrl: string; temporalAddress: string; temporalUiUrl: string | null; minioEndpoint: string; apiPort: number; python: string; dataDir: string }): Promise<Record<string, string>> {
+  return {
+    DATABASE_URL: s.databaseUrl,
+    TEMPORAL_ADDRESS: s.temporalAddress,
+    TEMPORAL_NAMESPACE: 'default',
+    TEMPORAL_UI_URL: s.temporalUiUrl ?? '',
+    S3_ENDPOINT: s.minioEndpoint,
+    S3_ACCESS_KEY_ID: S3_ACCESS,
+    S3_SECRET_ACCESS_KEY: S3_SECRET,
+    S3_BUCKET: 'silico',
+    SILICO_API_PORT: String(s.apiPort),
+    SILICO_BASE_URL: `http://localhost:${s.apiPort}/v1`,
+    SILICO_PYTHON: s.python,
+    // The passport keyring of this data dir (bootstrap makes its first key).
+    SILICO_PASSPORT_KEYS_DIR: path.join(s.dataDir, 'passport-keys'),
+    // Seals the secrets kept in Postgres (webhook signing secrets); made once per data dir.
+    SILICO_SECRETS_KEY: await ensureSecretsKey(s.dataDir),
+  };
+}
+
+/**
+ * A stack `npm start` is running from `dataDir` (its local.json, its api ready), as
+ * startStack would return it to a client: its info and environment. Null when none is up.
+ */
+export async function runningStack(dataDir: string): Promise<{ info: StackInfo; env: Record<string, string>; binaries: { temporal: string } } | null> {
+  let info: StackInfo;
+  try {
+    info = JSON.parse(await readFile(path.join(dataDir, 'local.json'), 'utf8')) as StackInfo;
+    if (!(await fetch(info.base_url.replace(/\/v1$/, '/readyz'), { signal: AbortSignal.timeout(2000) })).ok) return null;
+  } catch {
+    return null;
+  }
+  const say = () => undefined;
+  const [python, temporal] = await Promise.all([ensureRuntime(say), resolveBinary('temporal', say)]);
+  const env = await stackEnv({ databaseUrl: info.database_url, temporalAddress: info.temporal_address, temporalUiUrl: info.temporal_ui_url, minioEndpoint: info.minio_endpoint,
+    apiPort: Number(new URL(info.base_url).port), python, dataDir });
+  return { info, env, binaries: { temporal } };
+}
+
 /**
  * Brings the whole service up in order: binaries, Postgres, MinIO and Temporal (in
  * parallel), bootstrap (schema, bucket, skills, operator key, schedules), then worker
@@ -99,6 +140,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   // environment is someone's database, never to be migrated or written by a test.
   const pgEnv = fast ? { ...process.env, DATABASE_URL: undefined } : process.env;
   try {
+    await ensurePrerequisites(await stackPrerequisites({ ...process.env, ...opts.serviceEnv }, !pgEnv.DATABASE_URL), say);
     const cluster = opts.topology === 'cluster';
     const [temporalBin, minioBin, python, , clusterBins] = await Promise.all([
       resolveBinary('temporal', say), resolveBinary('minio', say), ensureRuntime(say), ensureSandboxTool(say, { ...process.env, ...opts.serviceEnv }),
@@ -133,25 +175,9 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       ]);
     }
     const minio = await minioStarted;
-    const baseUrl = `http://localhost:${opts.ports.api}/v1`;
-    const env: Record<string, string> = {
-      DATABASE_URL: pg.url,
-      TEMPORAL_ADDRESS: temporal.address,
-      TEMPORAL_NAMESPACE: 'default',
-      TEMPORAL_UI_URL: temporal.uiUrl ?? '',
-      S3_ENDPOINT: minio.endpoint,
-      S3_ACCESS_KEY_ID: S3_ACCESS,
-      S3_SECRET_ACCESS_KEY: S3_SECRET,
-      S3_BUCKET: 'silico',
-      SILICO_API_PORT: String(opts.ports.api),
-      SILICO_BASE_URL: baseUrl,
-      SILICO_PYTHON: python,
-      // The passport keyring of this data dir (bootstrap makes its first key).
-      SILICO_PASSPORT_KEYS_DIR: path.join(opts.dataDir, 'passport-keys'),
-      // Seals the secrets kept in Postgres (webhook signing secrets); made once per data dir.
-      SILICO_SECRETS_KEY: await ensureSecretsKey(opts.dataDir),
-      ...opts.serviceEnv,
-    };
+    const env = await stackEnv({ databaseUrl: pg.url, temporalAddress: temporal.address, temporalUiUrl: temporal.uiUrl, minioEndpoint: minio.endpoint, apiPort: opts.ports.api, python, dataDir: opts.dataDir });
+    const baseUrl = env.SILICO_BASE_URL!;
+    Object.assign(env, opts.serviceEnv);
     const db = createDb(pg.url, { poolMax: 2 });
     const stateFile = path.join(opts.dataDir, 'local.json');
     let boot;
@@ -163,7 +189,9 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     } finally {
       await db.destroy();
     }
-    if (opts.mode === 'dev') env.SILICO_WORKFLOW_BUNDLE = await buildWorkflowBundle(path.join(opts.dataDir, 'workflow-bundle.js'));
+    // Bundled once (Temporal's production pattern): every worker of the stack, and every
+    // worker a test starts on it, loads the file instead of running webpack on its start.
+    env.SILICO_WORKFLOW_BUNDLE = await buildWorkflowBundle(path.join(opts.dataDir, 'workflow-bundle.js'));
     const childEnv = { ...process.env, ...SERVICE_PROCESS_ENV, ...env };
     const node = (name: string, script: string, extra: Record<string, string> = {}) => sup.start(name, process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, script)], { cwd: REPO_ROOT, env: { ...childEnv, ...extra } });
     const procs: Supervised[] = [];

@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { debianTool } from '../../deploy/local/apt.ts';
 import { CONSOLE_DIST } from '../../api/console.ts';
-import { REPO_ROOT } from '../../deploy/local/bootstrap.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
 
 const run = promisify(execFile);
 

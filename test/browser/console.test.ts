@@ -13,7 +13,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { AxeBuilder } from '@axe-core/playwright';
 import getPort from 'get-port';
 import { admin, BASE_URL, call, closeTestDb, downloadArtifact, newAccount, hostedLabOwner, publishFixtureLab, retireHosting, spawnApi, until, workspaceOfLab } from '../helpers.ts';
-import { REPO_ROOT } from '../../deploy/local/bootstrap.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { browserExecutable, buildConsole, bundleSize } from './browser.ts';
 
 const ORIGIN = new URL(BASE_URL).origin;

@@ -4,7 +4,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { admin, call, closeTestDb, errorOf, testDb } from '../helpers.ts';
-import { REPO_ROOT } from '../../deploy/local/bootstrap.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { sha256Hex } from '../../storage/digest.ts';
 
 after(closeTestDb);

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 
 import os from 'node:os';
 import path from 'node:path';
 import { BASE_URL, call, closeTestDb, newAccount, publishFixtureLab, silicoCli, type CliResult } from '../helpers.ts';
-import { REPO_ROOT } from '../../deploy/local/bootstrap.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
 
 after(closeTestDb);
 

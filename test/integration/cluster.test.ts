@@ -27,7 +27,10 @@ before(async () => {
     sink: (source, line) => log.write(`${source.padEnd(10)}| ${line}\n`),
     ports: { api: await getPort(), postgres: await getPort(), temporal: await getPort({ port: portNumbers(20000, 32767) }), temporalUi: null, minio: await getPort(), minioConsole: await getPort() },
     // Set here, not inherited from the test stack's environment: this suite's own limits.
-    serviceEnv: { LOG_LEVEL: 'warn', SILICO_RATE_READS_PER_MIN: '600', SILICO_RATE_RUNS_PER_MIN: '100000', SILICO_RATE_DAILY: '1000000', SILICO_DRAIN_MS: '2000' },
+    // Sandbox uids of its own too (the shared stack's workers take 61000 up): a uid is what
+    // a sandbox's process count is kept against.
+    serviceEnv: { LOG_LEVEL: 'warn', SILICO_RATE_READS_PER_MIN: '600', SILICO_RATE_RUNS_PER_MIN: '100000', SILICO_RATE_DAILY: '1000000', SILICO_DRAIN_MS: '2000',
+      SILICO_SANDBOX_UID_BASE: '70000', SILICO_SANDBOX_UID_COUNT: '1000' },
   });
   db = createDb(stack.info.database_url, { poolMax: 2 });
 }, { timeout: 1_200_000 }); // the first time on a machine, the Temporal server and its schema tool are built (minutes)

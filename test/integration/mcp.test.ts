@@ -6,7 +6,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { BASE_URL, call, closeTestDb, newAccount, spawnApi } from '../helpers.ts';
 import { CONTRACT_ROUTES } from '../contract.ts';
-import { REPO_ROOT } from '../../deploy/local/bootstrap.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
 
 after(closeTestDb);
 

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { call, errorOf, closeTestDb, BASE_URL } from '../helpers.ts';
 import { ROUTES, fillPath } from '../../api/routeTable.ts';
 import { TOOLS } from '../../api/tools/index.ts';
-import { REPO_ROOT } from '../../deploy/local/bootstrap.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { CONTRACT_ROUTES, routeKey } from '../contract.ts';
 
 after(closeTestDb);

@@ -15,18 +15,27 @@ import { call, closeTestDb, downloadArtifact, newAccount, processAlive, publishF
 // Every lab process runs sandboxed: a hostile lab (test/fixtures/labs/hostile-lab) tries,
 // one attack per run, what a stranger's code might, on the real stack. Each ends with its
 // own precise run error, the worker serves the next run, and nothing of the lab survives.
+// The attacks run on a worker of this file's own (its profile, its own sandbox uids), so
+// "no process of a sandbox user is left" speaks of its labs alone while other files run.
 
 const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
+const PROFILE = 'test-sandbox';
 useTestProfiles(
+  { id: PROFILE, title: 'Test profile of the sandbox attacks', schedule_to_start_seconds: 120 },
   { id: 'test-no-bwrap', title: 'Test profile served by a worker without bubblewrap', schedule_to_start_seconds: 120 },
   { id: 'test-unsafe', title: 'Test profile served by a worker with the development opt-out', schedule_to_start_seconds: 120 },
 );
-after(closeTestDb);
+after(async () => {
+  await worker?.stop();
+  await closeTestDb();
+});
 
 let owner: Awaited<ReturnType<typeof newAccount>>;
 let hostile = '';
 let slow = '';
+let worker: Awaited<ReturnType<typeof spawnWorker>>;
 before(async () => {
+  worker = await spawnWorker({ SILICO_COMPUTE_PROFILES: PROFILE });
   owner = await newAccount({ usd: 50 });
   hostile = await publishFixtureLab(owner, 'hostile-lab');
   slow = await publishFixtureLab(owner, 'slow-lab');
@@ -46,12 +55,12 @@ function scratchDirsOf(runId: string): string[] {
   return readdirSync(tmpdir()).filter((d) => d.startsWith(`silico-run-${runId.slice(0, 8)}-`));
 }
 
-/** Processes running as a sandbox uid (the worker is root here: each sandbox has its own uid). */
+/** Processes running as a sandbox uid of this file's worker (it is root here: each sandbox has its own uid). */
 function sandboxProcesses(): number[] {
   return readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
     try {
       const uid = statSync(`/proc/${p}`).uid;
-      return uid >= 61000 && uid < 62000 && !readFileSync(`/proc/${p}/stat`, 'utf8').includes(') Z ');
+      return uid >= worker.uids.base && uid < worker.uids.base + worker.uids.count && !readFileSync(`/proc/${p}/stat`, 'utf8').includes(') Z ');
     } catch {
       return false;
     }
@@ -61,7 +70,7 @@ function sandboxProcesses(): number[] {
 async function runAttack(attack: number, target: { ports?: number[]; hosts?: string[]; paths?: string[] } = {}, opts: { maxRuntime?: number; profile?: string } = {}) {
   const res = await call('POST', '/runs', {
     key: owner.key, headers: idem(),
-    body: { ref: hostile, inputs: { attack, target: { ports: [], hosts: [], paths: [], ...target } }, max_runtime_seconds: opts.maxRuntime ?? 60, ...(opts.profile ? { compute_profile: opts.profile } : {}) },
+    body: { ref: hostile, inputs: { attack, target: { ports: [], hosts: [], paths: [], ...target } }, max_runtime_seconds: opts.maxRuntime ?? 60, compute_profile: opts.profile ?? PROFILE },
   });
   assert.equal(res.status, 200, res.text);
   const pid = await driverPid(owner.key, res.body.id, 60000);
@@ -90,7 +99,7 @@ test('from inside the sandbox: its own unprivileged user, no network, no data di
   assert.equal(run.status, 'completed', JSON.stringify(run.error));
   const report = (await outputOf(run.id, 'report')).report;
   if (process.getuid?.() === 0) {
-    assert.ok(report.uid >= 61000 && report.uid < 62000, `a uid of its own, got ${report.uid}`);
+    assert.ok(report.uid >= worker.uids.base && report.uid < worker.uids.base + worker.uids.count, `a uid of its own, got ${report.uid}`);
     assert.equal(report.gid, report.uid);
   } else assert.equal(report.uid, 65534);
   assert.deepEqual(report.groups, []);
@@ -142,7 +151,7 @@ for (const a of ATTACKS) {
 }
 
 test("a lab cannot read another run's scratch directory, which is alive on the same worker", async () => {
-  const other = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: slow, inputs: { seconds_per_window: 0.2, busy_seconds: 30 }, max_runtime_seconds: 120 } });
+  const other = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: slow, compute_profile: PROFILE, inputs: { seconds_per_window: 0.2, busy_seconds: 30 }, max_runtime_seconds: 120 } });
   assert.equal(other.status, 200, other.text);
   await driverPid(owner.key, other.body.id);
   const [dir] = scratchDirsOf(other.body.id);
@@ -160,7 +169,7 @@ test("a lab cannot read another run's scratch directory, which is alive on the s
 });
 
 test('the worker serves the next run after every attack', async () => {
-  const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: 'platform/sir-epidemic@1.0.0', inputs: {} } });
+  const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: 'platform/sir-epidemic@1.0.0', compute_profile: PROFILE, inputs: {} } });
   const run = await waitForRun(owner.key, res.body.id, 120000);
   assert.equal(run.status, 'completed', JSON.stringify(run.error));
 });

@@ -208,7 +208,20 @@ test('execution plans must be acyclic, name known steps and unique ids (422 nami
 test('100 concurrent progress posts are all recorded, in one order that reads the same from Postgres and from the workflow', { timeout: 120_000 }, async () => {
   const s = await newSession('Concurrent');
   await apply(s.session_id, 'execution-plans', { steps: [{ id: 'loop', title: 'Iterate' }] });
-  const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => post(`/sessions/${s.session_id}/progress`, { step_id: 'loop', status: i % 2 ? 'done' : 'started', note: `n${i}` })));
+  // Each post as a client makes it: with its Idempotency-Key, retried with that key after
+  // a 503's Retry-After (100 updates queue in one workflow; on a loaded machine the last
+  // may wait past the api's dependency deadline). A retry is answered from the first
+  // attempt's update, never recorded twice: the counts below prove it.
+  const progress = async (i: number) => {
+    const headers = { 'Idempotency-Key': crypto.randomUUID() };
+    for (;;) {
+      const res = await call('POST', `/sessions/${s.session_id}/progress`, { key: owner.key, headers, body: { step_id: 'loop', status: i % 2 ? 'done' : 'started', note: `n${i}` } });
+      if (res.status !== 503) return res;
+      assert.ok(Number(res.headers.get('retry-after')) > 0, 'a 503 says when to retry');
+      await new Promise((r) => setTimeout(r, Number(res.headers.get('retry-after')) * 1000));
+    }
+  };
+  const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => progress(i)));
   for (const a of answers) assert.equal(a.status, 200, a.text);
   const seqs = answers.map((a) => a.body.seq).sort((a, b) => a - b);
   assert.deepEqual(seqs, Array.from({ length: 100 }, (_, i) => i + 1), 'each post got its own place');

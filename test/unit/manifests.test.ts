@@ -7,7 +7,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { resolveBinary } from '../../deploy/local/binaries.ts';
 import { kubernetesSchemas } from '../../deploy/local/kubernetesSchemas.ts';
-import { REPO_ROOT } from '../../deploy/local/bootstrap.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { pythonTool } from '../../deploy/local/pythonTools.ts';
 
 // deploy/k8s checked offline with kubeconform against the pinned Kubernetes API, strict

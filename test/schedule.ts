@@ -1,0 +1,147 @@
+import path from 'node:path';
+import { run } from 'node:test';
+import { spec } from 'node:test/reporters';
+import { REPO_ROOT } from '../deploy/local/paths.ts';
+
+/**
+ * How `npm test` runs its files on the one shared stack: several at once (each file is
+ * its own process and works in accounts, namespaces, compute profiles, task queues and
+ * sandbox uids of its own), longest first, except as the two tables below say.
+ */
+
+/** Files that run alone, and why: each takes the whole machine or disturbs every other file. */
+export const ALONE: Record<string, string> = {
+  'test/integration/runEventWatch.test.ts':
+    'terminates the shared Postgres LISTEN connection of every api process to prove the event watch reconnects: any other file streaming run events at that moment would see the drop',
+  'test/integration/reconciliation.test.ts':
+    'closes every open record of the whole database whose workflow is gone, whatever its age: a record another file is creating at that moment, its workflow not started yet, would be closed with it',
+  'test/integration/skillIntegrity.test.ts':
+    'tampers with a built-in skill, the whole service\'s: while it does, every skill read (GET /skills of the auth, fuzz and MCP tests) fails',
+};
+
+/**
+ * Fixtures of the shared stack that one file at a time drives, and the files that drive
+ * them: such files never run beside each other, but beside any other file.
+ */
+export const ONE_AT_A_TIME: Record<string, string[]> = {
+  // The biology fixture server behind the stack's sources: a file sets a source failing,
+  // slow or throttled (test/biologyControl.ts) for the whole stack while it checks that.
+  'the biology fixture sources': ['test/integration/biology.test.ts', 'test/integration/hostingDoors.test.ts'],
+};
+
+/**
+ * The longest files, longest first (measured on a 2-core machine: test/bench/RESULTS.md),
+ * so no long file starts late and leaves the other slots idle at the end; the rest follow
+ * in path order. The files of ALONE run first, one by one, before any other starts.
+ */
+export const LONGEST_FIRST = [
+  'test/integration/faults.test.ts',
+  'test/integration/cluster.test.ts',
+  'test/integration/experiments.test.ts',
+  'test/browser/console.test.ts',
+  'test/integration/invocations.test.ts',
+  'test/integration/hostedInvocations.test.ts',
+  'test/integration/sandbox.test.ts',
+  'test/integration/runFailures.test.ts',
+  'test/integration/webhooks.test.ts',
+  'test/integration/fuzz.test.ts',
+  'test/integration/workerShutdown.test.ts',
+  'test/integration/hosting.test.ts',
+  'test/integration/sessions.test.ts',
+  'test/integration/biology.test.ts',
+  'test/integration/hostingDoors.test.ts',
+  'test/integration/spendCaps.test.ts',
+  'test/integration/sessionRestart.test.ts',
+];
+
+export interface FileResult { file: string; ms: number; passed: number; failed: number; skipped: number }
+export interface Schedule { passed: number; failed: number; skipped: number; files: FileResult[]; ms: number }
+
+const rel = (f: string) => path.relative(REPO_ROOT, f);
+
+/** One file in its own test process: its spec output printed whole when it ends, and its counts. */
+async function runFile(file: string, namePattern: string | undefined): Promise<FileResult> {
+  const result: FileResult = { file: rel(file), ms: 0, passed: 0, failed: 0, skipped: 0 };
+  const started = Date.now();
+  const stream = run({ files: [file], concurrency: 1, ...(namePattern ? { testNamePatterns: [namePattern] } : {}) });
+  stream.on('test:pass', (d) => {
+    if (d.name === d.file || d.details.type === 'suite') return;
+    if (d.skip || d.todo) result.skipped += 1;
+    else result.passed += 1;
+  });
+  // A file that fails outside any test (it did not load, a hook threw) counts as one failure.
+  stream.on('test:fail', (d) => {
+    if (d.details.type === 'suite') return;
+    if (d.name !== d.file || result.passed + result.failed === 0) result.failed += 1;
+  });
+  let out = '';
+  for await (const chunk of stream.compose(new spec())) out += String(chunk);
+  result.ms = Date.now() - started;
+  // Each run's own closing summary is left out: the suite's is printed once, at the end.
+  const body = out.split('\n').filter((l) => !/^ℹ (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) /.test(l)).join('\n').trimEnd();
+  const counts = [`${result.passed} passed`, ...(result.failed ? [`${result.failed} failed`] : []), ...(result.skipped ? [`${result.skipped} skipped`] : [])];
+  process.stdout.write(`\n▶ ${result.file} (${(result.ms / 1000).toFixed(1)} s, ${counts.join(', ')})${result.failed ? ' FAILED' : ''}\n${body}\n`);
+  return result;
+}
+
+/**
+ * Runs the files, at most `concurrency` at once (SILICO_TEST_CONCURRENCY, default 3),
+ * each of ALONE with no other file running, and prints the slowest files and the counts.
+ */
+export async function runFiles(files: string[], opts: { env: NodeJS.ProcessEnv; namePattern?: string; concurrency?: number }): Promise<Schedule> {
+  // The test processes inherit this process's environment: the stack's addresses and key.
+  Object.assign(process.env, opts.env);
+  const concurrency = opts.concurrency ?? Number(process.env.SILICO_TEST_CONCURRENCY ?? 3);
+  const rank = (f: string) => {
+    if (rel(f) in ALONE) return -1;
+    const i = LONGEST_FIRST.indexOf(rel(f));
+    return i < 0 ? LONGEST_FIRST.length : i;
+  };
+  const queue = [...files].sort((a, b) => rank(a) - rank(b));
+  const results: FileResult[] = [];
+  const started = Date.now();
+  const running = new Set<Promise<void>>();
+  const fixtureOf = (f: string) => Object.entries(ONE_AT_A_TIME).find(([, files]) => files.includes(rel(f)))?.[0];
+  const held = new Set<string>();
+  let alone = false;
+  while (queue.length || running.size) {
+    // The first file in order that may start now: none while one runs alone; one of
+    // ALONE only when nothing runs; none whose fixture another file holds.
+    const i = alone || running.size >= concurrency ? -1 : queue.findIndex((f) => {
+      const fixture = fixtureOf(f);
+      return (!(rel(f) in ALONE) || running.size === 0) && !(fixture && held.has(fixture));
+    });
+    if (i < 0) {
+      await Promise.race(running);
+      continue;
+    }
+    const [next] = queue.splice(i, 1) as [string];
+    const fixture = fixtureOf(next);
+    alone = rel(next) in ALONE;
+    if (fixture) held.add(fixture);
+    const p: Promise<void> = runFile(next, opts.namePattern).then((r) => {
+      results.push(r);
+      running.delete(p);
+      if (rel(next) in ALONE) alone = false;
+      if (fixture) held.delete(fixture);
+    });
+    running.add(p);
+  }
+  const schedule: Schedule = {
+    files: results, ms: Date.now() - started,
+    passed: results.reduce((n, r) => n + r.passed, 0), failed: results.reduce((n, r) => n + r.failed, 0), skipped: results.reduce((n, r) => n + r.skipped, 0),
+  };
+  // Per group (test/unit, test/integration, ...): files, counts, and the files' summed time.
+  const groups = new Map<string, FileResult & { files: number }>();
+  for (const r of results) {
+    const name = r.file.split('/').slice(0, 2).join('/');
+    const g = groups.get(name) ?? { file: name, files: 0, ms: 0, passed: 0, failed: 0, skipped: 0 };
+    groups.set(name, { ...g, files: g.files + 1, ms: g.ms + r.ms, passed: g.passed + r.passed, failed: g.failed + r.failed, skipped: g.skipped + r.skipped });
+  }
+  process.stdout.write(`\nby group (files' own times, summed):\n${[...groups.values()].map((g) => `  ${g.file.padEnd(18)} ${String(g.files).padStart(3)} files ${(g.ms / 1000).toFixed(0).padStart(5)} s  ${g.passed} passed, ${g.failed} failed${g.skipped ? `, ${g.skipped} skipped` : ''}`).join('\n')}\n`);
+  const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 12);
+  process.stdout.write(`\nslowest files (of ${results.length}, ${concurrency} at a time, ${(schedule.ms / 1000).toFixed(0)} s in all):\n${slowest.map((r) => `  ${(r.ms / 1000).toFixed(1).padStart(6)} s  ${r.file}`).join('\n')}\n`);
+  for (const r of results.filter((x) => x.failed)) process.stdout.write(`failed: ${r.file} (${r.failed})\n`);
+  process.stdout.write(`\ntests: ${schedule.passed} passed, ${schedule.failed} failed${schedule.skipped ? `, ${schedule.skipped} skipped` : ''}\n`);
+  return schedule;
+}
