@@ -10,6 +10,9 @@ import { ensurePrerequisites, stackPrerequisites, SUITE_PREREQUISITES } from '..
 import { REPO_ROOT } from '../deploy/local/paths.ts';
 import { serveBiologySources } from './biologyControl.ts';
 import { captureHistories } from './replayCapture.ts';
+import { resolveBinary } from '../deploy/local/binaries.ts';
+import { kubernetesSchemas } from '../deploy/local/kubernetesSchemas.ts';
+import { pythonTool } from '../deploy/local/pythonTools.ts';
 import { runFiles, type Schedule } from './schedule.ts';
 
 /**
@@ -28,6 +31,18 @@ import { runFiles, type Schedule } from './schedule.ts';
  *                                         without the labs' pytest
  */
 const ROOTS = ['test/unit', 'test/workflow', 'test/replay', 'test/integration', 'test/browser'];
+
+/**
+ * What test files build or install on first use (the cluster topology's Temporal server
+ * and schema tool, the manifests' validators), made ready beside the stack's own start:
+ * on a fresh machine no Go build runs while timed tests do, and none twice at once.
+ */
+function suiteTools(say: (l: string) => void): Promise<unknown> {
+  return Promise.all([
+    resolveBinary('temporal-server', say), resolveBinary('temporal-sql-tool', say), resolveBinary('kubeconform', say), kubernetesSchemas(say),
+    pythonTool(path.join(REPO_ROOT, 'deploy/docker/lint-tools.lock'), 'hadolint'),
+  ]);
+}
 
 /** A test child is stopped when this process exits (a signal stops the stack, then exits). */
 function endsWithUs(child: ChildProcess): ChildProcess {
@@ -107,6 +122,9 @@ async function main(): Promise<number> {
     let info: { base_url: string; api_key: string; temporal_address: string };
     let temporalBin: string;
     let biologyEnv: Record<string, string> = {};
+    const tools = values.only ? undefined : suiteTools(say);
+    // Awaited with the stack, never left unobserved if the stack fails first.
+    tools?.catch(() => undefined);
     if (attached) {
       ({ env: stackEnv, info } = attached);
       temporalBin = attached.binaries.temporal;
@@ -136,6 +154,7 @@ async function main(): Promise<number> {
       SILICO_TEST_TEMPORAL_BIN: temporalBin,
       ...(biologyEnv.SILICO_TEST_BIOLOGY_CONTROL ? { SILICO_TEST_BIOLOGY_CONTROL: biologyEnv.SILICO_TEST_BIOLOGY_CONTROL } : {}),
     };
+    await tools;
     // The built-in labs' own known-answer tests, in the lab runtime, beside the files.
     const labs = values.only ? Promise.resolve(0) : pytest(stackEnv.SILICO_PYTHON!, env);
     const schedule: Schedule = await runFiles(picked.files, { env, namePattern: picked.namePattern });
