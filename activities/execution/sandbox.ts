@@ -158,13 +158,16 @@ export function createSandbox(settings: SandboxSettings) {
         // The sandbox's init pid, as the worker sees it: killing it ends every process of the
         // sandbox's PID namespace, even one whose bubblewrap died before it could pass on death.
         '--info-fd', String(INFO_FD),
-        // Made first and readable: the directories bubblewrap would make for a bind are
-        // closed to the sandbox's user.
+        // The private /tmp first: a runtime kept under /tmp (a cache folder there) is bound
+        // into it below, not hidden by it.
+        '--size', String(spec.limits.tmpBytes), '--tmpfs', '/tmp',
+        // Made before the binds and readable: the directories bubblewrap would make for a
+        // bind are closed to the sandbox's user.
         ...ancestors([...prefixes, script, '/etc/ld.so.cache']).flatMap((d) => ['--perms', '0755', '--dir', d]),
         '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib',
         '--symlink', 'usr/lib64', '/lib64', '--symlink', 'usr/sbin', '/sbin',
         '--ro-bind-try', '/etc/ld.so.cache', '/etc/ld.so.cache',
-        '--proc', '/proc', '--dev', '/dev', '--size', String(spec.limits.tmpBytes), '--tmpfs', '/tmp',
+        '--proc', '/proc', '--dev', '/dev',
         ...prefixes.flatMap((p) => ['--ro-bind', p, p]),
         '--ro-bind', spec.script, script,
         '--ro-bind', spec.input, INSIDE.input,
