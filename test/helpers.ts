@@ -2,6 +2,8 @@ import { before, after } from 'node:test';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import { readFileSync, readdirSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import getPort from 'get-port';
 import { createDb, type Db } from '../storage/db/knex.ts';
@@ -13,6 +15,7 @@ import { loadConfig, sandboxSettings } from '../api/config.ts';
 import { REPO_ROOT } from '../deploy/local/paths.ts';
 import { createSandbox, type Sandbox } from '../activities/execution/sandbox.ts';
 import { contractErrorType } from './contract.ts';
+import { getComputeProfile } from '../storage/db/computeProfiles.ts';
 
 /** The stack `npm test` started (test/run.ts puts its addresses in the environment). */
 export const BASE_URL = process.env.SILICO_TEST_BASE_URL ?? '';
@@ -213,22 +216,54 @@ export function groupAlive(pgid: number): boolean {
   return false;
 }
 
-let packingSandbox: Sandbox | undefined;
+let ownSandbox: Sandbox | undefined;
+/** A sandbox of this test process's own uids, past the workers': it may pack or run a lab while workers run theirs. */
+function testSandbox(): Sandbox {
+  if (!ownSandbox) {
+    const uids = ownSandboxUids(3);
+    ownSandbox = createSandbox({ ...sandboxSettings(), uidBase: uids.base, uidCount: uids.count });
+  }
+  return ownSandbox;
+}
 
 /** Publishes a fixture lab (test/fixtures/labs/<name>) as a private 1.0.0 release of the account; returns its exact ref. */
 export async function publishFixtureLab(owner: { account: { id: string; namespace: string } }, name: string): Promise<string> {
-  // Packed in a sandbox of its own uids, past the workers': a test may pack while workers run labs.
-  if (!packingSandbox) {
-    const uids = ownSandboxUids(3);
-    packingSandbox = createSandbox({ ...sandboxSettings(), uidBase: uids.base, uidCount: uids.count });
-  }
   // Imported here: most files never publish a fixture, and it brings the packer's whole graph.
   const { publishLab } = await import('../deploy/local/builtinLabs.ts');
-  const rel = await publishLab(testDb(), testObjects(), { python: process.env.SILICO_PYTHON!, sandbox: packingSandbox }, {
+  const rel = await publishLab(testDb(), testObjects(), { python: process.env.SILICO_PYTHON!, sandbox: testSandbox() }, {
     dir: path.join(REPO_ROOT, 'test/fixtures/labs', name), accountId: owner.account.id, namespace: owner.account.namespace,
     name, version: '1.0.0', visibility: 'private',
   });
   return `${rel.namespace}/${rel.name}@${rel.version}`;
+}
+
+/**
+ * A published release run directly with the pinned runtime, the runtime's own way
+ * (test/fixtures/finalOutputs.py), seeded as a run with `seed` is, in a sandbox with a
+ * run's limits on `profileId`: the final value of each output its lab declares.
+ */
+export async function directFinalOutputs(ref: string, seed: number, profileId = 'cpu-small'): Promise<Record<string, unknown>> {
+  const [, namespace, name, version] = /^([^/]+)\/([^@]+)@(.+)$/.exec(ref)!;
+  const release = await testDb()('releases').where({ namespace, name, version }).first('archive_key');
+  const profile = await getComputeProfile(testDb(), profileId);
+  if (!release?.archive_key || !profile) throw new Error(`no release ${ref} or profile ${profileId}`);
+  const [{ outcomeError, runLabProcess }, { labEnv, runLimits }] = await Promise.all([import('../activities/execution/labProcess.ts'), import('../activities/execution/execute.ts')]);
+  const dir = await mkdtemp(path.join(tmpdir(), 'silico-direct-'));
+  try {
+    const input = path.join(dir, 'input');
+    await mkdir(input);
+    await writeFile(path.join(input, 'lab.bsilab'), await testObjects().getBytes(release.archive_key));
+    const scratch = path.join(dir, 'scratch');
+    const outcome = await runLabProcess(testSandbox(), {
+      python: process.env.SILICO_PYTHON!, script: path.join(REPO_ROOT, 'test/fixtures/finalOutputs.py'), input, scratch,
+      args: (p) => [path.join(p.input, 'lab.bsilab'), p.scratch, String(seed)], limits: runLimits(profile, 600), env: labEnv(profile.vcpus),
+    }, '', { wallSeconds: 600 }, { onMessage: () => undefined, onLog: () => undefined });
+    const error = outcomeError(outcome);
+    if (error) throw new Error(`the direct run of ${ref} failed: ${error.code}: ${error.message}`);
+    return JSON.parse(await readFile(path.join(scratch, 'final.json'), 'utf8')) as Record<string, unknown>;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 /** Polls `f` every 300 ms until it returns a value, for at most `ms`. */

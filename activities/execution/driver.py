@@ -39,6 +39,12 @@ try:
 except OSError:  # run by hand: the protocol goes to stdout
     _protocol = sys.stdout
 SERIES_CHUNK = 2000
+# What one step may keep of one output in its series: a value of at most this many
+# scalars (numbers, booleans, nulls, short strings) is kept whole; a larger record keeps
+# its top-level numbers; anything else keeps nothing that step. Its final value is always
+# kept whole. A series thus grows linearly with the steps, never with the steps times the
+# value (a record holding the whole trajectory so far, every step, is quadratic).
+SAMPLE_SCALARS = 64
 # Packages already validated in this process (a warm instance's, mounted read-only).
 _validated = set()
 
@@ -70,6 +76,38 @@ def _finite(v):
     if isinstance(v, dict):
         return {k: _finite(x) for k, x in v.items()}
     return v
+
+
+def _scalars_within(v, budget):
+    """What is left of `budget` once v's scalars are counted, or -1 as soon as v has more:
+    the walk stops there, so a value that grows every step costs the same each step."""
+    if hasattr(v, "size") and hasattr(v, "tolist"):  # a numpy array, counted without converting it
+        return budget - int(v.size)
+    if isinstance(v, dict):
+        items = v.values()
+    elif isinstance(v, (list, tuple)):
+        items = v
+    elif isinstance(v, str):
+        return budget - (len(v) // 16 + 1)
+    else:
+        return budget - 1
+    budget -= 1
+    for x in items:
+        budget = _scalars_within(x, budget)
+        if budget < 0:
+            return -1
+    return budget
+
+
+def step_sample(v):
+    """What one step keeps of an output's value (SAMPLE_SCALARS), JSON-safe; None for nothing."""
+    if _scalars_within(v, SAMPLE_SCALARS) >= 0:
+        return (_finite(_jsonable(v) if hasattr(v, "tolist") or hasattr(v, "item") else v),)
+    if isinstance(v, dict):
+        numbers = {k: _finite(float(x) if isinstance(x, float) else x) for k, x in v.items() if isinstance(x, (int, float)) and not isinstance(x, bool)}
+        if numbers and len(numbers) <= SAMPLE_SCALARS:
+            return (numbers,)
+    return None
 
 
 def _finite_json(obj):
@@ -277,14 +315,18 @@ def run_request(archive, workdir, request):
             signal_ = world.get_outputs(alias).get(port)
             if signal_ is not None:
                 v = signal_.value
+                # The value as it stands: made JSON-safe once, when the run ends.
+                finals[name] = v
                 if type(v) is float:
                     if v - v != 0.0:  # NaN or +-Infinity: JSON has neither
                         v = None
                 elif type(v) is not int:
-                    v = _finite(_jsonable(v) if hasattr(v, "tolist") or hasattr(v, "item") else v)
+                    kept = step_sample(v)
+                    if kept is None:
+                        continue
+                    v = kept[0]
                 points = series[name]
                 points.append([t, v])
-                finals[name] = v
                 if len(points) >= SERIES_CHUNK:
                     flush(name)
 
@@ -312,8 +354,8 @@ def run_request(archive, workdir, request):
         sample(world.current_time)
     for o in outputs:
         flush(o["name"])
-        emit({"type": "output", "name": o["name"], "value": finals.get(o["name"]), "points": counts[o["name"]],
-              "public": o.get("public", True) is not False})
+        write_line(_finite_json({"type": "output", "name": o["name"], "value": finals.get(o["name"]), "points": counts[o["name"]],
+                                 "public": o.get("public", True) is not False}))
     try:
         write_line(_finite_json({"type": "visual", "visuals": world.collect_visuals()}))
     except Exception as exc:  # visuals are optional; a broken one is a warning, not a failure

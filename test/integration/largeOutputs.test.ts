@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { Connection, Client } from '@temporalio/client';
-import { call, closeTestDb, downloadArtifact, newAccount, publishFixtureLab, testDb, waitForRun } from '../helpers.ts';
+import { call, closeTestDb, directFinalOutputs, downloadArtifact, newAccount, publishFixtureLab, testDb, waitForRun } from '../helpers.ts';
 import { runWorkflowId } from '../../workflows/constants.ts';
 
 // Outputs of any size: whatever grows with a lab's output goes from the execution
@@ -35,16 +35,41 @@ async function largestHistoryEvent(runId: string): Promise<number> {
   return Math.max(...history.events!.map(bytesIn));
 }
 
-async function runFixture(name: string, inputs: Record<string, unknown> = {}) {
+async function runFixture(name: string, inputs: Record<string, unknown> = {}, extra: { seed?: number } = {}) {
   const ref = await publishFixtureLab(owner, name);
-  const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref, inputs, max_runtime_seconds: 300 } });
+  const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref, inputs, max_runtime_seconds: 300, ...extra } });
   assert.equal(res.status, 200, res.text);
   const run = await waitForRun(owner.key, res.body.id, 240000);
   assert.equal(run.status, 'completed', JSON.stringify(run.error));
   const results = await call('GET', `/runs/${run.id}/results`, { key: owner.key });
   assert.equal(results.status, 200);
-  return { run, results };
+  return { ref, run, results };
 }
+
+/** An output's final value from results: inline, or from its artifact when too large to keep inline. */
+async function finalValue(runId: string, value: any): Promise<unknown> {
+  return value?.artifact_ref ? JSON.parse((await download(runId, value.artifact_ref.artifact_id)).toString()) : value;
+}
+
+test('a record output that grows every step runs its 5,000 steps to the end: final values equal a direct run with the seed, each step keeps a bounded sample', { timeout: 300_000 }, async () => {
+  // The shape of an ecosystem lab that stopped at step ~2,000: a record holding the whole
+  // trajectory so far, every step (2,000 such samples passed the protocol's 8 MiB line).
+  const { ref, run, results } = await runFixture('growing-record', {}, { seed: 42 });
+  const direct = await directFinalOutputs(ref, 42);
+  for (const name of ['trajectory', 'state', 'x']) assert.deepEqual(await finalValue(run.id, results.body.outputs[name]), direct[name], `${name}: the final value whole, as the runtime gives it`);
+  const trajectory = direct.trajectory as { steps: number; points: unknown[] };
+  assert.equal(trajectory.steps, 5000);
+  assert.equal(trajectory.points.length, 5000);
+  const byName = Object.fromEntries(results.body.artifacts.map((a: any) => [a.file_name, a]));
+  // Per step, the large record keeps its top-level numbers; the small one is kept whole.
+  const rows = (await download(run.id, byName['trajectory.csv'].artifact_id)).toString().trimEnd().split('\n');
+  assert.equal(rows.length, 5001, 'a header and one sample per step');
+  assert.deepEqual(JSON.parse(JSON.parse(rows.at(-1)!.slice(rows.at(-1)!.indexOf(',') + 1))), { steps: 5000, latest: trajectory.points.at(-1)![1 as never] });
+  assert.ok(byName['trajectory.csv'].size_bytes < 1_000_000, `the trajectory's samples are linear in the steps: ${byName['trajectory.csv'].size_bytes} bytes`);
+  const state = (await download(run.id, byName['state.csv'].artifact_id)).toString().trimEnd().split('\n');
+  assert.deepEqual(JSON.parse(JSON.parse(state.at(-1)!.slice(state.at(-1)!.indexOf(',') + 1))), direct.state, 'a small record, nested lists and all, is kept whole each step');
+  assert.ok(await largestHistoryEvent(run.id) < 256 * 1024, 'no Temporal payload over 256 KiB');
+});
 
 test('a 50,000-point, 10 MB trajectory completes: CSV and SVG artifacts that re-hash to their sha256, a bounded results body, no large Temporal payload', async () => {
   const { run, results } = await runFixture('long-trajectory');
