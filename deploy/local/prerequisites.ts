@@ -14,7 +14,8 @@ export interface Prerequisite {
   present(): Promise<boolean>;
 }
 
-const onPath = (exe: string) => async () => findExecutable(exe) !== null;
+/** Present when `exe` is on PATH. */
+export const onPath = (exe: string) => async () => findExecutable(exe) !== null;
 
 /** The lab runtime's interpreter (the version its lock names) with the venv module; see runtime.ts. */
 async function pythonPresent(env: NodeJS.ProcessEnv): Promise<boolean> {
