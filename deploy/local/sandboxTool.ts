@@ -1,13 +1,13 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { debianTool } from './apt.ts';
+import { findExecutable } from '../../activities/execution/sandbox.ts';
 
 const run = promisify(execFile);
 
 /**
  * Makes sure lab processes can be sandboxed on this machine before the worker starts:
- * bubblewrap is installed (as root with apt, from Debian's `bubblewrap` package; anyone
- * else is told the command) and can create the namespaces. With
+ * bubblewrap is installed (the stack's prerequisites install it as root, from Debian's
+ * `bubblewrap` package, or name the command) and can create the namespaces. With
  * SILICO_UNSAFE_NO_SANDBOX=1 it only warns, loudly. Throws when labs could not run.
  */
 export async function ensureSandboxTool(say: (l: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<void> {
@@ -16,7 +16,7 @@ export async function ensureSandboxTool(say: (l: string) => void, env: NodeJS.Pr
     return;
   }
   const name = env.SILICO_SANDBOX_BWRAP || 'bwrap';
-  const bwrap = await debianTool(name, 'bubblewrap', say);
+  const bwrap = findExecutable(name);
   if (!bwrap) {
     throw new Error(`bubblewrap (${name}) is not installed, and every lab runs in its sandbox: install it (sudo apt-get install bubblewrap), or for local development only set SILICO_UNSAFE_NO_SANDBOX=1`);
   }
