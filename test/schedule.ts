@@ -69,14 +69,18 @@ async function runFile(file: string, namePattern: string | undefined): Promise<F
     if (d.skip || d.todo) result.skipped += 1;
     else result.passed += 1;
   });
-  // A file that fails outside any test (it did not load, a hook threw) counts as one failure.
+  // A file that fails outside any test (it did not load, a hook threw, activity after its
+  // tests ended) counts as one failure when none of its tests failed.
+  let fileFailed = false;
   stream.on('test:fail', (d) => {
     if (d.details.type === 'suite') return;
-    if (d.name !== d.file || result.passed + result.failed === 0) result.failed += 1;
+    if (d.name === d.file) fileFailed = true;
+    else result.failed += 1;
   });
   let out = '';
   for await (const chunk of stream.compose(new spec())) out += String(chunk);
   result.ms = Date.now() - started;
+  if (fileFailed && result.failed === 0) result.failed = 1;
   // Each run's own closing summary is left out: the suite's is printed once, at the end.
   const body = out.split('\n').filter((l) => !/^ℹ (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) /.test(l)).join('\n').trimEnd();
   const counts = [`${result.passed} passed`, ...(result.failed ? [`${result.failed} failed`] : []), ...(result.skipped ? [`${result.skipped} skipped`] : [])];
