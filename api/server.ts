@@ -26,6 +26,12 @@ async function main(): Promise<void> {
   const app = createApp({ config, db, pool, objects, temporal, keys, runEvents, runtimeLock: readRuntimeLock() }, { log });
   const server = createServer(app.koa.callback());
   server.keepAliveTimeout = 65000;
+  // An accept that fails (out of file descriptors under a burst) loses that connection, not
+  // the process; failing to listen at all still ends it.
+  server.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.syscall === 'accept') log.error({ err }, 'could not accept a connection');
+    else throw err;
+  });
   server.listen(config.apiPort, config.apiHost, () => log.info({ url: config.baseUrl }, 'api listening'));
   const metrics = config.metricsPort === null ? null : createServer(metricsApp(app.registry).callback());
   metrics?.listen(config.metricsPort!, config.apiHost, () => log.info({ port: config.metricsPort }, 'metrics listening'));

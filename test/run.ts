@@ -109,10 +109,18 @@ async function main(): Promise<number> {
 
   const dataDir = await mkdtemp(path.join(tmpdir(), 'silico-test-'));
   const log = createWriteStream(path.join(dataDir, 'stack.log'));
+  // The last lines of each process, printed when it dies under the suite (CI shows only
+  // what the suite prints; the log file stays on the machine).
+  const recent = new Map<string, string[]>();
   const sink = (source: string, line: string) => {
     log.write(`${source.padEnd(8)}| ${line}\n`);
     if (source === 'stack') say(line);
+    const lines = recent.get(source) ?? [];
+    lines.push(line);
+    if (lines.length > 80) lines.shift();
+    recent.set(source, lines);
   };
+  const stopped = new AbortController();
   const started = Date.now();
   let biology: Awaited<ReturnType<typeof serveBiologySources>> | undefined;
   let stack: Awaited<ReturnType<typeof startStack>> | undefined;
@@ -143,6 +151,13 @@ async function main(): Promise<number> {
       });
       ({ env: stackEnv, info } = stack);
       temporalBin = stack.binaries.temporal;
+      // A process of the shared stack that ends under the suite fails every file after it:
+      // say which and why at once, and stop the run instead of letting files hang on it.
+      stack.supervisor.watch((p, exit) => {
+        say(`${p.name} exited (${exit}) while the suite ran; its last lines:`);
+        process.stdout.write((recent.get(p.name) ?? []).map((l) => `[${p.name}] ${l}\n`).join(''));
+        stopped.abort(new Error(`the shared stack's ${p.name} exited (${exit})`));
+      });
       say(`ready in ${Math.round((Date.now() - started) / 1000)}s; logs: ${path.join(dataDir, 'stack.log')}`);
     }
     const env = {
@@ -157,9 +172,9 @@ async function main(): Promise<number> {
     await tools;
     // The built-in labs' own known-answer tests, in the lab runtime, beside the files.
     const labs = values.only ? Promise.resolve(0) : pytest(stackEnv.SILICO_PYTHON!, env);
-    const schedule: Schedule = await runFiles(picked.files, { env, namePattern: picked.namePattern });
+    const schedule: Schedule = await runFiles(picked.files, { env, namePattern: picked.namePattern, stop: stopped.signal });
     const labsCode = await labs;
-    code = schedule.failed || labsCode ? 1 : 0;
+    code = schedule.failed || schedule.notRun.length || labsCode ? 1 : 0;
     if (labsCode) process.stdout.write(`[labs] pytest failed (exit ${labsCode})\n`);
     if (process.env.SILICO_CAPTURE_HISTORIES) {
       const types = await captureHistories(info.temporal_address, temporalBin, path.resolve(REPO_ROOT, process.env.SILICO_CAPTURE_HISTORIES));

@@ -55,15 +55,22 @@ export const LONGEST_FIRST = [
 ];
 
 export interface FileResult { file: string; ms: number; passed: number; failed: number; skipped: number }
-export interface Schedule { passed: number; failed: number; skipped: number; files: FileResult[]; ms: number }
+
+/** The longest a file may take (the longest takes about 4 minutes on a 2-core machine). */
+const FILE_LIMIT_MS = 20 * 60_000;
+export interface Schedule { passed: number; failed: number; skipped: number; files: FileResult[]; ms: number; /** Files never started (the run was stopped). */ notRun: string[] }
 
 const rel = (f: string) => path.relative(REPO_ROOT, f);
 
 /** One file in its own test process: its spec output printed whole when it ends, and its counts. */
-async function runFile(file: string, namePattern: string | undefined): Promise<FileResult> {
+async function runFile(file: string, namePattern: string | undefined, stop: AbortSignal, limitMs: number): Promise<FileResult> {
   const result: FileResult = { file: rel(file), ms: 0, passed: 0, failed: 0, skipped: 0 };
   const started = Date.now();
-  const stream = run({ files: [file], concurrency: 1, ...(namePattern ? { testNamePatterns: [namePattern] } : {}) });
+  // A file that hangs (a hook awaiting a dead stack) is cancelled after its limit, and
+  // every running file when the run is stopped: the suite always ends with its report.
+  const limit = AbortSignal.timeout(limitMs);
+  const signal = AbortSignal.any([limit, stop]);
+  const stream = run({ files: [file], concurrency: 1, signal, ...(namePattern ? { testNamePatterns: [namePattern] } : {}) });
   stream.on('test:pass', (d) => {
     if (d.name === d.file || d.details.type === 'suite') return;
     if (d.skip || d.todo) result.skipped += 1;
@@ -81,10 +88,12 @@ async function runFile(file: string, namePattern: string | undefined): Promise<F
   for await (const chunk of stream.compose(new spec())) out += String(chunk);
   result.ms = Date.now() - started;
   if (fileFailed && result.failed === 0) result.failed = 1;
+  const cut = limit.aborted ? `cancelled after ${limitMs / 1000} s` : stop.aborted ? `cancelled: ${(stop.reason as Error).message}` : '';
+  if (cut && result.failed === 0) result.failed = 1;
   // Each run's own closing summary is left out: the suite's is printed once, at the end.
   const body = out.split('\n').filter((l) => !/^ℹ (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) /.test(l)).join('\n').trimEnd();
   const counts = [`${result.passed} passed`, ...(result.failed ? [`${result.failed} failed`] : []), ...(result.skipped ? [`${result.skipped} skipped`] : [])];
-  process.stdout.write(`\n▶ ${result.file} (${(result.ms / 1000).toFixed(1)} s, ${counts.join(', ')})${result.failed ? ' FAILED' : ''}\n${body}\n`);
+  process.stdout.write(`\n▶ ${result.file} (${(result.ms / 1000).toFixed(1)} s, ${counts.join(', ')})${result.failed ? ' FAILED' : ''}${cut ? ` (${cut})` : ''}\n${body}\n`);
   return result;
 }
 
@@ -92,7 +101,8 @@ async function runFile(file: string, namePattern: string | undefined): Promise<F
  * Runs the files, at most `concurrency` at once (SILICO_TEST_CONCURRENCY, default 3),
  * each of ALONE with no other file running, and prints the slowest files and the counts.
  */
-export async function runFiles(files: string[], opts: { env: NodeJS.ProcessEnv; namePattern?: string; concurrency?: number }): Promise<Schedule> {
+export async function runFiles(files: string[], opts: { env: NodeJS.ProcessEnv; namePattern?: string; concurrency?: number; stop?: AbortSignal; fileLimitMs?: number }): Promise<Schedule> {
+  const stop = opts.stop ?? new AbortController().signal;
   // The test processes inherit this process's environment: the stack's addresses and key.
   Object.assign(process.env, opts.env);
   const concurrency = opts.concurrency ?? Number(process.env.SILICO_TEST_CONCURRENCY ?? 3);
@@ -108,7 +118,10 @@ export async function runFiles(files: string[], opts: { env: NodeJS.ProcessEnv; 
   const fixtureOf = (f: string) => Object.entries(ONE_AT_A_TIME).find(([, files]) => files.includes(rel(f)))?.[0];
   const held = new Set<string>();
   let alone = false;
+  const skipped: string[] = [];
   while (queue.length || running.size) {
+    // Once stopped (the shared stack is gone), no file starts: each would only fail.
+    if (stop.aborted) skipped.push(...queue.splice(0).map(rel));
     // The first file in order that may start now: none while one runs alone; one of
     // ALONE only when nothing runs; none whose fixture another file holds.
     const i = alone || running.size >= concurrency ? -1 : queue.findIndex((f) => {
@@ -116,6 +129,7 @@ export async function runFiles(files: string[], opts: { env: NodeJS.ProcessEnv; 
       return (!(rel(f) in ALONE) || running.size === 0) && !(fixture && held.has(fixture));
     });
     if (i < 0) {
+      if (!running.size) break;
       await Promise.race(running);
       continue;
     }
@@ -123,7 +137,7 @@ export async function runFiles(files: string[], opts: { env: NodeJS.ProcessEnv; 
     const fixture = fixtureOf(next);
     alone = rel(next) in ALONE;
     if (fixture) held.add(fixture);
-    const p: Promise<void> = runFile(next, opts.namePattern).then((r) => {
+    const p: Promise<void> = runFile(next, opts.namePattern, stop, opts.fileLimitMs ?? FILE_LIMIT_MS).then((r) => {
       results.push(r);
       running.delete(p);
       if (rel(next) in ALONE) alone = false;
@@ -133,7 +147,7 @@ export async function runFiles(files: string[], opts: { env: NodeJS.ProcessEnv; 
   }
   const schedule: Schedule = {
     files: results, ms: Date.now() - started,
-    passed: results.reduce((n, r) => n + r.passed, 0), failed: results.reduce((n, r) => n + r.failed, 0), skipped: results.reduce((n, r) => n + r.skipped, 0),
+    passed: results.reduce((n, r) => n + r.passed, 0), failed: results.reduce((n, r) => n + r.failed, 0), notRun: skipped, skipped: results.reduce((n, r) => n + r.skipped, 0),
   };
   // Per group (test/unit, test/integration, ...): files, counts, and the files' summed time.
   const groups = new Map<string, FileResult & { files: number }>();
@@ -146,6 +160,7 @@ export async function runFiles(files: string[], opts: { env: NodeJS.ProcessEnv; 
   const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 12);
   process.stdout.write(`\nslowest files (of ${results.length}, ${concurrency} at a time, ${(schedule.ms / 1000).toFixed(0)} s in all):\n${slowest.map((r) => `  ${(r.ms / 1000).toFixed(1).padStart(6)} s  ${r.file}`).join('\n')}\n`);
   for (const r of results.filter((x) => x.failed)) process.stdout.write(`failed: ${r.file} (${r.failed})\n`);
-  process.stdout.write(`\ntests: ${schedule.passed} passed, ${schedule.failed} failed${schedule.skipped ? `, ${schedule.skipped} skipped` : ''}\n`);
+  if (skipped.length) process.stdout.write(`not run (${(stop.reason as Error).message}): ${skipped.join(', ')}\n`);
+  process.stdout.write(`\ntests: ${schedule.passed} passed, ${schedule.failed} failed${schedule.skipped ? `, ${schedule.skipped} skipped` : ''}${skipped.length ? `; ${skipped.length} files not run` : ''}\n`);
   return schedule;
 }
