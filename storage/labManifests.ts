@@ -31,12 +31,17 @@ async function yamlOf(objects: ObjectStore, tree: Tree, file: string): Promise<u
   return value;
 }
 
+/** A stored tree's lab.yaml, parsed (undefined when absent or unreadable). */
+export function labYamlOf(objects: ObjectStore, tree: Tree): Promise<unknown> {
+  return yamlOf(objects, tree, 'lab.yaml');
+}
+
 /**
  * lab.yaml and the model.yaml of each `models[].path` of a stored tree (a revision's or a
  * release's source), as written: the input of the runtime pin check.
  */
 export async function readLabManifests(objects: ObjectStore, tree: Tree, lab?: unknown): Promise<LabManifests> {
-  const manifest = lab ?? await yamlOf(objects, tree, 'lab.yaml');
+  const manifest = lab ?? await labYamlOf(objects, tree);
   const models = listOf((manifest as { models?: Array<{ path?: unknown }> } | undefined)?.models);
   const dirs = [...new Set(models.map((m) => (typeof m?.path === 'string' ? m.path.replace(/^\.\/|\/+$/g, '') : '')).filter(Boolean))];
   return {

@@ -10,8 +10,9 @@ import { createPlan, consumePlan, type Finding } from '../../storage/db/plans.ts
 import { approvedPlan, grantablePlan, planUnavailable, planUsed, planView, PLAN_TTL_SECONDS, resultOf } from '../plans.ts';
 import { countGrantUse, grantRefusal, lockGrant } from '../../storage/db/publicationGrants.ts';
 import type { Db } from '../../storage/db/knex.ts';
-import { namingFindings } from '../workspaces/naming.ts';
-import { unstorableProblem } from '../validation.ts';
+import { namingFindings, parseLabYaml } from '../workspaces/naming.ts';
+import { adoptDeclaredName, declaredName, declaredNameFindings } from '../workspaces/identity.ts';
+import { labYamlOf } from '../../storage/labManifests.ts';
 import { checkInputs, contractOf } from '../contract.ts';
 import { newId } from '../../storage/ids.ts';
 import { getLabById } from '../../storage/db/labs.ts';
@@ -42,56 +43,33 @@ async function useGrant(trx: Db, accountId: string, grantId: string, p: Proposal
 }
 
 
-/**
- * A declared `package`/`version` against this release (the naming skill: releases are
- * `<namespace>/<lab>@<version>`, and the runtime's packer refuses an identity other than
- * the declared one): a package naming another lab or namespace, or another version, blocks.
- */
-function identityFindings(manifest: unknown, release: { namespace: string; name: string; version: string }): Finding[] {
-  const declared = declaredIdentity(manifest);
-  const findings: Finding[] = [];
-  if (declared.package) {
-    const ns = declared.package.includes('/') ? declared.package.split('/')[0] : undefined;
-    if (ns && ns !== release.namespace) {
-      findings.push({ severity: 'blocking', code: 'package_namespace_mismatch', message: `lab.yaml declares package ${declared.package}, in namespace ${ns}; this release is published in ${release.namespace}. Declare ${release.name} (or ${release.namespace}/${release.name}).`, path: 'lab.yaml#/package' });
-    } else if (declared.name !== release.name) {
-      findings.push({ severity: 'blocking', code: 'package_mismatch', message: `lab.yaml declares package ${declared.package}, but this lab is ${release.namespace}/${release.name} and its releases are addressed by that name. Declare package ${release.name}, or remove it.`, path: 'lab.yaml#/package' });
-    } else {
-      findings.push({ severity: 'info', code: 'package_declared', message: `Packed under the declared package ${declared.package}.`, path: 'lab.yaml#/package' });
-    }
-  }
-  if (declared.version && declared.version !== release.version) {
-    findings.push({ severity: 'blocking', code: 'version_mismatch', message: `lab.yaml declares version ${declared.version}; publish it as ${declared.version}, or change the version in lab.yaml first.`, path: 'version' });
-  }
-  return findings;
+/** A declared `version` must be the release's (the runtime's packer refuses another). */
+function versionFindings(manifest: unknown, version: string): Finding[] {
+  const declared = declaredIdentity(manifest).version;
+  if (!declared || declared === version) return [];
+  return [{ severity: 'blocking', code: 'version_mismatch', message: `lab.yaml declares version ${declared}; publish it as ${declared}, or change the version in lab.yaml first.`, path: 'version' }];
 }
 
+const textOf = async (ctx: ToolContext, tree: Tree, p: string) => (tree[p] ? (await ctx.deps.objects.getBytes(blobKey(tree[p]!.sha256))).toString('utf8') : undefined);
+
 /** Findings a release candidate gets without running anything: manifest, identity, entrypoints, runtime pins, version, smoke inputs. */
-async function staticFindings(ctx: ToolContext, tree: Tree, release: { namespace: string; name: string; version: string }, taken: string[]): Promise<Finding[]> {
-  const { version } = release;
-  const text = async (p: string) => (tree[p] ? (await ctx.deps.objects.getBytes(blobKey(tree[p]!.sha256))).toString('utf8') : undefined);
-  const labYaml = await text('lab.yaml');
-  const findings = namingFindings(undefined, labYaml);
+async function staticFindings(ctx: ToolContext, tree: Tree, labYaml: { text?: string; manifest?: any }, version: string, identity: Finding[], taken: string[]): Promise<Finding[]> {
+  const manifest = labYaml.manifest;
+  const findings = namingFindings(undefined, labYaml.text);
   if (!semver.valid(version)) findings.push({ severity: 'blocking', code: 'version_invalid', message: `${version} is not a semantic version (e.g. 1.0.0).`, path: 'version' });
   else if (taken.includes(version)) findings.push({ severity: 'blocking', code: 'version_exists', message: `${version} is already released (releases are immutable).`, path: 'version' });
   else {
     const last = taken.filter((v) => semver.valid(v)).sort(semver.rcompare)[0];
     if (last && !semver.gt(version, last)) findings.push({ severity: 'blocking', code: 'version_not_greater', message: `${version} must be greater than the last release, ${last}.`, path: 'version' });
   }
-  let manifest: any;
-  try {
-    manifest = labYaml ? YAML.parse(labYaml) : undefined;
-  } catch {
-    manifest = undefined;
-  }
-  // namingFindings has reported a manifest Postgres could not store; nothing of it is quoted further.
-  if (!manifest || unstorableProblem(manifest)) return findings;
-  findings.push(...identityFindings(manifest, release));
+  // namingFindings has reported a manifest that does not parse or that Postgres could not store; nothing of it is quoted further.
+  if (!manifest) return findings;
+  findings.push(...identity, ...versionFindings(manifest, version));
   // Publishing packs with the runtime and smoke-runs it: what the runtime cannot satisfy blocks here already.
   findings.push(...runtimePinFindings(ctx.deps.runtimeLock, await readLabManifests(ctx.deps.objects, tree, manifest)));
   for (const [i, m] of ((manifest.models ?? []) as Array<{ path?: string }>).entries()) {
     const dir = String(m?.path ?? '').replace(/\/+$/, '');
-    const modelYaml = await text(`${dir}/model.yaml`);
+    const modelYaml = await textOf(ctx, tree, `${dir}/model.yaml`);
     if (!modelYaml) {
       findings.push({ severity: 'blocking', code: 'model_missing', message: `No ${dir}/model.yaml for models[${i}].`, path: `lab.yaml#/models/${i}/path` });
       continue;
@@ -134,11 +112,20 @@ export const publicationTools: ToolDef[] = [
       if (!rev) throw errors.notFound('revision_not_found', 'revision', 'revision_id');
       const lab = (await getLabById(ctx.deps.db, ws.lab_id))!;
       const namespace = ctx.caller.account.namespace;
-      const findings = await staticFindings(ctx, rev.tree, { namespace, name: lab.name, version: input.version }, await takenVersions(ctx.deps.db, namespace, lab.name));
-      const proposal: Proposal = { workspace_id: ws.id, revision_id: rev.id, lab_id: lab.id, namespace, name: lab.name, version: input.version, release_notes: input.release_notes ?? '', tree_sha256: rev.tree_sha256 };
+      const text = await textOf(ctx, rev.tree, 'lab.yaml');
+      const { manifest } = parseLabYaml(text);
+      // The release's name: the lab's, or the package it declares while it has no release.
+      const declared = await declaredName(ctx.deps.db, lab, namespace, manifest);
+      const name = declared.kind === 'adopt' ? declared.name : lab.name;
+      const identity = [
+        ...declaredNameFindings(declared, { name: lab.name, namespace }, 'publication'),
+        ...(declared.kind === 'same' && declaredIdentity(manifest).package ? [{ severity: 'info' as const, code: 'package_declared', message: `Packed under the declared package ${declaredIdentity(manifest).package}.`, path: 'lab.yaml#/package' }] : []),
+      ];
+      const findings = await staticFindings(ctx, rev.tree, { text, manifest }, input.version, identity, await takenVersions(ctx.deps.db, namespace, name));
+      const proposal: Proposal = { workspace_id: ws.id, revision_id: rev.id, lab_id: lab.id, namespace, name, version: input.version, release_notes: input.release_notes ?? '', tree_sha256: rev.tree_sha256 };
       const plan = await createPlan(ctx.deps.db, { accountId: ctx.caller.account.id, kind: 'publication', proposal, findings, ttlSeconds: PLAN_TTL_SECONDS });
       return {
-        body: { object: 'publication_plan', ...planView(plan), reference: `${namespace}/${lab.name}@${input.version}` },
+        body: { object: 'publication_plan', ...planView(plan), reference: `${namespace}/${name}@${input.version}` },
         next_actions: plan.status === 'ready' ? [{ tool: 'publish_execute', description: 'After the user approves, publish exactly this release.', arguments: { plan_id: plan.id, plan_sha256: plan.plan_sha256 } }] : [],
       };
     },
@@ -158,9 +145,14 @@ export const publicationTools: ToolDef[] = [
       const p = plan.proposal as Proposal;
       const id = newId('pub');
       const approval = input.grant_id ? { kind: 'workflow_grant', grant_id: input.grant_id } : { kind: 'plan_digest', plan_sha256: plan.plan_sha256 };
+      const rev = await getRevision(ctx.deps.db, p.workspace_id, p.revision_id);
+      const manifest = rev ? await labYamlOf(ctx.deps.objects, rev.tree) : undefined;
       await ctx.deps.db.transaction(async (trx) => {
         if (input.grant_id) await useGrant(trx, ctx.caller.account.id, input.grant_id, p);
         if (!(await consumePlan(trx, plan.id, `publication:${id}`))) throw planUsed(await resultOf(ctx.deps.db, ctx.caller.account.id, plan.id));
+        // The lab's name now (a change may have renamed it since): a plan for another name is stale.
+        const now = await adoptDeclaredName(trx, p.lab_id, p.namespace, manifest);
+        if (now !== p.name) throw planUnavailable(`The lab is named ${now} since this plan was prepared for ${p.name}; prepare it again.`, null);
         if ((await takenVersions(trx, p.namespace, p.name)).includes(p.version)) {
           throw planUnavailable(`${p.version} was released since this plan was prepared.`, null);
         }

@@ -13,7 +13,9 @@ import { createPlan, consumePlan, type Finding } from '../../storage/db/plans.ts
 import { approvedPlan, planUnavailable, planUsed, planView, PLAN_TTL_SECONDS, resultOf } from '../plans.ts';
 import { decodeCursor, pageBody } from '../pagination.ts';
 import { isoTime } from '../../storage/ids.ts';
-import { namingFindings } from '../workspaces/naming.ts';
+import { namingFindings, parseLabYaml } from '../workspaces/naming.ts';
+import { adoptDeclaredName, declaredName, declaredNameFindings, LAB_NAME } from '../workspaces/identity.ts';
+import { labYamlOf } from '../../storage/labManifests.ts';
 import { findVisibleRelease, parseReference } from '../../storage/db/releases.ts';
 import { getBiologyResource, pinnedResources, pinResources } from '../../storage/db/biologyResources.ts';
 import { resourceView } from './biology.ts';
@@ -180,8 +182,6 @@ async function resourceBytes(ctx: ToolContext, resourceId: string, param: string
   return bytes;
 }
 
-/** A stable lab name (the naming skill): a lowercase letter, then letters, digits and dashes. */
-const LAB_NAME = /^[a-z][a-z0-9-]{1,62}$/;
 
 /**
  * A revision's evidence as GET /workspaces/{id} shows it: the runs and publications of
@@ -260,7 +260,9 @@ const WORKSPACE_HANDLERS: Record<string, ToolDef['handler']> = {
     if (!base) throw errors.notFound('revision_not_found', 'revision', 'base_revision_id');
     const { tree, normalized, labYaml } = await applyOperations(ctx, base.tree, input.operations);
     const lab = (await getLabById(ctx.deps.db, ws.lab_id))!;
-    const findings: Finding[] = namingFindings(labYaml.before, labYaml.after, lab?.name);
+    const findings: Finding[] = namingFindings(labYaml.before, labYaml.after);
+    const manifest = parseLabYaml(labYaml.after).manifest;
+    if (manifest) findings.push(...declaredNameFindings(await declaredName(ctx.deps.db, lab, ctx.caller.account.namespace, manifest), { name: lab.name, namespace: ctx.caller.account.namespace }, 'change'));
     if (base.id !== ws.head_revision_id) findings.push({ severity: 'blocking', code: 'base_not_head', message: 'base_revision_id is not the workspace head; prepare against the head.', path: 'base_revision_id' });
     const proposal = { workspace_id: ws.id, base_revision_id: base.id, operations: normalized, tree_sha256: treeDigest(tree), tree };
     const plan = await createPlan(ctx.deps.db, { accountId: ctx.caller.account.id, kind: 'workspace_change', proposal, findings, ttlSeconds: PLAN_TTL_SECONDS });
@@ -275,6 +277,7 @@ const WORKSPACE_HANDLERS: Record<string, ToolDef['handler']> = {
     const plan = await approvedPlan(ctx.deps.db, ctx.caller.account.id, 'workspace_change', input.plan_id, input.plan_sha256);
     const p = plan.proposal as { workspace_id: string; base_revision_id: string; tree: Tree; operations: Array<{ path: string; resource_id?: string }> };
     const ws = await ownedWorkspace(ctx, p.workspace_id);
+    const manifest = await labYamlOf(ctx.deps.objects, p.tree);
     let consumed = true;
     const rev = await appendRevision(ctx.deps.db, ws.id, p.base_revision_id, p.tree, plan.id, async (trx, revisionId) => {
       consumed = await consumePlan(trx, plan.id, `revision:${revisionId}`);
@@ -282,6 +285,7 @@ const WORKSPACE_HANDLERS: Record<string, ToolDef['handler']> = {
       // The last put of a path wins, as in the tree.
       const pins = new Map(p.operations.map((op) => [op.path, op.resource_id]));
       await pinResources(trx, revisionId, [...pins].filter(([path, res]) => res && p.tree[path]).map(([path, res]) => ({ path, resource_id: res! })));
+      await adoptDeclaredName(trx, ws.lab_id, ctx.caller.account.namespace, manifest);
     });
     if (!rev) {
       throw planUnavailable('The workspace head moved since this plan was prepared; prepare it again on the new head.', null, { head_revision_id: (await getWorkspace(ctx.deps.db, ws.id, ctx.caller.account.id))?.head_revision_id });

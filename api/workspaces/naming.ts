@@ -3,7 +3,6 @@ import type { Finding } from '../../storage/db/plans.ts';
 import { KNOWN_LAB_KEYS, labManifestProblems } from '../schemas/labManifest.ts';
 import { unstorableProblem } from '../validation.ts';
 import { listOf } from '../../storage/labContract.ts';
-import { declaredIdentity } from '../../storage/labIdentity.ts';
 
 const ALIAS = /^[a-z][a-z0-9_]{0,62}$/;
 
@@ -16,7 +15,7 @@ interface Manifest {
   io?: { inputs?: Array<{ maps_to?: unknown }>; outputs?: Array<{ maps_to?: unknown }> };
 }
 
-function parse(text: string | undefined): { manifest?: Manifest; error?: string } {
+export function parseLabYaml(text: string | undefined): { manifest?: Manifest; error?: string } {
   if (text === undefined) return {};
   try {
     const v = YAML.parse(text);
@@ -33,12 +32,12 @@ function parse(text: string | undefined): { manifest?: Manifest; error?: string 
  * The naming findings of a proposed lab.yaml (the naming skill's rules): invalid or
  * duplicate sibling aliases block; wiring or io `maps_to` naming an alias that does not
  * exist blocks (so a rename must update them together); title and identity changes are
- * advisory. With the lab's name, a declared `package` naming another lab is a warning here
- * (publication blocks on it). Keys the format does not name are kept, noted as `info`.
+ * advisory (what a declared `package` means for the lab: ./identity.ts). Keys the format
+ * does not name are kept, noted as `info`.
  */
-export function namingFindings(before: string | undefined, after: string | undefined, labName?: string): Finding[] {
+export function namingFindings(before: string | undefined, after: string | undefined): Finding[] {
   if (after === undefined) return before === undefined ? [] : [{ severity: 'blocking', code: 'manifest_missing', message: 'A lab needs a lab.yaml at its root.', path: 'lab.yaml' }];
-  const { manifest: m, error } = parse(after);
+  const { manifest: m, error } = parseLabYaml(after);
   if (!m) return [{ severity: 'blocking', code: 'manifest_invalid', message: `lab.yaml ${error}.`, path: 'lab.yaml' }];
   const findings: Finding[] = labManifestProblems(m).map((p) => ({ severity: 'blocking', code: 'manifest_invalid', message: `lab.yaml ${p}`, path: `lab.yaml#${p.split(':')[0]}` }));
   const seen = new Map<string, string>();
@@ -66,11 +65,7 @@ export function namingFindings(before: string | undefined, after: string | undef
   }
   const unknown = Object.keys(m).filter((k) => !KNOWN_LAB_KEYS.has(k));
   if (unknown.length) findings.push({ severity: 'info', code: 'unknown_keys_kept', message: `lab.yaml keys ${unknown.join(', ')} are kept as written; neither Silico nor the runtime acts on them.`, path: 'lab.yaml' });
-  const declared = declaredIdentity(m).name;
-  if (labName && declared && declared !== labName) {
-    findings.push({ severity: 'warning', code: 'package_differs_from_lab', message: `lab.yaml declares package ${JSON.stringify(m.package)} but this lab is ${labName}; publishing is blocked until they match (releases are <namespace>/<lab>@<version>).`, path: 'lab.yaml#/package' });
-  }
-  const old = parse(before).manifest;
+  const old = parseLabYaml(before).manifest;
   if (old && old.title !== m.title) findings.push({ severity: 'info', code: 'title_changed', message: `Title changes from ${JSON.stringify(old.title)} to ${JSON.stringify(m.title)}.`, path: 'lab.yaml#/title' });
   if (old && old.package !== m.package) findings.push({ severity: 'warning', code: 'identity_changed', message: `The package identity changes from ${JSON.stringify(old.package)} to ${JSON.stringify(m.package)}; releases are addressed by it.`, path: 'lab.yaml#/package' });
   return findings;

@@ -61,3 +61,38 @@ export async function getLabById(db: Db, id: string): Promise<LabRow | undefined
 export async function labWorkspaceIds(db: Db, labId: string): Promise<string[]> {
   return db('workspaces').where({ lab_id: labId }).orderBy('created_at').pluck('id');
 }
+
+/** The lab row, locked for the rest of the transaction (its name is about to be read or changed). */
+export async function lockLab(trx: Db, id: string): Promise<LabRow | undefined> {
+  return trx('labs').where({ id }).forUpdate().first();
+}
+
+/** Whether the lab's name is already an address: a release, or a publication on its way to one. */
+export async function labIsReleased(db: Db, lab: Pick<LabRow, 'id' | 'account_id' | 'name'>): Promise<boolean> {
+  const [release, publication] = await Promise.all([
+    db('releases').where({ account_id: lab.account_id, name: lab.name }).first('id'),
+    db('publications').where({ lab_id: lab.id }).whereNot({ status: 'failed' }).first('id'),
+  ]);
+  return Boolean(release || publication);
+}
+
+/** Another lab of the account with this name (or a release under it), if any. */
+export async function labNameTaken(db: Db, accountId: string, name: string, exceptLabId: string): Promise<boolean> {
+  const [lab, release] = await Promise.all([
+    db('labs').where({ account_id: accountId, name }).whereNot({ id: exceptLabId }).first('id'),
+    db('releases').where({ account_id: accountId, name }).first('id'),
+  ]);
+  return Boolean(lab || release);
+}
+
+/** Renames a lab; false when another lab of its account took the name meanwhile (nothing changes). */
+export async function renameLab(trx: Db, id: string, name: string): Promise<boolean> {
+  try {
+    // A savepoint: a unique violation must not abort the caller's transaction.
+    await trx.transaction((sp) => sp('labs').where({ id }).update({ name, updated_at: sp.fn.now() }));
+    return true;
+  } catch (err) {
+    if ((err as { code?: string }).code === '23505') return false;
+    throw err;
+  }
+}

@@ -34,6 +34,12 @@ async function workspaceWith(key: string, title: string, lab: string, edit?: (p:
   return { ws, revisionId: rev.body.revision_id as string, changeFindings: change.body.findings as any[] };
 }
 
+/** The head revision's lab.yaml of a workspace. */
+async function labYamlOf(key: string, workspaceId: string): Promise<string> {
+  const ws = (await call('GET', `/workspaces/${workspaceId}`, { key })).body;
+  return ws.revision.files.find((f: any) => f.path === 'lab.yaml').content;
+}
+
 /** The publication of a reference once it left `publishing` (GET /labs lists it with its findings). */
 async function publicationOf(key: string, reference: string) {
   return until(120000, async () => {
@@ -46,11 +52,14 @@ async function publicationOf(key: string, reference: string) {
 const byCode = (findings: any[], code: string) => findings.filter((f) => f.code === code);
 const inputs = { beta: 0.5, gamma: 0.1 };
 
-test('an ecosystem lab (own package/version, free-text keys, UI layout, unknown keys, tolerated pins, wired visual model) goes workspace → managed run → publish → Hub run unchanged', { timeout: 300_000 }, async () => {
+test('an ecosystem lab (own package/version, free-text keys, UI layout, unknown keys, tolerated pins, wired visual model), uploaded into a workspace titled otherwise, goes workspace → managed run → publish under its declared package → Hub run unchanged', { timeout: 300_000 }, async () => {
   const { key, account } = await newAccount({ usd: 5 });
   const ns = account.namespace;
-  const { ws, revisionId, changeFindings } = await workspaceWith(key, 'Ecosystem SIR', 'ecosystem-sir');
+  const { ws, revisionId, changeFindings } = await workspaceWith(key, 'SIR for a first course', 'ecosystem-sir');
   assert.deepEqual(changeFindings.filter((f) => f.severity !== 'info'), [], 'descriptive keys are neither refused nor warned about');
+  // The lab was named from the title; with no release yet, the package lab.yaml declares becomes its name.
+  assert.match(byCode(changeFindings, 'lab_takes_declared_package')[0]?.message ?? '', /named ecosystem-sir once this change is applied/);
+  assert.deepEqual(((await call('GET', '/labs?limit=100', { key })).body.items as any[]).map((l) => l.name), ['ecosystem-sir']);
   const unknown = byCode(changeFindings, 'unknown_keys_kept');
   assert.equal(unknown.length, 1);
   assert.match(unknown[0].message, /ui, curation_notes/);
@@ -114,15 +123,21 @@ test('an ecosystem lab (own package/version, free-text keys, UI layout, unknown 
   assert.equal(hdone.status, 'completed', JSON.stringify(hdone.error ?? hdone));
   const hres = (await call('GET', `/runs/${hubRun.body.id}/results`, { key })).body;
   assert.deepEqual(hres.outputs, mres.outputs, 'the release computes what its revision computed');
+
+  // Released, the lab is addressed by its name: declaring another package is no rename but a finding.
+  const lab = await labYamlOf(key, ws.workspace_id);
+  const change = await call('POST', `/workspaces/${ws.workspace_id}/change-plans`, { key, body: { base_revision_id: revisionId, operations: [{ kind: 'file_put', path: 'lab.yaml', content: lab.replace('package: ecosystem-sir', 'package: sir-teaching').replace('version: 1.2.0', 'version: 1.3.0') }] } });
+  assert.deepEqual(byCode(change.body.findings, 'package_mismatch').map((f: any) => [f.severity, f.path]), [['warning', 'lab.yaml#/package']]);
+  const rev = await call('POST', '/workspace-revisions', { key, body: { plan_id: change.body.plan_id, plan_sha256: change.body.plan_sha256 } });
+  assert.equal(rev.status, 200, rev.text);
+  const next = await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: rev.body.revision_id, version: '1.3.0' } });
+  assert.equal(next.body.status, 'blocked');
+  assert.match(byCode(next.body.findings, 'package_mismatch')[0].message, /declares package sir-teaching, but this lab is .*\/ecosystem-sir and its releases are addressed by that name\. Declare package ecosystem-sir/);
+  assert.deepEqual(((await call('GET', '/labs?limit=100', { key })).body.items as any[]).map((l) => l.name), ['ecosystem-sir']);
 });
 
-test('a declared package naming another lab blocks publication with a finding; a lab the packer refuses fails publication with the packer\'s own message', { timeout: 180_000 }, async () => {
+test('a declared package another lab of the namespace has blocks publication with a finding; a lab the packer refuses fails publication with the packer\'s own message', { timeout: 180_000 }, async () => {
   const { key } = await newAccount({ usd: 5 });
-  const renamed = await workspaceWith(key, 'Renamed SIR', 'ecosystem-sir');
-  assert.deepEqual(byCode(renamed.changeFindings, 'package_differs_from_lab').map((f) => [f.severity, f.path]), [['warning', 'lab.yaml#/package']]);
-  const plan = await call('POST', '/publication-plans', { key, body: { workspace_id: renamed.ws.workspace_id, revision_id: renamed.revisionId, version: '1.2.0' } });
-  assert.equal(plan.body.status, 'blocked');
-  assert.match(byCode(plan.body.findings, 'package_mismatch')[0].message, /declares package ecosystem-sir, but this lab is .*\/renamed-sir/);
 
   // The runtime refuses a model entry that names a repo; Silico's checks do not look at it.
   const refused = await workspaceWith(key, 'Ecosystem SIR', 'ecosystem-sir', (p, t) => (p === 'lab.yaml' ? t.replace('    path: models/visualisation\n', '    path: models/visualisation\n    repo: https://example.org/plots.git\n') : t));
@@ -135,6 +150,14 @@ test('a declared package naming another lab blocks publication with a finding; a
   assert.equal(finding.code, 'package_invalid');
   assert.match(finding.message, /Lab model 'visualisation' must not use repo or manifest_path/);
   assert.doesNotMatch(finding.message, /Activity task failed/);
+
+  // The same package uploaded into a second lab: the name is the first lab's, so this one keeps its own and cannot publish.
+  const second = await workspaceWith(key, 'Another SIR', 'ecosystem-sir');
+  assert.deepEqual(byCode(second.changeFindings, 'package_taken').map((f) => [f.severity, f.path]), [['warning', 'lab.yaml#/package']]);
+  const plan = await call('POST', '/publication-plans', { key, body: { workspace_id: second.ws.workspace_id, revision_id: second.revisionId, version: '1.2.0' } });
+  assert.equal(plan.body.status, 'blocked');
+  assert.match(byCode(plan.body.findings, 'package_taken')[0].message, /declares package ecosystem-sir, but another lab of .* is already named ecosystem-sir; this lab stays .*\/another-sir\./);
+  assert.deepEqual(((await call('GET', '/labs?limit=100', { key })).body.items as any[]).map((l) => l.name).sort(), ['another-sir', 'ecosystem-sir']);
 });
 
 test('a lab pinned to what the runtime cannot provide is blocked at plan time for a managed run, at publication, and for a Hub run', { timeout: 120_000 }, async () => {
