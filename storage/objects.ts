@@ -160,7 +160,13 @@ export function createObjectStore(cfg: ObjectStoreConfig, opts: { timeoutMs?: nu
     },
     async getStream(key, range) {
       const out = await client.send(new GetObjectCommand({ Bucket: cfg.bucket, Key: key, Range: range }));
-      return { body: out.Body as Readable, size: Number(out.ContentLength ?? 0), contentRange: out.ContentRange };
+      const body = out.Body as Readable;
+      // A download whose client goes away is destroyed by Koa after its pipeline has ended
+      // and let go of the stream; undici's body then reports the abort as an 'error' that
+      // nobody listens to any more, which would end the api process. Readers still get
+      // every error through their own listeners (pipeline, async iteration).
+      body.on('error', () => undefined);
+      return { body, size: Number(out.ContentLength ?? 0), contentRange: out.ContentRange };
     },
     async ping() {
       await client.send(new HeadBucketCommand({ Bucket: cfg.bucket }));

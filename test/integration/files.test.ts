@@ -231,3 +231,36 @@ test('a storage failure part way through a ZIP import keeps the copied files, li
     proxy.close();
   }
 });
+
+test('downloads whose clients go away mid-stream leave the api serving (an aborted object-store body once ended the process)', { timeout: 120_000 }, async () => {
+  // An api of its own: if this failed, it would take only this replica down.
+  const replica = await spawnApi();
+  try {
+    const bytes = Buffer.alloc(8 << 20, 7);
+    const up = await upload(key, 'large.bin', bytes, replica.base);
+    assert.equal(up.status, 200);
+    const url = new URL(`${replica.base}/files/${up.body.file_id}/content`);
+    // Gone at each moment of a download: at its headers, at its first bytes, part way.
+    const abort = (after: 'headers' | 'data' | number) => new Promise<void>((resolve, reject) => {
+      const req = http.get(url, { headers: { Authorization: `Bearer ${key}` } }, (res) => {
+        if (after === 'headers') return void (req.destroy(), resolve());
+        let seen = 0;
+        res.on('data', (c: Buffer) => {
+          seen += c.length;
+          if (after === 'data' || seen >= after) {
+            req.destroy();
+            resolve();
+          }
+        });
+      });
+      req.on('error', (err) => ((err as NodeJS.ErrnoException).code === 'ECONNRESET' ? resolve() : reject(err)));
+    });
+    for (let round = 0; round < 5; round++) await Promise.all(['headers', 'data', 1 << 20, 4 << 20].flatMap((a) => [abort(a as never), abort(a as never)]));
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(replica.proc.exitCode, null, 'the api is still running');
+    const whole = await fetch(url, { headers: { Authorization: `Bearer ${key}` } });
+    assert.equal(sha256Hex(Buffer.from(await whole.arrayBuffer())), sha256Hex(bytes));
+  } finally {
+    await replica.stop();
+  }
+});
