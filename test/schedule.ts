@@ -63,7 +63,7 @@ export interface Schedule { passed: number; failed: number; skipped: number; fil
 const rel = (f: string) => path.relative(REPO_ROOT, f);
 
 /** One file in its own test process: its spec output printed whole when it ends, and its counts. */
-async function runFile(file: string, namePattern: string | undefined, stop: AbortSignal, limitMs: number): Promise<FileResult> {
+async function runFile(file: string, namePattern: string | undefined, stop: AbortSignal, limitMs: number, write: (text: string) => void): Promise<FileResult> {
   const result: FileResult = { file: rel(file), ms: 0, passed: 0, failed: 0, skipped: 0 };
   const started = Date.now();
   // A file that hangs (a hook awaiting a dead stack) is cancelled after its limit, and
@@ -93,7 +93,7 @@ async function runFile(file: string, namePattern: string | undefined, stop: Abor
   // Each run's own closing summary is left out: the suite's is printed once, at the end.
   const body = out.split('\n').filter((l) => !/^ℹ (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) /.test(l)).join('\n').trimEnd();
   const counts = [`${result.passed} passed`, ...(result.failed ? [`${result.failed} failed`] : []), ...(result.skipped ? [`${result.skipped} skipped`] : [])];
-  process.stdout.write(`\n▶ ${result.file} (${(result.ms / 1000).toFixed(1)} s, ${counts.join(', ')})${result.failed ? ' FAILED' : ''}${cut ? ` (${cut})` : ''}\n${body}\n`);
+  write(`\n▶ ${result.file} (${(result.ms / 1000).toFixed(1)} s, ${counts.join(', ')})${result.failed ? ' FAILED' : ''}${cut ? ` (${cut})` : ''}\n${body}\n`);
   return result;
 }
 
@@ -101,8 +101,9 @@ async function runFile(file: string, namePattern: string | undefined, stop: Abor
  * Runs the files, at most `concurrency` at once (SILICO_TEST_CONCURRENCY, default 3),
  * each of ALONE with no other file running, and prints the slowest files and the counts.
  */
-export async function runFiles(files: string[], opts: { env: NodeJS.ProcessEnv; namePattern?: string; concurrency?: number; stop?: AbortSignal; fileLimitMs?: number }): Promise<Schedule> {
+export async function runFiles(files: string[], opts: { env: NodeJS.ProcessEnv; namePattern?: string; concurrency?: number; stop?: AbortSignal; fileLimitMs?: number; /** Where the report goes (stdout). */ write?: (text: string) => void }): Promise<Schedule> {
   const stop = opts.stop ?? new AbortController().signal;
+  const write = opts.write ?? ((text: string) => void process.stdout.write(text));
   // The test processes inherit this process's environment: the stack's addresses and key.
   Object.assign(process.env, opts.env);
   const concurrency = opts.concurrency ?? Number(process.env.SILICO_TEST_CONCURRENCY ?? 3);
@@ -137,7 +138,7 @@ export async function runFiles(files: string[], opts: { env: NodeJS.ProcessEnv; 
     const fixture = fixtureOf(next);
     alone = rel(next) in ALONE;
     if (fixture) held.add(fixture);
-    const p: Promise<void> = runFile(next, opts.namePattern, stop, opts.fileLimitMs ?? FILE_LIMIT_MS).then((r) => {
+    const p: Promise<void> = runFile(next, opts.namePattern, stop, opts.fileLimitMs ?? FILE_LIMIT_MS, write).then((r) => {
       results.push(r);
       running.delete(p);
       if (rel(next) in ALONE) alone = false;
@@ -156,11 +157,11 @@ export async function runFiles(files: string[], opts: { env: NodeJS.ProcessEnv; 
     const g = groups.get(name) ?? { file: name, files: 0, ms: 0, passed: 0, failed: 0, skipped: 0 };
     groups.set(name, { ...g, files: g.files + 1, ms: g.ms + r.ms, passed: g.passed + r.passed, failed: g.failed + r.failed, skipped: g.skipped + r.skipped });
   }
-  process.stdout.write(`\nby group (files' own times, summed):\n${[...groups.values()].map((g) => `  ${g.file.padEnd(18)} ${String(g.files).padStart(3)} files ${(g.ms / 1000).toFixed(0).padStart(5)} s  ${g.passed} passed, ${g.failed} failed${g.skipped ? `, ${g.skipped} skipped` : ''}`).join('\n')}\n`);
+  write(`\nby group (files' own times, summed):\n${[...groups.values()].map((g) => `  ${g.file.padEnd(18)} ${String(g.files).padStart(3)} files ${(g.ms / 1000).toFixed(0).padStart(5)} s  ${g.passed} passed, ${g.failed} failed${g.skipped ? `, ${g.skipped} skipped` : ''}`).join('\n')}\n`);
   const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 12);
-  process.stdout.write(`\nslowest files (of ${results.length}, ${concurrency} at a time, ${(schedule.ms / 1000).toFixed(0)} s in all):\n${slowest.map((r) => `  ${(r.ms / 1000).toFixed(1).padStart(6)} s  ${r.file}`).join('\n')}\n`);
-  for (const r of results.filter((x) => x.failed)) process.stdout.write(`failed: ${r.file} (${r.failed})\n`);
-  if (skipped.length) process.stdout.write(`not run (${(stop.reason as Error).message}): ${skipped.join(', ')}\n`);
-  process.stdout.write(`\ntests: ${schedule.passed} passed, ${schedule.failed} failed${schedule.skipped ? `, ${schedule.skipped} skipped` : ''}${skipped.length ? `; ${skipped.length} files not run` : ''}\n`);
+  write(`\nslowest files (of ${results.length}, ${concurrency} at a time, ${(schedule.ms / 1000).toFixed(0)} s in all):\n${slowest.map((r) => `  ${(r.ms / 1000).toFixed(1).padStart(6)} s  ${r.file}`).join('\n')}\n`);
+  for (const r of results.filter((x) => x.failed)) write(`failed: ${r.file} (${r.failed})\n`);
+  if (skipped.length) write(`not run (${(stop.reason as Error).message}): ${skipped.join(', ')}\n`);
+  write(`\ntests: ${schedule.passed} passed, ${schedule.failed} failed${schedule.skipped ? `, ${schedule.skipped} skipped` : ''}${skipped.length ? `; ${skipped.length} files not run` : ''}\n`);
   return schedule;
 }

@@ -23,7 +23,7 @@ test('a stopped run cancels the running files, starts no other, and ends with th
   const stop = new AbortController();
   setTimeout(() => stop.abort(new Error('the shared stack is gone')), 1500);
   const started = Date.now();
-  const s = await runFiles(files, { env: {}, concurrency: 3, stop: stop.signal });
+  const s = await runFiles(files, { env: {}, concurrency: 3, stop: stop.signal, write: () => undefined });
   assert.ok(Date.now() - started < 15_000, 'it did not wait for the files to end by themselves');
   assert.equal(s.passed, 0);
   assert.equal(s.failed, 3);
@@ -33,7 +33,7 @@ test('a stopped run cancels the running files, starts no other, and ends with th
 test('a file past the per-file limit is cancelled and counted failed; the others go on', { timeout: 60_000 }, async () => {
   const [slow] = await waitingFiles(1, 30_000);
   const [quick] = await waitingFiles(1, 10);
-  const s = await runFiles([slow!, quick!], { env: {}, concurrency: 2, fileLimitMs: 2000 });
+  const s = await runFiles([slow!, quick!], { env: {}, concurrency: 2, fileLimitMs: 2000, write: () => undefined });
   assert.deepEqual(s.files.map((f) => [path.basename(path.dirname(f.file)) === path.basename(path.dirname(slow!)) ? 'slow' : 'quick', f.passed, f.failed]).sort(), [['quick', 1, 0], ['slow', 0, 1]]);
   assert.deepEqual(s.notRun, []);
 });
