@@ -1,4 +1,5 @@
 import { secretsKeyring, type SecretsKeyring } from '../storage/sealedSecrets.ts';
+import { parsePythons, type EnvironmentSettings } from '../activities/environments/settings.ts';
 
 /**
  * Configuration, read once from the environment and passed down. Nothing else in the
@@ -38,6 +39,8 @@ export interface Config {
   logLevel: string;
   /** Interpreter of the lab runtime environment (workers only). */
   python: string;
+  /** Lab environments: the resolver, the index, the provided Pythons, where builds are kept. */
+  environments: EnvironmentSettings;
   /** How lab processes are sandboxed (workers only; activities/execution/sandbox.ts). */
   sandbox: { bwrap: string; unsafeNoSandbox: boolean; uidBase: number; uidCount: number };
   passports: {
@@ -218,6 +221,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     drainMs: int(env, 'SILICO_DRAIN_MS', 2000),
     logLevel: str(env, 'LOG_LEVEL', 'info'),
     python: str(env, 'SILICO_PYTHON', 'python3'),
+    environments: {
+      uv: str(env, 'SILICO_UV', 'uv'),
+      indexUrl: str(env, 'SILICO_PACKAGE_INDEX_URL', 'https://pypi.org/simple'),
+      pythons: parsePythons(env.SILICO_PYTHONS ?? ''),
+      dir: str(env, 'SILICO_ENVIRONMENTS_DIR', '/var/lib/silico/environments'),
+      timeoutSeconds: int(env, 'SILICO_ENVIRONMENT_BUILD_SECONDS', 900),
+    },
     sandbox: sandboxSettings(env),
     sessions: { historyBound: int(env, 'SILICO_SESSION_HISTORY_BOUND', 2000) },
     passports: {

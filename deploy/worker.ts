@@ -83,7 +83,7 @@ async function main(): Promise<void> {
   // One activity worker per compute profile this machine serves (GPU profiles are served
   // by GPU machines; without one, such runs fail with capacity_unavailable).
   const profiles = config.worker.computeProfiles;
-  const execution = createExecutionActivities({ db, objects, python: config.python, sandbox });
+  const execution = createExecutionActivities({ db, objects, python: config.python, environments: config.environments, sandbox });
   const compute = await Promise.all(profiles.map((p) => Worker.create({
     connection,
     namespace: config.temporal.namespace,

@@ -23,6 +23,10 @@ import { stageInputs } from './stagedInputs.ts';
 import { createOutputSink, MAX_INLINE_OUTPUT_BYTES, textFile, type ArtifactFile } from './outputs.ts';
 import { outcomeError, runLabProcess, spendCapReached, type StreamLimits } from './labProcess.ts';
 import { SandboxUnavailable, type Sandbox, type SandboxLimits } from './sandbox.ts';
+import { ensureEnvironment } from '../environments/build.ts';
+import type { EnvironmentSettings } from '../environments/settings.ts';
+import { getLock, markLockBuilt } from '../../storage/db/environments.ts';
+import { readRuntimeLock } from '../../storage/runtimePins.ts';
 
 export const DRIVER = fileURLToPath(new URL('./driver.py', import.meta.url));
 const MAX_LOG_EVENTS = 500;
@@ -37,7 +41,9 @@ export interface ExecutionResult {
 export interface ExecutionDeps {
   db: Db;
   objects: ObjectStore;
+  /** The default runtime's interpreter; a run whose lock is another's runs in that lock's environment. */
   python: string;
+  environments: EnvironmentSettings;
   sandbox: Sandbox;
   streamLimits?: StreamLimits;
 }
@@ -93,6 +99,9 @@ export function createExecutionActivities(deps: ExecutionDeps) {
         if ('error' in source) return { status: 'failed', error: source.error, computeSeconds: 0 };
         const staged = await stageInputs(deps, run, source.manifest, path.join(dir, 'input'));
         if ('error' in staged) return { status: 'failed', error: staged.error, computeSeconds: 0 };
+        // Built before compute is charged: a build is never billed to the run.
+        const python = await runPython(deps, run, () => ctx.heartbeat({}));
+        if (typeof python !== 'string') return { status: 'failed', error: python.error, computeSeconds: 0 };
         // Compute is charged from here: waiting for a slot or a worker costs nothing.
         await markRunStarted(deps.db, run.id);
         await appendEvent(deps.db, run.id, 'log', `Executing ${run.resolved_ref} on ${profile.id}.`, { stream: 'worker' });
@@ -119,7 +128,7 @@ export function createExecutionActivities(deps: ExecutionDeps) {
         let outcome;
         try {
           outcome = await runLabProcess(deps.sandbox, {
-            python: deps.python, script: DRIVER, input: path.join(dir, 'input'), scratch: path.join(dir, 'scratch'),
+            python, script: DRIVER, input: path.join(dir, 'input'), scratch: path.join(dir, 'scratch'),
             args: (p) => [path.join(p.input, source.entry), p.scratch],
             limits: runLimits(profile, run.max_runtime_seconds), env: labEnv(profile.vcpus),
           }, (p) => JSON.stringify({ inputs: staged.values(p.input), seed: run.seed, ...source.request }), { wallSeconds, signal: ctx.cancellationSignal, limits: deps.streamLimits }, {
@@ -178,6 +187,34 @@ export function createExecutionActivities(deps: ExecutionDeps) {
       }
     },
   };
+}
+
+const DEFAULT_RUNTIME = readRuntimeLock();
+
+/**
+ * The interpreter a run executes with: the default runtime's, or its own lock's
+ * environment, built here first when this host has none (as `progress` events with
+ * `phase: environment`, heartbeating while the build is alive).
+ */
+async function runPython(deps: ExecutionDeps, run: RunRow, beat: () => void): Promise<string | { error: { code: string; message: string } }> {
+  if (!run.runtime_sha256 || run.runtime_sha256 === DEFAULT_RUNTIME.sha256) return deps.python;
+  const lock = await getLock(deps.db, run.runtime_sha256);
+  if (!lock) return { error: { code: 'environment_unavailable', message: `The environment lock ${run.runtime_sha256} of this run is not recorded.` } };
+  let started = 0;
+  const timer = setInterval(beat, 5000);
+  try {
+    const python = await ensureEnvironment(deps.environments, lock, () => {
+      started = Date.now();
+      void appendEvent(deps.db, run.id, 'progress', `Building the lab's environment (Python ${lock.python}, lock sha256:${lock.sha256}); not billed to the run.`, { phase: 'environment', status: 'building', lock_sha256: lock.sha256 });
+    });
+    if (started) await appendEvent(deps.db, run.id, 'progress', `Environment built in ${Math.round((Date.now() - started) / 1000)} s.`, { phase: 'environment', status: 'built', lock_sha256: lock.sha256, seconds: (Date.now() - started) / 1000 });
+    await markLockBuilt(deps.db, lock.sha256);
+    return python;
+  } catch (err) {
+    return { error: { code: 'environment_build_failed', message: (err as Error).message } };
+  } finally {
+    clearInterval(timer);
+  }
 }
 
 /**

@@ -29,7 +29,7 @@ function studyRuns(experimentId: string, caller: Caller, p: ExperimentProposal):
           id: newUuid(), account_id: caller.account.id, key_id: caller.key.id, kind: run.kind, ref: run.ref, resolved_ref: run.resolved_ref, release_id: null,
           workspace_id: arm.workspace_id, revision_id: arm.revision_id, package_sha256: run.package_sha256, inputs: run.inputs,
           metadata: { experiment_arm: arm.label, replicate: String(k) }, compute_profile: run.compute_profile,
-          max_runtime_seconds: run.max_runtime_seconds, reserved_micros: run.estimated_max_micros, seed: run.seed, experiment_id: experimentId, plan_id: null,
+          max_runtime_seconds: run.max_runtime_seconds, reserved_micros: run.estimated_max_micros, seed: run.seed, experiment_id: experimentId, plan_id: null, runtime_sha256: run.runtime_sha256,
         },
       });
     });

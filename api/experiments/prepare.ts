@@ -38,7 +38,7 @@ export function armRunProposal(arm: ExperimentArm, seed = arm.seed): RunProposal
   return {
     kind: 'managed', ref: arm.resolved_ref, resolved_ref: arm.resolved_ref, release_id: null, workspace_id: arm.workspace_id, revision_id: arm.revision_id,
     package_sha256: arm.package_sha256, inputs: arm.inputs, compute_profile: arm.compute_profile, max_runtime_seconds: arm.max_runtime_seconds,
-    estimated_max_micros: arm.estimated_max_micros, seed,
+    estimated_max_micros: arm.estimated_max_micros, seed, ...(arm.runtime_sha256 ? { runtime_sha256: arm.runtime_sha256 } : {}),
   };
 }
 
@@ -84,7 +84,7 @@ export async function prepareExperiment(
     arms.push({
       label: a.label, workspace_id: a.workspace_id, revision_id: a.revision_id, resolved_ref: p.resolved_ref, package_sha256: p.package_sha256,
       inputs: p.inputs, compute_profile: p.compute_profile, max_runtime_seconds: p.max_runtime_seconds, replicates, seed, fixed_seed: fixed,
-      seeds: Array.from({ length: replicates }, (_, k) => (fixed ? seed : seed + k)), estimated_max_micros: p.estimated_max_micros,
+      seeds: Array.from({ length: replicates }, (_, k) => (fixed ? seed : seed + k)), estimated_max_micros: p.estimated_max_micros, runtime_sha256: p.runtime_sha256,
       scalar_outputs: contractOf(prepared.release.manifest as never).outputs.filter((o) => o.value_type === 'number' || o.value_type === 'integer').map((o) => String(o.name)),
     });
   }

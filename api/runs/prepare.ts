@@ -13,7 +13,7 @@ import { blobKey } from '../../storage/objects.ts';
 import { unstorableProblem } from '../validation.ts';
 import { getLabById } from '../../storage/db/labs.ts';
 import { readLabManifests } from '../../storage/labManifests.ts';
-import { runtimePinFindings } from '../../storage/runtimePins.ts';
+import { planEnvironment, type EnvironmentPlan } from './environment.ts';
 import { findReusableRun, reuseOwnerOf } from '../../storage/db/runs.ts';
 import { runCapFindings } from '../spendCaps.ts';
 import { digestJson } from '../../storage/digest.ts';
@@ -35,7 +35,10 @@ export interface RunProposal {
   seed: number;
   /** With package, seed and profile: what makes two runs the same computation (lone runs record them; a study's do not). */
   inputs_sha256?: string;
+  /** The environment lock's digest: the default runtime's, or the lab's own (./environment.ts). */
   runtime_sha256?: string;
+  /** The environment it runs in, as the plan shows it (its status is advisory: a worker builds it when needed). */
+  environment?: EnvironmentPlan;
   /** The completed run this one is answered from, at no cost (asked for with `reuse: true`). */
   reuse_of?: string;
   /** The accounts whose runs may answer it: the caller's, and a public release's owner who allows reuse. */
@@ -66,15 +69,19 @@ async function profileOf(deps: Deps, id: string, param: string): Promise<Compute
 export type Runnable = Pick<ReleaseRow, 'id' | 'namespace' | 'name' | 'version' | 'inputs' | 'manifest' | 'package_sha256' | 'runtime_problems' | 'tree'>;
 
 /**
- * Nothing is installed during a run, so a lab's pins are checked here against the runtime
- * lock, for releases and revisions alike, from the source files they run. A release
- * recorded without its source tree keeps the problems found when it was packed.
+ * The environment a run executes in and what it finds, from the source files it runs, for
+ * releases and revisions alike (./environment.ts). A release recorded without its source
+ * tree keeps the problems found when it was packed, and runs in the default runtime.
  */
-async function runtimeFindings(deps: Deps, runnable: Runnable): Promise<Finding[]> {
+async function runtimeFindings(deps: Deps, runnable: Runnable): Promise<{ environment: EnvironmentPlan | null; findings: Finding[] }> {
   if (!runnable.tree?.['lab.yaml']) {
-    return (runnable.runtime_problems ?? []).map((problem) => ({ severity: 'blocking', code: 'runtime_unsatisfiable', message: `This lab cannot run in the platform runtime: ${problem}.`, path: 'capability_ref' }));
+    const problems = runnable.runtime_problems ?? [];
+    return {
+      environment: problems.length ? null : { lock_sha256: deps.runtimeLock.sha256, python: deps.runtimeLock.python, status: 'ready' },
+      findings: problems.map((problem) => ({ severity: 'blocking', code: 'runtime_unsatisfiable', message: `This lab cannot run in the platform runtime: ${problem}.`, path: 'capability_ref' })),
+    };
   }
-  return runtimePinFindings(deps.runtimeLock, await readLabManifests(deps.objects, runnable.tree, runnable.manifest));
+  return planEnvironment(deps, await readLabManifests(deps.objects, runnable.tree, runnable.manifest));
 }
 
 /**
@@ -132,7 +139,8 @@ export async function prepareRun(
     throw errors.validation('parameter_out_of_range', `max_runtime_seconds must be at most ${profile.max_runtime_seconds} on ${profile.id}.`, 'max_runtime_seconds');
   }
   const { unknown, findings } = checkInputs(release, req.inputs);
-  findings.push(...await runtimeFindings(deps, release));
+  const runtime = await runtimeFindings(deps, release);
+  findings.push(...runtime.findings);
   if (unknown.length) {
     throw new ApiError(422, 'unknown_inputs', `Inputs not declared by ${release.namespace}/${release.name}@${release.version}: ${unknown.join(', ')}.`, 'inputs', { unknown });
   }
@@ -151,7 +159,8 @@ export async function prepareRun(
     package_sha256: `sha256:${release.package_sha256}`,
     inputs: req.inputs, compute_profile: profile.id, max_runtime_seconds: maxRuntime,
     estimated_max_micros: maxRuntime * profile.price_per_second_micros, seed: req.seed ?? randomInt(0, 2 ** 31 - 1),
-    inputs_sha256: digestJson(req.inputs), runtime_sha256: deps.runtimeLock.sha256,
+    inputs_sha256: digestJson(req.inputs), runtime_sha256: runtime.environment?.lock_sha256 ?? deps.runtimeLock.sha256,
+    ...(runtime.environment ? { environment: runtime.environment } : {}),
   };
   if (req.reuse !== 'skip') findings.push(...await reuseFindings(deps, caller, proposal, { seed: req.seed, reuse: req.reuse }));
   if (req.caps && !proposal.reuse_of) {
@@ -203,7 +212,8 @@ export async function recheckProposal(deps: Deps, caller: Caller, proposal: RunP
   if (capFinding || lowered) {
     throw planUnavailable(`A spend cap changed since this plan was prepared${capFinding ? `: ${capFinding.message}` : ''}; prepare it again.`, null);
   }
-  if (again.release.package_sha256 !== proposal.package_sha256.replace('sha256:', '') || again.findings.some((f) => f.severity === 'blocking')) {
+  if (again.release.package_sha256 !== proposal.package_sha256.replace('sha256:', '') || again.findings.some((f) => f.severity === 'blocking')
+    || (proposal.runtime_sha256 !== undefined && again.proposal.runtime_sha256 !== proposal.runtime_sha256)) {
     throw planUnavailable('The capability or its contract changed since this plan was prepared; prepare it again.', null);
   }
 }

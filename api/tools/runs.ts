@@ -105,6 +105,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
         object: 'run_plan', ...planView(plan), estimated_max_usd: microsToUsd(proposal.estimated_max_micros),
         resolved_ref: proposal.resolved_ref, package_sha256: proposal.package_sha256, compute_profile: proposal.compute_profile,
         max_runtime_seconds: proposal.max_runtime_seconds, reuse_of: proposal.reuse_of ? { run_id: proposal.reuse_of } : null,
+        environment: proposal.environment ?? null,
       },
       next_actions: plan.status === 'ready'
         ? [{ tool: 'run_create', description: 'After the user approves this digest and price, start the run (send an Idempotency-Key).', arguments: { plan_id: plan.id, plan_sha256: plan.plan_sha256 } }]
@@ -201,6 +202,8 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
         provenance: {
           ref: run.ref, resolved_ref: run.resolved_ref, package_sha256: run.package_sha256, inputs_sha256: digestJson(run.inputs),
           compute_profile: run.compute_profile, seed: run.seed, started_at: isoTime(run.started_at), finished_at: isoTime(run.finished_at),
+          // The environment lock it ran in (docs/decisions.md: environments), when recorded.
+          ...(run.runtime_sha256 ? { environment_lock_sha256: run.runtime_sha256 } : {}),
           // Only on a reused run (issue 21): the rest is the provenance docs/contract/gaps.md lists.
           ...(run.reused_from ? { reused_from: run.reused_from } : {}),
         },

@@ -3,7 +3,10 @@ import { ensurePrerequisites, stackPrerequisites } from './prerequisites.ts';
 import path from 'node:path';
 import { createDb } from '../../storage/db/knex.ts';
 import { createObjectStore } from '../../storage/objects.ts';
-import { resolveBinary } from './binaries.ts';
+import { cacheDir, resolveBinary } from './binaries.ts';
+import { pythonTool } from './pythonTools.ts';
+import { discoverPythons, pythonsSetting } from './interpreters.ts';
+import { RESOLVER_LOCK_FILE } from '../../activities/environments/settings.ts';
 import { startPostgres } from './postgres.ts';
 import { startTemporal } from './temporal.ts';
 import { startMinio } from './minio.ts';
@@ -102,6 +105,11 @@ async function stackEnv(s: { databaseUrl: string; temporalAddress: string; tempo
     SILICO_PASSPORT_KEYS_DIR: path.join(s.dataDir, 'passport-keys'),
     // Seals the secrets kept in Postgres (webhook signing secrets); made once per data dir.
     SILICO_SECRETS_KEY: await ensureSecretsKey(s.dataDir),
+    // Lab environments: resolved and installed by uv, on the Pythons this machine has, kept
+    // in the per-user cache by lock digest (shared by every stack of this user).
+    SILICO_UV: await pythonTool(RESOLVER_LOCK_FILE, 'uv'),
+    SILICO_PYTHONS: pythonsSetting(await discoverPythons()),
+    SILICO_ENVIRONMENTS_DIR: path.join(cacheDir(), 'environments'),
   };
 }
 

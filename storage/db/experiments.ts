@@ -23,6 +23,8 @@ export interface ExperimentArm {
   estimated_max_micros: number;
   /** Outputs the arm's contract declares as numbers: what the comparison summarizes. */
   scalar_outputs: string[];
+  /** The environment lock its runs execute in (absent in studies planned before environments). */
+  runtime_sha256?: string;
 }
 
 /** A stored comparison output (CSV or chart), kept as one of the account's files. */

@@ -28,6 +28,8 @@ export interface RunRow {
   outputs: Record<string, unknown> | null;
   error: { code: string; message: string } | null;
   experiment_id: string | null;
+  /** The environment lock it runs in (null: runs recorded before environments, in the default runtime). */
+  runtime_sha256?: string | null;
   plan_id: string | null;
   /** The completed run this one was answered from (nothing ran), or null. */
   reused_from: string | null;
@@ -44,7 +46,7 @@ export const MAX_EVENT_SEQ = 2 ** 31 - 1;
 /** RunRow's columns, named for prepared statements (storage/db/prepared.ts). */
 const RUN_COLUMNS = `id, account_id, kind, status, ref, resolved_ref, release_id, workspace_id, revision_id, package_sha256, inputs,
   metadata, compute_profile, max_runtime_seconds, reserved_micros, settled_micros, seed, progress, artifact_count, outputs, error,
-  experiment_id, plan_id, reused_from, cap_micros, created_at, started_at, finished_at`;
+  experiment_id, plan_id, reused_from, cap_micros, runtime_sha256, created_at, started_at, finished_at`;
 
 export interface RunEvent { seq: number; at: Date; type: string; message: string; data: Record<string, unknown> }
 

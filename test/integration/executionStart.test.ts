@@ -13,7 +13,7 @@ test('execution that finds its run cancelled before it began ends it as cancelle
   const res = await call('POST', '/runs', { key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { ref: 'platform/microbial-growth@1.0.0', inputs: {}, max_runtime_seconds: 60 } });
   assert.equal(res.status, 200, res.text);
   const run = await waitForRun(owner.key, res.body.id);
-  const { executeLab } = createExecutionActivities({ db: testDb(), objects: testObjects(), python: '/nonexistent/python', sandbox: createSandbox(loadConfig().sandbox) });
+  const { executeLab } = createExecutionActivities({ db: testDb(), objects: testObjects(), python: '/nonexistent/python', environments: loadConfig().environments, sandbox: createSandbox(loadConfig().sandbox) });
   const env = new MockActivityEnvironment();
 
   assert.deepEqual(await env.run(executeLab, { runId: run.id }), { status: 'skipped' }, 'already completed: left as it is');

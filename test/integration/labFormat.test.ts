@@ -64,11 +64,12 @@ test('an ecosystem lab (own package/version, free-text keys, UI layout, unknown 
   assert.equal(unknown.length, 1);
   assert.match(unknown[0].message, /ui, curation_notes/);
 
-  // Managed run: pins checked from the revision's files; the biosimulant pin the runtime replaces is a warning.
+  // Managed run: its pins (biosimulant 0.0.38, numpy 2.4.6) are not the default runtime's, so it gets its own environment.
   const plan = await call('POST', '/run-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: revisionId, inputs, max_runtime_seconds: 120 } });
   assert.equal(plan.status, 200, plan.text);
   assert.equal(plan.body.status, 'ready', JSON.stringify(plan.body.findings));
-  assert.deepEqual(byCode(plan.body.findings, 'runtime_version_differs').map((f: any) => [f.severity, f.path]), [['warning', 'models/core/model.yaml#/runtime/dependencies/packages/1']]);
+  assert.deepEqual(byCode(plan.body.findings, 'environment_own').map((f: any) => [f.severity, f.path]), [['info', 'models/core/model.yaml#/runtime/dependencies/packages/1']]);
+  assert.match(byCode(plan.body.findings, 'environment_own')[0].message, /biosimulant==0\.0\.38 is pinned/);
   assert.deepEqual(plan.body.findings.filter((f: any) => f.severity === 'blocking'), []);
   const managed = await call('POST', '/runs', { key, headers: idem(), body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
   assert.equal(managed.status, 200, managed.text);
@@ -117,7 +118,7 @@ test('an ecosystem lab (own package/version, free-text keys, UI layout, unknown 
 
   const hub = await call('POST', '/run-plans', { key, body: { capability_ref: prep.body.reference, inputs, max_runtime_seconds: 120 } });
   assert.equal(hub.body.status, 'ready', JSON.stringify(hub.body.findings));
-  assert.equal(byCode(hub.body.findings, 'runtime_version_differs').length, 1, 'the same pin check for a Hub run');
+  assert.equal(hub.body.environment.lock_sha256, plan.body.environment.lock_sha256, 'a Hub run of the release runs in the environment its revision ran in');
   const hubRun = await call('POST', '/runs', { key, headers: idem(), body: { plan_id: hub.body.plan_id, plan_sha256: hub.body.plan_sha256 } });
   const hdone = await waitForRun(key, hubRun.body.id, 120000);
   assert.equal(hdone.status, 'completed', JSON.stringify(hdone.error ?? hdone));
@@ -160,31 +161,62 @@ test('a declared package another lab of the namespace has blocks publication wit
   assert.deepEqual(((await call('GET', '/labs?limit=100', { key })).body.items as any[]).map((l) => l.name).sort(), ['another-sir', 'ecosystem-sir']);
 });
 
-test('a lab pinned to what the runtime cannot provide is blocked at plan time for a managed run, at publication, and for a Hub run', { timeout: 120_000 }, async () => {
+test('a lab whose declared runtime cannot be resolved is blocked at plan time in the resolver\'s words, for a managed run, at publication, and for a Hub run; a Python not provided names those that are', { timeout: 120_000 }, async () => {
   const owner = await newAccount({ usd: 5 });
-  const expected = [
-    ['lab.yaml#/runtime/python_version', /"3\.10" is required; the lab runtime has Python 3\.11/],
-    ['models/core/model.yaml#/runtime/python_version', /"3\.10" is required/],
-    ['models/core/model.yaml#/runtime/dependencies/packages/0', /numpy==1\.26\.4 is required; the lab runtime has numpy 2\.4\.6/],
-  ] as const;
   const check = (findings: any[]) => {
-    const blocking = byCode(findings, 'runtime_unsatisfiable');
-    assert.deepEqual(blocking.map((f) => [f.severity, f.path]), expected.map(([p]) => ['blocking', p]));
-    expected.forEach(([, re], i) => assert.match(blocking[i].message, re));
+    const [f, ...more] = byCode(findings, 'dependencies_unsatisfiable');
+    assert.equal(more.length, 0);
+    assert.equal(f.severity, 'blocking');
+    assert.match(f.message, /cannot be resolved for Python 3\.10 from .*: .*silico-no-such-distribution was not found in the package registry/s);
   };
   const { ws, revisionId } = await workspaceWith(owner.key, 'Pinned elsewhere', 'pinned-elsewhere');
   const managed = await call('POST', '/run-plans', { key: owner.key, body: { workspace_id: ws.workspace_id, revision_id: revisionId, inputs: {} } });
   assert.equal(managed.status, 200, managed.text);
   assert.equal(managed.body.status, 'blocked');
+  assert.equal(managed.body.environment, null);
   check(managed.body.findings);
   const publication = await call('POST', '/publication-plans', { key: owner.key, body: { workspace_id: ws.workspace_id, revision_id: revisionId, version: '1.0.0' } });
   assert.equal(publication.body.status, 'blocked', 'it cannot be smoke-run, so it is not published through the API');
-  check(publication.body.findings);
   // A release recorded directly (as an older runtime might have) is checked from its source tree.
   const ref = await publishFixtureLab(owner, 'pinned-elsewhere');
   const hub = await call('POST', '/run-plans', { key: owner.key, body: { capability_ref: ref, inputs: {} } });
   assert.equal(hub.body.status, 'blocked');
   check(hub.body.findings);
+
+  const older = await workspaceWith(owner.key, 'Pinned older', 'pinned-elsewhere', (_p, t) => t.replaceAll("python_version: '3.10'", "python_version: '3.9'"));
+  const plan = await call('POST', '/run-plans', { key: owner.key, body: { workspace_id: older.ws.workspace_id, revision_id: older.revisionId, inputs: {} } });
+  assert.equal(plan.body.status, 'blocked');
+  const [unavailable] = byCode(plan.body.findings, 'python_unavailable');
+  assert.equal(unavailable.path, 'lab.yaml#/runtime/python_version');
+  assert.match(unavailable.message, /^Python 3\.9 is not provided here; this deployment provides (3\.\d+, )*3\.11(, 3\.\d+)*\. Declare one of them\.$/);
+});
+
+test('a lab that pins its runtime (Python 3.12, biosimulant 0.0.34) runs on exactly that, in an environment built once and without network; another run reuses it', { timeout: 300_000 }, async () => {
+  const { key } = await newAccount({ usd: 5 });
+  const { ws, revisionId } = await workspaceWith(key, 'Pinned runtime', 'pinned-runtime');
+  const runOnce = async (seed: number) => {
+    const plan = await call('POST', '/run-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: revisionId, inputs: {}, seed, max_runtime_seconds: 120 } });
+    assert.equal(plan.body.status, 'ready', JSON.stringify(plan.body.findings));
+    assert.equal(plan.body.environment.python, '3.12');
+    assert.match(byCode(plan.body.findings, 'environment_own')[0].message, /runtime\.python_version "3\.12" is required.*biosimulant==0\.0\.34.*own environment: Python 3\.12/);
+    const run = await call('POST', '/runs', { key, headers: idem(), body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
+    assert.equal(run.status, 200, run.text);
+    const done = await waitForRun(key, run.body.id, 240_000);
+    assert.equal(done.status, 'completed', JSON.stringify(done.error ?? done));
+    const results = (await call('GET', `/runs/${run.body.id}/results`, { key })).body;
+    const events = (await call('GET', `/runs/${run.body.id}/events?limit=100`, { key })).body.items as any[];
+    return { plan: plan.body, results, builds: events.filter((e) => e.data?.phase === 'environment') };
+  };
+  const first = await runOnce(1);
+  assert.deepEqual(first.results.outputs, { python_minor: 12, biosimulant_patch: 34, network_refused: 1 }, 'what it pinned, and no network at run time');
+  assert.equal(first.results.provenance.environment_lock_sha256, first.plan.environment.lock_sha256);
+  // A build (when this machine had none of this lock) is progress events, before compute is charged.
+  if (first.builds.length) assert.deepEqual(first.builds.map((e) => [e.type, e.data.status]), [['progress', 'building'], ['progress', 'built']]);
+  const second = await runOnce(2);
+  assert.equal(second.plan.environment.status, 'ready', 'built once');
+  assert.equal(second.plan.environment.lock_sha256, first.plan.environment.lock_sha256, 'the same declaration, the same lock');
+  assert.deepEqual(second.builds, [], 'the second run builds nothing');
+  assert.deepEqual(second.results.outputs, first.results.outputs);
 });
 
 test('a lab with a 10 MB trajectory goes workspace → managed run → publish → Hub run, its CSV whole and re-hashing to its digest each time', { timeout: 300_000 }, async () => {

@@ -1,3 +1,4 @@
+import { readRuntimeLock } from '../../storage/runtimePins.ts';
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { call, errorOf, closeTestDb, newAccount, testDb, waitForRun, driverPid, groupAlive, type Res, publishFixtureLab } from '../helpers.ts';
@@ -52,7 +53,8 @@ test('a plan, approved by its digest, runs microbial-growth to its known answer 
   assert.equal(results.status, 200);
   assert.ok(Math.abs(results.body.outputs.biomass - biomassAt(24, 0.2, 10, 0.3)) < 1e-9, `biomass ${results.body.outputs.biomass}`);
   assert.ok(Math.abs(results.body.outputs.substrate - (0.2 + 5 - results.body.outputs.biomass) / 0.5) < 1e-9, 'mass balance X + Y·S');
-  assert.deepEqual(Object.keys(results.body.provenance).sort(), ['compute_profile', 'finished_at', 'inputs_sha256', 'package_sha256', 'ref', 'resolved_ref', 'seed', 'started_at']);
+  assert.deepEqual(Object.keys(results.body.provenance).sort(), ['compute_profile', 'environment_lock_sha256', 'finished_at', 'inputs_sha256', 'package_sha256', 'ref', 'resolved_ref', 'seed', 'started_at']);
+  assert.equal(results.body.provenance.environment_lock_sha256, readRuntimeLock().sha256, 'a built-in lab runs in the default runtime');
   assert.equal(results.body.provenance.inputs_sha256, digestJson({ initial_biomass: 0.2, growth_rate: 0.3 }));
   const names = results.body.artifacts.map((a: any) => a.file_name).sort();
   assert.deepEqual(names, ['biomass.csv', 'biomass.svg', 'outputs.json', 'substrate.csv', 'substrate.svg', 'visuals.json']);
@@ -216,15 +218,15 @@ test("another account's run is answered exactly like a missing one", async () =>
   await waitForRun(owner.key, res.body.id);
 });
 
-test('a lab whose dependencies the runtime cannot satisfy is refused at plan time', async () => {
+test('a lab that needs a package the default runtime lacks gets its own environment, resolved at plan time', { timeout: 120_000 }, async () => {
   const ref = await publishFixtureLab(owner, 'needs-scipy');
   const p = await call('POST', '/run-plans', { key: owner.key, body: { capability_ref: ref, inputs: {} } });
   assert.equal(p.status, 200, p.text);
-  assert.equal(p.body.status, 'blocked');
-  const f = p.body.findings.find((x: any) => x.code === 'runtime_unsatisfiable');
-  assert.equal(f.severity, 'blocking');
-  assert.match(f.message, /scipy==1\.14\.1 is not installed/);
-  const direct = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: ref.replace(/@.*$/, ''), inputs: {} } });
-  assert.equal(direct.status, 422);
-  assert.equal(errorOf(direct).code, 'runtime_unsatisfiable');
+  assert.equal(p.body.status, 'ready', JSON.stringify(p.body.findings));
+  const f = p.body.findings.find((x: any) => x.code === 'environment_own');
+  assert.equal(f.severity, 'info');
+  assert.match(f.message, /scipy==1\.14\.1 is not installed .* own environment: Python 3\.11, \d+ distributions locked with their hashes \(lock sha256:[0-9a-f]{64}\)/);
+  assert.equal(p.body.environment.python, '3.11');
+  assert.match(p.body.environment.lock_sha256, /^[0-9a-f]{64}$/);
+  assert.notEqual(p.body.environment.lock_sha256, readRuntimeLock().sha256);
 });

@@ -29,6 +29,7 @@ import * as spendCaps from './029_spend_caps.ts';
 import * as spendCapsEverywhere from './030_spend_caps_everywhere.ts';
 import * as invocationCaps from './031_invocation_caps.ts';
 import * as reuseNewest from './032_reuse_newest.ts';
+import * as environments from './033_environments.ts';
 import * as biologyResources from './025_biology_resources.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
@@ -67,6 +68,7 @@ const migrations: Record<string, Migration> = {
   '030_spend_caps_everywhere': spendCapsEverywhere,
   '031_invocation_caps': invocationCaps,
   '032_reuse_newest': reuseNewest,
+  '033_environments': environments,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

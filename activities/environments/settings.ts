@@ -1,0 +1,42 @@
+import { fileURLToPath } from 'node:url';
+
+/** The pinned resolver (uv), with its hashes. */
+export const RESOLVER_LOCK_FILE = fileURLToPath(new URL('./resolver.lock', import.meta.url));
+
+/** How lab environments are resolved, built and kept (api/config.ts reads them from the environment). */
+export interface EnvironmentSettings {
+  /** uv: the resolver and installer (SILICO_UV). */
+  uv: string;
+  /** The package index environments resolve against and install from (SILICO_PACKAGE_INDEX_URL). */
+  indexUrl: string;
+  /** The Python versions this deployment provides, `major.minor` → interpreter (SILICO_PYTHONS). */
+  pythons: Record<string, string>;
+  /** Where built environments are kept by lock digest, and uv's download cache (SILICO_ENVIRONMENTS_DIR). */
+  dir: string;
+  /** Bound of one resolution or build (SILICO_ENVIRONMENT_BUILD_SECONDS). */
+  timeoutSeconds: number;
+}
+
+/** `3.12=/usr/bin/python3.12,3.11=/usr/bin/python3.11` → { '3.12': ..., '3.11': ... }. */
+export function parsePythons(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const m = /^(\d+\.\d+)=(.+)$/.exec(part);
+    if (!m) throw new Error(`SILICO_PYTHONS takes version=interpreter pairs separated by commas; got ${JSON.stringify(part)}`);
+    out[m[1]!] = m[2]!;
+  }
+  return out;
+}
+
+/**
+ * The environment uv runs with: no user or project configuration, never a downloaded
+ * interpreter, and the machine's own trust store (an operator's CA for the index's
+ * proxy is in it), with its locations when the host names them.
+ */
+export function uvEnv(s: EnvironmentSettings, host: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const trust = Object.fromEntries(['SSL_CERT_FILE', 'SSL_CERT_DIR'].filter((k) => host[k]).map((k) => [k, host[k]!]));
+  return {
+    PATH: '/usr/bin:/bin', HOME: s.dir, UV_CACHE_DIR: `${s.dir}/.uv-cache`, UV_NO_CONFIG: '1',
+    UV_PYTHON_DOWNLOADS: 'never', UV_NO_PROGRESS: '1', NO_COLOR: '1', UV_SYSTEM_CERTS: '1', ...trust,
+  };
+}

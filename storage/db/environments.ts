@@ -1,0 +1,25 @@
+import type { Db } from './knex.ts';
+
+export interface EnvironmentLockRow { sha256: string; python: string; lock: string; built_at: Date | null; created_at: Date }
+
+/** The lock a resolver request gave before, if any. */
+export async function resolvedLock(db: Db, requestSha256: string): Promise<EnvironmentLockRow | undefined> {
+  return db('environment_resolutions as r').join('environment_locks as l', 'l.sha256', 'r.lock_sha256')
+    .where({ 'r.request_sha256': requestSha256 }).first('l.*');
+}
+
+/** Records a lock (content-addressed: the same lock twice is one row) and the request that gave it. */
+export async function recordLock(db: Db, requestSha256: string, lock: { sha256: string; python: string; text: string }): Promise<void> {
+  await db.transaction(async (trx) => {
+    await trx('environment_locks').insert({ sha256: lock.sha256, python: lock.python, lock: lock.text }).onConflict('sha256').ignore();
+    await trx('environment_resolutions').insert({ request_sha256: requestSha256, lock_sha256: lock.sha256 }).onConflict('request_sha256').ignore();
+  });
+}
+
+export async function getLock(db: Db, sha256: string): Promise<EnvironmentLockRow | undefined> {
+  return db('environment_locks').where({ sha256 }).first();
+}
+
+export async function markLockBuilt(db: Db, sha256: string): Promise<void> {
+  await db('environment_locks').where({ sha256 }).whereNull('built_at').update({ built_at: db.fn.now() });
+}

@@ -1,0 +1,27 @@
+import type { Knex } from 'knex';
+
+/**
+ * Environment locks (a lab's declared runtime resolved to exact, hashed pins) by their
+ * digest, and which resolver request gave which lock, so a plan resolves a lab's
+ * declaration once and every run of it names the same environment.
+ */
+export async function up(k: Knex): Promise<void> {
+  await k.schema.createTable('environment_locks', (t) => {
+    t.text('sha256').primary();
+    t.text('python').notNullable();
+    t.text('lock').notNullable();
+    /** When a worker first finished building it (plans say `ready` from then on). */
+    t.timestamp('built_at', { useTz: true });
+    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(k.fn.now());
+  });
+  await k.schema.createTable('environment_resolutions', (t) => {
+    t.text('request_sha256').primary();
+    t.text('lock_sha256').notNullable().references('environment_locks.sha256');
+    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(k.fn.now());
+  });
+}
+
+export async function down(k: Knex): Promise<void> {
+  await k.schema.dropTableIfExists('environment_resolutions');
+  await k.schema.dropTableIfExists('environment_locks');
+}
