@@ -18,6 +18,8 @@ import { readRuntimeLock, runtimePinFindings, runtimeProblems } from '../storage
 import { writeTree } from './execution/labFiles.ts';
 import { PackRefused, packLab, type Packed } from './execution/packLab.ts';
 import { smokeRun } from './execution/smokeRun.ts';
+import { environmentPython, EnvironmentUnavailable } from './environments/python.ts';
+import type { EnvironmentSettings } from './environments/settings.ts';
 import type { Sandbox } from './execution/sandbox.ts';
 
 export interface PublicationInfo { publicationId: string; smokeInputs: Record<string, unknown> | null }
@@ -38,7 +40,16 @@ async function load(db: Db, objects: ObjectStore, publicationId: string) {
  * smoke-run it (child processes); control steps record the outcome. Nothing is released
  * unless every check passed.
  */
-export function createPublicationActivities(deps: { db: Db; objects: ObjectStore; python: string; sandbox: Sandbox }) {
+export function createPublicationActivities(deps: { db: Db; objects: ObjectStore; python: string; environments: EnvironmentSettings; sandbox: Sandbox }) {
+  /** The interpreter of the environment the publication packs and smoke-runs in (built first when needed). */
+  const pythonOf = async (pub: { environment_lock_sha256: string | null }): Promise<string> => {
+    try {
+      return await environmentPython(deps, pub.environment_lock_sha256);
+    } catch (err) {
+      if (err instanceof EnvironmentUnavailable) throw ApplicationFailure.nonRetryable(err.message, err.code);
+      throw err;
+    }
+  };
   // The runtime this worker runs labs with, read once: what the release cannot satisfy is recorded with it.
   const lock = readRuntimeLock();
   const scratch = async <T>(f: (dir: string) => Promise<T>): Promise<T> => {
@@ -56,13 +67,15 @@ export function createPublicationActivities(deps: { db: Db; objects: ObjectStore
     },
 
     async packRevision(publicationId: string): Promise<PackResult> {
-      const { rev, manifest, identity } = await load(deps.db, deps.objects, publicationId);
-      const pins = runtimePinFindings(lock, await readLabManifests(deps.objects, rev.tree, manifest));
+      const { pub, rev, manifest, identity } = await load(deps.db, deps.objects, publicationId);
+      // In its own environment it has what it declares; in the default runtime, what that lacks is recorded.
+      const pins = pub.environment_lock_sha256 ? [] : runtimePinFindings(lock, await readLabManifests(deps.objects, rev.tree, manifest));
+      const python = await pythonOf(pub);
       return scratch(async (dir) => {
         if (!(await writeTree(deps.objects, rev.tree, path.join(dir, 'lab')))) throw new Error('stored revision content does not match its digests');
         let packed: Packed;
         try {
-          packed = await packLab(deps.sandbox, deps.python, path.join(dir, 'lab'), path.join(dir, 'pack'), identity);
+          packed = await packLab(deps.sandbox, python, path.join(dir, 'lab'), path.join(dir, 'pack'), identity);
         } catch (err) {
           // The runtime refused the lab: the author's to fix, so no retry, and its own message reaches them.
           if (err instanceof PackRefused) throw ApplicationFailure.nonRetryable(err.message, err.code);
@@ -77,10 +90,11 @@ export function createPublicationActivities(deps: { db: Db; objects: ObjectStore
     },
 
     async smokeTest(publicationId: string, inputs: Record<string, unknown>): Promise<{ ok: boolean; message: string }> {
-      const { rev, identity } = await load(deps.db, deps.objects, publicationId);
+      const { pub, rev, identity } = await load(deps.db, deps.objects, publicationId);
+      const python = await pythonOf(pub);
       return scratch(async (dir) => {
         if (!(await writeTree(deps.objects, rev.tree, path.join(dir, 'lab')))) return { ok: false, message: 'stored revision content does not match its digests' };
-        return smokeRun(deps.sandbox, deps.python, dir, { inputs, seed: 0, ...identity }, 600);
+        return smokeRun(deps.sandbox, python, dir, { inputs, seed: 0, ...identity }, 600);
       });
     },
 
@@ -101,6 +115,7 @@ export function createPublicationActivities(deps: { db: Db; objects: ObjectStore
           title: manifest.title ?? lab.title, description: manifest.description ?? lab.description, manifest, ...contractOf(manifest),
           package_sha256: packed.package_sha256, archive_key: packed.archive_key, files: packed.files, tree: rev.tree,
           visibility: lab.visibility, hub_listed: lab.hub_listed, ...hubIndexOf(manifest), qualification_state: qualification, runtime_problems: packed.runtime_problems,
+          environment_lock_sha256: pub.environment_lock_sha256,
         });
         await markPublished(trx, publicationId, release.id);
         return release.id;

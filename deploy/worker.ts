@@ -51,7 +51,7 @@ async function main(): Promise<void> {
   // Webhook secrets stored before sealing, or under a rotated secrets key, are sealed under the current one.
   const resealed = await resealEndpointSecrets(db, config.secrets);
   if (resealed) log.info(`sealed ${resealed} webhook endpoint secret(s) under secrets key ${config.secrets.current.id}`);
-  const publication = createPublicationActivities({ db, objects, python: config.python, sandbox });
+  const publication = createPublicationActivities({ db, objects, python: config.python, environments: config.environments, sandbox });
   const hosting = createHostingActivities({ db, objects, python: config.python, sandbox });
   // Warm instances of the deployments this process serves, reached through its own task
   // queue: an invocation is sent to the worker that holds its deployment's instances.

@@ -23,10 +23,8 @@ import { stageInputs } from './stagedInputs.ts';
 import { createOutputSink, MAX_INLINE_OUTPUT_BYTES, textFile, type ArtifactFile } from './outputs.ts';
 import { outcomeError, runLabProcess, spendCapReached, type StreamLimits } from './labProcess.ts';
 import { SandboxUnavailable, type Sandbox, type SandboxLimits } from './sandbox.ts';
-import { ensureEnvironment } from '../environments/build.ts';
+import { environmentPython, EnvironmentUnavailable } from '../environments/python.ts';
 import type { EnvironmentSettings } from '../environments/settings.ts';
-import { getLock, markLockBuilt } from '../../storage/db/environments.ts';
-import { readRuntimeLock } from '../../storage/runtimePins.ts';
 
 export const DRIVER = fileURLToPath(new URL('./driver.py', import.meta.url));
 const MAX_LOG_EVENTS = 500;
@@ -189,29 +187,23 @@ export function createExecutionActivities(deps: ExecutionDeps) {
   };
 }
 
-const DEFAULT_RUNTIME = readRuntimeLock();
-
 /**
  * The interpreter a run executes with: the default runtime's, or its own lock's
  * environment, built here first when this host has none (as `progress` events with
  * `phase: environment`, heartbeating while the build is alive).
  */
 async function runPython(deps: ExecutionDeps, run: RunRow, beat: () => void): Promise<string | { error: { code: string; message: string } }> {
-  if (!run.runtime_sha256 || run.runtime_sha256 === DEFAULT_RUNTIME.sha256) return deps.python;
-  const lock = await getLock(deps.db, run.runtime_sha256);
-  if (!lock) return { error: { code: 'environment_unavailable', message: `The environment lock ${run.runtime_sha256} of this run is not recorded.` } };
-  let started = 0;
   const timer = setInterval(beat, 5000);
   try {
-    const python = await ensureEnvironment(deps.environments, lock, () => {
-      started = Date.now();
-      void appendEvent(deps.db, run.id, 'progress', `Building the lab's environment (Python ${lock.python}, lock sha256:${lock.sha256}); not billed to the run.`, { phase: 'environment', status: 'building', lock_sha256: lock.sha256 });
+    return await environmentPython(deps, run.runtime_sha256, {
+      started: (lock) => void appendEvent(deps.db, run.id, 'progress', `Building the lab's environment (Python ${lock.python}, lock sha256:${lock.sha256}); not billed to the run.`, { phase: 'environment', status: 'building', lock_sha256: lock.sha256 }),
+      finished: async (lock, seconds) => {
+        await appendEvent(deps.db, run.id, 'progress', `Environment built in ${Math.round(seconds)} s.`, { phase: 'environment', status: 'built', lock_sha256: lock.sha256, seconds });
+      },
     });
-    if (started) await appendEvent(deps.db, run.id, 'progress', `Environment built in ${Math.round((Date.now() - started) / 1000)} s.`, { phase: 'environment', status: 'built', lock_sha256: lock.sha256, seconds: (Date.now() - started) / 1000 });
-    await markLockBuilt(deps.db, lock.sha256);
-    return python;
   } catch (err) {
-    return { error: { code: 'environment_build_failed', message: (err as Error).message } };
+    if (err instanceof EnvironmentUnavailable) return { error: { code: err.code, message: err.message } };
+    throw err;
   } finally {
     clearInterval(timer);
   }

@@ -7,16 +7,31 @@ import { treeDigest } from '../../storage/trees.ts';
 import { pinnedResources } from '../../storage/db/biologyResources.ts';
 import { checked, type CheckResult, type PassportSubject } from '../../storage/passportDocument.ts';
 import type { CheckDeps } from './deps.ts';
+import { getLock } from '../../storage/db/environments.ts';
+import { readRuntimeLock } from '../../storage/runtimePins.ts';
+import { sha256Hex } from '../../storage/digest.ts';
 
 /** One link of a chain of origins: verified true or false where records allow, null where they say nothing checkable. */
 type Link = { link: string; verified: boolean | null } & Record<string, unknown>;
+
+const DEFAULT_RUNTIME = readRuntimeLock();
+
+/**
+ * The environment a run executed in: the default runtime's lock, or a recorded lock whose
+ * text still digests to the identity the run names.
+ */
+async function environmentLink(deps: CheckDeps, runId: string, sha256: string): Promise<Link> {
+  if (sha256 === DEFAULT_RUNTIME.sha256) return { link: 'run_environment', run_id: runId, environment_lock_sha256: sha256, python: DEFAULT_RUNTIME.python, default_runtime: true, verified: true };
+  const lock = await getLock(deps.db, sha256);
+  return { link: 'run_environment', run_id: runId, environment_lock_sha256: sha256, python: lock?.python ?? null, default_runtime: false, verified: Boolean(lock) && sha256Hex(lock!.lock) === sha256 };
+}
 
 /** How many fork/release hops are followed (a fork of a release published from a fork ...). */
 const MAX_DEPTH = 4;
 
 /**
  * provenance_chain: where the subject came from, each link checked against the records
- * it joins. A run → its release or revision; a revision → its parents back to the first,
+ * it joins. A run → its release or revision, and the environment lock it ran in; a revision → its parents back to the first,
  * the biology records pinned into it, and a fork's first revision → the exact release it
  * copied; a release → the revision it was published from (shown for the caller's own
  * releases only).
@@ -39,6 +54,7 @@ export async function provenanceChain(deps: CheckDeps, accountId: string, subjec
       links.push({ link: 'run_revision', run_id: run.id, workspace_id: run.workspace_id, revision_id: run.revision_id, run_package_sha256: run.package_sha256, verified: Boolean(rev) && run.package_sha256 === `sha256:${rev!.tree_sha256}` });
       if (ws && rev) links.push(...await revisionLinks(deps, accountId, ws, rev, 0));
     }
+    if (run.runtime_sha256) links.push(await environmentLink(deps, run.id, run.runtime_sha256));
   }
   const status = links.some((l) => l.verified === false) ? 'failed' : links.some((l) => l.verified === true) ? 'passed' : 'unknown';
   return checked('provenance_chain', status, { links });

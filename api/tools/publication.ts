@@ -21,9 +21,13 @@ import { publicationWorkflowId, CONTROL_TASK_QUEUE } from '../../workflows/const
 import type { Tree } from '../../storage/trees.ts';
 import { declaredIdentity } from '../../storage/labIdentity.ts';
 import { readLabManifests } from '../../storage/labManifests.ts';
-import { runtimePinFindings } from '../../storage/runtimePins.ts';
+import { planEnvironment } from '../runs/environment.ts';
 
-interface Proposal { [k: string]: unknown; workspace_id: string; revision_id: string; lab_id: string; namespace: string; name: string; version: string; release_notes: string; tree_sha256: string }
+interface Proposal {
+  [k: string]: unknown; workspace_id: string; revision_id: string; lab_id: string; namespace: string; name: string; version: string; release_notes: string; tree_sha256: string;
+  /** The lab's own environment it is packed and smoke-run in (absent: the default runtime). */
+  environment_lock_sha256?: string;
+}
 
 /**
  * A workflow grant stands in for the digest approval when it belongs to the caller's
@@ -53,7 +57,7 @@ function versionFindings(manifest: unknown, version: string): Finding[] {
 const textOf = async (ctx: ToolContext, tree: Tree, p: string) => (tree[p] ? (await ctx.deps.objects.getBytes(blobKey(tree[p]!.sha256))).toString('utf8') : undefined);
 
 /** Findings a release candidate gets without running anything: manifest, identity, entrypoints, runtime pins, version, smoke inputs. */
-async function staticFindings(ctx: ToolContext, tree: Tree, labYaml: { text?: string; manifest?: any }, version: string, identity: Finding[], taken: string[]): Promise<Finding[]> {
+async function staticFindings(ctx: ToolContext, tree: Tree, labYaml: { text?: string; manifest?: any }, version: string, identity: Finding[], taken: string[]): Promise<{ findings: Finding[]; environmentLock?: string }> {
   const manifest = labYaml.manifest;
   const findings = namingFindings(undefined, labYaml.text);
   if (!semver.valid(version)) findings.push({ severity: 'blocking', code: 'version_invalid', message: `${version} is not a semantic version (e.g. 1.0.0).`, path: 'version' });
@@ -63,10 +67,13 @@ async function staticFindings(ctx: ToolContext, tree: Tree, labYaml: { text?: st
     if (last && !semver.gt(version, last)) findings.push({ severity: 'blocking', code: 'version_not_greater', message: `${version} must be greater than the last release, ${last}.`, path: 'version' });
   }
   // namingFindings has reported a manifest that does not parse or that Postgres could not store; nothing of it is quoted further.
-  if (!manifest) return findings;
+  if (!manifest) return { findings };
   findings.push(...identity, ...versionFindings(manifest, version));
   // Publishing packs with the runtime and smoke-runs it: what the runtime cannot satisfy blocks here already.
-  findings.push(...runtimePinFindings(ctx.deps.runtimeLock, await readLabManifests(ctx.deps.objects, tree, manifest)));
+  // Publishing packs and smoke-runs it in the environment its runs get: what none can give blocks here already.
+  const runtime = await planEnvironment(ctx.deps, await readLabManifests(ctx.deps.objects, tree, manifest));
+  findings.push(...runtime.findings);
+  const environmentLock = runtime.environment && runtime.environment.lock_sha256 !== ctx.deps.runtimeLock.sha256 ? runtime.environment.lock_sha256 : undefined;
   for (const [i, m] of ((manifest.models ?? []) as Array<{ path?: string }>).entries()) {
     const dir = String(m?.path ?? '').replace(/\/+$/, '');
     const modelYaml = await textOf(ctx, tree, `${dir}/model.yaml`);
@@ -97,7 +104,7 @@ async function staticFindings(ctx: ToolContext, tree: Tree, labYaml: { text?: st
     findings.push({ severity: 'warning', code: 'smoke_not_declared', message: 'No smoke inputs: the release will be unqualified.', path: 'lab.yaml#/smoke' });
   }
   findings.push({ severity: 'info', code: 'package_checked_at_publication', message: 'Publishing packs the revision twice with the runtime and requires the same digest.', path: null });
-  return findings;
+  return { findings, environmentLock };
 }
 
 export const publicationTools: ToolDef[] = [
@@ -121,8 +128,11 @@ export const publicationTools: ToolDef[] = [
         ...declaredNameFindings(declared, { name: lab.name, namespace }, 'publication'),
         ...(declared.kind === 'same' && declaredIdentity(manifest).package ? [{ severity: 'info' as const, code: 'package_declared', message: `Packed under the declared package ${declaredIdentity(manifest).package}.`, path: 'lab.yaml#/package' }] : []),
       ];
-      const findings = await staticFindings(ctx, rev.tree, { text, manifest }, input.version, identity, await takenVersions(ctx.deps.db, namespace, name));
-      const proposal: Proposal = { workspace_id: ws.id, revision_id: rev.id, lab_id: lab.id, namespace, name, version: input.version, release_notes: input.release_notes ?? '', tree_sha256: rev.tree_sha256 };
+      const { findings, environmentLock } = await staticFindings(ctx, rev.tree, { text, manifest }, input.version, identity, await takenVersions(ctx.deps.db, namespace, name));
+      const proposal: Proposal = {
+        workspace_id: ws.id, revision_id: rev.id, lab_id: lab.id, namespace, name, version: input.version, release_notes: input.release_notes ?? '', tree_sha256: rev.tree_sha256,
+        ...(environmentLock ? { environment_lock_sha256: environmentLock } : {}),
+      };
       const plan = await createPlan(ctx.deps.db, { accountId: ctx.caller.account.id, kind: 'publication', proposal, findings, ttlSeconds: PLAN_TTL_SECONDS });
       return {
         body: { object: 'publication_plan', ...planView(plan), reference: `${namespace}/${name}@${input.version}` },
@@ -158,7 +168,7 @@ export const publicationTools: ToolDef[] = [
         }
         await insertPublication(trx, {
           id, account_id: ctx.caller.account.id, plan_id: plan.id, lab_id: p.lab_id, revision_id: p.revision_id,
-          namespace: p.namespace, name: p.name, version: p.version, release_notes: p.release_notes, approval,
+          namespace: p.namespace, name: p.name, version: p.version, release_notes: p.release_notes, approval, environment_lock_sha256: p.environment_lock_sha256 ?? null,
         });
         // Started before the transaction commits: if Temporal cannot take it, the plan is
         // not consumed, the version not taken, the answer is 503 and a retry publishes.

@@ -10,6 +10,8 @@ export interface PublicationRow {
   id: string; account_id: string; plan_id: string; lab_id: string; revision_id: string; namespace: string; name: string;
   version: string; release_notes: string; status: 'publishing' | 'published' | 'failed'; approval: Record<string, unknown>;
   findings: unknown[] | null; release_id: string | null; created_at: Date; finished_at: Date | null;
+  /** The environment lock it packs and smoke-runs in (null: the default runtime's). */
+  environment_lock_sha256: string | null;
 }
 
 export async function getPublication(db: Db, id: string, opts: { forUpdate?: boolean } = {}): Promise<PublicationRow | undefined> {

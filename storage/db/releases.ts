@@ -32,11 +32,13 @@ export interface ReleaseRow {
   intended_use: string | null;
   compute_class: string;
   qualification_state: string;
+  /** The environment lock it was packed and smoke-run in (null: the default runtime's, or recorded before environments). */
+  environment_lock_sha256: string | null;
   created_at: Date;
 }
 
-export type NewRelease = Omit<ReleaseRow, 'id' | 'created_at' | 'tags' | 'archive_key' | 'description' | 'package_type' | 'runtime_problems' | 'files' | 'intended_use' | 'compute_class' | 'qualification_state' | 'tree' | 'hub_listed'> &
-  Partial<Pick<ReleaseRow, 'tags' | 'archive_key' | 'description' | 'package_type' | 'runtime_problems' | 'files' | 'intended_use' | 'compute_class' | 'qualification_state' | 'tree' | 'hub_listed'>>;
+type Defaulted = 'tags' | 'archive_key' | 'description' | 'package_type' | 'runtime_problems' | 'files' | 'intended_use' | 'compute_class' | 'qualification_state' | 'tree' | 'hub_listed' | 'environment_lock_sha256';
+export type NewRelease = Omit<ReleaseRow, 'id' | 'created_at' | Defaulted> & Partial<Pick<ReleaseRow, Defaulted>>;
 
 /** Records an immutable release; publishing the same coordinates twice is refused. */
 export async function insertRelease(db: Db, r: NewRelease): Promise<ReleaseRow> {

@@ -217,6 +217,33 @@ test('a lab that pins its runtime (Python 3.12, biosimulant 0.0.34) runs on exac
   assert.equal(second.plan.environment.lock_sha256, first.plan.environment.lock_sha256, 'the same declaration, the same lock');
   assert.deepEqual(second.builds, [], 'the second run builds nothing');
   assert.deepEqual(second.results.outputs, first.results.outputs);
+
+  // Published: packed and smoke-run in the same environment, which the release records.
+  const prep = await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: revisionId, version: '1.0.0' } });
+  assert.equal(prep.body.status, 'ready', JSON.stringify(prep.body.findings));
+  await call('POST', '/publications', { key, body: { plan_id: prep.body.plan_id, plan_sha256: prep.body.plan_sha256 } });
+  const publication = await publicationOf(key, prep.body.reference);
+  assert.equal(publication.status, 'published', JSON.stringify(publication));
+  const release = (await call('GET', `/hub/releases/${encodeURIComponent(prep.body.reference)}`, { key })).body;
+  assert.equal(release.environment_lock_sha256, first.plan.environment.lock_sha256);
+  assert.deepEqual(release.runtime_problems, []);
+  assert.equal(release.qualification_state, 'smoke_tested', 'its smoke run ran in that environment');
+  // A Hub run of the release runs in it, built already.
+  const hub = await call('POST', '/run-plans', { key, body: { capability_ref: prep.body.reference, inputs: {}, seed: 3, max_runtime_seconds: 120 } });
+  assert.equal(hub.body.status, 'ready', JSON.stringify(hub.body.findings));
+  assert.deepEqual(hub.body.environment, { lock_sha256: release.environment_lock_sha256, python: '3.12', status: 'ready' });
+  const hubRun = await call('POST', '/runs', { key, headers: idem(), body: { plan_id: hub.body.plan_id, plan_sha256: hub.body.plan_sha256 } });
+  const hubDone = await waitForRun(key, hubRun.body.id, 120_000);
+  assert.equal(hubDone.status, 'completed', JSON.stringify(hubDone.error ?? hubDone));
+  assert.deepEqual((await call('GET', `/runs/${hubRun.body.id}/results`, { key })).body.outputs, first.results.outputs);
+  const events = (await call('GET', `/runs/${hubRun.body.id}/events?limit=100`, { key })).body.items as any[];
+  assert.deepEqual(events.filter((e) => e.data?.phase === 'environment'), [], 'runs of a release never build');
+  // Its passport names the environment, verified against the recorded lock.
+  const passport = await call('GET', `/passports?run_id=${hubRun.body.id}`, { key });
+  assert.equal(passport.status, 200, passport.text);
+  const chain = passport.body.checks.find((c: any) => c.check === 'provenance_chain');
+  assert.deepEqual(chain.evidence.links.find((l: any) => l.link === 'run_environment'),
+    { link: 'run_environment', run_id: hubRun.body.id, environment_lock_sha256: release.environment_lock_sha256, python: '3.12', default_runtime: false, verified: true });
 });
 
 test('a lab with a 10 MB trajectory goes workspace → managed run → publish → Hub run, its CSV whole and re-hashing to its digest each time', { timeout: 300_000 }, async () => {

@@ -19,9 +19,14 @@ export async function up(k: Knex): Promise<void> {
     t.text('lock_sha256').notNullable().references('environment_locks.sha256');
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(k.fn.now());
   });
+  // The environment a publication packs and smoke-runs in, and its release keeps (null: the default runtime's, before environments).
+  await k.schema.alterTable('publications', (t) => t.text('environment_lock_sha256'));
+  await k.schema.alterTable('releases', (t) => t.text('environment_lock_sha256'));
 }
 
 export async function down(k: Knex): Promise<void> {
+  await k.schema.alterTable('releases', (t) => t.dropColumn('environment_lock_sha256'));
+  await k.schema.alterTable('publications', (t) => t.dropColumn('environment_lock_sha256'));
   await k.schema.dropTableIfExists('environment_resolutions');
   await k.schema.dropTableIfExists('environment_locks');
 }

@@ -1,0 +1,43 @@
+import type { Db } from '../../storage/db/knex.ts';
+import { getLock, markLockBuilt, type EnvironmentLockRow } from '../../storage/db/environments.ts';
+import { readRuntimeLock } from '../../storage/runtimePins.ts';
+import { ensureEnvironment } from './build.ts';
+import type { EnvironmentSettings } from './settings.ts';
+
+const DEFAULT_RUNTIME = readRuntimeLock();
+
+export interface EnvironmentDeps { db: Db; environments: EnvironmentSettings; /** The default runtime's interpreter. */ python: string }
+
+/** A lock that is not recorded, or an environment that could not be built. */
+export class EnvironmentUnavailable extends Error {
+  constructor(readonly code: 'environment_unavailable' | 'environment_build_failed', message: string) {
+    super(message);
+  }
+}
+
+/**
+ * The interpreter of the environment a lock names: the default runtime's for its lock
+ * (or none, as recorded before environments), else that lock's environment, built on this
+ * host first when it has none (`onBuild` hears when a build starts and ends).
+ */
+export async function environmentPython(
+  deps: EnvironmentDeps, lockSha256: string | null | undefined,
+  onBuild?: { started(lock: EnvironmentLockRow): void; finished(lock: EnvironmentLockRow, seconds: number): Promise<void> },
+): Promise<string> {
+  if (!lockSha256 || lockSha256 === DEFAULT_RUNTIME.sha256) return deps.python;
+  const lock = await getLock(deps.db, lockSha256);
+  if (!lock) throw new EnvironmentUnavailable('environment_unavailable', `The environment lock ${lockSha256} is not recorded.`);
+  let started = 0;
+  let python: string;
+  try {
+    python = await ensureEnvironment(deps.environments, lock, () => {
+      started = Date.now();
+      onBuild?.started(lock);
+    });
+  } catch (err) {
+    throw new EnvironmentUnavailable('environment_build_failed', (err as Error).message);
+  }
+  if (started) await onBuild?.finished(lock, (Date.now() - started) / 1000);
+  await markLockBuilt(deps.db, lock.sha256);
+  return python;
+}
