@@ -224,6 +224,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     environments: {
       uv: str(env, 'SILICO_UV', 'uv'),
       indexUrl: str(env, 'SILICO_PACKAGE_INDEX_URL', 'https://pypi.org/simple'),
+      indexHosts: (env.SILICO_PACKAGE_INDEX_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean),
       pythons: parsePythons(env.SILICO_PYTHONS ?? ''),
       dir: str(env, 'SILICO_ENVIRONMENTS_DIR', '/var/lib/silico/environments'),
       timeoutSeconds: int(env, 'SILICO_ENVIRONMENT_BUILD_SECONDS', 900),

@@ -218,7 +218,7 @@ export function groupAlive(pgid: number): boolean {
 
 let ownSandbox: Sandbox | undefined;
 /** A sandbox of this test process's own uids, past the workers': it may pack or run a lab while workers run theirs. */
-function testSandbox(): Sandbox {
+export function testSandbox(): Sandbox {
   if (!ownSandbox) {
     const uids = ownSandboxUids(3);
     ownSandbox = createSandbox({ ...sandboxSettings(), uidBase: uids.base, uidCount: uids.count });

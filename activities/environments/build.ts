@@ -2,23 +2,42 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { uvEnv, type EnvironmentSettings } from './settings.ts';
+import { outcomeError, runLabProcess } from '../execution/labProcess.ts';
+import type { Sandbox, SandboxLimits } from '../execution/sandbox.ts';
+import { indexHosts, startIndexProxy } from './indexProxy.ts';
+import type { EnvironmentSettings } from './settings.ts';
 
 const run = promisify(execFile);
+const RELAY = fileURLToPath(new URL('./buildRelay.py', import.meta.url));
+const PROXY_INSIDE = '/run/silico/index-proxy.sock';
+
+/** A build's bounds: enough for uv to unpack scientific wheels, nothing like a machine. */
+const BUILD_LIMITS: SandboxLimits = {
+  memoryBytes: 8 * 2 ** 30, cpuSeconds: 900, processes: 256, openFiles: 4096, fileSizeBytes: 2 * 2 ** 30, tmpBytes: 2 ** 30,
+};
 
 /** Builds in flight in this process by lock digest: two runs of one lab share a build. */
 const building = new Map<string, Promise<string>>();
 
+/** The host's certificate store, shown to the build read-only (an operator's CA for the index is in it). */
+function trustPaths(host: NodeJS.ProcessEnv): string[] {
+  const paths = ['/etc/ssl', host.SSL_CERT_DIR, host.SSL_CERT_FILE && path.dirname(host.SSL_CERT_FILE)].filter((p): p is string => Boolean(p) && existsSync(p!));
+  return [...new Set(paths)].filter((p, _, all) => !all.some((q) => q !== p && p.startsWith(`${q}/`)));
+}
+
 /**
  * The interpreter of a lock's environment, built first when this host has none: a
  * virtualenv on the deployment's interpreter of the lock's Python, holding exactly the
- * lock (`uv pip install --require-hashes --no-deps --no-build`: every file checked
- * against its hash, wheels only, so no package code runs while it is installed), built
- * aside and renamed into place by its digest, then only ever read (labs run as users who
- * own nothing of it). `onBuild` is called when a build starts.
+ * lock. It is made sandboxed like a lab (its own user, no network of its own, no view of
+ * the service's data, bounded): the interpreter's venv, then `uv pip install --require-hashes --no-deps
+ * --no-build` (every file checked against its hash, wheels only, so no package code runs
+ * while installing) reaching only the index's hosts through an allow-listing proxy, then
+ * an import check in the same sandbox. Built aside and renamed into place by its digest,
+ * then only ever read. `onBuild` is called when a build starts.
  */
-export function ensureEnvironment(s: EnvironmentSettings, lock: { sha256: string; python: string; lock: string }, onBuild?: () => void): Promise<string> {
+export function ensureEnvironment(s: EnvironmentSettings, sandbox: Sandbox, lock: { sha256: string; python: string; lock: string }, onBuild?: () => void): Promise<string> {
   const dir = path.join(s.dir, lock.sha256);
   const python = path.join(dir, 'bin', 'python');
   if (existsSync(python)) return Promise.resolve(python);
@@ -29,26 +48,50 @@ export function ensureEnvironment(s: EnvironmentSettings, lock: { sha256: string
     if (!base) throw new Error(`Python ${lock.python} is not provided on this worker`);
     onBuild?.();
     await mkdir(s.dir, { recursive: true, mode: 0o755 });
-    const tmp = await mkdtemp(path.join(s.dir, `.build-${lock.sha256.slice(0, 12)}-`));
+    const work = await mkdtemp(path.join(s.dir, `.work-${lock.sha256.slice(0, 12)}-`));
+    const tmp = path.join(work, 'env');
+    const input = path.join(work, 'input');
+    const proxy = await startIndexProxy(path.join(work, 'index.sock'), indexHosts(s.indexUrl, s.indexHosts));
     try {
-      await run(base, ['-m', 'venv', '--without-pip', tmp], { timeout: 60_000 });
-      const requirements = path.join(tmp, 'lock.txt');
-      await writeFile(requirements, lock.lock);
-      await run(s.uv, ['pip', 'install', '--python', path.join(tmp, 'bin', 'python'), '--require-hashes', '--no-deps', '--no-build', '--index-url', s.indexUrl, '--quiet', '--color', 'never', '-r', requirements],
-        { env: uvEnv(s), timeout: s.timeoutSeconds * 1000, maxBuffer: 16 << 20 });
-      await run(path.join(tmp, 'bin', 'python'), ['-c', 'import biosim, numpy, yaml'], { timeout: 60_000 });
+      await mkdir(tmp, { mode: 0o755 });
+      await mkdir(input, { mode: 0o755 });
+      await writeFile(path.join(input, 'lock.txt'), lock.lock, { mode: 0o644 });
+      const envPython = path.join(tmp, 'bin', 'python');
+      const commands = [
+        [base, '-m', 'venv', '--without-pip', tmp],
+        [s.uv, 'pip', 'install', '--python', envPython, '--require-hashes', '--no-deps', '--no-build', '--index-url', s.indexUrl, '--quiet', '--color', 'never', '-r', '/input/lock.txt'],
+        [envPython, '-c', 'import biosim, numpy, yaml'],
+      ];
+      const host = process.env;
+      const outcome = await runLabProcess(sandbox, {
+        python: base, script: RELAY, input, scratch: path.join(work, 'scratch'),
+        args: () => [PROXY_INSIDE, JSON.stringify(commands)], limits: { ...BUILD_LIMITS, cpuSeconds: s.timeoutSeconds },
+        env: {
+          PATH: '/usr/bin:/bin', LANG: 'C.UTF-8', UV_CACHE_DIR: '/scratch/uv-cache', UV_NO_CONFIG: '1', UV_PYTHON_DOWNLOADS: 'never', UV_NO_PROGRESS: '1', NO_COLOR: '1', UV_SYSTEM_CERTS: '1',
+          ...Object.fromEntries(['SSL_CERT_FILE', 'SSL_CERT_DIR'].filter((k) => host[k]).map((k) => [k, host[k]!])),
+        },
+        binds: { ro: [path.dirname(path.dirname(s.uv)), ...trustPaths(host)], rw: [tmp] },
+        socket: { host: path.join(work, 'index.sock'), inside: PROXY_INSIDE },
+      }, '', { wallSeconds: s.timeoutSeconds }, { onMessage: () => undefined });
+      const error = outcomeError(outcome);
+      if (error) {
+        const refused = proxy.refused.length ? ` (refused: ${proxy.refused.slice(0, 5).join(', ')})` : '';
+        throw new Error(`${error.code}: ${outcome.stderrTail.slice(-6).join(' ').trim() || error.message}${refused}`);
+      }
+      // The build's user owned it while building; from now on nobody but root does.
+      if (process.getuid?.() === 0) await run('/usr/bin/chown', ['-R', '0:0', tmp]);
       await chmod(tmp, 0o755);
       // Only the interpreter is used afterwards, and it finds its packages from its own path.
-      await rename(tmp, dir).catch(async (err) => {
+      await rename(tmp, dir).catch((err) => {
         // Another worker of this host finished the same lock first: keep its copy.
         if (!existsSync(python)) throw err;
-        await rm(tmp, { recursive: true, force: true });
       });
       return python;
     } catch (err) {
-      await rm(tmp, { recursive: true, force: true });
-      const e = err as { stderr?: string; message: string };
-      throw new Error(`could not build the environment ${lock.sha256}: ${(e.stderr || e.message).trim().split('\n').slice(-5).join(' ')}`);
+      throw new Error(`could not build the environment ${lock.sha256}: ${(err as Error).message.split('\n').slice(-5).join(' ')}`);
+    } finally {
+      await proxy.close();
+      await rm(work, { recursive: true, force: true });
     }
   })().finally(() => building.delete(lock.sha256));
   building.set(lock.sha256, build);

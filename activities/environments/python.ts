@@ -3,10 +3,11 @@ import { getLock, markLockBuilt, type EnvironmentLockRow } from '../../storage/d
 import { readRuntimeLock } from '../../storage/runtimePins.ts';
 import { ensureEnvironment } from './build.ts';
 import type { EnvironmentSettings } from './settings.ts';
+import type { Sandbox } from '../execution/sandbox.ts';
 
 const DEFAULT_RUNTIME = readRuntimeLock();
 
-export interface EnvironmentDeps { db: Db; environments: EnvironmentSettings; /** The default runtime's interpreter. */ python: string }
+export interface EnvironmentDeps { db: Db; environments: EnvironmentSettings; sandbox: Sandbox; /** The default runtime's interpreter. */ python: string }
 
 /** A lock that is not recorded, or an environment that could not be built. */
 export class EnvironmentUnavailable extends Error {
@@ -30,7 +31,7 @@ export async function environmentPython(
   let started = 0;
   let python: string;
   try {
-    python = await ensureEnvironment(deps.environments, lock, () => {
+    python = await ensureEnvironment(deps.environments, deps.sandbox, lock, () => {
       started = Date.now();
       onBuild?.started(lock);
     });

@@ -9,6 +9,8 @@ export interface EnvironmentSettings {
   uv: string;
   /** The package index environments resolve against and install from (SILICO_PACKAGE_INDEX_URL). */
   indexUrl: string;
+  /** Hosts beside the index's own that a build may reach, where it serves files from (SILICO_PACKAGE_INDEX_HOSTS). */
+  indexHosts: string[];
   /** The Python versions this deployment provides, `major.minor` → interpreter (SILICO_PYTHONS). */
   pythons: Record<string, string>;
   /** Where built environments are kept by lock digest, and uv's download cache (SILICO_ENVIRONMENTS_DIR). */

@@ -53,6 +53,13 @@ export interface SandboxSpec {
   scratch: string;
   limits: SandboxLimits;
   env: Record<string, string>;
+  /**
+   * Further host paths shown at their own paths: read-only, and writable (given to the
+   * sandbox's user). An environment build's only: labs see nothing but the above.
+   */
+  binds?: { ro?: string[]; rw?: string[] };
+  /** A host Unix socket shown at `inside`: an environment build's one way to its package index. */
+  socket?: { host: string; inside: string };
 }
 
 export interface SandboxedCommand {
@@ -133,9 +140,11 @@ export function createSandbox(settings: SandboxSettings) {
       const python = findExecutable(spec.python);
       if (!python) throw new SandboxUnavailable(`the lab runtime's interpreter ${spec.python} is missing`);
       const uid = root ? takeUid() : null;
+      const ro = spec.binds?.ro ?? [];
+      const rw = spec.binds?.rw ?? [];
       try {
         await mkdir(spec.scratch, { recursive: true, mode: 0o700 });
-        if (uid !== null) await chown(spec.scratch, uid, uid);
+        if (uid !== null) for (const d of [spec.scratch, ...rw]) await chown(d, uid, uid);
       } catch (err) {
         if (uid !== null) inUse.delete(uid);
         throw new SandboxUnavailable(`cannot prepare the scratch directory: ${(err as Error).message}`);
@@ -163,12 +172,15 @@ export function createSandbox(settings: SandboxSettings) {
         '--size', String(spec.limits.tmpBytes), '--tmpfs', '/tmp',
         // Made before the binds and readable: the directories bubblewrap would make for a
         // bind are closed to the sandbox's user.
-        ...ancestors([...prefixes, script, '/etc/ld.so.cache']).flatMap((d) => ['--perms', '0755', '--dir', d]),
+        ...ancestors([...prefixes, script, '/etc/ld.so.cache', ...ro, ...rw, ...(spec.socket ? [spec.socket.inside] : [])]).flatMap((d) => ['--perms', '0755', '--dir', d]),
         '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib',
         '--symlink', 'usr/lib64', '/lib64', '--symlink', 'usr/sbin', '/sbin',
         '--ro-bind-try', '/etc/ld.so.cache', '/etc/ld.so.cache',
         '--proc', '/proc', '--dev', '/dev',
         ...prefixes.flatMap((p) => ['--ro-bind', p, p]),
+        ...ro.flatMap((p) => ['--ro-bind', p, p]),
+        ...rw.flatMap((p) => ['--bind', p, p]),
+        ...(spec.socket ? ['--bind', spec.socket.host, spec.socket.inside] : []),
         '--ro-bind', spec.script, script,
         '--ro-bind', spec.input, INSIDE.input,
         '--bind', spec.scratch, INSIDE.scratch,

@@ -1,0 +1,75 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { testSandbox } from '../helpers.ts';
+import { loadConfig } from '../../api/config.ts';
+import { runLabProcess } from '../../activities/execution/labProcess.ts';
+import { indexHosts, startIndexProxy } from '../../activities/environments/indexProxy.ts';
+import { resolveLock } from '../../activities/environments/resolve.ts';
+import { ensureEnvironment } from '../../activities/environments/build.ts';
+
+const RELAY = fileURLToPath(new URL('../../activities/environments/buildRelay.py', import.meta.url));
+const settings = loadConfig().environments;
+const base = settings.pythons['3.11']!;
+
+/** Runs `commands` as a build would: sandboxed, its only way out the index proxy. */
+async function inBuildSandbox(commands: string[][]) {
+  const work = await mkdtemp(path.join(tmpdir(), 'silico-build-test-'));
+  const proxy = await startIndexProxy(path.join(work, 'index.sock'), indexHosts(settings.indexUrl));
+  try {
+    const outcome = await runLabProcess(testSandbox(), {
+      python: base, script: RELAY, input: work, scratch: path.join(work, 'scratch'),
+      args: () => ['/run/silico/index-proxy.sock', JSON.stringify(commands)],
+      limits: { memoryBytes: 4 * 2 ** 30, cpuSeconds: 60, processes: 64, openFiles: 256, fileSizeBytes: 1 << 20, tmpBytes: 1 << 20 },
+      env: { PATH: '/usr/bin:/bin', ...(process.env.SSL_CERT_FILE ? { SSL_CERT_FILE: process.env.SSL_CERT_FILE } : {}) },
+      binds: { ro: ['/etc/ssl'] }, socket: { host: path.join(work, 'index.sock'), inside: '/run/silico/index-proxy.sock' },
+    }, '', { wallSeconds: 60 }, { onMessage: () => undefined });
+    return { exitCode: outcome.exitCode, stderr: outcome.stderrTail.join('\n'), refused: [...proxy.refused] };
+  } finally {
+    await proxy.close();
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+const fetchVia = (url: string) => [base, '-c', `import urllib.request; urllib.request.urlopen(${JSON.stringify(url)}, timeout=20).read(100)`];
+
+test('a build\'s sandbox has no network of its own; through its proxy it reaches the package index and nothing else', { timeout: 120_000 }, async () => {
+  const direct = await inBuildSandbox([[base, '-c', 'import socket; socket.create_connection(("pypi.org", 443), timeout=5)']]);
+  assert.notEqual(direct.exitCode, 0, 'a direct connection fails: no network namespace of its own');
+  assert.match(direct.stderr, /(Temporary failure in name resolution|Network is unreachable|Name or service not known)/);
+
+  const index = await inBuildSandbox([fetchVia(`${settings.indexUrl.replace(/\/$/, '')}/numpy/`)]);
+  assert.equal(index.exitCode, 0, index.stderr);
+  assert.deepEqual(index.refused, []);
+
+  const elsewhere = await inBuildSandbox([fetchVia('https://example.com/')]);
+  assert.notEqual(elsewhere.exitCode, 0);
+  assert.deepEqual(elsewhere.refused, ['CONNECT example.com:443']);
+});
+
+test('an environment is built sandboxed from its hashed lock into its digest\'s folder, readable by labs and owned by nobody they run as', { timeout: 300_000 }, async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'silico-envs-'));
+  try {
+    const own = { ...settings, dir };
+    const resolved = await resolveLock(own, '3.11', ['biosimulant==0.0.40', 'numpy', 'pyyaml']);
+    assert.ok('lock' in resolved, JSON.stringify(resolved));
+    assert.match(resolved.lock.text, /^# python 3\.11\n/);
+    assert.match(resolved.lock.text, /--hash=sha256:[0-9a-f]{64}/);
+    let builds = 0;
+    const python = await ensureEnvironment(own, testSandbox(), { ...resolved.lock, lock: resolved.lock.text }, () => { builds += 1; });
+    assert.equal(python, path.join(dir, resolved.lock.sha256, 'bin', 'python'));
+    assert.equal(builds, 1);
+    const info = await stat(path.join(dir, resolved.lock.sha256));
+    assert.equal(info.uid, process.getuid!(), 'handed back to the service after the build');
+    assert.equal(info.mode & 0o777, 0o755);
+    assert.deepEqual((await readdir(dir)).filter((e) => e !== '.uv-cache'), [resolved.lock.sha256], 'no work folder left behind');
+    // Built once: the second ask finds it.
+    await ensureEnvironment(own, testSandbox(), { ...resolved.lock, lock: resolved.lock.text }, () => { builds += 1; });
+    assert.equal(builds, 1);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
