@@ -227,6 +227,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       indexHosts: (env.SILICO_PACKAGE_INDEX_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean),
       pythons: parsePythons(env.SILICO_PYTHONS ?? ''),
       dir: str(env, 'SILICO_ENVIRONMENTS_DIR', '/var/lib/silico/environments'),
+      maxBytes: int(env, 'SILICO_ENVIRONMENTS_MAX_BYTES', 20 * 2 ** 30),
       timeoutSeconds: int(env, 'SILICO_ENVIRONMENT_BUILD_SECONDS', 900),
     },
     sandbox: sandboxSettings(env),

@@ -13,9 +13,12 @@ export interface TemporalGateway {
   /**
    * Starts a workflow within the call deadline. Throws DependencyUnavailable('temporal')
    * when Temporal refuses or does not answer in time; a workflow id already taken is
-   * WorkflowExecutionAlreadyStartedError, as the client says.
+   * WorkflowExecutionAlreadyStartedError, as the client says. With `awaitPreviousMs`, a
+   * run of that id that is still closing (a per-entity workflow whose work has ended) is
+   * waited for that long, then the new one starts; still running then is
+   * DependencyUnavailable('temporal').
    */
-  startWorkflow(type: string, options: Parameters<Client['workflow']['start']>[1]): Promise<void>;
+  startWorkflow(type: string, options: Parameters<Client['workflow']['start']>[1], opts?: { awaitPreviousMs?: number }): Promise<void>;
   /**
    * Starts a short workflow and waits up to `waitMs` for its result (the api answers with
    * it). Temporal refusing, not answering, or the result not there in time is
@@ -75,9 +78,19 @@ export function createTemporalGateway(cfg: { address: string; namespace: string;
       client ??= new Client({ connection: await connection(), namespace: cfg.namespace });
       return client;
     },
-    async startWorkflow(type, options) {
+    async startWorkflow(type, options, opts = {}) {
       await bounded(async (c, cl) => {
-        await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.start(type, options));
+        const start = () => c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.start(type, options));
+        try {
+          await start();
+        } catch (err) {
+          if (!(err instanceof WorkflowExecutionAlreadyStartedError) || !opts.awaitPreviousMs) throw err;
+          await c.withDeadline(Date.now() + opts.awaitPreviousMs, () => cl.workflow.getHandle(options.workflowId).result()).catch((e) => {
+            // Closed, however it ended: the id is free.
+            if (!(e instanceof WorkflowFailedError)) throw e;
+          });
+          await start();
+        }
       });
     },
     async executeWorkflow<T>(type: string, options: Parameters<Client['workflow']['start']>[1], waitMs: number, opts: { join?: boolean } = {}) {

@@ -1,5 +1,6 @@
 import type { Db } from '../../storage/db/knex.ts';
-import { getLock, markLockBuilt, type EnvironmentLockRow } from '../../storage/db/environments.ts';
+import { getLock, heldLocks, markLockBuilt, type EnvironmentLockRow } from '../../storage/db/environments.ts';
+import { evictEnvironments, recordBuilt, touchUsed } from './cache.ts';
 import { readRuntimeLock } from '../../storage/runtimePins.ts';
 import { ensureEnvironment } from './build.ts';
 import type { EnvironmentSettings } from './settings.ts';
@@ -38,7 +39,13 @@ export async function environmentPython(
   } catch (err) {
     throw new EnvironmentUnavailable('environment_build_failed', (err as Error).message);
   }
-  if (started) await onBuild?.finished(lock, (Date.now() - started) / 1000);
+  if (started) {
+    await onBuild?.finished(lock, (Date.now() - started) / 1000);
+    // A new one takes room: the least recently used others go, never one still needed.
+    await recordBuilt(deps.environments.dir, lock.sha256);
+    await evictEnvironments(deps.environments.dir, deps.environments.maxBytes, new Set([...await heldLocks(deps.db), lock.sha256]));
+  }
+  await touchUsed(deps.environments.dir, lock.sha256);
   await markLockBuilt(deps.db, lock.sha256);
   return python;
 }

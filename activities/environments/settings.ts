@@ -15,6 +15,8 @@ export interface EnvironmentSettings {
   pythons: Record<string, string>;
   /** Where built environments are kept by lock digest, and uv's download cache (SILICO_ENVIRONMENTS_DIR). */
   dir: string;
+  /** What the built environments of a host may take together; least recently used go first (SILICO_ENVIRONMENTS_MAX_BYTES). */
+  maxBytes: number;
   /** Bound of one resolution or build (SILICO_ENVIRONMENT_BUILD_SECONDS). */
   timeoutSeconds: number;
 }

@@ -122,7 +122,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
       await ctx.deps.temporal.startWorkflow('hostingLifecycleWorkflow', {
         taskQueue: CONTROL_TASK_QUEUE, workflowId: hostingWorkflowId(p.lab_id), args: [state],
         typedSearchAttributes: workflowSearchAttributes({ account: ctx.caller.account.id, kind: 'hosting', ref: p.reference }),
-      });
+      }, { awaitPreviousMs: 5000 });
     } catch (err) {
       await unrequestHosting(ctx.deps.db, recorded.row, recorded.previous).catch(() => undefined);
       throw err;

@@ -23,3 +23,17 @@ export async function getLock(db: Db, sha256: string): Promise<EnvironmentLockRo
 export async function markLockBuilt(db: Db, sha256: string): Promise<void> {
   await db('environment_locks').where({ sha256 }).whereNull('built_at').update({ built_at: db.fn.now() });
 }
+
+/**
+ * The locks that queued or running runs, publications in progress and hostings that are
+ * not over still need: what an eviction must keep.
+ */
+export async function heldLocks(db: Db): Promise<Set<string>> {
+  const rows = await db.select('lock').from(
+    db('runs').whereIn('status', ['queued', 'running', 'cancelling']).whereNotNull('runtime_sha256').distinct('runtime_sha256 as lock')
+      .union(db('publications').where({ status: 'publishing' }).whereNotNull('environment_lock_sha256').distinct('environment_lock_sha256 as lock'))
+      .union(db('hostings as h').join('releases as r', 'r.id', 'h.release_id').whereNotIn('h.status', ['retired', 'failed', 'rejected']).whereNotNull('r.environment_lock_sha256').distinct('r.environment_lock_sha256 as lock'))
+      .as('held'),
+  );
+  return new Set(rows.map((r: { lock: string }) => r.lock));
+}
