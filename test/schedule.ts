@@ -37,6 +37,8 @@ export const ONE_AT_A_TIME: Record<string, string[]> = {
 export const LONGEST_FIRST = [
   'test/integration/faults.test.ts',
   'test/integration/cluster.test.ts',
+  // Long only on a machine that has not built its labs' environments yet (tellurium's is large).
+  'test/integration/labEnvironments.test.ts',
   'test/integration/experiments.test.ts',
   'test/browser/console.test.ts',
   'test/integration/invocations.test.ts',

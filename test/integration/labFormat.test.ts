@@ -1,55 +1,16 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { promisify } from 'node:util';
 import { createHash } from 'node:crypto';
-import { call, closeTestDb, downloadArtifact, newAccount, publishFixtureLab, testDb, testObjects, until, waitForRun } from '../helpers.ts';
-import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { call, closeTestDb, downloadArtifact, newAccount, publishFixtureLab, testDb, testObjects, waitForRun } from '../helpers.ts';
+import { byCode, labYamlOf, publicationOf, workspaceWith } from '../labWorkspaces.ts';
 
 after(closeTestDb);
 const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
-const FIXTURES = path.join(REPO_ROOT, 'test/fixtures/labs');
-
-/** Every file of a fixture lab as file_put operations, exactly as written. */
-function putAll(lab: string, edit: (p: string, text: string) => string = (_p, t) => t) {
-  const dir = path.join(FIXTURES, lab);
-  return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => {
-    const p = path.relative(dir, path.join(e.parentPath, e.name)).split(path.sep).join('/');
-    return { kind: 'file_put', path: p, content: edit(p, readFileSync(path.join(dir, p), 'utf8')) };
-  });
-}
-
-/** A workspace holding a fixture lab as its head revision; returns the change plan's findings too. */
-async function workspaceWith(key: string, title: string, lab: string, edit?: (p: string, t: string) => string) {
-  const ws = (await call('POST', '/workspaces', { key, body: { title } })).body;
-  const change = await call('POST', `/workspaces/${ws.workspace_id}/change-plans`, { key, body: { base_revision_id: ws.head_revision_id, operations: putAll(lab, edit) } });
-  assert.equal(change.status, 200, change.text);
-  assert.equal(change.body.status, 'ready', JSON.stringify(change.body.findings));
-  const rev = await call('POST', '/workspace-revisions', { key, body: { plan_id: change.body.plan_id, plan_sha256: change.body.plan_sha256 } });
-  assert.equal(rev.status, 200, rev.text);
-  return { ws, revisionId: rev.body.revision_id as string, changeFindings: change.body.findings as any[] };
-}
-
-/** The head revision's lab.yaml of a workspace. */
-async function labYamlOf(key: string, workspaceId: string): Promise<string> {
-  const ws = (await call('GET', `/workspaces/${workspaceId}`, { key })).body;
-  return ws.revision.files.find((f: any) => f.path === 'lab.yaml').content;
-}
-
-/** The publication of a reference once it left `publishing` (GET /labs lists it with its findings). */
-async function publicationOf(key: string, reference: string) {
-  return until(120000, async () => {
-    const labs = (await call('GET', '/labs?limit=100', { key })).body.items as any[];
-    const p = labs.flatMap((l) => l.publications.map((x: any) => ({ ...x, reference: `${l.namespace}/${l.name}@${x.version}` }))).find((x: any) => x.reference === reference);
-    return p && p.status !== 'publishing' ? p : undefined;
-  });
-}
-
-const byCode = (findings: any[], code: string) => findings.filter((f) => f.code === code);
 const inputs = { beta: 0.5, gamma: 0.1 };
 
 test('an ecosystem lab (own package/version, free-text keys, UI layout, unknown keys, tolerated pins, wired visual model), uploaded into a workspace titled otherwise, goes workspace → managed run → publish under its declared package → Hub run unchanged', { timeout: 300_000 }, async () => {
@@ -189,61 +150,6 @@ test('a lab whose declared runtime cannot be resolved is blocked at plan time in
   const [unavailable] = byCode(plan.body.findings, 'python_unavailable');
   assert.equal(unavailable.path, 'lab.yaml#/runtime/python_version');
   assert.match(unavailable.message, /^Python 3\.9 is not provided here; this deployment provides (3\.\d+, )*3\.11(, 3\.\d+)*\. Declare one of them\.$/);
-});
-
-test('a lab that pins its runtime (Python 3.12, biosimulant 0.0.34) runs on exactly that, in an environment built once and without network; another run reuses it', { timeout: 300_000 }, async () => {
-  const { key } = await newAccount({ usd: 5 });
-  const { ws, revisionId } = await workspaceWith(key, 'Pinned runtime', 'pinned-runtime');
-  const runOnce = async (seed: number) => {
-    const plan = await call('POST', '/run-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: revisionId, inputs: {}, seed, max_runtime_seconds: 120 } });
-    assert.equal(plan.body.status, 'ready', JSON.stringify(plan.body.findings));
-    assert.equal(plan.body.environment.python, '3.12');
-    assert.match(byCode(plan.body.findings, 'environment_own')[0].message, /runtime\.python_version "3\.12" is required.*biosimulant==0\.0\.34.*own environment: Python 3\.12/);
-    const run = await call('POST', '/runs', { key, headers: idem(), body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
-    assert.equal(run.status, 200, run.text);
-    const done = await waitForRun(key, run.body.id, 240_000);
-    assert.equal(done.status, 'completed', JSON.stringify(done.error ?? done));
-    const results = (await call('GET', `/runs/${run.body.id}/results`, { key })).body;
-    const events = (await call('GET', `/runs/${run.body.id}/events?limit=100`, { key })).body.items as any[];
-    return { plan: plan.body, results, builds: events.filter((e) => e.data?.phase === 'environment') };
-  };
-  const first = await runOnce(1);
-  assert.deepEqual(first.results.outputs, { python_minor: 12, biosimulant_patch: 34, network_refused: 1 }, 'what it pinned, and no network at run time');
-  assert.equal(first.results.provenance.environment_lock_sha256, first.plan.environment.lock_sha256);
-  // A build (when this machine had none of this lock) is progress events, before compute is charged.
-  if (first.builds.length) assert.deepEqual(first.builds.map((e) => [e.type, e.data.status]), [['progress', 'building'], ['progress', 'built']]);
-  const second = await runOnce(2);
-  assert.equal(second.plan.environment.status, 'ready', 'built once');
-  assert.equal(second.plan.environment.lock_sha256, first.plan.environment.lock_sha256, 'the same declaration, the same lock');
-  assert.deepEqual(second.builds, [], 'the second run builds nothing');
-  assert.deepEqual(second.results.outputs, first.results.outputs);
-
-  // Published: packed and smoke-run in the same environment, which the release records.
-  const prep = await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: revisionId, version: '1.0.0' } });
-  assert.equal(prep.body.status, 'ready', JSON.stringify(prep.body.findings));
-  await call('POST', '/publications', { key, body: { plan_id: prep.body.plan_id, plan_sha256: prep.body.plan_sha256 } });
-  const publication = await publicationOf(key, prep.body.reference);
-  assert.equal(publication.status, 'published', JSON.stringify(publication));
-  const release = (await call('GET', `/hub/releases/${encodeURIComponent(prep.body.reference)}`, { key })).body;
-  assert.equal(release.environment_lock_sha256, first.plan.environment.lock_sha256);
-  assert.deepEqual(release.runtime_problems, []);
-  assert.equal(release.qualification_state, 'smoke_tested', 'its smoke run ran in that environment');
-  // A Hub run of the release runs in it, built already.
-  const hub = await call('POST', '/run-plans', { key, body: { capability_ref: prep.body.reference, inputs: {}, seed: 3, max_runtime_seconds: 120 } });
-  assert.equal(hub.body.status, 'ready', JSON.stringify(hub.body.findings));
-  assert.deepEqual(hub.body.environment, { lock_sha256: release.environment_lock_sha256, python: '3.12', status: 'ready' });
-  const hubRun = await call('POST', '/runs', { key, headers: idem(), body: { plan_id: hub.body.plan_id, plan_sha256: hub.body.plan_sha256 } });
-  const hubDone = await waitForRun(key, hubRun.body.id, 120_000);
-  assert.equal(hubDone.status, 'completed', JSON.stringify(hubDone.error ?? hubDone));
-  assert.deepEqual((await call('GET', `/runs/${hubRun.body.id}/results`, { key })).body.outputs, first.results.outputs);
-  const events = (await call('GET', `/runs/${hubRun.body.id}/events?limit=100`, { key })).body.items as any[];
-  assert.deepEqual(events.filter((e) => e.data?.phase === 'environment'), [], 'runs of a release never build');
-  // Its passport names the environment, verified against the recorded lock.
-  const passport = await call('GET', `/passports?run_id=${hubRun.body.id}`, { key });
-  assert.equal(passport.status, 200, passport.text);
-  const chain = passport.body.checks.find((c: any) => c.check === 'provenance_chain');
-  assert.deepEqual(chain.evidence.links.find((l: any) => l.link === 'run_environment'),
-    { link: 'run_environment', run_id: hubRun.body.id, environment_lock_sha256: release.environment_lock_sha256, python: '3.12', default_runtime: false, verified: true });
 });
 
 test('a lab with a 10 MB trajectory goes workspace → managed run → publish → Hub run, its CSV whole and re-hashing to its digest each time', { timeout: 300_000 }, async () => {

@@ -1,0 +1,80 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { call, closeTestDb, newAccount, waitForRun } from '../helpers.ts';
+import { byCode, publicationOf, workspaceWith } from '../labWorkspaces.ts';
+
+// Ecosystem labs that declare a runtime the default one is not: each goes workspace →
+// managed runs → publication → Hub run in an environment of its own, built once.
+
+after(closeTestDb);
+const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
+
+/**
+ * Takes a fixture lab through the whole flow: two managed runs (other seeds), publication,
+ * a Hub run of the release and its passport; checks the environment each step names and
+ * that only the first run may build it. Returns the first run's outputs.
+ */
+async function throughTheFlow(lab: string, title: string, expected: { python: string; declared: RegExp }): Promise<Record<string, unknown>> {
+  const { key } = await newAccount({ usd: 5 });
+  const { ws, revisionId } = await workspaceWith(key, title, lab);
+  const runOf = async (body: Record<string, unknown>) => {
+    const plan = await call('POST', '/run-plans', { key, body: { ...body, inputs: {}, max_runtime_seconds: 300 } });
+    assert.equal(plan.body.status, 'ready', JSON.stringify(plan.body.findings));
+    assert.equal(plan.body.environment.python, expected.python);
+    const run = await call('POST', '/runs', { key, headers: idem(), body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
+    assert.equal(run.status, 200, run.text);
+    // A cold build of a large lock (tellurium's) downloads hundreds of MB first.
+    const done = await waitForRun(key, run.body.id, 600_000);
+    assert.equal(done.status, 'completed', JSON.stringify(done.error ?? done));
+    const results = (await call('GET', `/runs/${run.body.id}/results`, { key })).body;
+    const events = (await call('GET', `/runs/${run.body.id}/events?limit=100`, { key })).body.items as any[];
+    return { id: run.body.id as string, plan: plan.body, results, builds: events.filter((e) => e.data?.phase === 'environment') };
+  };
+  const first = await runOf({ workspace_id: ws.workspace_id, revision_id: revisionId, seed: 1 });
+  assert.match(byCode(first.plan.findings, 'environment_own')[0].message, expected.declared);
+  assert.equal(first.results.provenance.environment_lock_sha256, first.plan.environment.lock_sha256);
+  // A build (when this machine had none of this lock) is progress events, before compute is charged.
+  if (first.builds.length) {
+    assert.deepEqual(first.builds.map((e) => [e.type, e.data.status]), [['progress', 'building'], ['progress', 'built']]);
+    process.stdout.write(`# cold build of ${lab}'s environment: ${first.builds[1].data.seconds.toFixed(1)} s\n`);
+  }
+  const second = await runOf({ workspace_id: ws.workspace_id, revision_id: revisionId, seed: 2 });
+  assert.equal(second.plan.environment.status, 'ready', 'built once');
+  assert.equal(second.plan.environment.lock_sha256, first.plan.environment.lock_sha256, 'the same declaration, the same lock');
+  assert.deepEqual(second.builds, [], 'the second run builds nothing');
+
+  // Published: packed and smoke-run in the same environment, which the release records.
+  const prep = await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: revisionId, version: '1.0.0' } });
+  assert.equal(prep.body.status, 'ready', JSON.stringify(prep.body.findings));
+  await call('POST', '/publications', { key, body: { plan_id: prep.body.plan_id, plan_sha256: prep.body.plan_sha256 } });
+  const publication = await publicationOf(key, prep.body.reference);
+  assert.equal(publication.status, 'published', JSON.stringify(publication));
+  const release = (await call('GET', `/hub/releases/${encodeURIComponent(prep.body.reference)}`, { key })).body;
+  assert.equal(release.environment_lock_sha256, first.plan.environment.lock_sha256);
+  assert.deepEqual(release.runtime_problems, []);
+  assert.equal(release.qualification_state, 'smoke_tested', 'its smoke run ran in that environment');
+
+  // A Hub run of the release runs in it, built already.
+  const hub = await runOf({ capability_ref: prep.body.reference, seed: 3 });
+  assert.deepEqual(hub.plan.environment, { lock_sha256: release.environment_lock_sha256, python: expected.python, status: 'ready' });
+  assert.deepEqual(hub.builds, [], 'runs of a release never build');
+  assert.deepEqual(hub.results.outputs, first.results.outputs);
+  // Its passport names the environment, verified against the recorded lock.
+  const passport = await call('GET', `/passports?run_id=${hub.id}`, { key });
+  assert.equal(passport.status, 200, passport.text);
+  const chain = passport.body.checks.find((c: any) => c.check === 'provenance_chain');
+  assert.deepEqual(chain.evidence.links.find((l: any) => l.link === 'run_environment'),
+    { link: 'run_environment', run_id: hub.id, environment_lock_sha256: release.environment_lock_sha256, python: expected.python, default_runtime: false, verified: true });
+  return first.results.outputs;
+}
+
+test('a lab that pins its runtime (Python 3.12, biosimulant 0.0.34) runs on exactly that, without network, from workspace to Hub run', { timeout: 900_000 }, async () => {
+  const outputs = await throughTheFlow('pinned-runtime', 'Pinned runtime', { python: '3.12', declared: /runtime\.python_version "3\.12" is required.*biosimulant==0\.0\.34.*own environment: Python 3\.12/ });
+  assert.deepEqual(outputs, { python_minor: 12, biosimulant_patch: 34, network_refused: 1 }, 'what it pinned, and no network at run time');
+});
+
+test('an SBML lab run by biosimulant\'s tellurium base with tellurium pinned computes its model, from workspace to Hub run', { timeout: 900_000 }, async () => {
+  const outputs = await throughTheFlow('sbml-decay', 'SBML decay', { python: '3.11', declared: /tellurium==2\.2\.13\.1 is not installed.*own environment: Python 3\.11/ });
+  // A(10 s) = 10·e^(-0.1·10), within the integrator's tolerance.
+  assert.ok(Math.abs((outputs.final_a as number) - 10 * Math.exp(-1)) < 1e-4, `final_a ${outputs.final_a}`);
+});
