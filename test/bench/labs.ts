@@ -2,8 +2,11 @@
  * `npm run bench:labs`: what the platform costs a lab run, against the science itself.
  *
  * The lab: the built-in predator-prey (three wired models, one of them a visualisation),
- * copied with its duration stretched to exactly 10,000 communication steps and published
- * for the stack's operator account with the code the stack uses for built-in labs.
+ * copied with its duration stretched to exactly 10,000 communication steps and declaring
+ * `runtime.python_version: '3.12'`, so it runs in an environment of its own (resolved and
+ * built as a plan and a worker do; the cold build's time is printed apart, then every run
+ * finds it built), and published for the stack's operator account with the code the
+ * stack uses for built-in labs, packed in that environment.
  * Ours: `POST /v1/runs` (the direct form, with an Idempotency-Key), then waiting for the
  * terminal status the way the SDK does (the run's event stream, which the server closes
  * after the terminal event; BENCH_POLL_MS > 0 polls `GET /runs/{id}` instead), and a check
@@ -11,8 +14,8 @@
  * archive, the driver, outputs and artifacts, settlement.
  * Baseline: the same archive (the release's bytes, read back from the object store) run
  * directly with the pinned runtime, the runtime's own way (`biosim.pack.run_package`,
- * directRun.py), in the same sandbox with the same limits and environment a run on that
- * compute profile gets, timed from the sandbox's spawn to its exit.
+ * directRun.py) with the same environment's interpreter, in the same sandbox with the same
+ * limits a run on that compute profile gets, timed from the sandbox's spawn to its exit.
  * Rounds alternate ours/baseline run by run; each round prints its medians; the median
  * of the rounds' ratios ours/baseline is the last line (goal <= 1.15).
  *
@@ -36,6 +39,11 @@ import { createSandbox } from '../../activities/execution/sandbox.ts';
 import { outcomeError, runLabProcess } from '../../activities/execution/labProcess.ts';
 import { labEnv, runLimits } from '../../activities/execution/execute.ts';
 import { cpuSample, cpuPerUnit, type CpuSample } from './cpu.ts';
+import YAML from 'yaml';
+import { declaredRuntime } from '../../activities/environments/declared.ts';
+import { resolveLock } from '../../activities/environments/resolve.ts';
+import { ensureEnvironment } from '../../activities/environments/build.ts';
+import { readRuntimeLock } from '../../storage/runtimePins.ts';
 import { createHttpClient } from './httpClient.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -47,6 +55,8 @@ const STEPS = 10_000;
 const PROFILE = 'cpu-small';
 const MAX_RUNTIME = 300;
 const DIRECT = fileURLToPath(new URL('./directRun.py', import.meta.url));
+/** Not the default runtime's: the lab runs in an environment of its own. */
+const PYTHON = '3.12';
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -62,7 +72,8 @@ async function main(): Promise<void> {
     const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
     stack = await startStack({
       exitOnSignal: true, dataDir: dir, mode: 'test', ports, sink: (s, l) => log.write(`[${s}] ${l}\n`),
-      serviceEnv: { SILICO_RATE_READS_PER_MIN: '100000000', SILICO_RATE_RUNS_PER_MIN: '100000000', SILICO_RATE_DAILY: '100000000', LOG_LEVEL: 'warn' },
+      // Environments of its own, so the first build is a cold one.
+      serviceEnv: { SILICO_RATE_READS_PER_MIN: '100000000', SILICO_RATE_RUNS_PER_MIN: '100000000', SILICO_RATE_DAILY: '100000000', LOG_LEVEL: 'warn', SILICO_ENVIRONMENTS_DIR: path.join(dir, 'environments') },
     });
     const config = loadConfig({ ...process.env, ...stack.env });
     const db = createDb(stack.info.database_url, { poolMax: 2 });
@@ -74,12 +85,19 @@ async function main(): Promise<void> {
     const yamlPath = path.join(labDir, 'lab.yaml');
     const yaml = await readFile(yamlPath, 'utf8');
     const step = Number(/^ {2}communication_step: ([0-9.]+)$/m.exec(yaml)?.[1]);
-    const stretched = yaml.replace(/^ {2}duration: [0-9.]+$/m, `  duration: ${STEPS * step}`);
+    const stretched = yaml.replace(/^ {2}duration: [0-9.]+$/m, `  duration: ${STEPS * step}\n  python_version: '${PYTHON}'`);
     if (!step || stretched === yaml) throw new Error('labs/predator-prey/lab.yaml: runtime.duration or communication_step not found');
     await writeFile(yamlPath, stretched);
     const account = await db('accounts').where({ id: stack.info.account_id }).first('namespace');
     const sandbox = createSandbox(config.sandbox);
-    const release = await publishLab(db, objects, { python: config.python, sandbox }, {
+    // Its environment, as a plan resolves it and a worker builds it (timed cold).
+    const declared = declaredRuntime({ lab: YAML.parse(stretched), models: [] }, readRuntimeLock());
+    const resolved = await resolveLock(config.environments, declared.python, declared.requirements);
+    if ('error' in resolved) throw new Error(`resolving the lab's environment: ${resolved.error}`);
+    const built = performance.now();
+    const python = await ensureEnvironment(config.environments, sandbox, { ...resolved.lock, lock: resolved.lock.text });
+    console.log(`cold build of its environment (Python ${resolved.lock.python}, lock sha256:${resolved.lock.sha256.slice(0, 12)}…): ${((performance.now() - built) / 1000).toFixed(1)} s`);
+    const release = await publishLab(db, objects, { python, sandbox }, {
       dir: labDir, accountId: stack.info.account_id, namespace: account.namespace, name: 'predator-prey-10k', version: '1.0.0', visibility: 'private',
     });
     const ref = `${release.namespace}/${release.name}@${release.version}`;
@@ -97,7 +115,7 @@ async function main(): Promise<void> {
       const stdout: string[] = [];
       const t = performance.now();
       const outcome = await runLabProcess(sandbox, {
-        python: config.python, script: DIRECT, input, scratch, args: (p) => [path.join(p.input, 'lab.bsilab'), p.scratch],
+        python, script: DIRECT, input, scratch, args: (p) => [path.join(p.input, 'lab.bsilab'), p.scratch],
         limits: runLimits(profile, MAX_RUNTIME), env: labEnv(profile.vcpus),
       }, '', { wallSeconds: MAX_RUNTIME }, { onMessage: () => undefined, onLog: (s, l) => { if (s === 'stdout') stdout.push(l); } });
       const ms = performance.now() - t;
@@ -117,6 +135,7 @@ async function main(): Promise<void> {
       const posted = Date.now();
       const t = performance.now();
       const run = await http.json('POST', '/runs', { ref, inputs: {}, compute_profile: PROFILE, max_runtime_seconds: MAX_RUNTIME }, { 'Idempotency-Key': crypto.randomUUID() });
+      if (!run.id) throw new Error(`POST /runs: ${JSON.stringify(run)}`);
       let r;
       if (POLL_MS > 0) {
         for (;;) {
@@ -137,6 +156,8 @@ async function main(): Promise<void> {
     console.log(`${ref}: ${STEPS} communication steps; ${ROUNDS} rounds of ${RUNS} runs each way, alternating; profile ${PROFILE}; waiting ${POLL_MS > 0 ? `by polling every ${POLL_MS} ms` : 'on the event stream'}`);
     // Warm both paths (worker, interpreter caches, page cache) once.
     await ours();
+    const ran = await http.json('GET', `/runs/${last!.id}/results`);
+    if (ran.provenance.environment_lock_sha256 !== resolved.lock.sha256) throw new Error(`the run's environment is ${ran.provenance.environment_lock_sha256}, not the one built (${resolved.lock.sha256})`);
     await baseline();
     const cpu = { ours: {} as CpuSample, baseline: {} as CpuSample };
     const add = (into: CpuSample, a: CpuSample, b: CpuSample) => { for (const k of Object.keys(b)) into[k] = (into[k] ?? 0) + b[k]! - (a[k] ?? 0); };
