@@ -23,12 +23,14 @@ export function canonicalName(name: string): string {
   return name.replace(/[-_.]+/g, '-').toLowerCase();
 }
 
-/** Parses the lock: `# python X.Y` and one exact `name==version` pin a line (pip freeze output). */
+/** Parses the lock: `# python X.Y` and one exact `name==version` pin a requirement, with or without its `--hash` options. */
 export function parseRuntimeLock(text: string): RuntimeLock {
   const python = /^# python (\d+\.\d+)\s*$/m.exec(text)?.[1];
   if (!python) throw new Error('the runtime lock does not state its Python version (# python X.Y)');
   const packages = new Map<string, string>();
-  for (const line of text.split('\n')) {
+  // One requirement per logical line: continuations joined, each file's `--hash` option left out.
+  for (const logical of text.replace(/\\\n/g, ' ').split('\n')) {
+    const line = logical.replace(/\s--hash=\S+/g, '').trimEnd();
     const req = line.trim() && !line.startsWith('#') ? parsePipRequirementsLine(line) : null;
     if (!req) continue;
     const pin = req.type === 'ProjectName' && req.versionSpec?.length === 1 && req.versionSpec[0]!.operator === '==' ? req.versionSpec[0]!.version : undefined;
