@@ -7,6 +7,8 @@ import type { ObjectStore } from '../storage/objects.ts';
 import { sha256Hex } from '../storage/digest.ts';
 import { getReleaseById } from '../storage/db/releases.ts';
 import { chargeStandingCost, getHosting, recordHosting, type HostingChange, type HostingCheck } from '../storage/db/hosting.ts';
+import { environmentPython, EnvironmentUnavailable } from './environments/python.ts';
+import type { EnvironmentSettings } from './environments/settings.ts';
 import { smokeRun } from './execution/smokeRun.ts';
 import { smokeInputsOf } from '../storage/labContract.ts';
 import type { Sandbox } from './execution/sandbox.ts';
@@ -24,7 +26,7 @@ const SMOKE_SECONDS = 600;
  * their address, the runtime environment, and a sandboxed smoke run of the private
  * fixtures).
  */
-export function createHostingActivities(deps: { db: Db; objects: ObjectStore; python: string; sandbox: Sandbox }) {
+export function createHostingActivities(deps: { db: Db; objects: ObjectStore; python: string; environments: EnvironmentSettings; sandbox: Sandbox }) {
   return {
     async recordHosting(labId: string, generation: number, change: HostingChange, event: { kind: string; actor?: string | null; message: string }): Promise<void> {
       await recordHosting(deps.db, labId, generation, change, event);
@@ -52,17 +54,29 @@ export function createHostingActivities(deps: { db: Db; objects: ObjectStore; py
           detail: intact ? `The package archive re-hashed to its address (${release.archive_key!.split('/').pop()}).` : 'The stored package archive is missing or does not match its address.',
         });
         const problems = release.runtime_problems ?? [];
+        // The release's own environment, built on this worker when it has none yet.
+        let python: string | null = null;
+        let built = '';
+        try {
+          python = problems.length ? null : await environmentPython(deps, release.environment_lock_sha256);
+        } catch (err) {
+          if (!(err instanceof EnvironmentUnavailable)) throw err;
+          built = err.message;
+        }
         checks.push({
-          check: 'environment', status: problems.length ? 'failed' : 'passed', checked_at: at(),
-          detail: problems.length ? `The platform runtime cannot satisfy this release: ${problems.join('; ')}.` : `A worker of ${hosting.compute_profile} serves it and the runtime satisfies the lab's pins.`,
+          check: 'environment', status: python ? 'passed' : 'failed', checked_at: at(),
+          detail: problems.length ? `The platform runtime cannot satisfy this release: ${problems.join('; ')}.`
+            : built ? `Its environment could not be built: ${built}`
+            : release.environment_lock_sha256 ? `A worker of ${hosting.compute_profile} serves it, in the release's own environment (lock sha256:${release.environment_lock_sha256}).`
+            : `A worker of ${hosting.compute_profile} serves it and the runtime satisfies the lab's pins.`,
         });
-        if (!intact) {
-          checks.push({ check: 'smoke_run', status: 'failed', detail: 'Not run: the release bytes are not intact.', checked_at: at() });
+        if (!intact || !python) {
+          checks.push({ check: 'smoke_run', status: 'failed', detail: `Not run: ${!intact ? 'the release bytes are not intact' : 'it has no environment'}.`, checked_at: at() });
         } else {
           await mkdir(path.join(dir, 'lab'));
           await writeFile(path.join(dir, 'lab', 'lab.bsilab'), bytes!);
           const inputs = smokeInputsOf(release.manifest);
-          const smoke = await smokeRun(deps.sandbox, deps.python, dir, { inputs, seed: 0, package_sha256: release.package_sha256 }, SMOKE_SECONDS, 'lab.bsilab');
+          const smoke = await smokeRun(deps.sandbox, python, dir, { inputs, seed: 0, package_sha256: release.package_sha256 }, SMOKE_SECONDS, 'lab.bsilab');
           checks.push({ check: 'smoke_run', status: smoke.ok ? 'passed' : 'failed', detail: `${Object.keys(inputs).length ? 'Private smoke fixtures' : 'Default inputs (the release declares no smoke inputs)'}: ${smoke.message}`, checked_at: at() });
         }
         return { ok: checks.every((c) => c.status === 'passed'), checks };

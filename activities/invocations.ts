@@ -19,6 +19,8 @@ import { startWarmInstance } from './execution/warmInstance.ts';
 import { createWarmPool, type WarmPool } from './execution/warmPool.ts';
 import type { Sandbox } from './execution/sandbox.ts';
 import { stageInputs } from './execution/stagedInputs.ts';
+import { environmentPython } from './environments/python.ts';
+import type { EnvironmentSettings } from './environments/settings.ts';
 
 export type { InvocationEnding } from '../storage/db/hostedInvocations.ts';
 
@@ -42,7 +44,7 @@ function declaredOutputs(manifest: Record<string, unknown>): Served['declared'] 
 }
 const deploymentKey = (labId: string, generation: number) => `${labId}:${generation}`;
 
-interface Deps { db: Db; objects: ObjectStore; python: string; sandbox: Sandbox; deployments: Deployments; hostQueue: string }
+interface Deps { db: Db; objects: ObjectStore; python: string; environments: EnvironmentSettings; sandbox: Sandbox; deployments: Deployments; hostQueue: string }
 
 /**
  * Activities of hosted execution. `serveDeployment` (on a worker of the profile) holds a
@@ -82,11 +84,13 @@ export function createInvocationActivities(deps: Deps) {
         if (`blobs/sha256/${sha256Hex(bytes)}` !== release.archive_key) throw ApplicationFailure.nonRetryable('The stored package does not match its address.', 'artifact_store_error');
         await mkdir(path.join(dir, 'input'));
         await writeFile(path.join(dir, 'input', 'lab.bsilab'), bytes);
+        // Its instances run in the release's environment (the deployment checks built it).
+        const python = await environmentPython(deps, release.environment_lock_sha256);
         let n = 0;
         pool = createWarmPool({
           min: hosting.min_instances, max: hosting.max_instances, idleSeconds: 60,
           start: () => startWarmInstance(deps.sandbox, {
-            python: deps.python, input: path.join(dir, 'input'), scratch: path.join(dir, `instance-${++n}`),
+            python, input: path.join(dir, 'input'), scratch: path.join(dir, `instance-${++n}`),
             limits: runLimits(profile, profile.max_runtime_seconds), env: labEnv(profile.vcpus),
           }, 'lab.bsilab', { package_sha256: release.package_sha256 }, { readySeconds: 60 }),
         });

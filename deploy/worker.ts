@@ -52,13 +52,13 @@ async function main(): Promise<void> {
   const resealed = await resealEndpointSecrets(db, config.secrets);
   if (resealed) log.info(`sealed ${resealed} webhook endpoint secret(s) under secrets key ${config.secrets.current.id}`);
   const publication = createPublicationActivities({ db, objects, python: config.python, environments: config.environments, sandbox });
-  const hosting = createHostingActivities({ db, objects, python: config.python, sandbox });
+  const hosting = createHostingActivities({ db, objects, python: config.python, environments: config.environments, sandbox });
   // Warm instances of the deployments this process serves, reached through its own task
   // queue: an invocation is sent to the worker that holds its deployment's instances.
   const deployments: Deployments = new Map();
   const hostQueue = `host-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const sourcePacing = createPgPool(config.databaseUrl, 2);
-  const invocations = createInvocationActivities({ db, objects, python: config.python, sandbox, deployments, hostQueue });
+  const invocations = createInvocationActivities({ db, objects, python: config.python, environments: config.environments, sandbox, deployments, hostQueue });
   const control = await Worker.create({
     connection,
     namespace: config.temporal.namespace,

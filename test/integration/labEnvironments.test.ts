@@ -1,6 +1,8 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, closeTestDb, newAccount, waitForRun } from '../helpers.ts';
+import path from 'node:path';
+import { call, closeTestDb, hostedLabOwner, newAccount, retireHosting, until, waitForRun } from '../helpers.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { byCode, publicationOf, workspaceWith } from '../labWorkspaces.ts';
 
 // Ecosystem labs that declare a runtime the default one is not: each goes workspace →
@@ -77,4 +79,35 @@ test('an SBML lab run by biosimulant\'s tellurium base with tellurium pinned com
   const outputs = await throughTheFlow('sbml-decay', 'SBML decay', { python: '3.11', declared: /tellurium==2\.2\.13\.1 is not installed.*own environment: Python 3\.11/ });
   // A(10 s) = 10·e^(-0.1·10), within the integrator's tolerance.
   assert.ok(Math.abs((outputs.final_a as number) - 10 * Math.exp(-1)) < 1e-4, `final_a ${outputs.final_a}`);
+});
+
+test('a hosted lab that pins its runtime serves invocations from warm instances in its own environment', { timeout: 600_000 }, async () => {
+  const lab = await hostedLabOwner(path.join(REPO_ROOT, 'test/fixtures/labs/pinned-runtime'));
+  const key = lab.owner.key;
+  try {
+    const plan = await call('POST', `/labs/${lab.labId}/hosting-plans`, {
+      key, headers: idem(), body: { release: { reference: lab.reference, sha256: lab.sha256 }, min_instances: 1, max_instances: 1 },
+    });
+    assert.equal(plan.status, 201, plan.text);
+    const requested = await call('POST', '/hosting-requests', { key, body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
+    assert.equal(requested.status, 201, requested.text);
+    const ready = await until(300_000, async () => {
+      const h = (await call('GET', `/labs/${lab.labId}/hosting`, { key })).body;
+      assert.ok(!['failed', 'rejected'].includes(h.status), JSON.stringify(h.checks));
+      return h.status === 'ready' ? h : undefined;
+    });
+    assert.match(ready.checks.find((c: any) => c.check === 'environment').detail, /in the release's own environment \(lock sha256:[0-9a-f]{64}\)/);
+    const invocation = await call('POST', '/hosted-invocation-plans', { key, headers: idem(), body: { reference: lab.reference, sha256: lab.sha256, inputs: {} } });
+    assert.equal(invocation.status, 201, invocation.text);
+    const started = await call('POST', '/hosted-invocations', { key, body: { plan_id: invocation.body.plan_id, plan_sha256: invocation.body.plan_sha256 } });
+    assert.ok([200, 201].includes(started.status), started.text);
+    const done = await until(120_000, async () => {
+      const r = (await call('GET', `/hosted-invocations/${started.body.invocation_id}`, { key })).body;
+      return ['completed', 'failed', 'cancelled', 'expired'].includes(r.status) ? r : undefined;
+    });
+    assert.equal(done.status, 'completed', JSON.stringify(done.error ?? done));
+    assert.deepEqual(done.outputs, { python_minor: 12, biosimulant_patch: 34, network_refused: 1 });
+  } finally {
+    await retireHosting(key, lab.labId);
+  }
 });
