@@ -30,6 +30,7 @@ export async function environmentPython(
   const lock = await getLock(deps.db, lockSha256);
   if (!lock) throw new EnvironmentUnavailable('environment_unavailable', `The environment lock ${lockSha256} is not recorded.`);
   let started = 0;
+  let seconds: number | undefined;
   let python: string;
   try {
     python = await ensureEnvironment(deps.environments, deps.sandbox, lock, () => {
@@ -40,12 +41,13 @@ export async function environmentPython(
     throw new EnvironmentUnavailable('environment_build_failed', (err as Error).message);
   }
   if (started) {
-    await onBuild?.finished(lock, (Date.now() - started) / 1000);
+    seconds = (Date.now() - started) / 1000;
+    await onBuild?.finished(lock, seconds);
     // A new one takes room: the least recently used others go, never one still needed.
     await recordBuilt(deps.environments.dir, lock.sha256);
     await evictEnvironments(deps.environments.dir, deps.environments.maxBytes, new Set([...await heldLocks(deps.db), lock.sha256]));
   }
   await touchUsed(deps.environments.dir, lock.sha256);
-  await markLockBuilt(deps.db, lock.sha256);
+  await markLockBuilt(deps.db, lock.sha256, seconds);
   return python;
 }

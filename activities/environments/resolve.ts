@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { uvEnv, type EnvironmentSettings } from './settings.ts';
 
 /** An environment lock: every distribution pinned exactly with its hashes, for one Python version. */
-export interface EnvironmentLock { python: string; text: string; sha256: string }
+export interface EnvironmentLock { python: string; text: string; sha256: string; /** How many distributions it pins. */ distributions: number }
 
 /** The target platform of a lock: the workers' (Linux, glibc, this machine's architecture). */
 const PLATFORM = process.arch === 'arm64' ? 'aarch64-manylinux_2_28' : 'x86_64-manylinux_2_28';
@@ -27,5 +27,6 @@ export async function resolveLock(s: EnvironmentSettings, python: string, requir
   });
   if (out.code !== 0) return { error: out.stderr.trim().replace(/^error: /, '') || `uv exited with ${out.code}` };
   const text = `# python ${python}\n${out.stdout.trim()}\n`;
-  return { lock: { python, text, sha256: createHash('sha256').update(text).digest('hex') } };
+  const distributions = text.split('\n').filter((l) => /^[A-Za-z0-9]/.test(l)).length;
+  return { lock: { python, text, sha256: createHash('sha256').update(text).digest('hex'), distributions } };
 }

@@ -3,11 +3,18 @@ import type { Finding } from '../../storage/db/plans.ts';
 import { runtimePinFindings, type LabManifests } from '../../storage/runtimePins.ts';
 import { declaredRuntime } from '../../activities/environments/declared.ts';
 import { resolveLock } from '../../activities/environments/resolve.ts';
-import { recordLock, resolvedLock } from '../../storage/db/environments.ts';
+import { buildSecondsPerDistribution, recordLock, resolvedLock } from '../../storage/db/environments.ts';
 import { digestJson } from '../../storage/digest.ts';
 
-/** The environment a plan names: its lock's digest, its Python, and whether it is built yet. */
-export interface EnvironmentPlan { lock_sha256: string; python: string; status: 'ready' | 'build_required' }
+/**
+ * The environment a plan names: its lock's digest, its Python, whether it is built yet,
+ * and when not, about how long its build takes (from this deployment's timed builds per
+ * distribution; never billed to the run).
+ */
+export interface EnvironmentPlan { lock_sha256: string; python: string; status: 'ready' | 'build_required'; estimated_build_seconds?: number }
+
+/** Seconds a build takes per distribution before any build here was timed. */
+const DEFAULT_SECONDS_PER_DISTRIBUTION = 0.5;
 
 /** What the default runtime cannot give a lab, which its own environment can. */
 const NEEDS_OWN = new Set(['runtime_unsatisfiable', 'runtime_version_differs']);
@@ -42,15 +49,17 @@ export async function planEnvironment(deps: Deps, lab: LabManifests): Promise<{ 
       return { environment: null, findings: [...others, { severity: 'blocking', code: 'dependencies_unsatisfiable', message: `The declared requirements (${declared.requirements.join(', ')}) cannot be resolved for Python ${declared.python} from ${settings.indexUrl}: ${resolved.error}`, path: own[0]!.path }] };
     }
     await recordLock(deps.db, request, resolved.lock);
-    lock = { sha256: resolved.lock.sha256, python: declared.python, lock: resolved.lock.text, built_at: null, created_at: new Date() };
+    lock = { sha256: resolved.lock.sha256, python: declared.python, lock: resolved.lock.text, distributions: resolved.lock.distributions, built_at: null, build_seconds: null, created_at: new Date() };
   }
-  const count = lock.lock.split('\n').filter((l) => /^[A-Za-z0-9]/.test(l)).length;
-  const environment: EnvironmentPlan = { lock_sha256: lock.sha256, python: lock.python, status: lock.built_at ? 'ready' : 'build_required' };
+  const count = lock.distributions;
+  const environment: EnvironmentPlan = lock.built_at
+    ? { lock_sha256: lock.sha256, python: lock.python, status: 'ready' }
+    : { lock_sha256: lock.sha256, python: lock.python, status: 'build_required', estimated_build_seconds: Math.ceil(count * ((await buildSecondsPerDistribution(deps.db)) ?? DEFAULT_SECONDS_PER_DISTRIBUTION)) };
   return {
     environment,
     findings: [...others, {
       severity: 'info', code: 'environment_own',
-      message: `The default runtime (Python ${deps.runtimeLock.python}) does not give this lab what it declares (${own.map((f) => f.message.replace(/\.$/, '')).join('; ')}), so it runs in its own environment: Python ${lock.python}, ${count} distributions locked with their hashes (lock sha256:${lock.sha256}), ${environment.status === 'ready' ? 'already built' : 'built before its first run, without network at run time and not billed to the run'}.`,
+      message: `The default runtime (Python ${deps.runtimeLock.python}) does not give this lab what it declares (${own.map((f) => f.message.replace(/\.$/, '')).join('; ')}), so it runs in its own environment: Python ${lock.python}, ${count} distributions locked with their hashes (lock sha256:${lock.sha256}), ${environment.status === 'ready' ? 'already built' : `built before its first run (about ${environment.estimated_build_seconds} s), not billed to the run`}; the lab runs in it without network.`,
       path: own[0]!.path,
     }],
   };

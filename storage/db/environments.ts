@@ -1,6 +1,6 @@
 import type { Db } from './knex.ts';
 
-export interface EnvironmentLockRow { sha256: string; python: string; lock: string; built_at: Date | null; created_at: Date }
+export interface EnvironmentLockRow { sha256: string; python: string; lock: string; distributions: number; built_at: Date | null; build_seconds: number | null; created_at: Date }
 
 /** The lock a resolver request gave before, if any. */
 export async function resolvedLock(db: Db, requestSha256: string): Promise<EnvironmentLockRow | undefined> {
@@ -9,9 +9,9 @@ export async function resolvedLock(db: Db, requestSha256: string): Promise<Envir
 }
 
 /** Records a lock (content-addressed: the same lock twice is one row) and the request that gave it. */
-export async function recordLock(db: Db, requestSha256: string, lock: { sha256: string; python: string; text: string }): Promise<void> {
+export async function recordLock(db: Db, requestSha256: string, lock: { sha256: string; python: string; text: string; distributions: number }): Promise<void> {
   await db.transaction(async (trx) => {
-    await trx('environment_locks').insert({ sha256: lock.sha256, python: lock.python, lock: lock.text }).onConflict('sha256').ignore();
+    await trx('environment_locks').insert({ sha256: lock.sha256, python: lock.python, lock: lock.text, distributions: lock.distributions }).onConflict('sha256').ignore();
     await trx('environment_resolutions').insert({ request_sha256: requestSha256, lock_sha256: lock.sha256 }).onConflict('request_sha256').ignore();
   });
 }
@@ -20,8 +20,15 @@ export async function getLock(db: Db, sha256: string): Promise<EnvironmentLockRo
   return db('environment_locks').where({ sha256 }).first();
 }
 
-export async function markLockBuilt(db: Db, sha256: string): Promise<void> {
-  await db('environment_locks').where({ sha256 }).whereNull('built_at').update({ built_at: db.fn.now() });
+/** Records that a worker has built the lock (`seconds`: how long it took, when this call's build did it). */
+export async function markLockBuilt(db: Db, sha256: string, seconds?: number): Promise<void> {
+  await db('environment_locks').where({ sha256 }).whereNull('built_at').update({ built_at: db.fn.now(), ...(seconds === undefined ? {} : { build_seconds: seconds }) });
+}
+
+/** Seconds a build has taken per distribution here, over every timed build (null before the first). */
+export async function buildSecondsPerDistribution(db: Db): Promise<number | null> {
+  const [row] = await db('environment_locks').whereNotNull('build_seconds').select(db.raw('sum(build_seconds) / nullif(sum(distributions), 0) as rate'));
+  return row?.rate === null || row?.rate === undefined ? null : Number(row.rate);
 }
 
 /**

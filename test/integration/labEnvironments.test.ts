@@ -34,6 +34,8 @@ async function throughTheFlow(lab: string, title: string, expected: { python: st
   };
   const first = await runOf({ workspace_id: ws.workspace_id, revision_id: revisionId, seed: 1 });
   assert.match(byCode(first.plan.findings, 'environment_own')[0].message, expected.declared);
+  // Not built yet on this deployment: the plan says about how long its build takes.
+  if (first.plan.environment.status === 'build_required') assert.ok(Number.isInteger(first.plan.environment.estimated_build_seconds) && first.plan.environment.estimated_build_seconds > 0, JSON.stringify(first.plan.environment));
   assert.equal(first.results.provenance.environment_lock_sha256, first.plan.environment.lock_sha256);
   // A build (when this machine had none of this lock) is progress events, before compute is charged.
   if (first.builds.length) {

@@ -10,8 +10,11 @@ export async function up(k: Knex): Promise<void> {
     t.text('sha256').primary();
     t.text('python').notNullable();
     t.text('lock').notNullable();
-    /** When a worker first finished building it (plans say `ready` from then on). */
+    /** How many distributions it pins. */
+    t.integer('distributions').notNullable();
+    /** When a worker first finished building it (plans say `ready` from then on), and how long that build took. */
     t.timestamp('built_at', { useTz: true });
+    t.float('build_seconds');
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(k.fn.now());
   });
   await k.schema.createTable('environment_resolutions', (t) => {
