@@ -228,6 +228,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       pythons: parsePythons(env.SILICO_PYTHONS ?? ''),
       dir: str(env, 'SILICO_ENVIRONMENTS_DIR', '/var/lib/silico/environments'),
       maxBytes: int(env, 'SILICO_ENVIRONMENTS_MAX_BYTES', 20 * 2 ** 30),
+      buildMaxBytes: int(env, 'SILICO_ENVIRONMENT_BUILD_MAX_BYTES', 4 * 2 ** 30),
       timeoutSeconds: int(env, 'SILICO_ENVIRONMENT_BUILD_SECONDS', 900),
     },
     sandbox: sandboxSettings(env),

@@ -63,6 +63,15 @@ export function ensureEnvironment(s: EnvironmentSettings, sandbox: Sandbox, lock
         [envPython, '-c', 'import biosim, numpy, yaml'],
       ];
       const host = process.env;
+      // Its disk is bounded too: what it has written is measured while it runs, and a build
+      // past the bound is stopped.
+      const overDisk = new AbortController();
+      const written = async () => {
+        const { stdout } = await run('du', ['-sb', tmp, path.join(work, 'scratch')]).catch(() => ({ stdout: '' }));
+        return stdout.split('\n').reduce((n, l) => n + (Number(l.split('\t')[0]) || 0), 0);
+      };
+      const tooMuch = `the build wrote more than ${s.buildMaxBytes} bytes`;
+      const watch = setInterval(() => void written().then((bytes) => { if (bytes > s.buildMaxBytes) overDisk.abort(); }), 1000);
       const outcome = await runLabProcess(sandbox, {
         python: base, script: RELAY, input, scratch: path.join(work, 'scratch'),
         args: () => [PROXY_INSIDE, JSON.stringify(commands)], limits: { ...BUILD_LIMITS, cpuSeconds: s.timeoutSeconds },
@@ -72,12 +81,15 @@ export function ensureEnvironment(s: EnvironmentSettings, sandbox: Sandbox, lock
         },
         binds: { ro: [path.dirname(path.dirname(s.uv)), ...trustPaths(host)], rw: [tmp] },
         socket: { host: path.join(work, 'index.sock'), inside: PROXY_INSIDE },
-      }, '', { wallSeconds: s.timeoutSeconds }, { onMessage: () => undefined });
+      }, '', { wallSeconds: s.timeoutSeconds, signal: overDisk.signal }, { onMessage: () => undefined }).finally(() => clearInterval(watch));
+      if (outcome.cancelled) throw new Error(`${tooMuch} and was stopped`);
       const error = outcomeError(outcome);
       if (error) {
         const refused = proxy.refused.length ? ` (refused: ${proxy.refused.slice(0, 5).join(', ')})` : '';
         throw new Error(`${error.code}: ${outcome.stderrTail.slice(-6).join(' ').trim() || error.message}${refused}`);
       }
+      // Finished between two measures: it is held to the bound all the same.
+      if (await written() > s.buildMaxBytes) throw new Error(tooMuch);
       // The build's user owned it while building; from now on nobody but root does.
       if (process.getuid?.() === 0) await run('/usr/bin/chown', ['-R', '0:0', tmp]);
       await chmod(tmp, 0o755);

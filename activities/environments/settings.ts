@@ -17,6 +17,8 @@ export interface EnvironmentSettings {
   dir: string;
   /** What the built environments of a host may take together; least recently used go first (SILICO_ENVIRONMENTS_MAX_BYTES). */
   maxBytes: number;
+  /** What one build may write: the environment and its downloads (SILICO_ENVIRONMENT_BUILD_MAX_BYTES). */
+  buildMaxBytes: number;
   /** Bound of one resolution or build (SILICO_ENVIRONMENT_BUILD_SECONDS). */
   timeoutSeconds: number;
 }

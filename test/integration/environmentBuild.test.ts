@@ -69,6 +69,10 @@ test('an environment is built sandboxed from its hashed lock into its digest\'s 
     // Built once: the second ask finds it.
     await ensureEnvironment(own, testSandbox(), { ...resolved.lock, lock: resolved.lock.text }, () => { builds += 1; });
     assert.equal(builds, 1);
+    // A build is bounded in disk as well: past its bound it fails and leaves nothing.
+    const small = { ...own, dir: path.join(dir, 'small'), buildMaxBytes: 5 << 20 };
+    await assert.rejects(ensureEnvironment(small, testSandbox(), { ...resolved.lock, lock: resolved.lock.text }), /the build wrote more than 5242880 bytes/);
+    assert.deepEqual(await readdir(small.dir), [], 'nothing of it is left');
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

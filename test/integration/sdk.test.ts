@@ -176,11 +176,12 @@ test('wait() on a live run follows its event stream instead of polling, and retu
   const handle = await proxied.runs.start(await slowLab(), { inputs: { seconds_per_window: 0.5 }, maxRuntimeSeconds: 600 });
   const mark = proxy.seen.length;
   // A short poll interval, so any fallback to polling would show as many status reads.
-  const waiting = handle.wait({ timeoutMs: 120_000, pollIntervalMs: 50 });
+  // Observed at once: the run may end (and wait() reject) while the cancel below is in flight.
+  const waiting = assert.rejects(handle.wait({ timeoutMs: 120_000, pollIntervalMs: 50 }), (e: unknown) => e instanceof RunFailed && e.run.status === 'cancelled');
   // Cancel only once the stream is open, so the run is certainly live while wait() streams.
   for (const until = Date.now() + 60_000; !proxy.requests('GET', EVENTS_PATH, mark).length && Date.now() < until;) await new Promise((r) => setTimeout(r, 20));
   await client.runs.cancel(handle.id);
-  await assert.rejects(waiting, (e: unknown) => e instanceof RunFailed && e.run.status === 'cancelled');
+  await waiting;
   const streams = proxy.requests('GET', EVENTS_PATH, mark);
   assert.deepEqual(streams.map((r) => r.headers.accept), ['text/event-stream'], 'one stream request');
   assert.equal(proxy.requests('GET', new RegExp(`/runs/${handle.id}$`), mark).length, 2, 'one read before streaming, one after the terminal event');
