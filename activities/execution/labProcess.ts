@@ -146,6 +146,7 @@ export async function runLabProcess(
   const readLog = (stream: 'stdout' | 'stderr', input: Readable) => {
     input.on('data', (chunk: Buffer) => overLog(chunk.length));
     const lines = createInterface({ input, crlfDelay: Infinity });
+    input.once('close', () => lines.close());
     lines.on('line', (l) => {
       if (stream === 'stderr') {
         stderrTail.push(l.slice(0, 2000));
@@ -198,8 +199,12 @@ export async function readProtocol(
   let hello = false;
   let reported: LabError | null = null;
   let result: LabProcessOutcome['result'] = null;
+  const lines = createInterface({ input: protocol, crlfDelay: Infinity });
+  // A stream destroyed mid-line (a bound breached) ends without 'end', and readline would
+  // wait for it forever: its close ends the lines too.
+  protocol.once('close', () => lines.close());
   try {
-    for await (const line of createInterface({ input: protocol, crlfDelay: Infinity })) {
+    for await (const line of lines) {
       if (stopped()) continue;
       let msg: Record<string, unknown>;
       try {

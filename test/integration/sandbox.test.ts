@@ -138,6 +138,8 @@ const ATTACKS: Array<{ name: string; attack: number; target?: () => Promise<{ po
   { name: 'prints 200 MB to stderr', attack: 12, code: 'output_limit_exceeded', message: /stdout and stderr/ },
   { name: 'sleeps past max_runtime_seconds', attack: 13, maxRuntime: 5, status: 'timed_out', code: 'timed_out', message: /max_runtime_seconds \(5\)/ },
   { name: 'dies by a signal', attack: 14, code: 'lab_killed_by_signal', message: /SIGSEGV/ },
+  // Its run once stayed `running` with no process left: the reader waited on a destroyed stream.
+  { name: "emits one value past the protocol's line bound", attack: 18, code: 'output_limit_exceeded', message: /per message/ },
 ];
 
 for (const a of ATTACKS) {
