@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { outcomeError, runLabProcess } from '../execution/labProcess.ts';
 import type { Sandbox, SandboxLimits } from '../execution/sandbox.ts';
 import { indexHosts, startIndexProxy } from './indexProxy.ts';
-import type { EnvironmentSettings } from './settings.ts';
+import { uvEnv, type EnvironmentSettings } from './settings.ts';
 
 const run = promisify(execFile);
 const RELAY = fileURLToPath(new URL('./buildRelay.py', import.meta.url));
@@ -75,10 +75,8 @@ export function ensureEnvironment(s: EnvironmentSettings, sandbox: Sandbox, lock
       const outcome = await runLabProcess(sandbox, {
         python: base, script: RELAY, input, scratch: path.join(work, 'scratch'),
         args: () => [PROXY_INSIDE, JSON.stringify(commands)], limits: { ...BUILD_LIMITS, cpuSeconds: s.timeoutSeconds },
-        env: {
-          PATH: '/usr/bin:/bin', LANG: 'C.UTF-8', UV_CACHE_DIR: '/scratch/uv-cache', UV_NO_CONFIG: '1', UV_PYTHON_DOWNLOADS: 'never', UV_NO_PROGRESS: '1', NO_COLOR: '1', UV_SYSTEM_CERTS: '1',
-          ...Object.fromEntries(['SSL_CERT_FILE', 'SSL_CERT_DIR'].filter((k) => host[k]).map((k) => [k, host[k]!])),
-        },
+        // uv's own settings, with its downloads in the build's scratch (gone with it).
+        env: { ...uvEnv(s, host), LANG: 'C.UTF-8', UV_CACHE_DIR: '/scratch/uv-cache' },
         binds: { ro: [path.dirname(path.dirname(s.uv)), ...trustPaths(host)], rw: [tmp] },
         socket: { host: path.join(work, 'index.sock'), inside: PROXY_INSIDE },
       }, '', { wallSeconds: s.timeoutSeconds, signal: overDisk.signal }, { onMessage: () => undefined }).finally(() => clearInterval(watch));

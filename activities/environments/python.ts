@@ -48,6 +48,7 @@ export async function environmentPython(
     await evictEnvironments(deps.environments.dir, deps.environments.maxBytes, new Set([...await heldLocks(deps.db), lock.sha256]));
   }
   await touchUsed(deps.environments.dir, lock.sha256);
-  await markLockBuilt(deps.db, lock.sha256, seconds);
+  // Recorded once: later runs of a built lock write nothing more here.
+  if (!lock.built_at) await markLockBuilt(deps.db, lock.sha256, seconds);
   return python;
 }
