@@ -1,5 +1,6 @@
 import { secretsKeyring, type SecretsKeyring } from '../storage/sealedSecrets.ts';
 import { parsePythons, type EnvironmentSettings } from '../activities/environments/settings.ts';
+import type { SandboxSettings } from '../activities/execution/sandbox.ts';
 
 /**
  * Configuration, read once from the environment and passed down. Nothing else in the
@@ -42,7 +43,7 @@ export interface Config {
   /** Lab environments: the resolver, the index, the provided Pythons, where builds are kept. */
   environments: EnvironmentSettings;
   /** How lab processes are sandboxed (workers only; activities/execution/sandbox.ts). */
-  sandbox: { bwrap: string; unsafeNoSandbox: boolean; uidBase: number; uidCount: number };
+  sandbox: SandboxSettings;
   passports: {
     /** The keyring of Ed25519 signing keys, `<key_id>.pem` each (workers sign; null: none configured). */
     keysDir: string | null;
@@ -69,6 +70,11 @@ export interface Config {
     computeProfiles: string[];
     /** On SIGTERM, how long running labs may finish before they are stopped and rescheduled. */
     shutdownGraceSeconds: number;
+    /**
+     * A lab that sends nothing (its driver heartbeats every 2 s) for this long while stopped
+     * or using no CPU is ended `lab_unresponsive`; below the execution's heartbeat timeout.
+     */
+    labStallSeconds: number;
     /** Port of the worker's `/healthz` and `/readyz` (deploy/workerHealth.ts); null: none. */
     healthPort: number | null;
   };
@@ -177,6 +183,7 @@ export function sandboxSettings(env: NodeJS.ProcessEnv = process.env): Config['s
     unsafeNoSandbox: env.SILICO_UNSAFE_NO_SANDBOX === '1',
     uidBase: int(env, 'SILICO_SANDBOX_UID_BASE', 61000),
     uidCount: int(env, 'SILICO_SANDBOX_UID_COUNT', 1000),
+    filterPython: str(env, 'SILICO_SANDBOX_FILTER_PYTHON', '/usr/bin/python3'),
   };
 }
 
@@ -251,6 +258,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       workflowBundle: env.SILICO_WORKFLOW_BUNDLE || undefined,
       computeProfiles: str(env, 'SILICO_COMPUTE_PROFILES', 'cpu-small,cpu-standard').split(',').map((p) => p.trim()).filter(Boolean),
       shutdownGraceSeconds: int(env, 'SILICO_WORKER_SHUTDOWN_GRACE_SECONDS', 30),
+      labStallSeconds: int(env, 'SILICO_LAB_STALL_SECONDS', 10),
       healthPort: env.SILICO_WORKER_HEALTH_PORT ? int(env, 'SILICO_WORKER_HEALTH_PORT', 0) : null,
     },
   };

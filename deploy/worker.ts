@@ -27,6 +27,8 @@ import { registerKeyring } from '../storage/passportKeys.ts';
 import { WORKFLOWS_PATH } from './workflowBundle.ts';
 import { resealEndpointSecrets } from '../storage/db/webhooks.ts';
 import { startWorkerHealth } from './workerHealth.ts';
+import { createNotificationListener } from '../storage/db/notifications.ts';
+import { createRunCancelWatch, RUN_CANCELS_CHANNEL } from '../storage/db/runCancelWatch.ts';
 
 /**
  * The worker process: hosts every workflow and the control-queue activities, with their
@@ -83,7 +85,10 @@ async function main(): Promise<void> {
   // One activity worker per compute profile this machine serves (GPU profiles are served
   // by GPU machines; without one, such runs fail with capacity_unavailable).
   const profiles = config.worker.computeProfiles;
-  const execution = createExecutionActivities({ db, objects, python: config.python, environments: config.environments, sandbox });
+  // Cancelled runs are stopped on the notice, not on the activity's next heartbeat.
+  const cancelNotices = profiles.length ? await createNotificationListener(config.databaseUrl, [RUN_CANCELS_CHANNEL]) : null;
+  const runCancels = cancelNotices ? createRunCancelWatch(db, cancelNotices) : undefined;
+  const execution = createExecutionActivities({ db, objects, python: config.python, environments: config.environments, sandbox, runCancels, stallSeconds: config.worker.labStallSeconds });
   const compute = await Promise.all(profiles.map((p) => Worker.create({
     connection,
     namespace: config.temporal.namespace,
@@ -126,7 +131,8 @@ async function main(): Promise<void> {
   await Promise.all(workers.map((w) => w.run()));
   await dispatcher.stop();
   health?.close();
-  await Promise.allSettled([connection.close(), clientConnection.close(), db.destroy(), sourcePacing.end()]);
+  runCancels?.close();
+  await Promise.allSettled([connection.close(), clientConnection.close(), cancelNotices?.close(), db.destroy(), sourcePacing.end()]);
   log.info('worker stopped');
 }
 

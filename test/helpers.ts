@@ -1,7 +1,7 @@
 import { before, after } from 'node:test';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -199,6 +199,23 @@ export function processAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** The worker-side directories of a run (its input; removed when its execution ends). */
+export function runDirsOf(runId: string): string[] {
+  return readdirSync(tmpdir()).filter((d) => d.startsWith(`silico-run-${runId.slice(0, 8)}-`));
+}
+
+/** Live processes running as one of `uids` (a worker as root gives each sandbox its own uid). */
+export function sandboxUserProcesses(uids: { base: number; count: number }): number[] {
+  return readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+    try {
+      const uid = statSync(`/proc/${p}`).uid;
+      return uid >= uids.base && uid < uids.base + uids.count && !readFileSync(`/proc/${p}/stat`, 'utf8').includes(') Z ');
+    } catch {
+      return false;
+    }
+  }).map(Number);
 }
 
 /** True while any live (non-zombie) process remains in a process group. */

@@ -25,6 +25,7 @@ import { outcomeError, runLabProcess, spendCapReached, type StreamLimits } from 
 import { SandboxUnavailable, type Sandbox, type SandboxLimits } from './sandbox.ts';
 import { environmentPython, EnvironmentUnavailable } from '../environments/python.ts';
 import type { EnvironmentSettings } from '../environments/settings.ts';
+import type { RunCancelWatch } from '../../storage/db/runCancelWatch.ts';
 
 export const DRIVER = fileURLToPath(new URL('./driver.py', import.meta.url));
 const MAX_LOG_EVENTS = 500;
@@ -44,6 +45,10 @@ export interface ExecutionDeps {
   environments: EnvironmentSettings;
   sandbox: Sandbox;
   streamLimits?: StreamLimits;
+  /** A lab silent and stopped (or idle) this long is ended `lab_unresponsive` (labProcess.ts). */
+  stallSeconds?: number;
+  /** Tells of a run's cancellation as it is made (without it, only Temporal's reaches the run). */
+  runCancels?: RunCancelWatch;
 }
 
 /** The sandbox limits of a run on a compute profile. */
@@ -58,6 +63,15 @@ export function runLimits(profile: Pick<ComputeProfileRow, 'memory_mib' | 'vcpus
     fileSizeBytes: 1 << 30,
     tmpBytes: 256 << 20,
   };
+}
+
+/**
+ * A one-shot run's limits: the above, with a scratch directory of its own bounded to twice
+ * the profile's memory (the worker reads nothing back from it: results come on the
+ * protocol), and the profile's memory watched across all the lab's processes.
+ */
+export function oneShotLimits(profile: Pick<ComputeProfileRow, 'memory_mib' | 'vcpus'>, maxRuntimeSeconds: number): SandboxLimits {
+  return { ...runLimits(profile, maxRuntimeSeconds), scratchBytes: Math.max(profile.memory_mib, 512) * 2 * 1024 * 1024, labMemoryBytes: profile.memory_mib * 1024 * 1024 };
 }
 
 /** The environment a lab process gets: nothing of the worker's. */
@@ -79,112 +93,129 @@ export function createExecutionActivities(deps: ExecutionDeps) {
   return {
     async executeLab(input: { runId: string }): Promise<ExecutionResult> {
       const ctx = Context.current();
-      const run = await getRun(deps.db, input.runId);
-      // Cancelled between taking its slot and starting here: the run still has to end,
-      // as cancelled with nothing charged (execution never began). A run that has already
-      // ended (a retry after the fact) is skipped and left as it is.
-      if (run?.status === 'cancelling') return { status: 'cancelled', error: null };
-      if (!run || run.status !== 'running') return { status: 'skipped' };
-      const profile = (await getComputeProfile(deps.db, run.compute_profile))!;
-      // A spend cap below the run's maximum price stops it once it has cost the cap: compute
-      // is charged by wall time when a run is stopped, so the cap is a wall-time budget.
-      const capSeconds = run.cap_micros !== null && profile.price_per_second_micros > 0 ? Math.max(1, Math.floor(Number(run.cap_micros) / profile.price_per_second_micros)) : null;
-      const capStops = capSeconds !== null && capSeconds < run.max_runtime_seconds;
-      const wallSeconds = capStops ? capSeconds : run.max_runtime_seconds;
-      const dir = await mkdtemp(path.join(tmpdir(), `silico-run-${run.id.slice(0, 8)}-`));
+      // Stopped by Temporal's cancellation (its next heartbeat) or, sooner, by the run's own
+      // cancel notice: watched before the run is read, so no cancel falls in between.
+      const stop = new AbortController();
+      const stopNow = () => stop.abort();
+      ctx.cancellationSignal.addEventListener('abort', stopNow);
+      const unwatch = deps.runCancels?.watch(input.runId, stopNow);
       try {
-        const source = await materialize(deps, run, path.join(dir, 'input'));
-        if ('error' in source) return { status: 'failed', error: source.error, computeSeconds: 0 };
-        const staged = await stageInputs(deps, run, source.manifest, path.join(dir, 'input'));
-        if ('error' in staged) return { status: 'failed', error: staged.error, computeSeconds: 0 };
-        // Built before compute is charged: a build is never billed to the run.
-        const python = await runPython(deps, run, () => ctx.heartbeat({}));
-        if (typeof python !== 'string') return { status: 'failed', error: python.error, computeSeconds: 0 };
-        // Compute is charged from here: waiting for a slot or a worker costs nothing.
-        await markRunStarted(deps.db, run.id);
-        await appendEvent(deps.db, run.id, 'log', `Executing ${run.resolved_ref} on ${profile.id}.`, { stream: 'worker' });
-        const results = path.join(dir, 'results');
-        await mkdir(results);
-        const declared = listOf(source.manifest?.io?.outputs as Array<{ name?: unknown; public?: unknown }> | undefined)
-          .filter((o) => o && typeof o.name === 'string')
-          .map((o) => ({ name: o.name as string, public: o.public !== false }));
-        const sink = createOutputSink(results, declared);
-        let visuals: unknown = null;
-        let logs = 0;
-        let lastProgressWrite = 0;
-        // Events are appended one after another, in the order the driver wrote them.
-        let pending: Promise<unknown> = Promise.resolve();
-        const later = (f: () => Promise<unknown>) => { pending = pending.then(f); };
-        const log = (message: string, data: Record<string, unknown>) => {
-          if (logs >= MAX_LOG_EVENTS) return;
-          logs += 1;
-          later(() => appendEvent(deps.db, run.id, 'log', message.slice(0, 2000), data));
-        };
-        let pid = 0;
-        const beat = setInterval(() => ctx.heartbeat({ pid }), 5000);
-        ctx.heartbeat({});
-        let outcome;
-        try {
-          outcome = await runLabProcess(deps.sandbox, {
-            python, script: DRIVER, input: path.join(dir, 'input'), scratch: path.join(dir, 'scratch'),
-            args: (p) => [path.join(p.input, source.entry), p.scratch],
-            limits: runLimits(profile, run.max_runtime_seconds), env: labEnv(profile.vcpus),
-          }, (p) => JSON.stringify({ inputs: staged.values(p.input), seed: run.seed, ...source.request }), { wallSeconds, signal: ctx.cancellationSignal, limits: deps.streamLimits }, {
-            onStart: (p) => {
-              pid = p;
-              later(() => appendEvent(deps.db, run.id, 'log', `Lab process started (process group ${p}).`, { stream: 'worker', pid: p }));
-            },
-            onLog: (stream, line) => log(line, { level: stream === 'stderr' ? 'warning' : 'info', stream }),
-            onMessage: async (msg) => {
-              ctx.heartbeat({ pid });
-              if (msg.type === 'progress') {
-                const fraction = Number(msg.fraction) || 0;
-                const now = Date.now();
-                if (now - lastProgressWrite >= 1000 || fraction >= 1) {
-                  lastProgressWrite = now;
-                  later(() => setRunProgress(deps.db, run.id, fraction));
-                  later(() => appendEvent(deps.db, run.id, 'progress', `${Math.round(fraction * 100)}%`, { fraction, t: Number(msg.t) || 0 }));
-                }
-              } else if (msg.type === 'log') log(String(msg.message), { level: String(msg.level ?? 'info'), stream: 'driver' });
-              else if (msg.type === 'series') await sink.addSeries(String(msg.name), msg.points);
-              else if (msg.type === 'output') sink.setFinal(String(msg.name), msg.value);
-              else if (msg.type === 'visual') visuals = msg.visuals;
-            },
-          });
-        } catch (err) {
-          if (err instanceof SandboxUnavailable) return { status: 'failed', error: { code: err.code, message: err.message }, computeSeconds: 0 };
-          throw err;
-        } finally {
-          clearInterval(beat);
-          await pending;
-        }
-        const computeSeconds = outcome.result?.cpu_seconds ?? outcome.wallSeconds;
-        if (outcome.cancelled) {
-          // A worker shutting down is not the user cancelling: the workflow schedules the run again.
-          if (ctx.cancellationDetails?.workerShutdown) throw ApplicationFailure.create({ type: WORKER_SHUTDOWN, nonRetryable: true, message: 'The worker shut down during the run; it runs again on another worker.' });
-          throw new CancelledFailure('run cancelled');
-        }
-        const error = outcomeError(outcome);
-        if (error?.code === 'timed_out' && capStops) {
-          return { status: 'cancelled', error: spendCapReached(`run on ${profile.id}`, Number(run.cap_micros), wallSeconds), computeSeconds: outcome.wallSeconds };
-        }
-        if (error?.code === 'timed_out') return { status: 'timed_out', error, computeSeconds: outcome.wallSeconds };
-        // The platform's own failure to start a lab costs its owner nothing.
-        if (error?.code === 'sandbox_unavailable') return { status: 'failed', error, computeSeconds: 0 };
-        if (error) return { status: 'failed', error, computeSeconds };
-        const missing = sink.missing();
-        if (missing.length) {
-          return { status: 'failed', error: { code: 'output_contract_violation', message: `Declared outputs missing: ${missing.join(', ')}.` }, computeSeconds };
-        }
-        const { files, values } = await sink.finish(seriesSvg);
-        const outputs = await storeResults(deps, run.id, results, files, values, declared, visuals);
-        await setRunOutputs(deps.db, run.id, outputs);
-        return { status: 'completed', computeSeconds };
+        return await execute(input.runId, stop.signal);
       } finally {
-        await rm(dir, { recursive: true, force: true });
+        unwatch?.();
+        ctx.cancellationSignal.removeEventListener('abort', stopNow);
       }
     },
   };
+
+  async function execute(runId: string, stopSignal: AbortSignal): Promise<ExecutionResult> {
+    const ctx = Context.current();
+    const run = await getRun(deps.db, runId);
+    // Cancelled between taking its slot and starting here: the run still has to end,
+    // as cancelled with nothing charged (execution never began). A run that has already
+    // ended (a retry after the fact) is skipped and left as it is.
+    if (run?.status === 'cancelling') return { status: 'cancelled', error: null };
+    if (!run || run.status !== 'running') return { status: 'skipped' };
+    const profile = (await getComputeProfile(deps.db, run.compute_profile))!;
+    // A spend cap below the run's maximum price stops it once it has cost the cap: compute
+    // is charged by wall time when a run is stopped, so the cap is a wall-time budget.
+    const capSeconds = run.cap_micros !== null && profile.price_per_second_micros > 0 ? Math.max(1, Math.floor(Number(run.cap_micros) / profile.price_per_second_micros)) : null;
+    const capStops = capSeconds !== null && capSeconds < run.max_runtime_seconds;
+    const wallSeconds = capStops ? capSeconds : run.max_runtime_seconds;
+    const dir = await mkdtemp(path.join(tmpdir(), `silico-run-${run.id.slice(0, 8)}-`));
+    try {
+      const source = await materialize(deps, run, path.join(dir, 'input'));
+      if ('error' in source) return { status: 'failed', error: source.error, computeSeconds: 0 };
+      const staged = await stageInputs(deps, run, source.manifest, path.join(dir, 'input'));
+      if ('error' in staged) return { status: 'failed', error: staged.error, computeSeconds: 0 };
+      // Built before compute is charged: a build is never billed to the run.
+      const python = await runPython(deps, run, () => ctx.heartbeat({}));
+      if (typeof python !== 'string') return { status: 'failed', error: python.error, computeSeconds: 0 };
+      // Compute is charged from here: waiting for a slot or a worker costs nothing.
+      await markRunStarted(deps.db, run.id);
+      await appendEvent(deps.db, run.id, 'log', `Executing ${run.resolved_ref} on ${profile.id}.`, { stream: 'worker' });
+      const results = path.join(dir, 'results');
+      await mkdir(results);
+      const declared = listOf(source.manifest?.io?.outputs as Array<{ name?: unknown; public?: unknown }> | undefined)
+        .filter((o) => o && typeof o.name === 'string')
+        .map((o) => ({ name: o.name as string, public: o.public !== false }));
+      const sink = createOutputSink(results, declared);
+      let visuals: unknown = null;
+      let logs = 0;
+      let lastProgressWrite = 0;
+      // Events are appended one after another, in the order the driver wrote them.
+      let pending: Promise<unknown> = Promise.resolve();
+      const later = (f: () => Promise<unknown>) => { pending = pending.then(f); };
+      const log = (message: string, data: Record<string, unknown>) => {
+        if (logs >= MAX_LOG_EVENTS) return;
+        logs += 1;
+        later(() => appendEvent(deps.db, run.id, 'log', message.slice(0, 2000), data));
+      };
+      let pid = 0;
+      ctx.heartbeat({});
+      let outcome;
+      try {
+        outcome = await runLabProcess(deps.sandbox, {
+          python, script: DRIVER, input: path.join(dir, 'input'), scratch: path.join(dir, 'scratch'),
+          args: (p) => [path.join(p.input, source.entry), p.scratch],
+          limits: oneShotLimits(profile, run.max_runtime_seconds), env: labEnv(profile.vcpus),
+        }, (p) => JSON.stringify({ inputs: staged.values(p.input), seed: run.seed, ...source.request }), { wallSeconds, signal: stopSignal, limits: deps.streamLimits, stallSeconds: deps.stallSeconds ?? 10 }, {
+          // Temporal hears the run is alive only while its lab is (supervision.ts).
+          onAlive: () => ctx.heartbeat({ pid }),
+          onStart: (p) => {
+            pid = p;
+            later(() => appendEvent(deps.db, run.id, 'log', `Lab process started (process group ${p}).`, { stream: 'worker', pid: p }));
+          },
+          onLog: (stream, line) => log(line, { level: stream === 'stderr' ? 'warning' : 'info', stream }),
+          onMessage: async (msg) => {
+            if (msg.type === 'progress') {
+              const fraction = Number(msg.fraction) || 0;
+              const now = Date.now();
+              if (now - lastProgressWrite >= 1000 || fraction >= 1) {
+                lastProgressWrite = now;
+                later(() => setRunProgress(deps.db, run.id, fraction));
+                later(() => appendEvent(deps.db, run.id, 'progress', `${Math.round(fraction * 100)}%`, { fraction, t: Number(msg.t) || 0 }));
+              }
+            } else if (msg.type === 'log') log(String(msg.message), { level: String(msg.level ?? 'info'), stream: 'driver' });
+            else if (msg.type === 'series') await sink.addSeries(String(msg.name), msg.points);
+            else if (msg.type === 'output') sink.setFinal(String(msg.name), msg.value);
+            else if (msg.type === 'visual') visuals = msg.visuals;
+          },
+        });
+      } catch (err) {
+        if (err instanceof SandboxUnavailable) return { status: 'failed', error: { code: err.code, message: err.message }, computeSeconds: 0 };
+        throw err;
+      } finally {
+        await pending;
+      }
+      const computeSeconds = outcome.result?.cpu_seconds ?? outcome.wallSeconds;
+      if (outcome.cancelled) {
+        // A worker shutting down is not the user cancelling: the workflow schedules the run again.
+        if (ctx.cancellationDetails?.workerShutdown) throw ApplicationFailure.create({ type: WORKER_SHUTDOWN, nonRetryable: true, message: 'The worker shut down during the run; it runs again on another worker.' });
+        if (ctx.cancellationSignal.aborted) throw new CancelledFailure('run cancelled');
+        // Stopped on the run's cancel notice, before Temporal's reached this activity.
+        return { status: 'cancelled', error: null, computeSeconds: outcome.wallSeconds };
+      }
+      const error = outcomeError(outcome);
+      if (error?.code === 'timed_out' && capStops) {
+        return { status: 'cancelled', error: spendCapReached(`run on ${profile.id}`, Number(run.cap_micros), wallSeconds), computeSeconds: outcome.wallSeconds };
+      }
+      if (error?.code === 'timed_out') return { status: 'timed_out', error, computeSeconds: outcome.wallSeconds };
+      // The platform's own failure to start a lab costs its owner nothing.
+      if (error?.code === 'sandbox_unavailable') return { status: 'failed', error, computeSeconds: 0 };
+      if (error) return { status: 'failed', error, computeSeconds };
+      const missing = sink.missing();
+      if (missing.length) {
+        return { status: 'failed', error: { code: 'output_contract_violation', message: `Declared outputs missing: ${missing.join(', ')}.` }, computeSeconds };
+      }
+      const { files, values } = await sink.finish(seriesSvg);
+      const outputs = await storeResults(deps, run.id, results, files, values, declared, visuals);
+      await setRunOutputs(deps.db, run.id, outputs);
+      return { status: 'completed', computeSeconds };
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
 }
 
 /**

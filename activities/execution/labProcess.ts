@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { constants as os } from 'node:os';
+import { watchSandbox } from './supervision.ts';
 import { INFO_FD, isSandboxSetupFailure, SandboxUnavailable, type Sandbox, type SandboxedCommand, type SandboxPaths, type SandboxSpec } from './sandbox.ts';
 
 /** What a lab process may send before it is stopped: every stream is bounded. */
@@ -25,6 +27,8 @@ export interface LabProcessHooks {
   onLog?(stream: 'stdout' | 'stderr', line: string): void;
   /** The process started (its pid, for heartbeats and events). */
   onStart?(pid: number): void;
+  /** Each second its liveness holds (see supervision.ts): the moment to heartbeat. */
+  onAlive?(): void;
 }
 
 export interface LabProcessOutcome {
@@ -35,6 +39,8 @@ export interface LabProcessOutcome {
   exitCode: number | null;
   /** The driver's `result` message. */
   result: { status: string; cpu_seconds: number } | null;
+  /** The protocol ended inside a message: written by a process that was cut off or lied. */
+  truncated: boolean;
   stderrTail: string[];
   wallSeconds: number;
   cancelled: boolean;
@@ -59,11 +65,15 @@ export function signalError(exitCode: number | null): LabError | null {
  */
 export function spawnSandboxed(cmd: SandboxedCommand): { child: ChildProcess; exited: Promise<number | null> } {
   let child: ChildProcess;
+  let filter: number | undefined;
   try {
-    child = spawn(cmd.command, cmd.args, { cwd: cmd.unsafe ? cmd.paths.scratch : '/', detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'], env: cmd.env });
+    filter = cmd.filter ? openSync(cmd.filter, 'r') : undefined;
+    child = spawn(cmd.command, cmd.args, { cwd: cmd.unsafe ? cmd.paths.scratch : '/', detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe', ...(filter === undefined ? [] : [filter])], env: cmd.env });
   } catch (err) {
     cmd.release();
     throw new SandboxUnavailable(`cannot start the sandbox: ${(err as Error).message}`);
+  } finally {
+    if (filter !== undefined) closeSync(filter);
   }
   const exited = new Promise<number | null>((resolve) => {
     child.once('exit', (code, sig) => resolve(code ?? (sig ? 128 + (os.signals[sig] ?? 0) : null)));
@@ -112,7 +122,7 @@ export function groupKiller(child: ChildProcess): (sig: NodeJS.Signals) => void 
  */
 export async function runLabProcess(
   sandbox: Sandbox, spec: SandboxSpec, stdin: string | ((paths: SandboxPaths) => string),
-  opts: { wallSeconds: number; signal?: AbortSignal; limits?: StreamLimits },
+  opts: { wallSeconds: number; signal?: AbortSignal; limits?: StreamLimits; stallSeconds?: number },
   hooks: LabProcessHooks,
 ): Promise<LabProcessOutcome> {
   const limits = opts.limits ?? DEFAULT_STREAM_LIMITS;
@@ -129,6 +139,8 @@ export async function runLabProcess(
     if (stop || cancelled) return;
     if (why === 'cancelled') cancelled = true;
     else stop = why;
+    // A stopped or hung lab cannot act on SIGTERM.
+    if (why !== 'cancelled' && why.code === 'lab_unresponsive') killGroup('SIGKILL');
     killGroup('SIGTERM');
     setTimeout(() => killGroup('SIGKILL'), 2000).unref();
   };
@@ -136,6 +148,16 @@ export async function runLabProcess(
   opts.signal?.addEventListener('abort', onAbort);
   if (opts.signal?.aborted) onAbort();
   const wall = setTimeout(() => halt({ code: 'timed_out', message: `The run exceeded max_runtime_seconds (${opts.wallSeconds}).` }), opts.wallSeconds * 1000);
+  const protocol = child.stdio[3] as Readable;
+  let lastHeard = Date.now();
+  protocol.on('data', () => { lastHeard = Date.now(); });
+  const unwatch = child.pid ? watchSandbox(child.pid, {
+    memoryBytes: spec.limits.labMemoryBytes ?? null,
+    stallMs: opts.stallSeconds ? opts.stallSeconds * 1000 : null,
+    lastHeard: () => lastHeard,
+    onAlive: hooks.onAlive,
+    halt,
+  }) : () => undefined;
 
   const stderrTail: string[] = [];
   let logBytes = 0;
@@ -157,9 +179,23 @@ export async function runLabProcess(
     return new Promise<void>((resolve) => lines.once('close', resolve));
   };
   const logsDone = Promise.all([readLog('stdout', child.stdout!), readLog('stderr', child.stderr!)]);
+  const protocolDone = readProtocol(protocol, limits, () => Boolean(stop || cancelled), halt, hooks);
 
-  const { hello, reported, result } = await readProtocol(child.stdio[3] as Readable, limits, () => Boolean(stop || cancelled), halt, hooks);
+  // No await here outlives the process. Its protocol closing first (a driver that closed
+  // it early, or a process cut off) gives it a moment to exit and is then ended; its exit
+  // gives the streams a moment to drain and then they are closed.
+  const first = await Promise.race([protocolDone.then(() => 'protocol' as const), exited.then(() => 'exit' as const)]);
+  if (first === 'protocol' && !(await settlesWithin(exited, EXIT_GRACE_MS))) {
+    const { result, reported } = await protocolDone;
+    if (result || reported) killGroup('SIGKILL'); // said how it ended, and lingered
+    else halt({ code: 'protocol_error', message: 'The lab closed its protocol stream before reporting a result; it was ended.' });
+  }
   const exitCode = await exited;
+  unwatch();
+  if (!(await settlesWithin(Promise.all([protocolDone, logsDone]), EXIT_GRACE_MS))) {
+    for (const s of [protocol, child.stdout!, child.stderr!]) s.destroy();
+  }
+  const { hello, reported, result, truncated } = await protocolDone;
   await logsDone;
   clearTimeout(wall);
   opts.signal?.removeEventListener('abort', onAbort);
@@ -167,12 +203,26 @@ export async function runLabProcess(
   const wallSeconds = (Date.now() - started) / 1000;
   let error: LabError | null = stop;
   if (!error && !cancelled && !hello) {
-    const first = stderrTail.find((l) => l.trim()) ?? '';
-    if (!cmd.unsafe && (isSandboxSetupFailure(first) || exitCode === null)) {
-      error = { code: 'sandbox_unavailable', message: `The sandbox could not be set up: ${first || 'the sandbox did not start'}` };
+    const firstLine = stderrTail.find((l) => l.trim()) ?? '';
+    if (!cmd.unsafe && (isSandboxSetupFailure(firstLine) || exitCode === null)) {
+      error = { code: 'sandbox_unavailable', message: `The sandbox could not be set up: ${firstLine || 'the sandbox did not start'}` };
     }
   }
-  return { error, reported, exitCode, result, stderrTail, wallSeconds, cancelled };
+  return { error, reported, exitCode, result, truncated, stderrTail, wallSeconds, cancelled };
+}
+
+/** How long a lab's process and streams get to finish on their own once one of them has. */
+const EXIT_GRACE_MS = 2000;
+
+/** Whether `p` settles within `ms`. */
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), ms); });
+  try {
+    return await Promise.race([p.then(() => true, () => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**
@@ -184,7 +234,7 @@ export async function runLabProcess(
  */
 export async function readProtocol(
   protocol: Readable, limits: StreamLimits, stopped: () => boolean, halt: (why: LabError) => void, hooks: Pick<LabProcessHooks, 'onMessage'>,
-): Promise<{ hello: boolean; reported: LabError | null; result: LabProcessOutcome['result'] }> {
+): Promise<{ hello: boolean; reported: LabError | null; result: LabProcessOutcome['result']; truncated: boolean }> {
   let protocolBytes = 0;
   let sinceNewline = 0;
   protocol.on('data', (chunk: Buffer) => {
@@ -196,9 +246,14 @@ export async function readProtocol(
       protocol.destroy();
     }
   });
+  // Known before readline hands over the stream's last bytes: a line without its newline
+  // is a message cut off, not one the lab meant.
+  let ended = false;
+  protocol.once('end', () => { ended = true; });
   let hello = false;
   let reported: LabError | null = null;
   let result: LabProcessOutcome['result'] = null;
+  let truncated = false;
   const lines = createInterface({ input: protocol, crlfDelay: Infinity });
   // A stream destroyed mid-line (a bound breached) ends without 'end', and readline would
   // wait for it forever: its close ends the lines too.
@@ -206,13 +261,17 @@ export async function readProtocol(
   try {
     for await (const line of lines) {
       if (stopped()) continue;
-      let msg: Record<string, unknown>;
+      let msg: Record<string, unknown> | null = null;
       try {
         msg = JSON.parse(line);
       } catch {
+        // handled below
+      }
+      if (!msg || typeof msg !== 'object' || Array.isArray(msg)) {
+        if (ended && sinceNewline > 0) truncated = true;
+        else halt({ code: 'protocol_error', message: `The lab wrote something other than a protocol message on its protocol stream: ${JSON.stringify(line.slice(0, 200))}.` });
         continue;
       }
-      if (!msg || typeof msg !== 'object') continue;
       if (msg.type === 'hello') hello = true;
       else if (msg.type === 'error' && !reported) reported = { code: String(msg.code ?? 'lab_error').slice(0, 64), message: String(msg.message ?? '').slice(0, 4000) };
       else if (msg.type === 'result') result = { status: String(msg.status), cpu_seconds: Number(msg.cpu_seconds) || 0 };
@@ -221,7 +280,7 @@ export async function readProtocol(
   } catch {
     // a destroyed stream: the stop reason says why
   }
-  return { hello, reported, result };
+  return { hello, reported, result, truncated };
 }
 
 /**
@@ -241,5 +300,11 @@ export function outcomeError(o: LabProcessOutcome): LabError | null {
   if (o.error) return o.error;
   if (o.reported) return o.reported;
   if (o.exitCode === 0 && o.result) return null;
-  return signalError(o.exitCode) ?? { code: 'lab_error', message: `The lab exited with ${o.exitCode}: ${o.stderrTail.slice(-5).join('\n')}` };
+  const signalled = signalError(o.exitCode);
+  if (signalled) return signalled;
+  if (o.truncated) return { code: 'protocol_error', message: `The lab's last protocol message was cut off (it exited with ${o.exitCode}).${stderrLines(o)}` };
+  if (o.exitCode === 0) return { code: 'protocol_error', message: `The lab exited without reporting a result.${stderrLines(o)}` };
+  return { code: 'lab_exited', message: `The lab exited with code ${o.exitCode}.${stderrLines(o)}` };
 }
+
+const stderrLines = (o: LabProcessOutcome) => (o.stderrTail.length ? ` Its last stderr lines:\n${o.stderrTail.slice(-5).join('\n')}` : '');

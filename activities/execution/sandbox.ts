@@ -1,6 +1,10 @@
 import { accessSync, constants, realpathSync } from 'node:fs';
-import { chown, mkdir } from 'node:fs/promises';
+import { chown, mkdir, mkdtemp } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /**
  * The sandbox every lab process runs in (runs, publication smoke runs, packing): bubblewrap
@@ -8,7 +12,8 @@ import path from 'node:path';
  * system's /usr, the runtime, the trusted script, its input (read-only) and its scratch
  * directory (writable), a private /tmp, a new session, and death with its parent. Inside,
  * prlimit sets the resource limits and setpriv drops to the run's own unprivileged
- * uid/gid with no capabilities and `no_new_privs` before the interpreter starts.
+ * uid/gid with no capabilities and `no_new_privs` before the interpreter starts. Every
+ * process of it runs under a system-call filter (syscallFilter.py) bubblewrap loads.
  *
  * Fail closed: when bubblewrap is missing or cannot build the sandbox, the lab does not
  * run (`sandbox_unavailable`). The only way around it is `SILICO_UNSAFE_NO_SANDBOX=1`,
@@ -23,6 +28,8 @@ export interface SandboxSettings {
   /** Host uids (and gids) handed to sandboxes one each, when the worker runs as root. */
   uidBase: number;
   uidCount: number;
+  /** The Python with libseccomp's bindings (Debian's python3-seccomp) that compiles the system-call filter. */
+  filterPython: string;
 }
 
 export interface SandboxLimits {
@@ -37,6 +44,14 @@ export interface SandboxLimits {
   fileSizeBytes: number;
   /** Size of its private /tmp. */
   tmpBytes: number;
+  /**
+   * Size of its scratch directory, a filesystem of that size private to the sandbox (the
+   * worker reads nothing back from it); without it, the scratch is the host directory
+   * `spec.scratch`, for a program whose files the worker takes afterwards (packing).
+   */
+  scratchBytes?: number;
+  /** Memory of all its processes together (their proportional set size), watched by the worker. */
+  labMemoryBytes?: number;
 }
 
 /** Where the sandboxed program finds its two directories. */
@@ -70,6 +85,8 @@ export interface SandboxedCommand {
   /** Paths as the program sees them. */
   paths: SandboxPaths;
   unsafe: boolean;
+  /** The compiled system-call filter, handed to bubblewrap on FILTER_FD. */
+  filter?: string;
   /** Gives the sandbox's uid back once its process has exited. */
   release(): void;
 }
@@ -82,6 +99,9 @@ export class SandboxUnavailable extends Error {
 const INSIDE: SandboxPaths = { input: '/input', scratch: '/scratch' };
 /** The file descriptor bubblewrap reports the sandbox's init pid on (labProcess.ts opens it). */
 export const INFO_FD = 4;
+/** The file descriptor bubblewrap reads the compiled system-call filter from. */
+export const FILTER_FD = 5;
+const FILTER_SOURCE = fileURLToPath(new URL('./syscallFilter.py', import.meta.url));
 const SCRIPT_DIR = '/opt/silico';
 
 /** Resolves a command name on PATH (or checks a path), as an executable file. */
@@ -117,6 +137,19 @@ export function createSandbox(settings: SandboxSettings) {
     throw new SandboxUnavailable(`all ${settings.uidCount} sandbox uids are in use`);
   };
 
+  // Compiled once per worker; a worker that cannot compile it runs no lab (fail closed).
+  let filter: Promise<string> | undefined;
+  const compileFilter = async (): Promise<string> => {
+    const out = path.join(await mkdtemp(path.join(tmpdir(), 'silico-filter-')), 'syscalls.bpf');
+    try {
+      await promisify(execFile)(settings.filterPython, [FILTER_SOURCE, out]);
+    } catch (err) {
+      filter = undefined;
+      throw new SandboxUnavailable(`cannot compile the lab's system-call filter with ${settings.filterPython} (${String((err as { stderr?: string }).stderr || (err as Error).message).trim().split('\n').pop()}); install libseccomp's Python bindings (apt-get install python3-seccomp)`);
+    }
+    return out;
+  };
+
   const limitArgs = (l: SandboxLimits) => [
     `--as=${l.memoryBytes}`, `--cpu=${l.cpuSeconds}:${l.cpuSeconds + 5}`, `--nproc=${l.processes}`,
     `--nofile=${l.openFiles}`, `--fsize=${l.fileSizeBytes}`, '--core=0',
@@ -139,12 +172,15 @@ export function createSandbox(settings: SandboxSettings) {
       if (!bwrap) throw new SandboxUnavailable(`bubblewrap (${settings.bwrap}) is not installed; install it (apt-get install bubblewrap) or, for local development only, set SILICO_UNSAFE_NO_SANDBOX=1`);
       const python = findExecutable(spec.python);
       if (!python) throw new SandboxUnavailable(`the lab runtime's interpreter ${spec.python} is missing`);
+      const filterFile = await (filter ??= compileFilter());
       const uid = root ? takeUid() : null;
       const ro = spec.binds?.ro ?? [];
       const rw = spec.binds?.rw ?? [];
       try {
-        await mkdir(spec.scratch, { recursive: true, mode: 0o700 });
-        if (uid !== null) for (const d of [spec.scratch, ...rw]) await chown(d, uid, uid);
+        // A scratch of its own size is made inside the sandbox; nothing of it is on the host.
+        const hostScratch = spec.limits.scratchBytes ? [] : [spec.scratch];
+        for (const d of hostScratch) await mkdir(d, { recursive: true, mode: 0o700 });
+        if (uid !== null) for (const d of [...hostScratch, ...rw]) await chown(d, uid, uid);
       } catch (err) {
         if (uid !== null) inUse.delete(uid);
         throw new SandboxUnavailable(`cannot prepare the scratch directory: ${(err as Error).message}`);
@@ -166,10 +202,10 @@ export function createSandbox(settings: SandboxSettings) {
         '--hostname', 'lab', '--die-with-parent', '--new-session', '--clearenv', ...env,
         // The sandbox's init pid, as the worker sees it: killing it ends every process of the
         // sandbox's PID namespace, even one whose bubblewrap died before it could pass on death.
-        '--info-fd', String(INFO_FD),
+        '--info-fd', String(INFO_FD), '--seccomp', String(FILTER_FD),
         // The private /tmp first: a runtime kept under /tmp (a cache folder there) is bound
         // into it below, not hidden by it.
-        '--size', String(spec.limits.tmpBytes), '--tmpfs', '/tmp',
+        '--perms', '01777', '--size', String(spec.limits.tmpBytes), '--tmpfs', '/tmp',
         // Made before the binds and readable: the directories bubblewrap would make for a
         // bind are closed to the sandbox's user.
         ...ancestors([...prefixes, script, '/etc/ld.so.cache', ...ro, ...rw, ...(spec.socket ? [spec.socket.inside] : [])]).flatMap((d) => ['--perms', '0755', '--dir', d]),
@@ -183,13 +219,15 @@ export function createSandbox(settings: SandboxSettings) {
         ...(spec.socket ? ['--bind', spec.socket.host, spec.socket.inside] : []),
         '--ro-bind', spec.script, script,
         '--ro-bind', spec.input, INSIDE.input,
-        '--bind', spec.scratch, INSIDE.scratch,
+        ...(spec.limits.scratchBytes
+          ? ['--perms', '01777', '--size', String(spec.limits.scratchBytes), '--tmpfs', INSIDE.scratch]
+          : ['--bind', spec.scratch, INSIDE.scratch]),
         '--chdir', INSIDE.scratch,
         '--', '/usr/bin/prlimit', ...limitArgs(spec.limits),
         '--', '/usr/bin/setpriv', ...identity, '--no-new-privs',
         '--', python, '-u', script, ...spec.args(INSIDE),
       ];
-      return { command: bwrap, args, env: {}, paths: INSIDE, unsafe: false, release: () => { if (uid !== null) inUse.delete(uid); } };
+      return { command: bwrap, args, env: {}, paths: INSIDE, unsafe: false, filter: filterFile, release: () => { if (uid !== null) inUse.delete(uid); } };
     },
   };
 }

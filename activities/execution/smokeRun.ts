@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { DRIVER, labEnv, runLimits } from './execute.ts';
+import { DRIVER, labEnv, oneShotLimits } from './execute.ts';
 import { outcomeError, runLabProcess } from './labProcess.ts';
 import { SandboxUnavailable, type Sandbox } from './sandbox.ts';
 
@@ -16,7 +16,7 @@ export async function smokeRun(sandbox: Sandbox, python: string, dir: string, re
   try {
     const outcome = await runLabProcess(sandbox, {
       python, script: DRIVER, input: path.join(dir, 'lab'), scratch: path.join(dir, 'scratch'),
-      args: (p) => [entry ? path.join(p.input, entry) : p.input, p.scratch], limits: runLimits(SMOKE_PROFILE, timeoutSeconds), env: labEnv(1),
+      args: (p) => [entry ? path.join(p.input, entry) : p.input, p.scratch], limits: oneShotLimits(SMOKE_PROFILE, timeoutSeconds), env: labEnv(1),
     }, JSON.stringify(request), { wallSeconds: timeoutSeconds }, { onMessage: () => undefined });
     const error = outcomeError(outcome);
     return error ? { ok: false, message: `${error.code}: ${error.message}`.slice(0, 1000) } : { ok: true, message: 'The smoke inputs ran to completion.' };

@@ -160,7 +160,7 @@ export async function startWarmInstance(
         socket.destroy();
         const code = await exitCode;
         if (gone && !stop && !cancelled && !read.result) stop = { code: 'instance_lost', message: 'The warm instance stopped during the invocation.' };
-        return { error: stop, reported: read.reported, exitCode: code, result: read.result, stderrTail: stderrTail.slice(tailFrom), wallSeconds: (Date.now() - t0) / 1000, cancelled };
+        return { error: stop, reported: read.reported, exitCode: code, result: read.result, truncated: read.truncated, stderrTail: stderrTail.slice(tailFrom), wallSeconds: (Date.now() - t0) / 1000, cancelled };
       } finally {
         clearTimeout(wall);
         o.signal?.removeEventListener('abort', onAbort);

@@ -40,6 +40,11 @@ export async function stackPrerequisites(env: NodeJS.ProcessEnv, ownPostgres: bo
   }
   if (env.SILICO_UNSAFE_NO_SANDBOX !== '1') {
     out.push({ what: 'bubblewrap, the sandbox every lab runs in', packages: ['bubblewrap'], present: onPath(env.SILICO_SANDBOX_BWRAP || 'bwrap') });
+    const filterPython = env.SILICO_SANDBOX_FILTER_PYTHON || '/usr/bin/python3';
+    out.push({
+      what: "libseccomp's Python bindings, which compile the labs' system-call filter", packages: ['python3-seccomp'],
+      present: () => run(filterPython, ['-c', 'import seccomp']).then(() => true, () => false),
+    });
   }
   return out;
 }

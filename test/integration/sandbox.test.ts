@@ -1,6 +1,6 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -10,7 +10,7 @@ import { packLab } from '../../activities/execution/packLab.ts';
 import { createSandbox, SandboxUnavailable } from '../../activities/execution/sandbox.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { packerIdentity } from '../../storage/labIdentity.ts';
-import { call, closeTestDb, downloadArtifact, newAccount, processAlive, publishFixtureLab, spawnWorker, useTestProfiles, waitForRun, driverPid } from '../helpers.ts';
+import { call, closeTestDb, downloadArtifact, newAccount, processAlive, publishFixtureLab, runDirsOf, sandboxUserProcesses, spawnWorker, useTestProfiles, waitForRun, driverPid } from '../helpers.ts';
 
 // Every lab process runs sandboxed: a hostile lab (test/fixtures/labs/hostile-lab) tries,
 // one attack per run, what a stranger's code might, on the real stack. Each ends with its
@@ -19,9 +19,13 @@ import { call, closeTestDb, downloadArtifact, newAccount, processAlive, publishF
 // "no process of a sandbox user is left" speaks of its labs alone while other files run.
 
 const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
+// 2 GiB: a fork bomb's 68 interpreters stay under the memory bound across processes, so
+// the process bound is what stops it; the 1 GiB profile is the memory and scratch attacks'.
 const PROFILE = 'test-sandbox';
+const PROFILE_1G = 'test-sandbox-1g';
 useTestProfiles(
-  { id: PROFILE, title: 'Test profile of the sandbox attacks', schedule_to_start_seconds: 120 },
+  { id: PROFILE, title: 'Test profile of the sandbox attacks', schedule_to_start_seconds: 120, memory_mib: 2048 },
+  { id: PROFILE_1G, title: 'Test profile of the sandbox attacks on memory and disk', schedule_to_start_seconds: 120, memory_mib: 1024 },
   { id: 'test-no-bwrap', title: 'Test profile served by a worker without bubblewrap', schedule_to_start_seconds: 120 },
   { id: 'test-unsafe', title: 'Test profile served by a worker with the development opt-out', schedule_to_start_seconds: 120 },
 );
@@ -35,7 +39,7 @@ let hostile = '';
 let slow = '';
 let worker: Awaited<ReturnType<typeof spawnWorker>>;
 before(async () => {
-  worker = await spawnWorker({ SILICO_COMPUTE_PROFILES: PROFILE });
+  worker = await spawnWorker({ SILICO_COMPUTE_PROFILES: `${PROFILE},${PROFILE_1G}` });
   owner = await newAccount({ usd: 50 });
   hostile = await publishFixtureLab(owner, 'hostile-lab');
   slow = await publishFixtureLab(owner, 'slow-lab');
@@ -51,21 +55,8 @@ function serviceTargets() {
 /** The worker's secrets: none of these may be visible to a lab. */
 const SECRETS = [process.env.S3_SECRET_ACCESS_KEY!, new URL(process.env.DATABASE_URL!).password, process.env.SILICO_TEST_API_KEY!].filter((s) => s && s.length >= 6);
 
-function scratchDirsOf(runId: string): string[] {
-  return readdirSync(tmpdir()).filter((d) => d.startsWith(`silico-run-${runId.slice(0, 8)}-`));
-}
-
 /** Processes running as a sandbox uid of this file's worker (it is root here: each sandbox has its own uid). */
-function sandboxProcesses(): number[] {
-  return readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
-    try {
-      const uid = statSync(`/proc/${p}`).uid;
-      return uid >= worker.uids.base && uid < worker.uids.base + worker.uids.count && !readFileSync(`/proc/${p}/stat`, 'utf8').includes(') Z ');
-    } catch {
-      return false;
-    }
-  }).map(Number);
-}
+const sandboxProcesses = () => sandboxUserProcesses(worker.uids);
 
 async function runAttack(attack: number, target: { ports?: number[]; hosts?: string[]; paths?: string[] } = {}, opts: { maxRuntime?: number; profile?: string } = {}) {
   const res = await call('POST', '/runs', {
@@ -87,10 +78,10 @@ async function outputOf(runId: string, name: string): Promise<any> {
 
 async function assertNothingSurvives(run: { id: string }, pid: number) {
   const deadline = Date.now() + 10000;
-  while ((processAlive(pid) || sandboxProcesses().length || scratchDirsOf(run.id).length) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  while ((processAlive(pid) || sandboxProcesses().length || runDirsOf(run.id).length) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   assert.equal(processAlive(pid), false, 'the sandbox process is gone');
   if (process.getuid?.() === 0) assert.deepEqual(sandboxProcesses(), [], 'no process of a sandbox user is left');
-  assert.deepEqual(scratchDirsOf(run.id), [], 'its scratch directory is removed');
+  assert.deepEqual(runDirsOf(run.id), [], 'its scratch directory is removed');
 }
 
 test('from inside the sandbox: its own unprivileged user, no network, no data directory, no secrets, only its scratch writable', async () => {
@@ -125,7 +116,7 @@ test('from inside the sandbox: its own unprivileged user, no network, no data di
   await assertNothingSurvives(run, pid);
 });
 
-const ATTACKS: Array<{ name: string; attack: number; target?: () => Promise<{ ports?: number[]; hosts?: string[]; paths?: string[] }>; maxRuntime?: number; status?: string; code: string; message: RegExp }> = [
+const ATTACKS: Array<{ name: string; attack: number; target?: () => Promise<{ ports?: number[]; hosts?: string[]; paths?: string[] }>; maxRuntime?: number; profile?: string; status?: string; code: string; message: RegExp }> = [
   { name: "connects to the service's Postgres, MinIO and Temporal", attack: 2, target: async () => serviceTargets(), code: 'lab_error', message: /(ConnectionRefusedError|Network is unreachable|OSError: \[Errno 101\])/ },
   { name: 'resolves and connects to an outside host', attack: 3, code: 'lab_error', message: /gaierror: .*(name resolution|Name or service not known)/ },
   { name: 'reads /etc/shadow', attack: 4, code: 'lab_error', message: /(PermissionError|FileNotFoundError).*\/etc\/shadow/ },
@@ -140,11 +131,19 @@ const ATTACKS: Array<{ name: string; attack: number; target?: () => Promise<{ po
   { name: 'dies by a signal', attack: 14, code: 'lab_killed_by_signal', message: /SIGSEGV/ },
   // Its run once stayed `running` with no process left: the reader waited on a destroyed stream.
   { name: "emits one value past the protocol's line bound", attack: 18, code: 'output_limit_exceeded', message: /per message/ },
+  // The system-call filter: refused with an ordinary error the lab reports.
+  { name: 'ptraces a sibling process', attack: 19, code: 'lab_error', message: /ptrace\(PTRACE_ATTACH\) of a sibling: Operation not permitted/ },
+  { name: 'unshares a new user namespace', attack: 20, code: 'lab_error', message: /unshare\(CLONE_NEWUSER\): Operation not permitted/ },
+  // clone3's flags cannot be read by a filter: it is "not implemented", and the C library uses clone.
+  { name: 'clones into a new user namespace with clone3', attack: 21, code: 'lab_error', message: /clone3\(CLONE_NEWUSER\): Function not implemented/ },
+  { name: "joins a new session keyring", attack: 22, code: 'lab_error', message: /keyctl\(KEYCTL_JOIN_SESSION_KEYRING\): Operation not permitted/ },
+  { name: 'writes 10,000 files of 1 MiB against a 2 GiB scratch', attack: 23, profile: PROFILE_1G, code: 'disk_limit_exceeded', message: /No space left on device/ },
+  { name: 'holds 8 processes of 200 MiB each on a 1 GiB profile', attack: 24, profile: PROFILE_1G, code: 'memory_limit_exceeded', message: /processes together used \d+ MiB of memory, over the compute profile's 1024 MiB/ },
 ];
 
 for (const a of ATTACKS) {
   test(`a lab that ${a.name} fails with ${a.code}, and nothing of it survives`, async () => {
-    const { run, pid } = await runAttack(a.attack, a.target ? await a.target() : {}, { maxRuntime: a.maxRuntime });
+    const { run, pid } = await runAttack(a.attack, a.target ? await a.target() : {}, { maxRuntime: a.maxRuntime, profile: a.profile });
     assert.equal(run.status, a.status ?? 'failed');
     assert.equal(run.error.code, a.code, run.error.message);
     assert.match(run.error.message, a.message);
@@ -156,10 +155,10 @@ test("a lab cannot read another run's scratch directory, which is alive on the s
   const other = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: slow, compute_profile: PROFILE, inputs: { seconds_per_window: 0.2, busy_seconds: 30 }, max_runtime_seconds: 120 } });
   assert.equal(other.status, 200, other.text);
   await driverPid(owner.key, other.body.id);
-  const [dir] = scratchDirsOf(other.body.id);
-  assert.ok(dir, 'the other run has a scratch directory on the host');
-  const theirs = path.join(tmpdir(), dir!, 'scratch');
-  assert.ok(statSync(theirs).isDirectory());
+  const [dir] = runDirsOf(other.body.id);
+  assert.ok(dir, 'the other run has a directory on the host (its input; its scratch is its sandbox\'s own)');
+  const theirs = path.join(tmpdir(), dir!);
+  assert.ok(statSync(path.join(theirs, 'input')).isDirectory());
   const { run, pid } = await runAttack(6, { paths: [theirs] });
   assert.equal(run.status, 'failed');
   assert.equal(run.error.code, 'lab_error');
@@ -167,7 +166,7 @@ test("a lab cannot read another run's scratch directory, which is alive on the s
   await call('POST', `/runs/${other.body.id}/cancel`, { key: owner.key, headers: idem() });
   assert.equal((await waitForRun(owner.key, other.body.id)).status, 'cancelled');
   await assertNothingSurvives(run, pid);
-  assert.deepEqual(scratchDirsOf(other.body.id), []);
+  assert.deepEqual(runDirsOf(other.body.id), []);
 });
 
 test('the worker serves the next run after every attack', async () => {

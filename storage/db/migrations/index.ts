@@ -30,6 +30,7 @@ import * as spendCapsEverywhere from './030_spend_caps_everywhere.ts';
 import * as invocationCaps from './031_invocation_caps.ts';
 import * as reuseNewest from './032_reuse_newest.ts';
 import * as environments from './033_environments.ts';
+import * as runCancelNotify from './034_run_cancel_notify.ts';
 import * as biologyResources from './025_biology_resources.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
@@ -69,6 +70,7 @@ const migrations: Record<string, Migration> = {
   '031_invocation_caps': invocationCaps,
   '032_reuse_newest': reuseNewest,
   '033_environments': environments,
+  '034_run_cancel_notify': runCancelNotify,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,144 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { call, closeTestDb, driverPid, newAccount, publishFixtureLab, runDirsOf, sandboxUserProcesses, spawnWorker, useTestProfiles, waitForRun } from '../helpers.ts';
+
+// No run outlives its lab: whatever ends a lab's process, its run ends within 5 s with the
+// error that says why, nothing of its sandbox is left, and the next run completes. The
+// lab is killed from outside at random points, stopped, and made to break its protocol,
+// on a worker of this file's own (its profile, its sandbox uids, a short stall deadline),
+// so killing processes never touches another file's runs.
+
+const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
+const PROFILE = 'test-chaos';
+const STALL_SECONDS = 3;
+const ENDS_WITHIN_MS = 5000;
+useTestProfiles({ id: PROFILE, title: 'Test profile of the chaos tests', schedule_to_start_seconds: 120, memory_mib: 2048 });
+
+let owner: Awaited<ReturnType<typeof newAccount>>;
+let hostile = '';
+let worker: Awaited<ReturnType<typeof spawnWorker>>;
+before(async () => {
+  worker = await spawnWorker({ SILICO_COMPUTE_PROFILES: PROFILE, SILICO_LAB_STALL_SECONDS: String(STALL_SECONDS) });
+  owner = await newAccount({ usd: 50 });
+  hostile = await publishFixtureLab(owner, 'hostile-lab');
+});
+after(async () => {
+  await worker?.stop();
+  await closeTestDb();
+});
+
+/** The processes of a sandbox, from its outer bubblewrap (the run's process group): the init, then the lab. */
+function sandboxTree(group: number): { init: number | null; lab: number | null } {
+  const children = (pid: number) => readdirSync(`/proc/${pid}/task`).flatMap((t) => readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').split(' ').filter(Boolean).map(Number));
+  try {
+    const [init] = children(group);
+    if (!init) return { init: null, lab: null };
+    let lab: number | null = null;
+    const walk = (pid: number) => {
+      for (const c of children(pid)) {
+        if (lab === null && readFileSync(`/proc/${c}/comm`, 'utf8').startsWith('python') && statSync(`/proc/${c}`).uid >= worker.uids.base) lab = c;
+        walk(c);
+      }
+    };
+    walk(init);
+    return { init, lab };
+  } catch {
+    return { init: null, lab: null };
+  }
+}
+
+/** Submits an attack run; resolves with its id. */
+async function submit(attack: number): Promise<string> {
+  const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: hostile, inputs: { attack, target: { ports: [], hosts: [], paths: [] } }, max_runtime_seconds: 120, compute_profile: PROFILE } });
+  assert.equal(res.status, 200, res.text);
+  return res.body.id;
+}
+
+/** Starts an attack run and resolves once its lab's interpreter is running, with its processes. */
+async function startRun(attack: number) {
+  const id = await submit(attack);
+  const group = await driverPid(owner.key, id, 60000);
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    const tree = sandboxTree(group);
+    if (tree.lab && tree.init) return { id, group, init: tree.init, lab: tree.lab };
+    assert.ok(Date.now() < deadline, 'the lab started');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * The run's ending, which must come within 5 s of `since` (or of the attack's start, as its
+ * log event tells), and nothing of its sandbox left.
+ */
+async function endsPromptly(id: string, since: number | 'attack') {
+  const run = await waitForRun(owner.key, id, 30000);
+  if (since === 'attack') {
+    const events = (await call('GET', `/runs/${id}/events?limit=1000`, { key: owner.key })).body.items as Array<{ at: string; message: string }>;
+    since = new Date(events.find((e) => e.message.startsWith('attacking'))!.at).getTime();
+  }
+  const took = new Date(run.finished_at).getTime() - since;
+  assert.ok(took <= ENDS_WITHIN_MS, `the run ended ${took} ms after its cause (${run.status} ${run.error?.code})`);
+  const deadline = Date.now() + 5000;
+  while ((sandboxUserProcesses(worker.uids).length || runDirsOf(id).length) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  assert.deepEqual(sandboxUserProcesses(worker.uids), [], 'no process of a sandbox uid remains');
+  assert.deepEqual(runDirsOf(id), [], 'its directories are gone');
+  return run;
+}
+
+test('killed from outside at random points, 20 times (its interpreter, the sandbox init, the driver mid-write): every run ends within 5 s, lab_killed_by_signal', async () => {
+  const targets = ['lab', 'init', 'mid-write'] as const;
+  for (let i = 0; i < 20; i++) {
+    const target = targets[i % targets.length]!;
+    const r = await startRun(target === 'mid-write' ? 28 : 27);
+    await new Promise((res) => setTimeout(res, Math.floor(Math.random() * 1500)));
+    const at = Date.now();
+    process.kill(target === 'init' ? r.init : r.lab, 'SIGKILL');
+    const run = await endsPromptly(r.id, at);
+    assert.equal(run.status, 'failed', `kill ${i} (${target})`);
+    assert.equal(run.error.code, 'lab_killed_by_signal', `kill ${i} (${target}): ${run.error.message}`);
+    assert.match(run.error.message, /SIGKILL/);
+  }
+});
+
+test(`stopped (SIGSTOP) past the stall deadline: the run ends lab_unresponsive within 5 s of it`, async () => {
+  const r = await startRun(27);
+  const at = Date.now();
+  process.kill(r.lab, 'SIGSTOP');
+  const run = await endsPromptly(r.id, at + STALL_SECONDS * 1000);
+  assert.equal(run.status, 'failed');
+  assert.equal(run.error.code, 'lab_unresponsive');
+  assert.match(run.error.message, /stopped/);
+});
+
+test('cancelled while its lab is stopped: cancelled within 5 s, charged only for the time it ran', async () => {
+  const r = await startRun(27);
+  process.kill(r.lab, 'SIGSTOP');
+  const at = Date.now();
+  assert.equal((await call('POST', `/runs/${r.id}/cancel`, { key: owner.key })).status, 200);
+  const run = await endsPromptly(r.id, at);
+  assert.equal(run.status, 'cancelled');
+  const ran = (new Date(run.finished_at).getTime() - new Date(run.started_at).getTime()) / 1000;
+  assert.ok(run.credits_settled <= Math.ceil(ran * 10 + 1) / 1e6, `charged ${run.credits_settled} for ${ran} s`);
+});
+
+test('a lab that closes its protocol stream early and lingers ends protocol_error within 5 s', async () => {
+  const run = await endsPromptly(await submit(25), 'attack');
+  assert.equal(run.status, 'failed');
+  assert.equal(run.error.code, 'protocol_error');
+  assert.match(run.error.message, /closed its protocol stream/);
+});
+
+test('a lab whose last protocol message is cut off ends protocol_error, saying so', async () => {
+  const run = await endsPromptly(await submit(26), 'attack');
+  assert.equal(run.status, 'failed');
+  assert.equal(run.error.code, 'protocol_error');
+  assert.match(run.error.message, /cut off/);
+});
+
+test('after all of it, the worker completes the next run', async () => {
+  const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: 'platform/sir-epidemic@1.0.0', compute_profile: PROFILE, inputs: {} } });
+  const run = await waitForRun(owner.key, res.body.id, 120000);
+  assert.equal(run.status, 'completed', JSON.stringify(run.error));
+});
