@@ -15,8 +15,8 @@ import {
 import { labEnv, putArtifactBytes, runLimits, storeOutputs } from './execution/execute.ts';
 import { createOutputSink } from './execution/outputs.ts';
 import { outcomeError, spendCapReached } from './execution/labProcess.ts';
-import { startWarmInstance } from './execution/warmInstance.ts';
-import { createWarmPool, type WarmPool } from './execution/warmPool.ts';
+import { startWarmInstance, WarmInstanceFailed } from './execution/warmInstance.ts';
+import { createWarmPool, PoolClosed, type WarmPool } from './execution/warmPool.ts';
 import type { Sandbox } from './execution/sandbox.ts';
 import { stageInputs } from './execution/stagedInputs.ts';
 import { environmentPython } from './environments/python.ts';
@@ -133,10 +133,15 @@ export function createInvocationActivities(deps: Deps) {
         renewing = true;
         renewLease(deps.db, invocationId, LEASE_SECONDS).then((held) => { if (!held) stop.abort(); }, () => undefined).finally(() => { renewing = false; });
       }, 1000);
-      const lease = await served.pool.acquire(stop.signal).catch(() => null);
+      const lease = await served.pool.acquire(stop.signal).catch((err: unknown) => err instanceof Error ? err : new Error(String(err)));
       const dir = await mkdtemp(path.join(tmpdir(), 'silico-invocation-'));
       try {
-        if (!lease) return { status: 'cancelled', computeSeconds: 0 };
+        if (lease instanceof Error) {
+          if (stop.signal.aborted) return { status: 'cancelled', computeSeconds: 0 };
+          if (lease instanceof PoolClosed) throw ApplicationFailure.retryable(lease.message, NOT_SERVED_HERE);
+          // The platform could not give it an instance: a failure, charged nothing.
+          return { status: 'failed', error: { code: 'instance_unavailable', message: `No warm instance of the deployment could start: ${lease.message}` }, computeSeconds: 0 };
+        }
         const { declared } = served;
         const sink = createOutputSink(dir, declared);
         let outcome;
@@ -154,6 +159,7 @@ export function createInvocationActivities(deps: Deps) {
           });
         } catch (err) {
           if (err instanceof InputsUnavailable) return { status: 'failed', error: { code: 'input_unavailable', message: err.message }, computeSeconds: 0 };
+          if (err instanceof WarmInstanceFailed) return { status: 'failed', error: err.error, computeSeconds: 0 };
           throw err;
         } finally {
           lease.release();
@@ -161,7 +167,6 @@ export function createInvocationActivities(deps: Deps) {
         const computeSeconds = outcome.result?.cpu_seconds ?? outcome.wallSeconds;
         if (outcome.cancelled) return { status: 'cancelled', computeSeconds: outcome.wallSeconds };
         const error = outcomeError(outcome);
-        if (error?.code === 'instance_lost') throw ApplicationFailure.retryable(error.message, NOT_SERVED_HERE);
         if (error?.code === 'timed_out' && inv.cap_micros !== null) {
           return { status: 'cancelled', error: spendCapReached('invocation', Number(inv.cap_micros), inv.max_seconds), computeSeconds: Math.min(outcome.wallSeconds, inv.max_seconds) };
         }

@@ -11,6 +11,8 @@ import { datasetWorkflowId, experimentWorkflowId, hostingWorkflowId, invocationW
 import { finishInvocation } from '../storage/db/hostedInvocations.ts';
 import { recordHosting } from '../storage/db/hosting.ts';
 import { completeExperiment } from '../storage/db/experiments.ts';
+import { appendEvent, staleRuns } from '../storage/db/runs.ts';
+import type { ExecutionProbe } from './workflowState.ts';
 
 /** Whether a workflow still runs, has closed, or was never there (Temporal's describe). */
 export type WorkflowState = (workflowId: string) => Promise<'open' | 'closed' | 'missing'>;
@@ -28,7 +30,7 @@ const GONE = 'Its workflow ended without recording an ending (or never started);
  * publication fails and frees its version, a dataset version fails, a study whose runs
  * have all ended is completed, an invocation fails with nothing charged, a hosting fails).
  */
-export function createMaintenanceActivities(deps: { db: Db; objects: ObjectStore; idempotencyTtlSeconds: number; workflowState: WorkflowState; stagingKeptMs?: number }) {
+export function createMaintenanceActivities(deps: { db: Db; objects: ObjectStore; idempotencyTtlSeconds: number; workflowState: WorkflowState; executions: ExecutionProbe; stagingKeptMs?: number }) {
   return {
     async purgeExpired(): Promise<{ idempotency_keys: number; rate_limits: number; staged_objects: number }> {
       const idempotency_keys = await purgeIdempotencyKeys(deps.db, deps.idempotencyTtlSeconds);
@@ -55,6 +57,35 @@ export function createMaintenanceActivities(deps: { db: Db; objects: ObjectStore
         closed[r.kind] += 1;
       }
       return closed;
+    },
+
+    /**
+     * The sweeper: ends every run whose execution has had no live process for
+     * `staleSeconds` (its alive_at, and Temporal's last heartbeat of it, both that old),
+     * says so in its events, and stops its workflow. A run being cancelled ends
+     * cancelled; any other fails `lab_lost`. Charged for the time it had a process.
+     * `runIds` narrows a pass to those runs (a targeted sweep; the schedule's covers all).
+     */
+    async sweepLostRuns(staleSeconds: number, runIds?: string[]): Promise<string[]> {
+      const swept: string[] = [];
+      for (const r of await staleRuns(deps.db, staleSeconds, runIds)) {
+        const workflowId = runWorkflowId(r.id);
+        const state = await deps.workflowState(workflowId);
+        if (state === 'open') {
+          const beat = await deps.executions.lastHeartbeat(workflowId);
+          if (beat && Date.now() - beat.getTime() < staleSeconds * 1000) continue;
+        }
+        const silent = Math.round((Date.now() - r.alive_at.getTime()) / 1000);
+        const message = `The run's execution has had no live process for ${silent} s (its lab or its worker is gone): ended by the sweeper.`;
+        await appendEvent(deps.db, r.id, 'log', message, { stream: 'worker', level: 'error', swept: true });
+        if (state === 'open') await deps.executions.terminate(workflowId, message);
+        const computeSeconds = r.started_at ? Math.max(0, (r.alive_at.getTime() - r.started_at.getTime()) / 1000) : 0;
+        await finishRun(deps.db, r.status === 'cancelling'
+          ? { runId: r.id, status: 'cancelled', computeSeconds }
+          : { runId: r.id, status: 'failed', error: { code: 'lab_lost', message }, computeSeconds });
+        swept.push(r.id);
+      }
+      return swept;
     },
   };
 }

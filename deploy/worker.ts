@@ -13,7 +13,7 @@ import { createRunActivities } from '../activities/runs.ts';
 import { createExecutionActivities } from '../activities/execution/execute.ts';
 import { createSandbox } from '../activities/execution/sandbox.ts';
 import { Client, Connection } from '@temporalio/client';
-import { workflowStateOf } from '../activities/workflowState.ts';
+import { executionProbeOf, workflowStateOf } from '../activities/workflowState.ts';
 import { createObjectStore } from '../storage/objects.ts';
 import { createPublicationActivities } from '../activities/publication.ts';
 import { createDatasetActivities } from '../activities/datasets.ts';
@@ -68,7 +68,7 @@ async function main(): Promise<void> {
     // A pre-built bundle when the stack made one (npm start); the sources under test.
     ...(config.worker.workflowBundle ? { workflowBundle: { codePath: config.worker.workflowBundle } } : { workflowsPath: WORKFLOWS_PATH }),
     activities: {
-      ...createMaintenanceActivities({ db, objects, idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds, workflowState: workflowStateOf(client) }),
+      ...createMaintenanceActivities({ db, objects, idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds, workflowState: workflowStateOf(client), executions: executionProbeOf(client) }),
       ...createRunActivities({ db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount }),
       ...publication,
       ...createDatasetActivities({ db, objects }),

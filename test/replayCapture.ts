@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { MAINTENANCE_SCHEDULE_ID } from '../workflows/constants.ts';
@@ -6,12 +6,14 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 
 /**
- * Saves one real history per workflow type from a stack's Temporal into `dir`
- * (`<WorkflowType>.json`, as Temporal's CLI exports it: `temporal workflow show --output
- * json`, the format the SDK's replayer reads): a completed execution when
- * there is one, else the longest other. `npm test` calls it after the tests when
- * SILICO_CAPTURE_HISTORIES names the folder, so the histories committed under
- * test/replay/histories come from the service really running, not from stubs.
+ * Saves real histories from a stack's Temporal into `dir`, one per workflow type and
+ * ending (`<WorkflowType>.<ending>.json`, as Temporal's CLI exports it: `temporal workflow
+ * show --output json`, the format the SDK's replayer reads). The ending is what the
+ * workflow returned when that is a word (a run's `completed`, `cancelled`...), else its
+ * closing status (`terminated`...). A history already in `dir` is never replaced: they
+ * are captured from the code as it stood before a change, and the change must replay them.
+ * `npm test` calls it after the tests when SILICO_CAPTURE_HISTORIES names the folder, so
+ * the committed histories come from the service really running, not from stubs.
  */
 export async function captureHistories(address: string, temporalBin: string, dir: string): Promise<string[]> {
   const connection = await Connection.connect({ address });
@@ -25,21 +27,29 @@ export async function captureHistories(address: string, temporalBin: string, dir
       if (done.length || waited > 60_000) break;
       await new Promise((r) => setTimeout(r, 500));
     }
-    const best = new Map<string, { workflowId: string; runId: string; completed: boolean; length: number }>();
+    const best = new Map<string, { workflowId: string; runId: string; length: number }>();
     for await (const wf of client.workflow.list()) {
-      const completed = wf.status.name === 'COMPLETED';
-      const length = wf.historyLength ?? 0;
-      const had = best.get(wf.type);
-      if (!had || (completed && !had.completed) || (completed === had.completed && length > had.length)) {
-        best.set(wf.type, { workflowId: wf.workflowId, runId: wf.runId, completed, length });
+      if (wf.status.name === 'RUNNING') continue;
+      let ending = wf.status.name.toLowerCase();
+      if (wf.status.name === 'COMPLETED') {
+        const result = await client.workflow.getHandle(wf.workflowId, wf.runId).result().catch(() => null);
+        if (typeof result === 'string' && /^[a-z_]+$/.test(result)) ending = result;
       }
+      const key = `${wf.type}.${ending}`;
+      const length = wf.historyLength ?? 0;
+      const had = best.get(key);
+      if (!had || length > had.length) best.set(key, { workflowId: wf.workflowId, runId: wf.runId, length });
     }
     await mkdir(dir, { recursive: true });
-    for (const [type, wf] of best) {
+    const kept = new Set((await readdir(dir)).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -'.json'.length)));
+    const saved: string[] = [];
+    for (const [key, wf] of best) {
+      if (kept.has(key)) continue;
       const { stdout } = await promisify(execFile)(temporalBin, ['workflow', 'show', '--address', address, '--workflow-id', wf.workflowId, '--run-id', wf.runId, '--output', 'json'], { maxBuffer: 64 << 20 });
-      await writeFile(path.join(dir, `${type}.json`), stdout.endsWith('\n') ? stdout : `${stdout}\n`);
+      await writeFile(path.join(dir, `${key}.json`), stdout.endsWith('\n') ? stdout : `${stdout}\n`);
+      saved.push(key);
     }
-    return [...best.keys()].sort();
+    return saved.sort();
   } finally {
     await connection.close();
   }

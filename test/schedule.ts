@@ -43,6 +43,7 @@ export const LONGEST_FIRST = [
   'test/browser/console.test.ts',
   'test/integration/invocations.test.ts',
   'test/integration/hostedInvocations.test.ts',
+  'test/integration/chaos.test.ts',
   'test/integration/sandbox.test.ts',
   'test/integration/runFailures.test.ts',
   'test/integration/webhooks.test.ts',

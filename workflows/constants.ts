@@ -26,6 +26,7 @@ export const SEARCH_ATTRIBUTES = {
 } as const;
 
 export const MAINTENANCE_SCHEDULE_ID = 'silico-maintenance';
+export const RUN_SWEEP_SCHEDULE_ID = 'silico-run-sweep';
 
 /** Workflow id of a run: the resource id, so operators find it in the Temporal UI. */
 export function runWorkflowId(runId: string): string {

@@ -1,5 +1,5 @@
 // Every workflow the worker hosts. Deterministic code only: no Node builtins, no I/O.
-export { maintenanceWorkflow } from './maintenance.ts';
+export { maintenanceWorkflow, runSweepWorkflow } from './maintenance.ts';
 export { runWorkflow } from './run.ts';
 export { publicationWorkflow } from './publication.ts';
 export { datasetRegistrationWorkflow } from './datasetRegistration.ts';

@@ -1,7 +1,7 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { MaintenanceActivities } from '../activities/maintenance.ts';
 
-const { purgeExpired, reconcileOrphans } = proxyActivities<MaintenanceActivities>({
+const { purgeExpired, reconcileOrphans, sweepLostRuns } = proxyActivities<MaintenanceActivities>({
   startToCloseTimeout: '5 minutes',
   retry: { maximumAttempts: 5 },
 });
@@ -17,4 +17,12 @@ export async function maintenanceWorkflow(): Promise<{ idempotency_keys: number;
   const purged = await purgeExpired();
   const reconciled = await reconcileOrphans(RECONCILE_AFTER_SECONDS);
   return { ...purged, reconciled };
+}
+
+/** A run whose execution has had no live process this long is ended by the sweeper. */
+export const SWEEP_AFTER_SECONDS = 60;
+
+/** Runs each minute on a Temporal schedule: ends runs whose execution has no live process. */
+export async function runSweepWorkflow(): Promise<{ swept: string[] }> {
+  return { swept: await sweepLostRuns(SWEEP_AFTER_SECONDS) };
 }

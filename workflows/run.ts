@@ -1,9 +1,12 @@
 import {
-  proxyActivities, proxyLocalActivities, sleep, CancellationScope, isCancellation, ActivityFailure, ApplicationFailure, TimeoutFailure, ActivityCancellationType,
+  proxyActivities, proxyLocalActivities, sleep, CancellationScope, isCancellation, ActivityFailure, ApplicationFailure, TimeoutFailure, ActivityCancellationType, patched,
 } from '@temporalio/workflow';
 import type { RunActivities } from '../activities/runs.ts';
 import type { ExecutionActivities, ExecutionResult } from '../activities/execution/execute.ts';
 import { computeTaskQueue, WORKER_SHUTDOWN } from './constants.ts';
+
+/** Runs started from this version on do not wait for their execution to confirm a cancel. */
+const CANCEL_WITHOUT_WAITING = 'run-cancel-without-waiting';
 
 /** How many worker shutdowns a run may be moved across before it fails. */
 const MAX_SHUTDOWN_RESTARTS = 20;
@@ -14,7 +17,7 @@ const control = proxyLocalActivities<RunActivities>({ startToCloseTimeout: '1 mi
 
 /**
  * One run, workflow id `run-<run_id>`: wait for an account concurrency slot, execute on
- * the profile's compute queue (heartbeats, cancellation, wall-clock bound), then settle
+ * the profile's compute queue (heartbeats, cancellation without waiting, wall-clock bound), then settle
  * and record the ending. Compute was reserved when the run was accepted; settlement
  * runs whatever happened, in a scope cancellation cannot interrupt, exactly once.
  */
@@ -40,7 +43,10 @@ export async function runWorkflow(args: { runId: string }): Promise<string> {
       // A worker that dies mid-run is replaced by a retry on another one; the lab's own
       // failures come back as results, not errors, and are never retried.
       retry: { maximumAttempts: 3 },
-      cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+      // A cancelled run ends at once, whatever state its execution is in (a worker gone,
+      // an activity not heartbeating): the worker stops the lab on the run's own cancel
+      // notice, and on Temporal's request when that reaches it.
+      cancellationType: patched(CANCEL_WITHOUT_WAITING) ? ActivityCancellationType.TRY_CANCEL : ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     });
     let result: ExecutionResult | undefined;
     // A lab stopped because its worker shut down is scheduled again: a fresh activity, so a

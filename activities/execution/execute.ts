@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { ApplicationFailure, Context, CancelledFailure } from '@temporalio/activity';
 import type { Db } from '../../storage/db/knex.ts';
 import { blobKey, type ObjectStore } from '../../storage/objects.ts';
-import { appendEvent, getRun, markRunStarted, recordArtifact, setRunOutputs, setRunProgress, type RunRow } from '../../storage/db/runs.ts';
+import { appendEvent, getRun, markRunStarted, recordArtifact, setRunOutputs, setRunProgress, touchRunAlive, type RunRow } from '../../storage/db/runs.ts';
 import { getComputeProfile, type ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
 import { getReleaseById } from '../../storage/db/releases.ts';
 import { getRevisionById } from '../../storage/db/workspaces.ts';
@@ -29,6 +29,8 @@ import type { RunCancelWatch } from '../../storage/db/runCancelWatch.ts';
 
 export const DRIVER = fileURLToPath(new URL('./driver.py', import.meta.url));
 const MAX_LOG_EVENTS = 500;
+/** How often a live execution records so in its run (the sweeper ends runs silent for a minute). */
+const ALIVE_TOUCH_MS = 5000;
 
 
 export interface ExecutionResult {
@@ -122,6 +124,16 @@ export function createExecutionActivities(deps: ExecutionDeps) {
     const capSeconds = run.cap_micros !== null && profile.price_per_second_micros > 0 ? Math.max(1, Math.floor(Number(run.cap_micros) / profile.price_per_second_micros)) : null;
     const capStops = capSeconds !== null && capSeconds < run.max_runtime_seconds;
     const wallSeconds = capStops ? capSeconds : run.max_runtime_seconds;
+    // Alive, to Temporal (each call) and to the sweeper (the run's alive_at, every few seconds).
+    let pid = 0;
+    let touched = 0;
+    const alive = () => {
+      ctx.heartbeat({ pid });
+      if (Date.now() - touched < ALIVE_TOUCH_MS) return;
+      touched = Date.now();
+      touchRunAlive(deps.db, run.id).catch(() => undefined);
+    };
+    alive();
     const dir = await mkdtemp(path.join(tmpdir(), `silico-run-${run.id.slice(0, 8)}-`));
     try {
       const source = await materialize(deps, run, path.join(dir, 'input'));
@@ -129,7 +141,7 @@ export function createExecutionActivities(deps: ExecutionDeps) {
       const staged = await stageInputs(deps, run, source.manifest, path.join(dir, 'input'));
       if ('error' in staged) return { status: 'failed', error: staged.error, computeSeconds: 0 };
       // Built before compute is charged: a build is never billed to the run.
-      const python = await runPython(deps, run, () => ctx.heartbeat({}));
+      const python = await runPython(deps, run, alive);
       if (typeof python !== 'string') return { status: 'failed', error: python.error, computeSeconds: 0 };
       // Compute is charged from here: waiting for a slot or a worker costs nothing.
       await markRunStarted(deps.db, run.id);
@@ -151,8 +163,7 @@ export function createExecutionActivities(deps: ExecutionDeps) {
         logs += 1;
         later(() => appendEvent(deps.db, run.id, 'log', message.slice(0, 2000), data));
       };
-      let pid = 0;
-      ctx.heartbeat({});
+      alive();
       let outcome;
       try {
         outcome = await runLabProcess(deps.sandbox, {
@@ -161,7 +172,7 @@ export function createExecutionActivities(deps: ExecutionDeps) {
           limits: oneShotLimits(profile, run.max_runtime_seconds), env: labEnv(profile.vcpus),
         }, (p) => JSON.stringify({ inputs: staged.values(p.input), seed: run.seed, ...source.request }), { wallSeconds, signal: stopSignal, limits: deps.streamLimits, stallSeconds: deps.stallSeconds ?? 10 }, {
           // Temporal hears the run is alive only while its lab is (supervision.ts).
-          onAlive: () => ctx.heartbeat({ pid }),
+          onAlive: alive,
           onStart: (p) => {
             pid = p;
             later(() => appendEvent(deps.db, run.id, 'log', `Lab process started (process group ${p}).`, { stream: 'worker', pid: p }));

@@ -4,7 +4,7 @@ import { rm } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { DRIVER } from './execute.ts';
-import { DEFAULT_STREAM_LIMITS, groupKiller, readProtocol, spawnSandboxed, type LabError, type LabProcessHooks, type LabProcessOutcome, type StreamLimits } from './labProcess.ts';
+import { DEFAULT_STREAM_LIMITS, groupKiller, readProtocol, signalError, spawnSandboxed, type LabError, type LabProcessHooks, type LabProcessOutcome, type StreamLimits } from './labProcess.ts';
 import type { Sandbox, SandboxSpec } from './sandbox.ts';
 
 /** Where the instance listens, inside its scratch directory. */
@@ -55,8 +55,10 @@ export async function startWarmInstance(
   const { child, exited } = spawnSandboxed(cmd);
   const killGroup = groupKiller(child);
   let gone = false;
-  void exited.then(() => {
+  let goneWith: number | null = null;
+  void exited.then((code) => {
     gone = true;
+    goneWith = code;
     cmd.release();
   });
   child.stdin!.write(`${JSON.stringify(warm)}\n`);
@@ -159,7 +161,10 @@ export async function startWarmInstance(
         const read = await readProtocol(socket, limits, () => Boolean(stop || cancelled), halt, hooks);
         socket.destroy();
         const code = await exitCode;
-        if (gone && !stop && !cancelled && !read.result) stop = { code: 'instance_lost', message: 'The warm instance stopped during the invocation.' };
+        if (gone && !stop && !cancelled && !read.result) {
+          const how = signalError(goneWith)?.message.replace(/^The lab was/, 'it was') ?? `it exited with ${goneWith}`;
+          stop = { code: 'instance_lost', message: `The warm instance serving the invocation died during it (${how}); the deployment starts another.` };
+        }
         return { error: stop, reported: read.reported, exitCode: code, result: read.result, truncated: read.truncated, stderrTail: stderrTail.slice(tailFrom), wallSeconds: (Date.now() - t0) / 1000, cancelled };
       } finally {
         clearTimeout(wall);

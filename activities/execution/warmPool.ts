@@ -19,11 +19,22 @@ export interface WarmLease {
 }
 
 export interface WarmPool {
-  /** An idle instance, a new one while under `max`, or the next one freed (first come, first served). */
+  /**
+   * An idle instance, a new one while under `max`, or the next one freed (first come,
+   * first served). Rejects with PoolClosed, with why no instance could start (when none
+   * is there or starting), or on `signal`.
+   */
   acquire(signal?: AbortSignal): Promise<WarmLease>;
   stats(): { instances: number; busy: number; starting: number; waiting: number };
   /** Stops every instance; waiting callers are refused. */
   close(): Promise<void>;
+}
+
+/** The pool was closed (the deployment is no longer served by this worker). */
+export class PoolClosed extends Error {
+  constructor() {
+    super('the deployment is no longer served here');
+  }
 }
 
 interface Slot { instance: WarmInstance; busy: boolean; idleSince: number }
@@ -99,7 +110,7 @@ export function createWarmPool(opts: WarmPoolOptions): WarmPool {
 
   return {
     acquire(signal) {
-      if (closed) return Promise.reject(new Error('the deployment is no longer served here'));
+      if (closed) return Promise.reject(new PoolClosed());
       const idle = slots.find((s) => !s.busy && s.instance.alive());
       if (idle) return Promise.resolve(lease(idle));
       return new Promise<WarmLease>((resolve, reject) => {
@@ -117,7 +128,7 @@ export function createWarmPool(opts: WarmPoolOptions): WarmPool {
     async close() {
       closed = true;
       clearInterval(reaper);
-      for (const w of waiting.splice(0)) w.reject(new Error('the deployment is no longer served here'));
+      for (const w of waiting.splice(0)) w.reject(new PoolClosed());
       await Promise.all(slots.splice(0).map((s) => s.instance.close()));
     },
   };

@@ -10,10 +10,17 @@ import { grantCompute, usdToMicros } from '../../storage/ledger.ts';
 import { publishSkills } from '../../storage/skills.ts';
 import { publishBuiltinLabs } from './builtinLabs.ts';
 import { ensureKeyring } from '../../storage/passportKeys.ts';
-import { CONTROL_TASK_QUEUE, MAINTENANCE_SCHEDULE_ID } from '../../workflows/constants.ts';
+import { CONTROL_TASK_QUEUE, MAINTENANCE_SCHEDULE_ID, RUN_SWEEP_SCHEDULE_ID } from '../../workflows/constants.ts';
+import type * as workflows from '../../workflows/index.ts';
 import type { Sandbox } from '../../activities/execution/sandbox.ts';
 
 export const OPERATOR_NAMESPACE = 'local';
+/** The workflows Temporal starts on a schedule: housekeeping each hour, the run sweeper each minute. */
+const SCHEDULES: Array<{ id: string; every: string; workflowType: keyof typeof workflows; workflowId: string }> = [
+  { id: MAINTENANCE_SCHEDULE_ID, every: '1 hour', workflowType: 'maintenanceWorkflow', workflowId: 'maintenance' },
+  { id: RUN_SWEEP_SCHEDULE_ID, every: '1 minute', workflowType: 'runSweepWorkflow', workflowId: 'run-sweep' },
+];
+
 export const SKILLS_DIR = fileURLToPath(new URL('../skills', import.meta.url));
 
 /**
@@ -63,14 +70,18 @@ export async function bootstrap(opts: {
   const connection = await Connection.connect({ address: opts.temporalAddress });
   try {
     const client = new Client({ connection, namespace: opts.namespace });
-    await client.schedule.create({
-      scheduleId: MAINTENANCE_SCHEDULE_ID,
-      spec: { intervals: [{ every: '1 hour' }] },
-      action: { type: 'startWorkflow', workflowType: 'maintenanceWorkflow', taskQueue: CONTROL_TASK_QUEUE, workflowId: 'maintenance' },
-      policies: { overlap: ScheduleOverlapPolicy.SKIP },
-    });
-  } catch (err) {
-    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+    for (const s of SCHEDULES) {
+      try {
+        await client.schedule.create({
+          scheduleId: s.id,
+          spec: { intervals: [{ every: s.every }] },
+          action: { type: 'startWorkflow', workflowType: s.workflowType, taskQueue: CONTROL_TASK_QUEUE, workflowId: s.workflowId },
+          policies: { overlap: ScheduleOverlapPolicy.SKIP },
+        });
+      } catch (err) {
+        if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+      }
+    }
   } finally {
     await connection.close();
   }

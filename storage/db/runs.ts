@@ -209,6 +209,19 @@ export async function recordArtifact(db: Db, runId: string, id: string, a: NewAr
   });
 }
 
+/** Its execution has a live process now (the sweeper's evidence; see migration 035). */
+export async function touchRunAlive(db: Db, runId: string): Promise<void> {
+  await db('runs').where({ id: runId }).whereIn('status', ['running', 'cancelling']).update({ alive_at: db.fn.now() });
+}
+
+/** Runs not ended (of `runIds`, when given) whose execution had a live process once but none for `staleSeconds`. */
+export async function staleRuns(db: Db, staleSeconds: number, runIds?: string[], limit = 200): Promise<Array<{ id: string; status: string; alive_at: Date; started_at: Date | null }>> {
+  const q = db('runs').whereIn('status', ['running', 'cancelling'])
+    .where('alive_at', '<', db.raw(`now() - make_interval(secs => ?)`, [staleSeconds]));
+  if (runIds) q.whereIn('id', runIds);
+  return q.orderBy('alive_at').limit(limit).select('id', 'status', 'alive_at', 'started_at');
+}
+
 /** A running run whose cancellation was requested: its ending is the workflow's to record. */
 export async function markRunCancelling(db: Db, runId: string): Promise<void> {
   await db('runs').where({ id: runId, status: 'running' }).update({ status: 'cancelling' });

@@ -1,7 +1,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
-import { call, closeTestDb, driverPid, newAccount, publishFixtureLab, runDirsOf, sandboxUserProcesses, spawnWorker, useTestProfiles, waitForRun } from '../helpers.ts';
+import { Client, Connection } from '@temporalio/client';
+import { call, closeTestDb, driverPid, newAccount, processAlive, publishFixtureLab, runDirsOf, sandboxUserProcesses, spawnWorker, testDb, testObjects, until, useTestProfiles, waitForRun } from '../helpers.ts';
+import { createMaintenanceActivities } from '../../activities/maintenance.ts';
+import { executionProbeOf, workflowStateOf } from '../../activities/workflowState.ts';
+import { runWorkflowId } from '../../workflows/constants.ts';
 
 // No run outlives its lab: whatever ends a lab's process, its run ends within 5 s with the
 // error that says why, nothing of its sandbox is left, and the next run completes. The
@@ -13,7 +17,12 @@ const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
 const PROFILE = 'test-chaos';
 const STALL_SECONDS = 3;
 const ENDS_WITHIN_MS = 5000;
-useTestProfiles({ id: PROFILE, title: 'Test profile of the chaos tests', schedule_to_start_seconds: 120, memory_mib: 2048 });
+/** Served by a worker the sweeper's test kills, and by no other. */
+const LOST_PROFILE = 'test-chaos-lost';
+useTestProfiles(
+  { id: PROFILE, title: 'Test profile of the chaos tests', schedule_to_start_seconds: 120, memory_mib: 2048 },
+  { id: LOST_PROFILE, title: 'Test profile whose worker is lost', schedule_to_start_seconds: 600, memory_mib: 2048 },
+);
 
 let owner: Awaited<ReturnType<typeof newAccount>>;
 let hostile = '';
@@ -49,8 +58,8 @@ function sandboxTree(group: number): { init: number | null; lab: number | null }
 }
 
 /** Submits an attack run; resolves with its id. */
-async function submit(attack: number): Promise<string> {
-  const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: hostile, inputs: { attack, target: { ports: [], hosts: [], paths: [] } }, max_runtime_seconds: 120, compute_profile: PROFILE } });
+async function submit(attack: number, profile = PROFILE): Promise<string> {
+  const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: hostile, inputs: { attack, target: { ports: [], hosts: [], paths: [] } }, max_runtime_seconds: 120, compute_profile: profile } });
   assert.equal(res.status, 200, res.text);
   return res.body.id;
 }
@@ -141,4 +150,49 @@ test('after all of it, the worker completes the next run', async () => {
   const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: 'platform/sir-epidemic@1.0.0', compute_profile: PROFILE, inputs: {} } });
   const run = await waitForRun(owner.key, res.body.id, 120000);
   assert.equal(run.status, 'completed', JSON.stringify(run.error));
+});
+
+test('with its worker killed (no other serving it): a cancelled run ends within 5 s; the sweeper ends one whose execution has had no live process, lab_lost, said in its events, its workflow stopped; a live run is left alone', async () => {
+  const connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! });
+  const client = new Client({ connection });
+  const lostWorker = await spawnWorker({ SILICO_COMPUTE_PROFILES: LOST_PROFILE });
+  try {
+    const lost = await submit(13, LOST_PROFILE);
+    const abandoned = await submit(13, LOST_PROFILE);
+    const pid = await driverPid(owner.key, lost, 60000);
+    await driverPid(owner.key, abandoned, 60000);
+    const live = await startRun(27);
+    lostWorker.proc.kill('SIGKILL');
+    await until(10000, async () => (processAlive(pid) ? undefined : true));
+    // Cancel ends a run whatever state its execution is in: here, on a worker that is gone.
+    const asked = Date.now();
+    assert.equal((await call('POST', `/runs/${abandoned}/cancel`, { key: owner.key })).status, 200);
+    const cancelled = await waitForRun(owner.key, abandoned, 10000);
+    assert.equal(cancelled.status, 'cancelled');
+    assert.ok(new Date(cancelled.finished_at).getTime() - asked < ENDS_WITHIN_MS, 'cancelled within 5 s with its worker gone');
+    const { sweepLostRuns } = createMaintenanceActivities({
+      db: testDb(), objects: testObjects(), idempotencyTtlSeconds: 86400, workflowState: workflowStateOf(client), executions: executionProbeOf(client),
+    });
+    // Past 10 s of silence (the live run says it is alive every 5 s), the lost run is swept;
+    // the pass is narrowed to this file's runs, which other files' deliberate outages never are.
+    const swept = await until(60000, async () => {
+      const ids = await sweepLostRuns(10, [lost, live.id]);
+      assert.ok(!ids.includes(live.id), 'a run whose lab is alive is never swept');
+      return ids.includes(lost) ? ids : undefined;
+    });
+    assert.ok(swept.includes(lost));
+    const run = await waitForRun(owner.key, lost, 5000);
+    assert.equal(run.status, 'failed');
+    assert.equal(run.error.code, 'lab_lost');
+    assert.match(run.error.message, /no live process for \d+ s/);
+    const events = (await call('GET', `/runs/${lost}/events?limit=1000`, { key: owner.key })).body.items as Array<{ message: string; data: Record<string, unknown> }>;
+    assert.ok(events.some((e) => e.data.swept === true && /ended by the sweeper/.test(e.message)), 'its events say so');
+    assert.equal(await workflowStateOf(client)(runWorkflowId(lost)), 'closed', 'its workflow was stopped');
+    assert.ok(run.credits_settled < run.credits_reserved, 'charged for the time it had a process, not its maximum');
+    assert.equal((await call('POST', `/runs/${live.id}/cancel`, { key: owner.key })).status, 200);
+    assert.equal((await waitForRun(owner.key, live.id)).status, 'cancelled');
+  } finally {
+    await lostWorker.stop();
+    await connection.close();
+  }
 });

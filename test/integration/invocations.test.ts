@@ -162,6 +162,29 @@ test('cancelling a running invocation revokes its lease and stops its process wi
   assert.equal(next.status, 'completed');
 });
 
+test('a warm instance killed while serving: its invocation ends instance_lost within 5 s, charged for the time it ran; another instance serves the next', { timeout: 120_000 }, async () => {
+  const id = await invoke({ window_delay: 2 }, 4);
+  await until(30_000, async () => ((await getInvocation(testDb(), id))?.status === 'running' ? true : undefined));
+  await new Promise((r) => setTimeout(r, 1000));
+  const [child] = invocationChildren();
+  assert.ok(child, 'the invocation runs in a fork of its instance');
+  const stat = readFileSync(`/proc/${child}/stat`, 'utf8');
+  const instance = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  const at = Date.now();
+  process.kill(instance, 'SIGKILL');
+  const inv = await ended(id, 10_000).catch(async (err) => {
+    throw new Error(`${err.message}: ${JSON.stringify(await getInvocation(testDb(), id))} ${JSON.stringify(invocationChildren())}`);
+  });
+  const took = Date.now() - at;
+  assert.equal(inv.status, 'failed');
+  assert.equal(inv.error?.code, 'instance_lost', JSON.stringify(inv.error));
+  assert.match(inv.error!.message, /killed by SIGKILL/);
+  assert.ok(took < 5000, `ended ${took} ms after its instance died`);
+  assert.ok(Number(inv.settled_micros) > 0 && Number(inv.settled_micros) < 600, `charged ${inv.settled_micros} of 600`);
+  const next = await ended(await invoke({ growth_rate: 0.1 }, 5));
+  assert.equal(next.status, 'completed', JSON.stringify(next.error));
+});
+
 test('pausing the deployment stops serving it; an invocation then ends deployment_paused, nothing charged; resuming serves again', { timeout: 120_000 }, async () => {
   const h = (await call('GET', `/labs/${labId}/hosting`, { key: owner.key })).body;
   const ready = (await call('GET', '/account', { key: owner.key })).body.holdings.hosting;

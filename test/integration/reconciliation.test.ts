@@ -6,7 +6,7 @@ import { createPlan } from '../../storage/db/plans.ts';
 import { acceptInvocation } from '../../storage/db/hostedInvocations.ts';
 import { digestJson } from '../../storage/digest.ts';
 import { createMaintenanceActivities } from '../../activities/maintenance.ts';
-import { workflowStateOf } from '../../activities/workflowState.ts';
+import { executionProbeOf, workflowStateOf } from '../../activities/workflowState.ts';
 import { insertDataset } from '../../storage/db/datasets.ts';
 import { getBalances } from '../../storage/ledger.ts';
 import { newId } from '../../storage/ids.ts';
@@ -40,7 +40,7 @@ test('a run whose workflow was terminated is failed with nothing charged; a data
   const orphan = crypto.randomUUID();
   await insertDataset(testDb(), { id: newId('ds'), account_id: owner.account.id, name: `orphan-${orphan.slice(0, 8)}`, manifest: { members: [] }, manifest_sha256: 'f'.repeat(64) });
 
-  const { reconcileOrphans } = createMaintenanceActivities({ db: testDb(), objects: testObjects(), idempotencyTtlSeconds: 86400, workflowState: workflowStateOf(client) });
+  const { reconcileOrphans } = createMaintenanceActivities({ db: testDb(), objects: testObjects(), idempotencyTtlSeconds: 86400, workflowState: workflowStateOf(client), executions: executionProbeOf(client) });
   const closed = await reconcileOrphans(0);
   assert.ok(closed.run >= 1 && closed.dataset >= 1, JSON.stringify(closed));
   const run = await waitForRun(owner.key, started.body.id, 5000);
@@ -72,7 +72,7 @@ test('an invocation whose workflow never started fails with nothing charged; a h
   });
   await client.workflow.getHandle(hostingWorkflowId(o.labId)).terminate('test: the lifecycle is gone');
 
-  const { reconcileOrphans } = createMaintenanceActivities({ db: testDb(), objects: testObjects(), idempotencyTtlSeconds: 86400, workflowState: workflowStateOf(client) });
+  const { reconcileOrphans } = createMaintenanceActivities({ db: testDb(), objects: testObjects(), idempotencyTtlSeconds: 86400, workflowState: workflowStateOf(client), executions: executionProbeOf(client) });
   const closed = await reconcileOrphans(0);
   assert.ok(closed.invocation >= 1 && closed.hosting >= 1, JSON.stringify(closed));
   const inv = await testDb()('hosted_invocations').where({ id }).first();

@@ -1,6 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { closeTestDb, newAccount, publishFixtureLab, testDb, testObjects } from '../helpers.ts';
@@ -108,4 +109,26 @@ test('a package whose digest is not the release\'s never becomes a warm instance
       'lab.bsilab', { package_sha256: 'sha256:' + '0'.repeat(64) }, { readySeconds: 60 }),
     (err: Error & { error?: { code: string } }) => err.error?.code === 'package_digest_mismatch',
   );
+});
+
+test('an instance that dies while serving ends its invocation at once, instance_lost, saying how', { timeout: 60_000 }, async () => {
+  const instance = await startWarmInstance(sandbox, { python: config.python, input: path.join(dir, 'input'), scratch: path.join(dir, 'dying'), limits: runLimits(PROFILE, 60), env: labEnv(1) },
+    'lab.bsilab', { package_sha256: packageSha }, { readySeconds: 60 });
+  try {
+    const serving = warmed(instance, { inputs: { window_delay: 2 }, seed: 1 });
+    await new Promise((r) => setTimeout(r, 1500));
+    // The instance's interpreter: the process below its sandbox's init.
+    const children = (pid: number) => readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+    const [init] = children(instance.pid);
+    const [server] = children(init!);
+    const at = Date.now();
+    process.kill(server!, 'SIGKILL');
+    const { outcome } = await serving;
+    assert.ok(Date.now() - at < 5000, `ended ${Date.now() - at} ms after the instance died`);
+    assert.equal(outcome.error?.code, 'instance_lost', JSON.stringify(outcome));
+    assert.match(outcome.error!.message, /killed by SIGKILL/);
+    assert.equal(instance.alive(), false);
+  } finally {
+    await instance.close();
+  }
 });

@@ -2,7 +2,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Worker } from '@temporalio/worker';
 import { useWorkflowEnvironment, workflowsPath } from './env.ts';
-import { maintenanceWorkflow } from '../../workflows/maintenance.ts';
+import { maintenanceWorkflow, runSweepWorkflow, SWEEP_AFTER_SECONDS } from '../../workflows/maintenance.ts';
 import { createMaintenanceActivities } from '../../activities/maintenance.ts';
 import { closeTestDb, newAccount, testDb, testObjects } from '../helpers.ts';
 import { BIOLOGY_STAGING_PREFIX } from '../../activities/biology.ts';
@@ -11,12 +11,20 @@ import { blobKey } from '../../storage/objects.ts';
 const testEnv = useWorkflowEnvironment();
 after(closeTestDb);
 
-async function runWith(activities: object): Promise<unknown> {
+async function runWith(activities: object, workflow: typeof maintenanceWorkflow | typeof runSweepWorkflow = maintenanceWorkflow): Promise<unknown> {
   const taskQueue = `test-${crypto.randomUUID()}`;
   const env = testEnv();
   const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowsPath, activities });
-  return worker.runUntil(env.client.workflow.execute(maintenanceWorkflow, { taskQueue, workflowId: `maintenance-${crypto.randomUUID()}` }));
+  return worker.runUntil(env.client.workflow.execute(workflow, { taskQueue, workflowId: `maintenance-${crypto.randomUUID()}` }));
 }
+
+test('runSweepWorkflow sweeps runs silent for a minute and returns them', async () => {
+  const asked: number[] = [];
+  const result = await runWith({ async sweepLostRuns(stale: number) { asked.push(stale); return ['run-a']; } }, runSweepWorkflow);
+  assert.deepEqual(result, { swept: ['run-a'] });
+  assert.deepEqual(asked, [SWEEP_AFTER_SECONDS]);
+  assert.equal(SWEEP_AFTER_SECONDS, 60);
+});
 
 test('maintenanceWorkflow returns what it purged and reconciled, retrying a failing activity', async () => {
   let calls = 0;
@@ -49,7 +57,7 @@ test('the real purge activity removes keys past 24 h, expired counters and a bio
   await objects.putObject(staged, Buffer.from('a record'));
   const blob = await objects.putBlob(Buffer.from(`kept ${crypto.randomUUID()}`));
   await new Promise((r) => setTimeout(r, 1100));
-  const result = await runWith(createMaintenanceActivities({ db, objects, idempotencyTtlSeconds: 24 * 3600, workflowState: async () => 'open', stagingKeptMs: 500 })) as { idempotency_keys: number; rate_limits: number; staged_objects: number };
+  const result = await runWith(createMaintenanceActivities({ db, objects, idempotencyTtlSeconds: 24 * 3600, workflowState: async () => 'open', executions: { lastHeartbeat: async () => null, terminate: async () => undefined }, stagingKeptMs: 500 })) as { idempotency_keys: number; rate_limits: number; staged_objects: number };
   assert.ok(result.idempotency_keys >= 1 && result.rate_limits >= 1 && result.staged_objects >= 1, JSON.stringify(result));
   assert.equal(await objects.exists(staged), false);
   assert.equal(await objects.exists(blobKey(blob)), true);

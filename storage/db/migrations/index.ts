@@ -31,6 +31,7 @@ import * as invocationCaps from './031_invocation_caps.ts';
 import * as reuseNewest from './032_reuse_newest.ts';
 import * as environments from './033_environments.ts';
 import * as runCancelNotify from './034_run_cancel_notify.ts';
+import * as runAliveAt from './035_run_alive_at.ts';
 import * as biologyResources from './025_biology_resources.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
@@ -71,6 +72,7 @@ const migrations: Record<string, Migration> = {
   '032_reuse_newest': reuseNewest,
   '033_environments': environments,
   '034_run_cancel_notify': runCancelNotify,
+  '035_run_alive_at': runAliveAt,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
