@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { BiologyConfig, BiologySourceId } from '../api/config.ts';
+import type { BiologyConfig, BiologySourceId } from '../kernel/config.ts';
 import type { Db } from '../storage/db/knex.ts';
 import type { ObjectStore } from '../storage/objects.ts';
 import type { CounterRequest, CounterState } from '../storage/db/rateLimits.ts';

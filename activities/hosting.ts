@@ -8,7 +8,7 @@ import { sha256Hex } from '../storage/digest.ts';
 import { getReleaseById } from '../storage/db/releases.ts';
 import { chargeStandingCost, getHosting, recordHosting, type HostingChange, type HostingCheck } from '../storage/db/hosting.ts';
 import { environmentPython, EnvironmentUnavailable } from './environments/python.ts';
-import type { EnvironmentSettings } from './environments/settings.ts';
+import type { EnvironmentSettings } from '../kernel/environments.ts';
 import { smokeRun } from './execution/smokeRun.ts';
 import { smokeInputsOf } from '../storage/labContract.ts';
 import type { Sandbox } from './execution/sandbox.ts';

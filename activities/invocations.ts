@@ -20,7 +20,7 @@ import { createWarmPool, PoolClosed, type WarmPool } from './execution/warmPool.
 import type { Sandbox } from './execution/sandbox.ts';
 import { stageInputs } from './execution/stagedInputs.ts';
 import { environmentPython } from './environments/python.ts';
-import type { EnvironmentSettings } from './environments/settings.ts';
+import type { EnvironmentSettings } from '../kernel/environments.ts';
 
 export type { InvocationEnding } from '../storage/db/hostedInvocations.ts';
 

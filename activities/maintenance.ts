@@ -7,7 +7,7 @@ import { openRecords, type OpenRecord } from '../storage/db/reconciliation.ts';
 import { finishRun } from '../storage/runLifecycle.ts';
 import { failPublication } from '../storage/db/publications.ts';
 import { finishDataset } from '../storage/db/datasets.ts';
-import { datasetWorkflowId, experimentWorkflowId, hostingWorkflowId, invocationWorkflowId, publicationWorkflowId, runWorkflowId } from '../workflows/constants.ts';
+import { datasetWorkflowId, experimentWorkflowId, hostingWorkflowId, invocationWorkflowId, publicationWorkflowId, runWorkflowId } from '../kernel/workflowNames.ts';
 import { finishInvocation } from '../storage/db/hostedInvocations.ts';
 import { recordHosting } from '../storage/db/hosting.ts';
 import { completeExperiment } from '../storage/db/experiments.ts';

@@ -19,7 +19,7 @@ import { writeTree } from './execution/labFiles.ts';
 import { PackRefused, packLab, type Packed } from './execution/packLab.ts';
 import { smokeRun } from './execution/smokeRun.ts';
 import { environmentPython, EnvironmentUnavailable } from './environments/python.ts';
-import type { EnvironmentSettings } from './environments/settings.ts';
+import type { EnvironmentSettings } from '../kernel/environments.ts';
 import type { Sandbox } from './execution/sandbox.ts';
 
 export interface PublicationInfo { publicationId: string; smokeInputs: Record<string, unknown> | null }

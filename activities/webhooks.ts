@@ -1,11 +1,11 @@
 import { Agent, request } from 'undici';
 import type { Db } from '../storage/db/knex.ts';
-import type { WebhookConfig } from '../api/config.ts';
+import type { WebhookConfig } from '../kernel/config.ts';
 import { deliveryToAttempt, markDead, recordAttempt, signingSecrets } from '../storage/db/webhooks.ts';
-import type { SecretsKeyring } from '../storage/sealedSecrets.ts';
+import type { SecretsKeyring } from '../kernel/sealedSecrets.ts';
 import { webhookSignature } from '../storage/webhookSecrets.ts';
 import { isoTime } from '../storage/ids.ts';
-import { guardedLookup, literalNotPublic } from './http/guardedLookup.ts';
+import { guardedLookup, literalNotPublic } from '../kernel/http/guardedLookup.ts';
 
 export interface WebhookDeps { db: Db; config: WebhookConfig; secrets: SecretsKeyring }
 

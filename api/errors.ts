@@ -58,6 +58,14 @@ export const errors = {
     new ApiError(415, 'unsupported_media_type', `Content-Type ${type || '(none)'} is not accepted here; send ${expected}.`, null, { expected }),
   rateLimited: (retryAfter: number, bucket: string) =>
     new ApiError(429, 'rate_limited', `Rate limit of the ${bucket} bucket reached for this key; retry after ${retryAfter} seconds.`, null, { bucket, retry_after_seconds: retryAfter }, { 'Retry-After': String(retryAfter) }),
+  /**
+   * The balance cannot cover the maximum of `what` ("this run"), `usd`: nothing was
+   * accepted. `note` follows the amount in the message; `details` join the envelope's.
+   */
+  insufficientCredits: (a: { what: string; usd: number; resolution: string; note?: string; details?: Record<string, unknown> }) =>
+    new ApiError(402, 'insufficient_credits', `Available compute cannot cover ${a.what}'s maximum of $${a.usd}${a.note ?? ''}.`, null, {
+      required_usd: a.usd, ...a.details, resolution: a.resolution, retryable: false,
+    }),
   notImplemented: (tool: string) =>
     new ApiError(501, 'not_implemented', `The operation ${tool} is specified but not available yet on this server.`, null, { tool }),
   serviceUnavailable: (dependency: string) =>

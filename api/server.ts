@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import pino from 'pino';
-import { loadConfig } from './config.ts';
+import { loadConfig } from '../kernel/config.ts';
 import { createApp } from './app.ts';
 import { metricsApp } from './metricsServer.ts';
 import { createDb, createPgPool } from '../storage/db/knex.ts';

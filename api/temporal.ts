@@ -1,7 +1,8 @@
-import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowStartOptions } from '@temporalio/client';
+import type { UpdateDefinition, Workflow, WorkflowResultType } from '@temporalio/common';
 import { DependencyUnavailable } from '../storage/dependencies.ts';
 import protoPkg from '@temporalio/proto';
-import { computeTaskQueue } from '../workflows/constants.ts';
+import { computeTaskQueue } from '../kernel/workflowNames.ts';
 
 /**
  * The API's door to Temporal: one lazily opened connection, a readiness probe, and the
@@ -11,14 +12,14 @@ import { computeTaskQueue } from '../workflows/constants.ts';
 export interface TemporalGateway {
   client(): Promise<Client>;
   /**
-   * Starts a workflow within the call deadline. Throws DependencyUnavailable('temporal')
+   * Starts a workflow, named by its own function (never a string), within the call deadline. Throws DependencyUnavailable('temporal')
    * when Temporal refuses or does not answer in time; a workflow id already taken is
    * WorkflowExecutionAlreadyStartedError, as the client says. With `awaitPreviousMs`, a
    * run of that id that is still closing (a per-entity workflow whose work has ended) is
    * waited for that long, then the new one starts; still running then is
    * DependencyUnavailable('temporal').
    */
-  startWorkflow(type: string, options: Parameters<Client['workflow']['start']>[1], opts?: { awaitPreviousMs?: number }): Promise<void>;
+  startWorkflow<W extends Workflow>(workflow: W, options: WorkflowStartOptions<W>, opts?: { awaitPreviousMs?: number }): Promise<void>;
   /**
    * Starts a short workflow and waits up to `waitMs` for its result (the api answers with
    * it). Temporal refusing, not answering, or the result not there in time is
@@ -26,17 +27,17 @@ export interface TemporalGateway {
    * With `join`, a workflow of that id already started (a retried request) is awaited
    * instead of refused.
    */
-  executeWorkflow<T>(type: string, options: Parameters<Client['workflow']['start']>[1], waitMs: number, opts?: { join?: boolean }): Promise<T>;
+  executeWorkflow<W extends Workflow>(workflow: W, options: WorkflowStartOptions<W>, waitMs: number, opts?: { join?: boolean }): Promise<WorkflowResultType<W>>;
   /** Requests a workflow's cancellation within the call deadline (a workflow already gone is fine). */
   cancelWorkflow(workflowId: string): Promise<void>;
   /**
-   * Sends an update to a running workflow and waits for its result within the call
+   * Sends an update (by its definition) to a running workflow and waits for its result within the call
    * deadline. A validator's or handler's refusal is WorkflowUpdateFailedError and a
    * workflow that is gone WorkflowNotFoundError, as the client says; anything else is
    * DependencyUnavailable('temporal'). An `updateId` makes a retried update (its answer
    * lost) the same update: Temporal answers it with the first one's outcome.
    */
-  executeUpdate<R>(workflowId: string, update: string, arg: unknown, opts?: { updateId?: string }): Promise<R>;
+  executeUpdate<R, Args extends unknown[]>(workflowId: string, update: UpdateDefinition<R, Args>, args: Args, opts?: { updateId?: string }): Promise<R>;
   ping(): Promise<boolean>;
   /** True when at least one worker polled the profile's task queue recently (cached 5 s). */
   hasComputeWorker(profileId: string): Promise<boolean>;
@@ -78,9 +79,9 @@ export function createTemporalGateway(cfg: { address: string; namespace: string;
       client ??= new Client({ connection: await connection(), namespace: cfg.namespace });
       return client;
     },
-    async startWorkflow(type, options, opts = {}) {
+    async startWorkflow(workflow, options, opts = {}) {
       await bounded(async (c, cl) => {
-        const start = () => c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.start(type, options));
+        const start = () => c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.start(workflow, options));
         try {
           await start();
         } catch (err) {
@@ -93,16 +94,16 @@ export function createTemporalGateway(cfg: { address: string; namespace: string;
         }
       });
     },
-    async executeWorkflow<T>(type: string, options: Parameters<Client['workflow']['start']>[1], waitMs: number, opts: { join?: boolean } = {}) {
-      let result: T | undefined;
+    async executeWorkflow<W extends Workflow>(workflow: W, options: WorkflowStartOptions<W>, waitMs: number, opts: { join?: boolean } = {}) {
+      let result: WorkflowResultType<W> | undefined;
       await bounded(async (c, cl) => {
-        const handle = await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.start(type, options)).catch((err) => {
-          if (opts.join && err instanceof WorkflowExecutionAlreadyStartedError) return cl.workflow.getHandle(options.workflowId);
+        const handle = await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.start(workflow, options)).catch((err) => {
+          if (opts.join && err instanceof WorkflowExecutionAlreadyStartedError) return cl.workflow.getHandle<W>(options.workflowId);
           throw err;
         });
-        result = await c.withDeadline(Date.now() + waitMs, () => handle.result() as Promise<T>);
+        result = await c.withDeadline(Date.now() + waitMs, () => handle.result());
       });
-      return result as T;
+      return result as WorkflowResultType<W>;
     },
     async cancelWorkflow(workflowId) {
       await bounded(async (c, cl) => {
@@ -111,10 +112,13 @@ export function createTemporalGateway(cfg: { address: string; namespace: string;
         });
       });
     },
-    async executeUpdate<R>(workflowId: string, update: string, arg: unknown, opts: { updateId?: string } = {}): Promise<R> {
+    async executeUpdate<R, Args extends unknown[]>(workflowId: string, update: UpdateDefinition<R, Args>, args: Args, opts: { updateId?: string } = {}): Promise<R> {
       let result: R;
       await bounded(async (c, cl) => {
-        result = await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.getHandle(workflowId).executeUpdate<R, [unknown]>(update, { args: [arg], ...(opts.updateId ? { updateId: opts.updateId } : {}) }));
+        // The client's overloads split updates with and without arguments; the definition
+        // has typed them already.
+        const def = update as unknown as UpdateDefinition<R, [unknown]>;
+        result = await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.getHandle(workflowId).executeUpdate(def, { args: args as unknown as [unknown], ...(opts.updateId ? { updateId: opts.updateId } : {}) }));
       });
       return result!;
     },

@@ -1,18 +1,9 @@
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
+import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
+import { makeAjv } from '../kernel/ajv.ts';
 import type { ToolDef } from './tools/tool.ts';
 import type { JsonSchema } from './schemas/common.ts';
 import { errors } from './errors.ts';
 
-// ajv-formats is CommonJS with a default export.
-const addFormats = (addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule;
-
-/** An ajv 2020 instance with formats; `coerce` for query strings only. */
-export function makeAjv(coerce: boolean): Ajv2020 {
-  const ajv = new Ajv2020({ allErrors: false, strict: false, coerceTypes: coerce ? 'array' : false, useDefaults: false });
-  (addFormats as unknown as (a: Ajv2020) => void)(ajv);
-  return ajv;
-}
 
 // Query strings are text: their values are coerced to the declared types (and a lone
 // value to a one-item array). JSON bodies are typed already and are never coerced.

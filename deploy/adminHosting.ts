@@ -4,7 +4,7 @@ import { Client, Connection, WorkflowUpdateFailedError, WorkflowNotFoundError } 
 import type { Db } from '../storage/db/knex.ts';
 import { listHostings, type HostingRow, type HostingStatus } from '../storage/db/hosting.ts';
 import { isoTime } from '../storage/ids.ts';
-import { hostingWorkflowId } from '../workflows/constants.ts';
+import { hostingWorkflowId } from '../kernel/workflowNames.ts';
 import type { Recorded, Review } from '../workflows/hosting.ts';
 
 /**

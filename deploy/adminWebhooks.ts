@@ -2,7 +2,7 @@ import type { Db } from '../storage/db/knex.ts';
 import { WEBHOOK_EVENT_TYPES, createEndpoint, getEndpoint, listEndpoints, removeEndpoint, rotateEndpointSecret, type WebhookEventType } from '../storage/db/webhooks.ts';
 import { newWebhookSecret } from '../storage/webhookSecrets.ts';
 import { newId } from '../storage/ids.ts';
-import type { SecretsKeyring } from '../storage/sealedSecrets.ts';
+import type { SecretsKeyring } from '../kernel/sealedSecrets.ts';
 import { ApiError } from '../api/errors.ts';
 import { checkWebhookUrl, endpointView } from '../api/webhooks/view.ts';
 import { DEFAULT_OVERLAP_SECONDS } from '../api/tools/webhooks.ts';

@@ -1,10 +1,10 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { Logger } from 'pino';
-import type { WebhookConfig } from '../api/config.ts';
+import type { WebhookConfig } from '../kernel/config.ts';
 import type { Db } from '../storage/db/knex.ts';
 import { createNotificationListener } from '../storage/db/notifications.ts';
 import { markDispatched, undispatchedDeliveries } from '../storage/db/webhooks.ts';
-import { CONTROL_TASK_QUEUE } from '../workflows/constants.ts';
+import { CONTROL_TASK_QUEUE } from '../kernel/workflowNames.ts';
 
 const BATCH = 100;
 /** The sweep that catches what a notice missed (a dropped LISTEN connection, a crash between start and mark). */

@@ -1,6 +1,6 @@
 import { NativeConnection, Worker, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 import pino from 'pino';
-import { loadConfig } from '../api/config.ts';
+import { loadConfig } from '../kernel/config.ts';
 import { createDb, createPgPool } from '../storage/db/knex.ts';
 import { createCounters } from '../storage/db/rateLimits.ts';
 import { createBiologyActivities } from '../activities/biology.ts';
@@ -8,7 +8,7 @@ import { createSessionActivities } from '../activities/sessions.ts';
 import { createWebhookActivities } from '../activities/webhooks.ts';
 import { startWebhookDispatcher } from './webhookDispatcher.ts';
 import { createMaintenanceActivities } from '../activities/maintenance.ts';
-import { CONTROL_TASK_QUEUE, computeTaskQueue, servingTaskQueue } from '../workflows/constants.ts';
+import { CONTROL_TASK_QUEUE, computeTaskQueue, servingTaskQueue } from '../kernel/workflowNames.ts';
 import { createRunActivities } from '../activities/runs.ts';
 import { createExecutionActivities } from '../activities/execution/execute.ts';
 import { createSandbox } from '../activities/execution/sandbox.ts';
@@ -65,6 +65,10 @@ async function main(): Promise<void> {
     connection,
     namespace: config.temporal.namespace,
     taskQueue: CONTROL_TASK_QUEUE,
+    // A worker that dies holds its cached workflows' next tasks on its sticky queue until
+    // this runs out; then any worker takes them. Kept short so a cancel (or any signal) to
+    // a workflow whose worker died is handled within seconds, at the cost of a replay.
+    stickyQueueScheduleToStartTimeout: '2 seconds',
     // A pre-built bundle when the stack made one (npm start); the sources under test.
     ...(config.worker.workflowBundle ? { workflowBundle: { codePath: config.worker.workflowBundle } } : { workflowsPath: WORKFLOWS_PATH }),
     activities: {

@@ -4,7 +4,7 @@ import { blobKey } from './objects.ts';
 import { insertFile, fileByOrigin } from './db/files.ts';
 import { setExperimentArtifacts, type ExperimentArtifact } from './db/experiments.ts';
 import { newUuid } from './ids.ts';
-import { csvCell } from '../activities/execution/artifacts.ts';
+import { csvCell } from './formats.ts';
 import type { Comparison } from './experimentComparison.ts';
 
 const CSV_COLUMNS = ['arm', 'output', 'n', 'mean', 'stddev', 'min', 'max', 'ci95_low', 'ci95_high'];

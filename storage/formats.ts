@@ -20,3 +20,8 @@ export async function sniffFormat(head: Buffer, name: string): Promise<{ format:
   if (ext === 'yaml' || ext === 'yml') return { format: 'yaml', content_type: 'application/yaml' };
   return { format: 'text', content_type: 'text/plain; charset=utf-8' };
 }
+
+/** One CSV cell: a number as written, anything else as its JSON text, quoted. */
+export function csvCell(v: unknown): string {
+  return typeof v === 'number' ? String(v) : JSON.stringify(JSON.stringify(v ?? null));
+}

@@ -11,7 +11,7 @@ import { createAccount } from '../storage/db/accounts.ts';
 import { createKey, SCOPES } from '../storage/db/apiKeys.ts';
 import { grantCompute } from '../storage/ledger.ts';
 import { createObjectStore, type ObjectStore } from '../storage/objects.ts';
-import { loadConfig, sandboxSettings } from '../api/config.ts';
+import { loadConfig, sandboxSettings } from '../kernel/config.ts';
 import { REPO_ROOT } from '../deploy/local/paths.ts';
 import { createSandbox, type Sandbox } from '../activities/execution/sandbox.ts';
 import { contractErrorType } from './contract.ts';

@@ -1,7 +1,7 @@
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { MAINTENANCE_SCHEDULE_ID } from '../workflows/constants.ts';
+import { MAINTENANCE_SCHEDULE_ID } from '../kernel/workflowNames.ts';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 

@@ -1,4 +1,4 @@
-import { proxyActivities, ActivityFailure, ApplicationFailure, CancellationScope, sleep } from '@temporalio/workflow';
+import { proxyActivities, ActivityFailure, ApplicationFailure, CancellationScope, patched, sleep } from '@temporalio/workflow';
 import type { BiologyActivities, BiologyHit, FetchedRecord } from '../activities/biology.ts';
 
 type SourceId = 'uniprot' | 'pdb' | 'ncbi_nucleotide';
@@ -16,6 +16,8 @@ const record = proxyActivities<BiologyActivities>({ startToCloseTimeout: '30 sec
 
 /** How long a search waits for its sources: those that have not answered by then are named as timed out. */
 export const SEARCH_DEADLINE_MS = 20_000;
+/** Fetches started from this version on remove what they staged when they fail. */
+const FETCH_DISCARDS_STAGING = 'biology-fetch-discards-staging';
 /** Records fetched at once within one fetch. */
 const FETCH_CONCURRENCY = 4;
 
@@ -70,23 +72,41 @@ function discard(fetchId: string): Promise<number> {
 export async function biologyFetchWorkflow(a: {
   fetchId: string; accountId: string; sourceId: SourceId; recordIds: string[]; format: string; expectedSha256: string | null;
 }): Promise<{ resourceIds: string[] }> {
+  // Fetches started before staging was discarded on failure end as they began: the first
+  // refusal ends them at once, and what they staged goes with the daily purge.
+  const discards = patched(FETCH_DISCARDS_STAGING);
   const fetched: FetchedRecord[] = [];
   for (let i = 0; i < a.recordIds.length; i += FETCH_CONCURRENCY) {
     const batch = a.recordIds.slice(i, i + FETCH_CONCURRENCY);
-    const settled = await Promise.allSettled(batch.map((recordId) => sources.biologyFetchRecord({ fetchId: a.fetchId, sourceId: a.sourceId, recordId, format: a.format, expectedSha256: a.expectedSha256 })));
+    const fetchOne = (recordId: string) => sources.biologyFetchRecord({ fetchId: a.fetchId, sourceId: a.sourceId, recordId, format: a.format, expectedSha256: a.expectedSha256 });
+    if (!discards) {
+      try {
+        fetched.push(...await Promise.all(batch.map(fetchOne)));
+      } catch (err) {
+        throw refusal(err);
+      }
+      continue;
+    }
+    const settled = await Promise.allSettled(batch.map(fetchOne));
     const refused = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (refused) {
       await discard(a.fetchId);
-      const f = failureOf(refused.reason);
-      throw ApplicationFailure.create({ type: f.code, message: f.message, nonRetryable: true, details: [f] });
+      throw refusal(refused.reason);
     }
     for (const s of settled) if (s.status === 'fulfilled') fetched.push(s.value);
   }
+  const recording = record.recordBiologyResources({ accountId: a.accountId, fetchId: a.fetchId, sourceId: a.sourceId, format: a.format, records: fetched });
+  if (!discards) return { resourceIds: await recording };
   try {
-    const resourceIds = await record.recordBiologyResources({ accountId: a.accountId, fetchId: a.fetchId, sourceId: a.sourceId, format: a.format, records: fetched });
-    return { resourceIds };
+    return { resourceIds: await recording };
   } catch (err) {
     await discard(a.fetchId);
     throw err;
   }
+}
+
+/** The fetch's ending for a record its source refused: final, with the source's reason. */
+function refusal(err: unknown): ApplicationFailure {
+  const f = failureOf(err);
+  return ApplicationFailure.create({ type: f.code, message: f.message, nonRetryable: true, details: [f] });
 }

@@ -1,8 +1,8 @@
 import { proxyLocalActivities, proxyActivities, executeChild, log, ParentClosePolicy, ChildWorkflowCancellationType, WorkflowIdReusePolicy } from '@temporalio/workflow';
-import { workflowSearchAttributes } from './searchAttributes.ts';
+import { workflowSearchAttributes } from '../kernel/searchAttributes.ts';
 import type { ExperimentActivities } from '../activities/experiments.ts';
 import { runWorkflow } from './run.ts';
-import { CONTROL_TASK_QUEUE, runWorkflowId } from './constants.ts';
+import { CONTROL_TASK_QUEUE, runWorkflowId } from '../kernel/workflowNames.ts';
 
 // Reading the schedule is one short query: a local activity, no round trip through the server.
 const local = proxyLocalActivities<ExperimentActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 20 } });

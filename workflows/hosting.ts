@@ -5,7 +5,7 @@ import {
 import type { HostingActivities, ChecksResult, HostingAction, HostingStatus } from '../activities/hosting.ts';
 import { oneAtATime } from './serial.ts';
 import type { InvocationActivities } from '../activities/invocations.ts';
-import { computeTaskQueue, servingTaskQueue } from './constants.ts';
+import { computeTaskQueue, servingTaskQueue } from '../kernel/workflowNames.ts';
 
 /** What a lifecycle carries across continue-as-new. */
 export interface HostingState {

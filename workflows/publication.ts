@@ -1,6 +1,6 @@
 import { ActivityFailure, ApplicationFailure, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { PublicationActivities } from '../activities/publication.ts';
-import { computeTaskQueue } from './constants.ts';
+import { computeTaskQueue } from '../kernel/workflowNames.ts';
 
 const control = proxyLocalActivities<PublicationActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 10 } });
 const compute = proxyActivities<PublicationActivities>({

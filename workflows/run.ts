@@ -3,7 +3,7 @@ import {
 } from '@temporalio/workflow';
 import type { RunActivities } from '../activities/runs.ts';
 import type { ExecutionActivities, ExecutionResult } from '../activities/execution/execute.ts';
-import { computeTaskQueue, WORKER_SHUTDOWN } from './constants.ts';
+import { computeTaskQueue, WORKER_SHUTDOWN } from '../kernel/workflowNames.ts';
 
 /** Runs started from this version on do not wait for their execution to confirm a cancel. */
 const CANCEL_WITHOUT_WAITING = 'run-cancel-without-waiting';

@@ -1,16 +1,13 @@
 import type { Connector } from './connector.ts';
+import { SOURCE_RECORDS } from '../../kernel/biologyRecords.ts';
 
-// An accession (with its version) or a numeric UID of the nuccore database.
-const RECORD = /^([A-Z]{1,6}_?[0-9]{5,12}(\.[0-9]+)?|[0-9]{1,15})$/;
 
 interface SearchAnswer { esearchresult?: { idlist?: string[] } }
 interface SummaryAnswer { result?: { uids?: string[] } & Record<string, { uid?: string; caption?: string; title?: string; accessionversion?: string; organism?: string } | string[] | undefined> }
 
 /** NCBI Nucleotide through E-utilities: esearch for UIDs, esummary for what they are, efetch for the record. */
 export const ncbiNucleotide: Connector = {
-  formats: { fasta: { mediaType: 'text/x-fasta' }, genbank: { mediaType: 'text/x-genbank' } },
-  defaultFormat: 'fasta',
-  validRecordId: (id) => RECORD.test(id),
+  ...SOURCE_RECORDS.ncbi_nucleotide,
 
   async search(http, source, query, limit) {
     const base = source.urls.eutils;

@@ -1,7 +1,6 @@
 import type { Connector } from './connector.ts';
+import { SOURCE_RECORDS } from '../../kernel/biologyRecords.ts';
 
-// Four-character PDB ids, and the extended `pdb_` ids the wwPDB has announced.
-const PDB_ID = /^([0-9][A-Za-z0-9]{3}|pdb_[0-9]{4}[0-9a-z]{4})$/;
 
 interface SearchAnswer { result_set?: Array<{ identifier?: string }> }
 interface EntriesAnswer {
@@ -29,9 +28,7 @@ const ENTRIES = `query entries($ids: [String!]!) {
  * file service as mmCIF or PDB format.
  */
 export const pdb: Connector = {
-  formats: { mmcif: { mediaType: 'chemical/x-mmcif' }, pdb: { mediaType: 'chemical/x-pdb' } },
-  defaultFormat: 'mmcif',
-  validRecordId: (id) => PDB_ID.test(id),
+  ...SOURCE_RECORDS.pdb,
 
   async search(http, source, query, limit) {
     const found = await http.json<SearchAnswer>(`${source.urls.search}/query`, {

@@ -1,6 +1,6 @@
-import { guardedLookup, literalNotPublic } from '../http/guardedLookup.ts';
+import { guardedLookup, literalNotPublic } from '../../kernel/http/guardedLookup.ts';
 import { Agent, request, type Dispatcher } from 'undici';
-import type { BiologySource } from '../../api/config.ts';
+import type { BiologySource } from '../../kernel/config.ts';
 
 /**
  * Why a source did not answer what was asked. `retryable` failures (the source busy or

@@ -1,4 +1,4 @@
-import type { BiologySourceId } from '../../api/config.ts';
+import type { BiologySourceId } from '../../kernel/config.ts';
 import type { Connector } from './connector.ts';
 import { ncbiNucleotide } from './ncbiNucleotide.ts';
 import { pdb } from './pdb.ts';

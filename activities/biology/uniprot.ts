@@ -1,7 +1,6 @@
 import type { Connector } from './connector.ts';
+import { SOURCE_RECORDS } from '../../kernel/biologyRecords.ts';
 
-// UniProtKB accessions (https://www.uniprot.org/help/accession_numbers).
-const ACCESSION = /^([OPQ][0-9][A-Z0-9]{3}[0-9]|[A-NR-Z][0-9]([A-Z][A-Z0-9]{2}[0-9]){1,2})$/;
 
 interface SearchAnswer {
   results?: Array<{
@@ -14,9 +13,7 @@ interface SearchAnswer {
 
 /** UniProtKB through its REST API (rest.uniprot.org): search as JSON, entries as FASTA or JSON. */
 export const uniprot: Connector = {
-  formats: { fasta: { mediaType: 'text/x-fasta' }, json: { mediaType: 'application/json' } },
-  defaultFormat: 'fasta',
-  validRecordId: (id) => ACCESSION.test(id),
+  ...SOURCE_RECORDS.uniprot,
 
   async search(http, source, query, limit) {
     const url = new URL(`${source.urls.rest}/uniprotkb/search`);

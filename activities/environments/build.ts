@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { outcomeError, runLabProcess } from '../execution/labProcess.ts';
 import type { Sandbox, SandboxLimits } from '../execution/sandbox.ts';
 import { indexHosts, startIndexProxy } from './indexProxy.ts';
-import { uvEnv, type EnvironmentSettings } from './settings.ts';
+import { uvEnv, type EnvironmentSettings } from '../../kernel/environments.ts';
 
 const run = promisify(execFile);
 const RELAY = fileURLToPath(new URL('./buildRelay.py', import.meta.url));

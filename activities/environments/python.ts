@@ -3,7 +3,7 @@ import { getLock, heldLocks, markLockBuilt, type EnvironmentLockRow } from '../.
 import { evictEnvironments, recordBuilt, touchUsed } from './cache.ts';
 import { readRuntimeLock } from '../../storage/runtimePins.ts';
 import { ensureEnvironment } from './build.ts';
-import type { EnvironmentSettings } from './settings.ts';
+import type { EnvironmentSettings } from '../../kernel/environments.ts';
 import type { Sandbox } from '../execution/sandbox.ts';
 
 const DEFAULT_RUNTIME = readRuntimeLock();

@@ -4,10 +4,6 @@ import { line } from 'd3-shape';
 
 export type Point = [number, unknown];
 
-/** One CSV cell: a number as written, anything else as its JSON text, quoted. */
-export function csvCell(v: unknown): string {
-  return typeof v === 'number' ? String(v) : JSON.stringify(JSON.stringify(v ?? null));
-}
 
 const esc = (s: string) => s.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`);
 

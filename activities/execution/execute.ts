@@ -15,16 +15,17 @@ import { getReleaseById } from '../../storage/db/releases.ts';
 import { getRevisionById } from '../../storage/db/workspaces.ts';
 import { sha256Hex } from '../../storage/digest.ts';
 import { newId } from '../../storage/ids.ts';
-import { WORKER_SHUTDOWN } from '../../workflows/constants.ts';
+import { WORKER_SHUTDOWN } from '../../kernel/workflowNames.ts';
 import { listOf } from '../../storage/labContract.ts';
 import { packerIdentity } from '../../storage/labIdentity.ts';
 import { seriesSvg } from './artifacts.ts';
 import { stageInputs } from './stagedInputs.ts';
+import { createEventBatcher } from './eventBatcher.ts';
 import { createOutputSink, MAX_INLINE_OUTPUT_BYTES, textFile, type ArtifactFile } from './outputs.ts';
 import { outcomeError, runLabProcess, spendCapReached, type StreamLimits } from './labProcess.ts';
 import { SandboxUnavailable, type Sandbox, type SandboxLimits } from './sandbox.ts';
 import { environmentPython, EnvironmentUnavailable } from '../environments/python.ts';
-import type { EnvironmentSettings } from '../environments/settings.ts';
+import type { EnvironmentSettings } from '../../kernel/environments.ts';
 import type { RunCancelWatch } from '../../storage/db/runCancelWatch.ts';
 
 export const DRIVER = fileURLToPath(new URL('./driver.py', import.meta.url));
@@ -155,13 +156,14 @@ export function createExecutionActivities(deps: ExecutionDeps) {
       let visuals: unknown = null;
       let logs = 0;
       let lastProgressWrite = 0;
-      // Events are appended one after another, in the order the driver wrote them.
+      // Events are appended in the order the driver wrote them, in batches.
+      const events = createEventBatcher(deps.db, run.id);
       let pending: Promise<unknown> = Promise.resolve();
       const later = (f: () => Promise<unknown>) => { pending = pending.then(f); };
       const log = (message: string, data: Record<string, unknown>) => {
         if (logs >= MAX_LOG_EVENTS) return;
         logs += 1;
-        later(() => appendEvent(deps.db, run.id, 'log', message.slice(0, 2000), data));
+        events.add('log', message.slice(0, 2000), data);
       };
       alive();
       let outcome;
@@ -175,7 +177,7 @@ export function createExecutionActivities(deps: ExecutionDeps) {
           onAlive: alive,
           onStart: (p) => {
             pid = p;
-            later(() => appendEvent(deps.db, run.id, 'log', `Lab process started (process group ${p}).`, { stream: 'worker', pid: p }));
+            events.add('log', `Lab process started (process group ${p}).`, { stream: 'worker', pid: p });
           },
           onLog: (stream, line) => log(line, { level: stream === 'stderr' ? 'warning' : 'info', stream }),
           onMessage: async (msg) => {
@@ -185,7 +187,7 @@ export function createExecutionActivities(deps: ExecutionDeps) {
               if (now - lastProgressWrite >= 1000 || fraction >= 1) {
                 lastProgressWrite = now;
                 later(() => setRunProgress(deps.db, run.id, fraction));
-                later(() => appendEvent(deps.db, run.id, 'progress', `${Math.round(fraction * 100)}%`, { fraction, t: Number(msg.t) || 0 }));
+                events.add('progress', `${Math.round(fraction * 100)}%`, { fraction, t: Number(msg.t) || 0 });
               }
             } else if (msg.type === 'log') log(String(msg.message), { level: String(msg.level ?? 'info'), stream: 'driver' });
             else if (msg.type === 'series') await sink.addSeries(String(msg.name), msg.points);
@@ -197,7 +199,7 @@ export function createExecutionActivities(deps: ExecutionDeps) {
         if (err instanceof SandboxUnavailable) return { status: 'failed', error: { code: err.code, message: err.message }, computeSeconds: 0 };
         throw err;
       } finally {
-        await pending;
+        await Promise.all([pending, events.flushed()]);
       }
       const computeSeconds = outcome.result?.cpu_seconds ?? outcome.wallSeconds;
       if (outcome.cancelled) {

@@ -2,7 +2,8 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import path from 'node:path';
 import { createHash, randomUUID, type Hash } from 'node:crypto';
-import { csvCell, type Point } from './artifacts.ts';
+import { type Point } from './artifacts.ts';
+import { csvCell } from '../../storage/formats.ts';
 
 /** Final values larger than this (as JSON) are stored as an artifact and referenced. */
 export const MAX_INLINE_OUTPUT_BYTES = 64 * 1024;

@@ -5,6 +5,7 @@ import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { SandboxSettings } from '../../kernel/sandboxSettings.ts';
 
 /**
  * The sandbox every lab process runs in (runs, publication smoke runs, packing): bubblewrap
@@ -20,17 +21,6 @@ import { fileURLToPath } from 'node:url';
  * for local development, and every process started that way says so.
  */
 
-export interface SandboxSettings {
-  /** The bubblewrap binary: a path, or a name looked up on PATH. */
-  bwrap: string;
-  /** Development only: run lab processes without a sandbox (limits still apply). */
-  unsafeNoSandbox: boolean;
-  /** Host uids (and gids) handed to sandboxes one each, when the worker runs as root. */
-  uidBase: number;
-  uidCount: number;
-  /** The Python with libseccomp's bindings (Debian's python3-seccomp) that compiles the system-call filter. */
-  filterPython: string;
-}
 
 export interface SandboxLimits {
   /** Address space of each process (RLIMIT_AS). */

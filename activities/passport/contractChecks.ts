@@ -3,7 +3,7 @@ import { blobKey } from '../../storage/objects.ts';
 import { storedBytesOrNull } from '../../storage/objectHash.ts';
 import { digestJson, sha256Hex } from '../../storage/digest.ts';
 import { isoTime } from '../../storage/ids.ts';
-import { checkInputs, valueTypeProblem } from '../../api/contract.ts';
+import { checkInputs, valueTypeProblem } from '../../storage/inputChecks.ts';
 import { checked, type CheckResult } from '../../storage/passportDocument.ts';
 import { runContract, type RunContract } from './runContract.ts';
 import type { CheckDeps } from './deps.ts';
@@ -18,7 +18,7 @@ export async function contractChecks(deps: CheckDeps, runId: string): Promise<Ch
   return [inputContract(run, contract), executionCompleted(run), await outputContract(deps, run, contract)];
 }
 
-/** The run's inputs checked again, now, against the contract it ran under (api/contract.ts checkInputs). */
+/** The run's inputs checked again, now, against the contract it ran under (storage/inputChecks.ts checkInputs). */
 function inputContract(run: RunRow, c: RunContract): CheckResult {
   const base = { contract: run.resolved_ref, inputs_sha256: digestJson(run.inputs) };
   if ('problem' in c) return checked('input_contract', 'unknown', { ...base, reason: c.problem });

@@ -7,15 +7,8 @@ import { getExperiment } from '../../storage/db/experiments.ts';
 import { getBiologyResource } from '../../storage/db/biologyResources.ts';
 import { evidenceOfProgress, type Requirement, type SessionRow } from '../../storage/db/sessions.ts';
 import { verifyPassport } from '../../storage/passportDocument.ts';
+import { EVIDENCE_REF_PATTERN, type EvidenceKind } from '../../kernel/evidence.ts';
 
-export const EVIDENCE_KINDS = ['run', 'passport', 'file', 'dataset', 'experiment', 'resource', 'note'] as const;
-export type EvidenceKind = typeof EVIDENCE_KINDS[number];
-
-/**
- * An evidence reference: `<kind>:<id>`, optionally pinned to a digest with
- * `@<sha256>` (files, datasets, resources), or `note:<text>`.
- */
-export const EVIDENCE_REF_PATTERN = '^((run|passport|file|dataset|experiment|resource):[A-Za-z0-9_-]{1,100}(@[0-9a-f]{64})?|note:\\S[\\s\\S]*)$';
 const REF = new RegExp(EVIDENCE_REF_PATTERN);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

@@ -1,5 +1,6 @@
 import type { Deps, Caller } from '../tools/tool.ts';
-import { ApiError } from '../errors.ts';
+import { errors } from '../errors.ts';
+import { acceptAndStart } from '../acceptAndStart.ts';
 import { planUnavailable, planUsed, resultOf } from '../plans.ts';
 import { spendCapRefusal, studyCapFindings } from '../spendCaps.ts';
 import { recheckProposal } from '../runs/prepare.ts';
@@ -8,9 +9,10 @@ import type { NewRun } from '../../storage/db/runs.ts';
 import { isSqlState, SQLSTATE } from '../../storage/db/sqlStates.ts';
 import { newId, newUuid } from '../../storage/ids.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
-import { CONTROL_TASK_QUEUE, experimentWorkflowId } from '../../workflows/constants.ts';
-import { workflowSearchAttributes } from '../../workflows/searchAttributes.ts';
+import { CONTROL_TASK_QUEUE, experimentWorkflowId } from '../../kernel/workflowNames.ts';
+import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import { armRunProposal, type ExperimentProposal } from './prepare.ts';
+import { experimentWorkflow } from '../../workflows/experiment.ts';
 
 /**
  * The study's runs in start order: replicate 0 of every arm, then replicate 1 of every
@@ -49,38 +51,33 @@ export async function openExperiment(deps: Deps, caller: Caller, planId: string,
   const capped = await studyCapFindings(deps, caller, proposal.arms, proposal.estimated_max_micros);
   if (capped.length) throw planUnavailable(`A spend cap changed since this study was prepared: ${capped.map((f) => f.message).join(' ')} Prepare it again.`, null);
   const id = newId('exp');
-  let experiment: ExperimentRow;
-  try {
-    experiment = await recordAcceptance(deps.db, {
+  return acceptAndStart(deps.temporal, {
+    record: () => recordAcceptance(deps.db, {
       id, account_id: caller.account.id, name: proposal.name, goal: proposal.goal, arms: proposal.arms, plan_id: planId,
       workspace_ids: [...new Set(proposal.arms.map((a) => a.workspace_id))], reserved_micros: proposal.estimated_max_micros,
-    }, studyRuns(id, caller, proposal));
-  } catch (err) {
-    if (isSqlState(err, SQLSTATE.planUsed)) throw planUsed(await resultOf(deps.db, caller.account.id, planId));
-    const refused = spendCapRefusal(err, true);
-    if (refused) throw refused;
-    if (isSqlState(err, SQLSTATE.insufficientCompute)) {
-      const usd = microsToUsd(proposal.estimated_max_micros);
-      throw new ApiError(402, 'insufficient_credits', `Available compute cannot cover this study's maximum of $${usd} (${proposal.run_count} runs); no run was created.`, null, {
-        required_usd: usd, run_count: proposal.run_count, resolution: 'Add compute to the account, or prepare a study with fewer arms, replicates or a shorter max_runtime_seconds.', retryable: false,
-      });
-    }
-    throw err;
-  }
-  try {
-    await deps.temporal.startWorkflow('experimentWorkflow', {
+    }, studyRuns(id, caller, proposal)),
+    refusal: async (err) => {
+      if (isSqlState(err, SQLSTATE.planUsed)) return planUsed(await resultOf(deps.db, caller.account.id, planId));
+      const refused = spendCapRefusal(err, true);
+      if (refused) return refused;
+      if (isSqlState(err, SQLSTATE.insufficientCompute)) {
+        return errors.insufficientCredits({
+          what: 'this study', usd: microsToUsd(proposal.estimated_max_micros), note: ` (${proposal.run_count} runs); no run was created`, details: { run_count: proposal.run_count },
+          resolution: 'Add compute to the account, or prepare a study with fewer arms, replicates or a shorter max_runtime_seconds.',
+        });
+      }
+      return null;
+    },
+    workflow: experimentWorkflow,
+    start: () => ({
       taskQueue: CONTROL_TASK_QUEUE,
       workflowId: experimentWorkflowId(id),
       args: [{ experimentId: id }],
       typedSearchAttributes: workflowSearchAttributes({
         account: caller.account.id, kind: 'experiment', ref: [...new Set(proposal.arms.map((a) => a.resolved_ref.split('@')[0]))].join(' ').slice(0, 1000),
       }),
-    });
-  } catch (err) {
-    // Should the undo itself fail, the study's runs stay queued with no workflow and the
-    // hourly reconciliation ends them, charging nothing.
-    await unacceptExperiment(deps.db, id).catch(() => undefined);
-    throw err;
-  }
-  return experiment;
+    }),
+    // The study's runs go with it.
+    undo: () => unacceptExperiment(deps.db, id),
+  });
 }

@@ -5,7 +5,7 @@ import { prepareRun, type RunProposal } from '../runs/prepare.ts';
 import { studyCapFindings } from '../spendCaps.ts';
 import type { Finding } from '../../storage/db/plans.ts';
 import type { ExperimentArm } from '../../storage/db/experiments.ts';
-import { contractOf } from '../contract.ts';
+import { contractOf } from '../../storage/inputChecks.ts';
 
 /** The largest seed a run takes (api/tools/runs.ts). */
 export const MAX_SEED = 2147483646;

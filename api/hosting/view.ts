@@ -1,6 +1,6 @@
 import type { HostingEvent, HostingRow } from '../../storage/db/hosting.ts';
 import { isoTime } from '../../storage/ids.ts';
-import { hostingWorkflowId } from '../../workflows/constants.ts';
+import { hostingWorkflowId } from '../../kernel/workflowNames.ts';
 
 /** A lab's hosting as its owner reads it: approval, exact release, each check, status, revision and history. */
 export function hostingView(h: HostingRow, events: HostingEvent[]) {

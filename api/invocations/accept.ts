@@ -1,5 +1,6 @@
 import type { Deps, Caller } from '../tools/tool.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError, errors } from '../errors.ts';
+import { acceptAndStart } from '../acceptAndStart.ts';
 import { planUnavailable, planUsed, resultOf } from '../plans.ts';
 import { deploymentFinding, prepareInvocation, type InvocationProposal } from './prepare.ts';
 import { acceptInvocation, InvocationNotCovered, InvocationPlanUsed, unacceptInvocation, type InvocationRow } from '../../storage/db/hostedInvocations.ts';
@@ -10,8 +11,9 @@ import { digestJson } from '../../storage/digest.ts';
 import { spendCapRefusal } from '../spendCaps.ts';
 import { newId } from '../../storage/ids.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
-import { CONTROL_TASK_QUEUE, invocationWorkflowId } from '../../workflows/constants.ts';
-import { workflowSearchAttributes } from '../../workflows/searchAttributes.ts';
+import { CONTROL_TASK_QUEUE, invocationWorkflowId } from '../../kernel/workflowNames.ts';
+import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
+import { invocationWorkflow } from '../../workflows/invocation.ts';
 
 const unavailable = (message: string) => new ApiError(409, 'deployment_unavailable', message, 'plan_id');
 
@@ -59,35 +61,26 @@ export async function acceptHostedInvocation(deps: Deps, caller: Caller, plan: P
   const hosting = await recheckInvocation(deps, caller, p);
   const id = newId('inv');
   const { estimated_max_micros: reserved, ...bound } = p;
-  let row: InvocationRow;
-  try {
-    row = await acceptInvocation(deps.db, { ...bound, id, account_id: caller.account.id, key_id: caller.key.id, reserved_micros: reserved, plan_id: plan.id });
-  } catch (err) {
-    if (err instanceof InvocationPlanUsed) throw planUsed(await resultOf(deps.db, caller.account.id, plan.id));
-    const capped = spendCapRefusal(err, true);
-    if (capped) throw capped;
-    if (err instanceof InvocationNotCovered) {
-      const usd = microsToUsd(p.estimated_max_micros);
-      throw new ApiError(402, 'insufficient_credits', `Available compute cannot cover this invocation's maximum of $${usd}.`, null, {
-        required_usd: usd, resolution: 'Add compute to the account, then prepare again.', retryable: false,
-      });
-    }
-    throw err;
-  }
-  try {
-    await deps.temporal.startWorkflow('invocationWorkflow', {
+  return acceptAndStart(deps.temporal, {
+    record: () => acceptInvocation(deps.db, { ...bound, id, account_id: caller.account.id, key_id: caller.key.id, reserved_micros: reserved, plan_id: plan.id }),
+    refusal: async (err) => {
+      if (err instanceof InvocationPlanUsed) return planUsed(await resultOf(deps.db, caller.account.id, plan.id));
+      const capped = spendCapRefusal(err, true);
+      if (capped) return capped;
+      if (err instanceof InvocationNotCovered) {
+        return errors.insufficientCredits({ what: 'this invocation', usd: microsToUsd(p.estimated_max_micros), resolution: 'Add compute to the account, then prepare again.' });
+      }
+      return null;
+    },
+    workflow: invocationWorkflow,
+    start: (row) => ({
       taskQueue: CONTROL_TASK_QUEUE,
       workflowId: invocationWorkflowId(id),
       // Its schedule and where the deployment is served now go with it, so the first
       // attempt is sent to the warm instances without reading them back.
       args: [{ invocationId: id, schedule: { labId: row.lab_id, generation: row.hosting_generation, maxSeconds: row.max_seconds }, servedBy: hosting.serving_queue } satisfies InvocationArgs],
       typedSearchAttributes: workflowSearchAttributes({ account: caller.account.id, kind: 'invocation', ref: p.reference }),
-    });
-  } catch (err) {
-    // Should the undo itself fail, the invocation stays queued with no workflow, its
-    // reservation held, until reconciliation ends it.
-    await unacceptInvocation(deps.db, id).catch(() => undefined);
-    throw err;
-  }
-  return row;
+    }),
+    undo: () => unacceptInvocation(deps.db, id),
+  });
 }

@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import type { Deps, Caller } from '../tools/tool.ts';
 import { ApiError } from '../errors.ts';
-import { checkInputs } from '../contract.ts';
+import { checkInputs } from '../../storage/inputChecks.ts';
 import { resolveInputReferences } from '../runs/inputRefs.ts';
 import { visibleHostedRelease } from '../hosting/release.ts';
 import { getComputeProfile, type ComputeProfileRow } from '../../storage/db/computeProfiles.ts';

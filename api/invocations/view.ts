@@ -1,7 +1,7 @@
 import type { InvocationArtifactRow, InvocationRow } from '../../storage/db/hostedInvocations.ts';
 import { isoTime } from '../../storage/ids.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
-import { invocationWorkflowId } from '../../workflows/constants.ts';
+import { invocationWorkflowId } from '../../kernel/workflowNames.ts';
 
 /** An output artifact's immutable identity: what the invoker hashes the bytes against. */
 export function invocationArtifactIdentity(a: InvocationArtifactRow) {

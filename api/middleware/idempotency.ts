@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import type { Db } from '../../storage/db/knex.ts';
 import { claimIdempotencyKey, completeIdempotencyKey, releaseIdempotencyKey } from '../../storage/db/idempotency.ts';
 import { digestJson } from '../../storage/digest.ts';
-import type { Config } from '../config.ts';
+import type { Config } from '../../kernel/config.ts';
 import { ApiError, errorBody, errors } from '../errors.ts';
 import { textProblem } from '../validation.ts';
 import type { RouteDef } from '../routeTable.ts';

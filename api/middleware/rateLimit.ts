@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import type pg from 'pg';
 import { createCounters, dailyCounterKey, utcDay } from '../../storage/db/rateLimits.ts';
-import type { Config } from '../config.ts';
+import type { Config } from '../../kernel/config.ts';
 import { errors } from '../errors.ts';
 
 interface View { name: string; limit: number; count: number; resetSeconds: number }

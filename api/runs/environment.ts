@@ -1,8 +1,8 @@
 import type { Deps } from '../tools/tool.ts';
 import type { Finding } from '../../storage/db/plans.ts';
 import { runtimePinFindings, type LabManifests } from '../../storage/runtimePins.ts';
-import { declaredRuntime } from '../../activities/environments/declared.ts';
-import { resolveLock } from '../../activities/environments/resolve.ts';
+import { declaredRuntime } from './declaredRuntime.ts';
+import { resolveLock } from './resolveLock.ts';
 import { buildSecondsPerDistribution, recordLock, resolvedLock } from '../../storage/db/environments.ts';
 import { digestJson } from '../../storage/digest.ts';
 

@@ -6,7 +6,7 @@ import { findLatestVisibleRelease, findVisibleRelease, parseReference, type Rele
 import { getComputeProfile, type ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
 import type { Finding } from '../../storage/db/plans.ts';
 import YAML from 'yaml';
-import { checkInputs, contractOf } from '../contract.ts';
+import { checkInputs, contractOf } from '../../storage/inputChecks.ts';
 import { resolveInputReferences } from './inputRefs.ts';
 import { getRevision, getWorkspace } from '../../storage/db/workspaces.ts';
 import { blobKey } from '../../storage/objects.ts';

@@ -1,4 +1,4 @@
-import { makeAjv } from '../validation.ts';
+import { makeAjv } from '../../kernel/ajv.ts';
 import type { JsonSchema } from './common.ts';
 
 const VALUE_TYPES = ['number', 'integer', 'string', 'boolean', 'object', 'array', 'file', 'dataset', 'timeseries', 'table'];

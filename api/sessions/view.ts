@@ -1,6 +1,6 @@
 import type { ExternalSessionRow, ProgressRow, SessionRow } from '../../storage/db/sessions.ts';
 import { isoTime } from '../../storage/ids.ts';
-import { sessionWorkflowId } from '../../workflows/constants.ts';
+import { sessionWorkflowId } from '../../kernel/workflowNames.ts';
 import type { NextStep } from '../tools/tool.ts';
 
 /** Progress entries shown when a session is resumed (the rest stay in Postgres). */

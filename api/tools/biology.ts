@@ -3,17 +3,16 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { ToolDef } from './tool.ts';
 import { str, arr, obj, sha256Hex } from '../schemas/common.ts';
 import { ApiError, errors } from '../errors.ts';
-import { BIOLOGY_SOURCE_IDS, type BiologySourceId } from '../config.ts';
-import type { BiologyHit } from '../../activities/biology.ts';
-import { CONNECTORS } from '../../activities/biology/sources.ts';
+import { BIOLOGY_SOURCE_IDS, type BiologySourceId } from '../../kernel/config.ts';
+import { SOURCE_RECORDS } from '../../kernel/biologyRecords.ts';
 import { getBiologyResource, type BiologyResourceRow } from '../../storage/db/biologyResources.ts';
 import { digestJson } from '../../storage/digest.ts';
 import { isoTime, newUuid } from '../../storage/ids.ts';
-import { biologyFetchWorkflowId, biologySearchWorkflowId, CONTROL_TASK_QUEUE } from '../../workflows/constants.ts';
-import type { SourceFailure } from '../../workflows/biology.ts';
-import { workflowSearchAttributes } from '../../workflows/searchAttributes.ts';
+import { biologyFetchWorkflowId, biologySearchWorkflowId, CONTROL_TASK_QUEUE } from '../../kernel/workflowNames.ts';
+import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
+import { biologyFetchWorkflow, biologySearchWorkflow } from '../../workflows/biology.ts';
 
-const FORMATS = [...new Set(Object.values(CONNECTORS).flatMap((c) => Object.keys(c.formats)))];
+const FORMATS = [...new Set(Object.values(SOURCE_RECORDS).flatMap((c) => Object.keys(c.formats)))];
 
 export const biologyTools: ToolDef[] = [
   {
@@ -76,7 +75,7 @@ function fetchRefusal(err: unknown): ApiError | null {
 const HANDLERS: Record<string, ToolDef['handler']> = {
   async biology_search(input, ctx) {
     const sourceIds = input.source_ids as BiologySourceId[];
-    const result = await ctx.deps.temporal.executeWorkflow<{ hits: BiologyHit[]; failures: SourceFailure[] }>('biologySearchWorkflow', {
+    const result = await ctx.deps.temporal.executeWorkflow(biologySearchWorkflow, {
       taskQueue: CONTROL_TASK_QUEUE, workflowId: biologySearchWorkflowId(newUuid()), args: [{ sourceIds, query: input.query, limit: input.limit ?? 10 }],
       workflowExecutionTimeout: '1 minute', typedSearchAttributes: workflowSearchAttributes({ account: ctx.caller.account.id, kind: 'biology_search', ref: sourceIds.join(',') }),
     }, SEARCH_WAIT_MS);
@@ -102,14 +101,14 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
 
   async biology_fetch(input, ctx) {
     const sourceId = input.source_id as BiologySourceId;
-    const connector = CONNECTORS[sourceId];
+    const records = SOURCE_RECORDS[sourceId];
     const recordIds = input.record_ids as string[];
     recordIds.forEach((id, i) => {
-      if (!connector.validRecordId(id)) throw errors.validation('record_id_invalid', `${id} is not a ${sourceId} record identifier.`, `record_ids[${i}]`);
+      if (!records.validRecordId(id)) throw errors.validation('record_id_invalid', `${id} is not a ${sourceId} record identifier.`, `record_ids[${i}]`);
     });
-    const format: string = input.format ?? connector.defaultFormat;
-    if (!connector.formats[format]) {
-      throw errors.validation('format_not_supported', `${sourceId} serves ${Object.keys(connector.formats).join(' or ')}, not ${format}.`, 'format', { formats: Object.keys(connector.formats) });
+    const format: string = input.format ?? records.defaultFormat;
+    if (!records.formats[format]) {
+      throw errors.validation('format_not_supported', `${sourceId} serves ${Object.keys(records.formats).join(' or ')}, not ${format}.`, 'format', { formats: Object.keys(records.formats) });
     }
     if (input.expected_sha256 && recordIds.length !== 1) {
       throw errors.validation('parameter_invalid_combination', 'expected_sha256 is the digest of one record: fetch exactly one record with it.', 'expected_sha256');
@@ -119,7 +118,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     const workflowId = biologyFetchWorkflowId(fetchId);
     let resourceIds: string[];
     try {
-      ({ resourceIds } = await ctx.deps.temporal.executeWorkflow<{ resourceIds: string[] }>('biologyFetchWorkflow', {
+      ({ resourceIds } = await ctx.deps.temporal.executeWorkflow(biologyFetchWorkflow, {
         taskQueue: CONTROL_TASK_QUEUE, workflowId,
         args: [{ fetchId, accountId: ctx.caller.account.id, sourceId, recordIds, format, expectedSha256: input.expected_sha256 ?? null }],
         workflowExecutionTimeout: '10 minutes', typedSearchAttributes: workflowSearchAttributes({ account: ctx.caller.account.id, kind: 'biology_fetch', ref: sourceId }),

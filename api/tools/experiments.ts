@@ -15,7 +15,7 @@ import { compareArms } from '../../storage/experimentComparison.ts';
 import { storeComparisonArtifacts } from '../../storage/experimentArtifacts.ts';
 import { cancelQueuedRun } from '../../storage/runLifecycle.ts';
 import { markRunCancelling } from '../../storage/db/runs.ts';
-import { runWorkflowId } from '../../workflows/constants.ts';
+import { runWorkflowId } from '../../kernel/workflowNames.ts';
 
 const arm = obj({
   label: str(100, { minLength: 1 }), workspace_id: uuid, revision_id: uuid, inputs: { type: 'object', maxProperties: 256 },

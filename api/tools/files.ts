@@ -13,11 +13,12 @@ import { ApiError } from '../errors.ts';
 import { ArchiveError, readZipMembers } from '../../storage/archives.ts';
 import { datasetManifest, recordedMismatches, splitLeaks, type Member } from '../../storage/datasets.ts';
 import { filesById, getDataset, insertDataset, latestLiveDataset, listDatasets } from '../../storage/db/datasets.ts';
-import { workflowSearchAttributes } from '../../workflows/searchAttributes.ts';
-import { CONTROL_TASK_QUEUE, datasetWorkflowId } from '../../workflows/constants.ts';
+import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
+import { CONTROL_TASK_QUEUE, datasetWorkflowId } from '../../kernel/workflowNames.ts';
 import { str, nullableStr, limit, cursor, offset, count, arr, obj, uuid, sha256Hex, id } from '../schemas/common.ts';
 // RFC 6266: an ASCII fallback name plus the exact name as filename* (RFC 5987).
 import contentDisposition from 'content-disposition';
+import { datasetRegistrationWorkflow } from '../../workflows/datasetRegistration.ts';
 
 const member = obj({
   file_id: uuid, sha256: sha256Hex, size_bytes: count, sample_id: str(200, { minLength: 1 }),
@@ -250,7 +251,7 @@ const DATASET_HANDLERS: Record<string, ToolDef['handler']> = {
       if (!inserted) throw errors.conflict('revision_conflict', 'Another version of this dataset was registered at the same moment; send the request again.');
       // Started before the version is committed: if Temporal cannot take it, no version
       // exists, the answer is 503, and a retry with the same Idempotency-Key registers it.
-      await ctx.deps.temporal.startWorkflow('datasetRegistrationWorkflow', {
+      await ctx.deps.temporal.startWorkflow(datasetRegistrationWorkflow, {
         taskQueue: CONTROL_TASK_QUEUE, workflowId: datasetWorkflowId(id), args: [{ datasetId: id }],
         typedSearchAttributes: workflowSearchAttributes({ account: accountId, kind: 'dataset', ref: input.name }),
       });

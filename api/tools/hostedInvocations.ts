@@ -10,7 +10,7 @@ import { createPlan } from '../../storage/db/plans.ts';
 import { getInvocation, invocationArtifacts, requestCancel, INVOCATION_ENDED, type InvocationRow } from '../../storage/db/hostedInvocations.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
 import { blobKey } from '../../storage/objects.ts';
-import { invocationWorkflowId } from '../../workflows/constants.ts';
+import { invocationWorkflowId } from '../../kernel/workflowNames.ts';
 
 const invocationPath = { invocation_id: id('inv') };
 /** Seed of the invocation's random streams (chosen at plan time when absent), as a run's. */

@@ -9,12 +9,14 @@ import { getHosting, hostingEvents, HostingExists, HOSTING_ENDED, PlanAlreadyUse
 import { microsToUsd } from '../../storage/ledger.ts';
 import { getComputeProfile } from '../../storage/db/computeProfiles.ts';
 import { declaredContractOf } from '../../storage/labContract.ts';
-import { CONTROL_TASK_QUEUE, hostingWorkflowId } from '../../workflows/constants.ts';
-import { workflowSearchAttributes } from '../../workflows/searchAttributes.ts';
+import { CONTROL_TASK_QUEUE, hostingWorkflowId } from '../../kernel/workflowNames.ts';
+import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import type { ActionRequest, HostingState } from '../../workflows/hosting.ts';
 import { ownedLab, prepareHosting, recheckHosting, type HostingProposal, type HostingRequest } from '../hosting/prepare.ts';
 import { hostingView } from '../hosting/view.ts';
 import { visibleHostedRelease } from '../hosting/release.ts';
+import { hostingActionUpdate, hostingLifecycleWorkflow } from '../../workflows/hosting.ts';
+import { acceptAndStart } from '../acceptAndStart.ts';
 
 export const hostingTools: ToolDef[] = [
   {
@@ -103,30 +105,28 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     const plan = await approvedPlan(ctx.deps.db, ctx.caller.account.id, 'hosting', input.plan_id, input.plan_sha256);
     const p = plan.proposal as HostingProposal;
     await recheckHosting(ctx.deps, ctx.caller, p);
-    let recorded: Awaited<ReturnType<typeof requestHosting>>;
-    try {
-      recorded = await requestHosting(ctx.deps.db, {
+    await acceptAndStart(ctx.deps.temporal, {
+      record: () => requestHosting(ctx.deps.db, {
         lab_id: p.lab_id, account_id: ctx.caller.account.id, release_id: p.release_id, reference: p.reference, package_sha256: p.package_sha256,
         compute_profile: p.compute_profile, min_instances: p.min_instances, max_instances: p.max_instances, visibility: p.visibility, plan_id: plan.id,
         approval: { required: p.approval_required, reasons: p.approval_reasons, decision: null, actor: null, note: null, decided_at: null },
-      });
-    } catch (err) {
-      if (err instanceof PlanAlreadyUsed) throw planUsed(await resultOf(ctx.deps.db, ctx.caller.account.id, plan.id));
-      if (err instanceof HostingExists) throw new ApiError(409, 'invalid_state', 'This lab is already hosted; retire its hosting before requesting another.', 'plan_id');
-      throw err;
-    }
-    const state: HostingState = {
-      labId: p.lab_id, generation: recorded.row.generation, profile: p.compute_profile, status: 'requested', revision: 1, approvalRequired: p.approval_required, review: null,
-    };
-    try {
-      await ctx.deps.temporal.startWorkflow('hostingLifecycleWorkflow', {
-        taskQueue: CONTROL_TASK_QUEUE, workflowId: hostingWorkflowId(p.lab_id), args: [state],
+      }),
+      refusal: async (err) => {
+        if (err instanceof PlanAlreadyUsed) return planUsed(await resultOf(ctx.deps.db, ctx.caller.account.id, plan.id));
+        if (err instanceof HostingExists) return new ApiError(409, 'invalid_state', 'This lab is already hosted; retire its hosting before requesting another.', 'plan_id');
+        return null;
+      },
+      workflow: hostingLifecycleWorkflow,
+      start: (recorded) => ({
+        taskQueue: CONTROL_TASK_QUEUE, workflowId: hostingWorkflowId(p.lab_id),
+        args: [{
+          labId: p.lab_id, generation: recorded.row.generation, profile: p.compute_profile, status: 'requested', revision: 1, approvalRequired: p.approval_required, review: null,
+        } satisfies HostingState],
         typedSearchAttributes: workflowSearchAttributes({ account: ctx.caller.account.id, kind: 'hosting', ref: p.reference }),
-      }, { awaitPreviousMs: 5000 });
-    } catch (err) {
-      await unrequestHosting(ctx.deps.db, recorded.row, recorded.previous).catch(() => undefined);
-      throw err;
-    }
+      }),
+      startOptions: { awaitPreviousMs: 5000 },
+      undo: (recorded) => unrequestHosting(ctx.deps.db, recorded.row, recorded.previous),
+    });
     return {
       body: await fullView(ctx, p.lab_id),
       warnings: [{ code: 'not_ready', message: 'A recorded request is not a ready deployment: read the hosting until its checks finish (and, for public or GPU hosting, an operator approves).' }],
@@ -159,7 +159,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     try {
       // One change per revision: a PATCH retried after its answer was lost is the same
       // update, answered with its outcome, not refused as stale.
-      await ctx.deps.temporal.executeUpdate(hostingWorkflowId(h.lab_id), 'hostingAction', change, { updateId: `g${h.generation}:r${input.revision}:${input.action}` });
+      await ctx.deps.temporal.executeUpdate(hostingWorkflowId(h.lab_id), hostingActionUpdate, [change], { updateId: `g${h.generation}:r${input.revision}:${input.action}` });
     } catch (err) {
       const refused = refusal(err);
       if (refused) throw refused;

@@ -6,9 +6,10 @@ import { passport, passportKey } from '../schemas/passport.ts';
 import { ownedSubject, passportRequest } from '../passports/request.ts';
 import { getPassport, listPassportKeys, type PassportRow } from '../../storage/db/passports.ts';
 import { isoTime, newId } from '../../storage/ids.ts';
-import { CONTROL_TASK_QUEUE, passportWorkflowId } from '../../workflows/constants.ts';
-import { workflowSearchAttributes } from '../../workflows/searchAttributes.ts';
+import { CONTROL_TASK_QUEUE, passportWorkflowId } from '../../kernel/workflowNames.ts';
+import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import type { PassportSubject } from '../../storage/passportDocument.ts';
+import { passportWorkflow } from '../../workflows/passport.ts';
 
 const NOT_A_SCORE = {
   code: 'not_validation',
@@ -34,7 +35,7 @@ async function buildPassport(ctx: ToolContext, subject: PassportSubject): Promis
   const passportId = newId('pp');
   const accountId = ctx.caller.account.id;
   try {
-    await ctx.deps.temporal.executeWorkflow<string>('passportWorkflow', {
+    await ctx.deps.temporal.executeWorkflow(passportWorkflow, {
       taskQueue: CONTROL_TASK_QUEUE, workflowId: passportWorkflowId(passportId), args: [{ passportId, accountId, subject }],
       typedSearchAttributes: workflowSearchAttributes({ account: accountId, kind: 'passport', ref }),
     }, ctx.deps.config.passports.buildTimeoutMs);

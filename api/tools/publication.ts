@@ -1,4 +1,4 @@
-import { workflowSearchAttributes } from '../../workflows/searchAttributes.ts';
+import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import semver from 'semver';
 import YAML from 'yaml';
 import type { ToolDef, ToolContext } from './tool.ts';
@@ -13,15 +13,16 @@ import type { Db } from '../../storage/db/knex.ts';
 import { namingFindings, parseLabYaml } from '../workspaces/naming.ts';
 import { adoptDeclaredName, declaredName, declaredNameFindings } from '../workspaces/identity.ts';
 import { labYamlOf } from '../../storage/labManifests.ts';
-import { checkInputs, contractOf } from '../contract.ts';
+import { checkInputs, contractOf } from '../../storage/inputChecks.ts';
 import { newId } from '../../storage/ids.ts';
 import { getLabById } from '../../storage/db/labs.ts';
 import { insertPublication, takenVersions } from '../../storage/db/publications.ts';
-import { publicationWorkflowId, CONTROL_TASK_QUEUE } from '../../workflows/constants.ts';
+import { publicationWorkflowId, CONTROL_TASK_QUEUE } from '../../kernel/workflowNames.ts';
 import type { Tree } from '../../storage/trees.ts';
 import { declaredIdentity } from '../../storage/labIdentity.ts';
 import { readLabManifests } from '../../storage/labManifests.ts';
 import { planEnvironment } from '../runs/environment.ts';
+import { publicationWorkflow } from '../../workflows/publication.ts';
 
 interface Proposal {
   [k: string]: unknown; workspace_id: string; revision_id: string; lab_id: string; namespace: string; name: string; version: string; release_notes: string; tree_sha256: string;
@@ -172,7 +173,7 @@ export const publicationTools: ToolDef[] = [
         });
         // Started before the transaction commits: if Temporal cannot take it, the plan is
         // not consumed, the version not taken, the answer is 503 and a retry publishes.
-        await ctx.deps.temporal.startWorkflow('publicationWorkflow', {
+        await ctx.deps.temporal.startWorkflow(publicationWorkflow, {
           taskQueue: CONTROL_TASK_QUEUE, workflowId: publicationWorkflowId(id), args: [{ publicationId: id }],
           typedSearchAttributes: workflowSearchAttributes({ account: ctx.caller.account.id, kind: 'publication', ref: `${p.namespace}/${p.name}@${p.version}` }),
         });

@@ -13,7 +13,7 @@ import { cancelQueuedRun } from '../../storage/runLifecycle.ts';
 import { isoTime } from '../../storage/ids.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
 import { decodeCursor, pageBody } from '../pagination.ts';
-import { runWorkflowId } from '../../workflows/constants.ts';
+import { runWorkflowId } from '../../kernel/workflowNames.ts';
 import { str, uuid, sha256Hex, limit, cursor, nullableStr, id } from '../schemas/common.ts';
 // RFC 6266: an ASCII fallback name plus the exact name as filename* (RFC 5987).
 import contentDisposition from 'content-disposition';

@@ -11,12 +11,15 @@ import { createSession, deleteSession, externalSessions, getSession, listSession
 import { newId } from '../../storage/ids.ts';
 import { getWorkspace } from '../../storage/db/workspaces.ts';
 import { getLab } from '../../storage/db/labs.ts';
-import { CONTROL_TASK_QUEUE, sessionWorkflowId } from '../../workflows/constants.ts';
-import { workflowSearchAttributes } from '../../workflows/searchAttributes.ts';
+import { CONTROL_TASK_QUEUE, sessionWorkflowId } from '../../kernel/workflowNames.ts';
+import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import { SESSION_REFUSALS, type ChangeRequest, type ProgressRequest, type SessionState } from '../../workflows/session.ts';
-import { EVIDENCE_KINDS, EVIDENCE_REF_PATTERN } from '../../activities/sessions/evidence.ts';
-import type { Completion, Validation } from '../../activities/sessions.ts';
+import { EVIDENCE_KINDS, EVIDENCE_REF_PATTERN } from '../../kernel/evidence.ts';
+import type { Validation } from '../../activities/sessions.ts';
 import { RECENT_PROGRESS, sessionNextActions, sessionSummary, sessionView } from '../sessions/view.ts';
+import { sessionChangeUpdate, sessionCompletionUpdate, sessionExternalUpdate, sessionProgressUpdate, sessionValidationUpdate, sessionWorkflow, sessionWorkspaceUpdate } from '../../workflows/session.ts';
+import type { UpdateDefinition } from '@temporalio/common';
+import { acceptAndStart } from '../acceptAndStart.ts';
 
 const sessionPath = { session_id: id('ses') };
 const evidenceRef = str(2000, { minLength: 1, pattern: EVIDENCE_REF_PATTERN });
@@ -79,7 +82,7 @@ function refusal(err: unknown, param: string | null): ApiError | null {
 }
 
 /** Sends an update to the session's workflow; refusals are the caller's, a closed workflow is 409. */
-async function update<R>(ctx: ToolContext, s: SessionRow, name: string, arg: unknown, param: string | null, updateId?: string): Promise<R> {
+async function update<R, Args extends unknown[]>(ctx: ToolContext, s: SessionRow, definition: UpdateDefinition<R, Args>, args: Args, param: string | null, updateId?: string): Promise<R> {
   const closed = () => new ApiError(409, 'session_completed', 'This session is complete; it is read-only.', 'session_id');
   if (s.status === 'completed') throw closed();
   // One id for every attempt: the workflow answers an update id it has seen (across
@@ -87,7 +90,7 @@ async function update<R>(ctx: ToolContext, s: SessionRow, name: string, arg: unk
   const id = updateId ?? randomUUID();
   for (let attempt = 1; ; attempt++) {
     try {
-      return await ctx.deps.temporal.executeUpdate<R>(sessionWorkflowId(s.id), name, arg, { updateId: id });
+      return await ctx.deps.temporal.executeUpdate(sessionWorkflowId(s.id), definition, args, { updateId: id });
     } catch (err) {
       const refused = refusal(err, param);
       if (refused) throw refused;
@@ -151,17 +154,16 @@ async function prepareChange(ctx: ToolContext, s: SessionRow, change: { contract
 const HANDLERS: Record<string, ToolDef['handler']> = {
   async session_create(input, ctx) {
     const sid = newId('ses');
-    const s = await createSession(ctx.deps.db, { id: sid, account_id: ctx.caller.account.id, title: input.title, goal: input.goal ?? null });
     const state: SessionState = { sessionId: sid, version: 0, requirements: [], steps: [], seq: 0, externals: [], historyBound: ctx.deps.config.sessions.historyBound };
-    try {
-      await ctx.deps.temporal.startWorkflow('sessionWorkflow', {
+    const s = await acceptAndStart(ctx.deps.temporal, {
+      record: () => createSession(ctx.deps.db, { id: sid, account_id: ctx.caller.account.id, title: input.title, goal: input.goal ?? null }),
+      workflow: sessionWorkflow,
+      start: () => ({
         taskQueue: CONTROL_TASK_QUEUE, workflowId: sessionWorkflowId(sid), args: [state],
         typedSearchAttributes: workflowSearchAttributes({ account: ctx.caller.account.id, kind: 'session', ref: sid }),
-      });
-    } catch (err) {
-      await deleteSession(ctx.deps.db, sid).catch(() => undefined);
-      throw err;
-    }
+      }),
+      undo: () => deleteSession(ctx.deps.db, sid),
+    });
     return { body: sessionView(s, [], []), next_actions: sessionNextActions(s) };
   },
 
@@ -178,7 +180,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
 
   async session_external_attach(input, ctx) {
     const s = await ownedSession(ctx, input.session_id);
-    await update(ctx, s, 'sessionExternal', { provider: input.provider, external_id: input.external_id, url: input.url ?? null }, 'external_id');
+    await update(ctx, s, sessionExternalUpdate, [{ provider: input.provider, external_id: input.external_id, url: input.url ?? null }], 'external_id');
     return { body: sessionView((await getSession(ctx.deps.db, s.id, ctx.caller.account.id))!, await externalSessions(ctx.deps.db, s.id), await recentProgress(ctx.deps.db, s.id, RECENT_PROGRESS)) };
   },
 
@@ -202,7 +204,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     const change: ChangeRequest = { planId: plan.id, version: p.version, contract: p.contract, executionPlan: p.executionPlan };
     try {
       // The plan's id is the update's: a retry of this request is the same change.
-      await update(ctx, s, 'sessionChange', change, 'plan_id', plan.id);
+      await update(ctx, s, sessionChangeUpdate, [change], 'plan_id', plan.id);
     } catch (err) {
       if (err instanceof ApiError && err.code === 'plan_unavailable' && /already used/.test(err.message)) throw planUsed(await resultOf(ctx.deps.db, ctx.caller.account.id, plan.id));
       throw err;
@@ -215,7 +217,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     const s = await ownedSession(ctx, input.session_id);
     const entry: ProgressRequest = { step_id: input.step_id, status: input.status, note: input.note ?? null, evidence: input.evidence ?? [], actor: `key:${ctx.caller.key.id}` };
     // With an Idempotency-Key, a retry whose answer was lost is the same update: recorded once.
-    const recorded = await update<{ seq: number }>(ctx, s, 'sessionProgress', entry, 'step_id', ctx.idempotencyKey ? `progress:${ctx.idempotencyKey}` : undefined);
+    const recorded = await update(ctx, s, sessionProgressUpdate, [entry], 'step_id', ctx.idempotencyKey ? `progress:${ctx.idempotencyKey}` : undefined);
     const after = (await getSession(ctx.deps.db, s.id, ctx.caller.account.id))!;
     return {
       body: { object: 'session_progress', session_id: s.id, seq: recorded.seq, step_id: entry.step_id, status: entry.status, execution_plan: after.execution_plan },
@@ -226,13 +228,13 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
   async session_validate(input, ctx) {
     const s = await ownedSession(ctx, input.session_id);
     const evidence = (input.evidence ?? []) as Array<{ requirement_id: string; ref: string }>;
-    const validation = await update<Validation>(ctx, s, 'sessionValidation', { evidence }, 'evidence');
+    const validation = await update(ctx, s, sessionValidationUpdate, [{ evidence }], 'evidence');
     return { body: { ...validation, session_id: s.id }, next_actions: validationNextActions(s.id, validation) };
   },
 
   async session_completion_check(input, ctx) {
     const s = await ownedSession(ctx, input.session_id);
-    const { validation, completion } = await update<{ validation: Validation; completion: Completion }>(ctx, s, 'sessionCompletion', undefined, 'session_id');
+    const { validation, completion } = await update(ctx, s, sessionCompletionUpdate, [], 'session_id');
     return {
       body: { ...completion, session_id: s.id, validation },
       next_actions: completion.complete ? [{ tool: 'session_get', description: 'The completed session, read-only.', arguments: { session_id: s.id } }] : validationNextActions(s.id, validation),
@@ -242,7 +244,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
   async session_workspace_create(input, ctx) {
     const s = await ownedSession(ctx, input.session_id);
     const title = input.title ?? null;
-    const { workspaceId } = s.workspace_id ? { workspaceId: s.workspace_id } : await update<{ workspaceId: string }>(ctx, s, 'sessionWorkspace', { title }, 'session_id', 'workspace');
+    const { workspaceId } = s.workspace_id ? { workspaceId: s.workspace_id } : await update(ctx, s, sessionWorkspaceUpdate, [{ title }], 'session_id', 'workspace');
     const ws = (await getWorkspace(ctx.deps.db, workspaceId, ctx.caller.account.id))!;
     const lab = (await getLab(ctx.deps.db, ws.lab_id, ctx.caller.account.id))!;
     return {

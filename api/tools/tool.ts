@@ -3,7 +3,7 @@ import type { Db } from '../../storage/db/knex.ts';
 import type { ObjectStore } from '../../storage/objects.ts';
 import type { AccountRow } from '../../storage/db/accounts.ts';
 import type { ApiKeyRow, Scope } from '../../storage/db/apiKeys.ts';
-import type { Config } from '../config.ts';
+import type { Config } from '../../kernel/config.ts';
 import type { JsonSchema } from '../schemas/common.ts';
 import type { TemporalGateway } from '../temporal.ts';
 import type { KeyResolver } from '../../storage/db/keyCache.ts';

@@ -2,7 +2,7 @@
 import { errors } from '../errors.ts';
 import { isoTime } from '../../storage/ids.ts';
 import type { WebhookDeliveryRow, WebhookEndpointRow, WebhookEventRow } from '../../storage/db/webhooks.ts';
-import { literalNotPublic } from '../../activities/http/guardedLookup.ts';
+import { literalNotPublic } from '../../kernel/http/guardedLookup.ts';
 
 export function endpointView(e: WebhookEndpointRow, secret?: string) {
   return {

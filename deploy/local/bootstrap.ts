@@ -10,7 +10,7 @@ import { grantCompute, usdToMicros } from '../../storage/ledger.ts';
 import { publishSkills } from '../../storage/skills.ts';
 import { publishBuiltinLabs } from './builtinLabs.ts';
 import { ensureKeyring } from '../../storage/passportKeys.ts';
-import { CONTROL_TASK_QUEUE, MAINTENANCE_SCHEDULE_ID, RUN_SWEEP_SCHEDULE_ID } from '../../workflows/constants.ts';
+import { CONTROL_TASK_QUEUE, MAINTENANCE_SCHEDULE_ID, RUN_SWEEP_SCHEDULE_ID } from '../../kernel/workflowNames.ts';
 import type * as workflows from '../../workflows/index.ts';
 import type { Sandbox } from '../../activities/execution/sandbox.ts';
 

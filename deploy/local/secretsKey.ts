@@ -1,6 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { newSecretsKey } from '../../storage/sealedSecrets.ts';
+import { newSecretsKey } from '../../kernel/sealedSecrets.ts';
 
 /** Where a local stack keeps its secrets key (SILICO_SECRETS_KEY of its processes). */
 export const secretsKeyFile = (dataDir: string) => path.join(dataDir, 'secrets.key');

@@ -6,7 +6,7 @@ import { createObjectStore } from '../../storage/objects.ts';
 import { cacheDir, resolveBinary } from './binaries.ts';
 import { pythonTool } from './pythonTools.ts';
 import { discoverPythons, pythonsSetting } from './interpreters.ts';
-import { RESOLVER_LOCK_FILE } from '../../activities/environments/settings.ts';
+import { RESOLVER_LOCK_FILE } from '../../kernel/environments.ts';
 import { startPostgres } from './postgres.ts';
 import { startTemporal } from './temporal.ts';
 import { startMinio } from './minio.ts';
@@ -19,11 +19,11 @@ import { ensureSandboxTool } from './sandboxTool.ts';
 import { ensureRuntime } from './runtime.ts';
 import { buildWorkflowBundle } from '../workflowBundle.ts';
 import { createTemporalGateway } from '../../api/temporal.ts';
-import { CONTROL_TASK_QUEUE } from '../../workflows/constants.ts';
+import { CONTROL_TASK_QUEUE } from '../../kernel/workflowNames.ts';
 import { SERVICE_PROCESS_ENV } from './serviceProcess.ts';
 import { ensureSecretsKey } from './secretsKey.ts';
 import { createSandbox } from '../../activities/execution/sandbox.ts';
-import { sandboxSettings } from '../../api/config.ts';
+import { sandboxSettings } from '../../kernel/config.ts';
 
 export interface StackPorts { api: number; postgres: number; temporal: number; temporalUi: number | null; minio: number; minioConsole: number }
 

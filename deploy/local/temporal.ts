@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { waitFor, type Supervised, type Supervisor } from './processes.ts';
-import { SEARCH_ATTRIBUTES } from '../../workflows/constants.ts';
+import { SEARCH_ATTRIBUTES } from '../../kernel/workflowNames.ts';
 
 /**
  * Starts the Temporal dev server with a persistent SQLite file under the data dir and our

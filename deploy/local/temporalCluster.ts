@@ -10,7 +10,7 @@ import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common';
 import protoPkg from '@temporalio/proto';
 import { waitFor, type Supervised, type Supervisor } from './processes.ts';
-import { SEARCH_ATTRIBUTES } from '../../workflows/constants.ts';
+import { SEARCH_ATTRIBUTES } from '../../kernel/workflowNames.ts';
 
 const run = promisify(execFile);
 

@@ -155,6 +155,15 @@ export async function appendEvent(db: Db, runId: string, type: string, message: 
 }
 const APPEND_EVENT = statement('append-run-event', 'SELECT silico_append_run_event($1, $2, $3, $4::jsonb) AS seq');
 
+export interface NewRunEvent { type: string; message: string; data: Record<string, unknown> }
+
+/** Appends events to a run in their order, in one round trip (migration 036); returns the last seq. */
+export async function appendEvents(db: Db, runId: string, events: NewRunEvent[]): Promise<number> {
+  const [row] = await runPrepared<{ seq: number }>(db, APPEND_EVENTS, [runId, JSON.stringify(events)]);
+  return row!.seq;
+}
+const APPEND_EVENTS = statement('append-run-events', 'SELECT silico_append_run_events($1, $2::jsonb) AS seq');
+
 export async function listEvents(db: Db, runId: string, after: number, limit: number): Promise<RunEvent[]> {
   return runPrepared<RunEvent>(db, LIST_EVENTS, [runId, after, limit]);
 }

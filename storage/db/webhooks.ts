@@ -1,6 +1,6 @@
 import type { Db } from './knex.ts';
 import { keysetPage, type KeysetPage } from './pagination.ts';
-import { openSecret, sealedWithCurrent, sealSecret, type SecretsKeyring } from '../sealedSecrets.ts';
+import { openSecret, sealedWithCurrent, sealSecret, type SecretsKeyring } from '../../kernel/sealedSecrets.ts';
 
 export const WEBHOOK_EVENT_TYPES = [
   'run.completed', 'run.failed', 'run.cancelled', 'run.timed_out', 'experiment.completed', 'hosting.status_changed', 'invocation.completed',
@@ -13,7 +13,7 @@ export interface WebhookEndpointRow {
   url: string;
   events: WebhookEventType[];
   description: string | null;
-  /** Sealed (storage/sealedSecrets.ts): `signingSecrets` opens them. */
+  /** Sealed (kernel/sealedSecrets.ts): `signingSecrets` opens them. */
   secret: string;
   previous_secret: string | null;
   previous_secret_expires_at: Date | null;

@@ -30,7 +30,7 @@ import { NativeConnection, Worker, Runtime, DefaultLogger } from '@temporalio/wo
 import { startStack, type Stack } from '../../deploy/local/stack.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { createDb } from '../../storage/db/knex.ts';
-import { computeTaskQueue } from '../../workflows/constants.ts';
+import { computeTaskQueue } from '../../kernel/workflowNames.ts';
 import { cpuSample, cpuPerUnit } from './cpu.ts';
 import { createHttpClient } from './httpClient.ts';
 import { labWorkspace } from './labWorkspace.ts';

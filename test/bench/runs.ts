@@ -28,7 +28,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker, Runtime, DefaultLogger } from '@temporalio/worker';
 import { startStack, type Stack } from '../../deploy/local/stack.ts';
 import { createDb } from '../../storage/db/knex.ts';
-import { computeTaskQueue } from '../../workflows/constants.ts';
+import { computeTaskQueue } from '../../kernel/workflowNames.ts';
 import { cpuSample, cpuPerUnit } from './cpu.ts';
 import { createHttpClient } from './httpClient.ts';
 

@@ -5,7 +5,7 @@ import { Client, Connection } from '@temporalio/client';
 import { call, closeTestDb, driverPid, newAccount, processAlive, publishFixtureLab, runDirsOf, sandboxUserProcesses, spawnWorker, testDb, testObjects, until, useTestProfiles, waitForRun } from '../helpers.ts';
 import { createMaintenanceActivities } from '../../activities/maintenance.ts';
 import { executionProbeOf, workflowStateOf } from '../../activities/workflowState.ts';
-import { runWorkflowId } from '../../workflows/constants.ts';
+import { runWorkflowId } from '../../kernel/workflowNames.ts';
 
 // No run outlives its lab: whatever ends a lab's process, its run ends within 5 s with the
 // error that says why, nothing of its sandbox is left, and the next run completes. The

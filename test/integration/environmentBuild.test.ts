@@ -5,10 +5,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { testSandbox } from '../helpers.ts';
-import { loadConfig } from '../../api/config.ts';
+import { loadConfig } from '../../kernel/config.ts';
 import { runLabProcess } from '../../activities/execution/labProcess.ts';
 import { indexHosts, startIndexProxy } from '../../activities/environments/indexProxy.ts';
-import { resolveLock } from '../../activities/environments/resolve.ts';
+import { resolveLock } from '../../api/runs/resolveLock.ts';
 import { ensureEnvironment } from '../../activities/environments/build.ts';
 
 const RELAY = fileURLToPath(new URL('../../activities/environments/buildRelay.py', import.meta.url));

@@ -4,7 +4,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { call, closeTestDb, newAccount, testDb, testObjects, waitForRun } from '../helpers.ts';
 import { createExecutionActivities } from '../../activities/execution/execute.ts';
 import { createSandbox } from '../../activities/execution/sandbox.ts';
-import { loadConfig } from '../../api/config.ts';
+import { loadConfig } from '../../kernel/config.ts';
 
 after(closeTestDb);
 

@@ -7,7 +7,7 @@ import http from 'node:http';
 import yazl from 'yazl';
 import { newId } from '../../storage/ids.ts';
 import { setFeature } from '../../storage/db/accounts.ts';
-import { loadConfig } from '../../api/config.ts';
+import { loadConfig } from '../../kernel/config.ts';
 
 after(closeTestDb);
 

@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { call, errorOf, closeTestDb, newAccount, testDb, testObjects } from '../helpers.ts';
 import { createApp } from '../../api/app.ts';
-import { loadConfig } from '../../api/config.ts';
+import { loadConfig } from '../../kernel/config.ts';
 import { createTemporalGateway } from '../../api/temporal.ts';
 import { AUTH_CHANNEL, createKeyResolver } from '../../storage/db/keyCache.ts';
 import { createNotificationListener, type NotificationListener } from '../../storage/db/notifications.ts';

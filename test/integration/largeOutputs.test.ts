@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { Connection, Client } from '@temporalio/client';
 import { call, closeTestDb, directFinalOutputs, downloadArtifact, newAccount, publishFixtureLab, testDb, waitForRun } from '../helpers.ts';
-import { runWorkflowId } from '../../workflows/constants.ts';
+import { runWorkflowId } from '../../kernel/workflowNames.ts';
 
 // Outputs of any size: whatever grows with a lab's output goes from the execution
 // activity to the object store (claim check); the workflow carries identifiers and a

@@ -10,7 +10,7 @@ import { executionProbeOf, workflowStateOf } from '../../activities/workflowStat
 import { insertDataset } from '../../storage/db/datasets.ts';
 import { getBalances } from '../../storage/ledger.ts';
 import { newId } from '../../storage/ids.ts';
-import { hostingWorkflowId, runWorkflowId } from '../../workflows/constants.ts';
+import { hostingWorkflowId, runWorkflowId } from '../../kernel/workflowNames.ts';
 
 // Every record a workflow owns ends in a truthful terminal state: the hourly
 // reconciliation closes what a workflow that is gone left open.

@@ -5,7 +5,7 @@ import { networkInterfaces, tmpdir } from 'node:os';
 import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import YAML from 'yaml';
-import { sandboxSettings } from '../../api/config.ts';
+import { sandboxSettings } from '../../kernel/config.ts';
 import { packLab } from '../../activities/execution/packLab.ts';
 import { createSandbox, SandboxUnavailable } from '../../activities/execution/sandbox.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';

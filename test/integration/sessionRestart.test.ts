@@ -8,7 +8,7 @@ import { Client, Connection } from '@temporalio/client';
 import { call, closeTestDb, errorOf, newAccount, spawnApi, spawnWorker } from '../helpers.ts';
 import { startTemporal } from '../../deploy/local/temporal.ts';
 import { Supervisor } from '../../deploy/local/processes.ts';
-import { sessionWorkflowId } from '../../workflows/constants.ts';
+import { sessionWorkflowId } from '../../kernel/workflowNames.ts';
 
 // A session on its own Temporal server (a persistent SQLite file), api and worker, so the
 // worker can be killed and the server restarted on its database mid-session.

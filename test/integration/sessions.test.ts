@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { BASE_URL, call, closeTestDb, errorOf, newAccount, publishFixtureLab, silicoCli, testDb, waitForRun } from '../helpers.ts';
 import { Silico, passportOf } from '../../sdk/src/index.ts';
-import { sessionWorkflowId } from '../../workflows/constants.ts';
+import { sessionWorkflowId } from '../../kernel/workflowNames.ts';
 
 // Sessions on the real stack: a session's state changes only through its workflow's
 // updates (refused synchronously as the caller's 4xx), recorded in Postgres for reads.

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { closeTestDb, newAccount, publishFixtureLab, testDb, testObjects } from '../helpers.ts';
-import { loadConfig } from '../../api/config.ts';
+import { loadConfig } from '../../kernel/config.ts';
 import { createSandbox } from '../../activities/execution/sandbox.ts';
 import { DRIVER, labEnv, runLimits } from '../../activities/execution/execute.ts';
 import { runLabProcess, type LabProcessOutcome } from '../../activities/execution/labProcess.ts';

@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { verifyWebhook, WebhookSignatureError } from '../../sdk/src/index.ts';
 import { admin, call, closeTestDb, errorOf, newAccount, silicoCli, spawnApi, testDb, until } from '../helpers.ts';
-import { secretsKeyringOf } from '../../api/config.ts';
+import { secretsKeyringOf } from '../../kernel/config.ts';
 import { resealEndpointSecrets } from '../../storage/db/webhooks.ts';
 
 interface Received { raw: string; headers: Record<string, string | string[] | undefined>; answered: number }

@@ -6,7 +6,7 @@ import { CONTRACT_DIR, CONTRACT_ROUTES, CONTRACT_RULES, routeKey } from '../cont
 import { ROUTES } from '../../api/routeTable.ts';
 import { TOOLS } from '../../api/tools/index.ts';
 import { errorType } from '../../api/errors.ts';
-import { loadConfig } from '../../api/config.ts';
+import { loadConfig } from '../../kernel/config.ts';
 import { READ_BOUND } from '../../api/boundedContent.ts';
 import { PLAN_TTL_SECONDS } from '../../api/plans.ts';
 import { limit } from '../../api/schemas/common.ts';

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createDecipheriv } from 'node:crypto';
-import { newSecretsKey, openSecret, sealedWithCurrent, sealSecret, secretsKeyring } from '../../storage/sealedSecrets.ts';
+import { newSecretsKey, openSecret, sealedWithCurrent, sealSecret, secretsKeyring } from '../../kernel/sealedSecrets.ts';
 
 const SECRET = 'whsec_c2VjcmV0LXRoYXQtc2lnbnMtZXZlcnktZGVsaXZlcnk';
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createSourceHttp, retryAfterMs, SourceError } from '../../activities/biology/sourceHttp.ts';
-import type { BiologySource } from '../../api/config.ts';
+import type { BiologySource } from '../../kernel/config.ts';
 
 // The one door to biology sources, against a local server: what it refuses before any
 // byte leaves (unregistered hosts, private addresses after resolution), and how it reads

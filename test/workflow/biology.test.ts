@@ -5,7 +5,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowFailedError } from '@temporalio/client';
 import { useWorkflowEnvironment, workflowsPath } from './env.ts';
 import { biologyFetchWorkflow, biologySearchWorkflow } from '../../workflows/biology.ts';
-import { biologyFetchWorkflowId, biologySearchWorkflowId, CONTROL_TASK_QUEUE } from '../../workflows/constants.ts';
+import { biologyFetchWorkflowId, biologySearchWorkflowId, CONTROL_TASK_QUEUE } from '../../kernel/workflowNames.ts';
 import type { BiologyActivities, FetchedRecord } from '../../activities/biology.ts';
 
 // The biology workflows with their activities stubbed: a search keeps the hits of the

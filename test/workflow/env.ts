@@ -2,7 +2,7 @@ import { before, after } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Runtime, DefaultLogger } from '@temporalio/worker';
-import { ACCOUNT_KEY, CAPABILITY_REF_KEY, KIND_KEY } from '../../workflows/searchAttributes.ts';
+import { ACCOUNT_KEY, CAPABILITY_REF_KEY, KIND_KEY } from '../../kernel/searchAttributes.ts';
 
 /** The workflows every worker under test loads (the sources, bundled by the worker). */
 export const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Worker } from '@temporalio/worker';
 import { useWorkflowEnvironment, workflowsPath } from './env.ts';
 import { experimentWorkflow } from '../../workflows/experiment.ts';
-import { CONTROL_TASK_QUEUE, computeTaskQueue } from '../../workflows/constants.ts';
+import { CONTROL_TASK_QUEUE, computeTaskQueue } from '../../kernel/workflowNames.ts';
 import type { Finish } from '../../storage/runLifecycle.ts';
 
 // experimentWorkflow with every activity stubbed (its own and its child runs'): how many

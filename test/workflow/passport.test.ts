@@ -5,7 +5,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowFailedError } from '@temporalio/client';
 import { useWorkflowEnvironment, workflowsPath } from './env.ts';
 import { passportWorkflow } from '../../workflows/passport.ts';
-import { CONTROL_TASK_QUEUE, passportWorkflowId } from '../../workflows/constants.ts';
+import { CONTROL_TASK_QUEUE, passportWorkflowId } from '../../kernel/workflowNames.ts';
 import type { PassportArgs } from '../../activities/passports.ts';
 
 // passportWorkflow with its activities stubbed: every check once, then one seal; only

@@ -4,7 +4,7 @@ import { Worker } from '@temporalio/worker';
 import { ApplicationFailure } from '@temporalio/common';
 import { useWorkflowEnvironment, workflowsPath } from './env.ts';
 import { runWorkflow } from '../../workflows/run.ts';
-import { computeTaskQueue } from '../../workflows/constants.ts';
+import { computeTaskQueue } from '../../kernel/workflowNames.ts';
 import type { Finish } from '../../storage/runLifecycle.ts';
 import type { ExecutionResult } from '../../activities/execution/execute.ts';
 

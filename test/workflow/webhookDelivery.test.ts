@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Worker } from '@temporalio/worker';
 import { useWorkflowEnvironment, workflowsPath } from './env.ts';
 import { webhookDeliveryWorkflow, type WebhookDeliveryArgs } from '../../workflows/webhookDelivery.ts';
-import { CONTROL_TASK_QUEUE } from '../../workflows/constants.ts';
+import { CONTROL_TASK_QUEUE } from '../../kernel/workflowNames.ts';
 import type { DeliveryRef } from '../../activities/webhooks.ts';
 
 // webhookDeliveryWorkflow with its activities stubbed: attempts until one delivers, waiting

@@ -1,9 +1,9 @@
 import type { ValidateFunction } from 'ajv/dist/2020.js';
-import { makeAjv } from './validation.ts';
-export { contractOf } from '../storage/labContract.ts';
-import { listOf } from '../storage/labContract.ts';
-import type { ContractInput } from '../storage/db/releases.ts';
-import type { Finding } from '../storage/db/plans.ts';
+import { makeAjv } from '../kernel/ajv.ts';
+export { contractOf } from './labContract.ts';
+import { listOf } from './labContract.ts';
+import type { ContractInput } from './db/releases.ts';
+import type { Finding } from './db/plans.ts';
 
 // value_type vocabulary of docs/contract/gaps.md → the JSON Schema a value of it must satisfy.
 const VALUE_TYPES: Record<string, object> = {

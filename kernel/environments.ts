@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 /** The pinned resolver (uv), with its hashes. */
 export const RESOLVER_LOCK_FILE = fileURLToPath(new URL('./resolver.lock', import.meta.url));
 
-/** How lab environments are resolved, built and kept (api/config.ts reads them from the environment). */
+/** How lab environments are resolved, built and kept (kernel/config.ts reads them from the environment). */
 export interface EnvironmentSettings {
   /** uv: the resolver and installer (SILICO_UV). */
   uv: string;

@@ -1,6 +1,6 @@
-import { secretsKeyring, type SecretsKeyring } from '../storage/sealedSecrets.ts';
-import { parsePythons, type EnvironmentSettings } from '../activities/environments/settings.ts';
-import type { SandboxSettings } from '../activities/execution/sandbox.ts';
+import { secretsKeyring, type SecretsKeyring } from './sealedSecrets.ts';
+import { parsePythons, type EnvironmentSettings } from './environments.ts';
+import type { SandboxSettings } from './sandboxSettings.ts';
 
 /**
  * Configuration, read once from the environment and passed down. Nothing else in the

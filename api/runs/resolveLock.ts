@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { uvEnv, type EnvironmentSettings } from './settings.ts';
+import { uvEnv, type EnvironmentSettings } from '../../kernel/environments.ts';
 
 /** An environment lock: every distribution pinned exactly with its hashes, for one Python version. */
 export interface EnvironmentLock { python: string; text: string; sha256: string; /** How many distributions it pins. */ distributions: number }

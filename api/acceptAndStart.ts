@@ -1,0 +1,40 @@
+import type { WorkflowStartOptions } from '@temporalio/client';
+import type { Workflow } from '@temporalio/common';
+import type { TemporalGateway } from './temporal.ts';
+
+/** What the api accepts and the workflow that then owns it. */
+export interface Acceptance<R, W extends Workflow> {
+  /** Records the acceptance, all or nothing (plan consumed, compute reserved, rows written). */
+  record(): Promise<R>;
+  /** The answer to a refusal of the record (a plan used, a balance too low); null lets the error through. */
+  refusal?(err: unknown): Promise<Error | null> | Error | null;
+  workflow: W;
+  /** How its workflow starts, given what was recorded. */
+  start(recorded: R): WorkflowStartOptions<W>;
+  startOptions?: { awaitPreviousMs?: number };
+  /** Undoes the record: plan unused, reservation released, rows gone. */
+  undo(recorded: R): Promise<unknown>;
+}
+
+/**
+ * Records what the api accepted, then starts the workflow that owns it. When Temporal
+ * cannot take it, the acceptance is undone and the answer is 503 (the gateway's), so a
+ * retry with the same Idempotency-Key completes it; should the undo itself fail, the record
+ * stays with no workflow and the reconciliation ends it, charging nothing.
+ */
+export async function acceptAndStart<R, W extends Workflow>(temporal: TemporalGateway, a: Acceptance<R, W>): Promise<R> {
+  let recorded: R;
+  try {
+    recorded = await a.record();
+  } catch (err) {
+    const answer = await a.refusal?.(err);
+    throw answer ?? err;
+  }
+  try {
+    await temporal.startWorkflow(a.workflow, a.start(recorded), a.startOptions);
+  } catch (err) {
+    await a.undo(recorded).catch(() => undefined);
+    throw err;
+  }
+  return recorded;
+}

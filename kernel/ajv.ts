@@ -1,0 +1,12 @@
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+
+// ajv-formats is CommonJS with a default export.
+const addFormats = (addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule;
+
+/** An ajv 2020 instance with formats; `coerce` for query strings only. */
+export function makeAjv(coerce: boolean): Ajv2020 {
+  const ajv = new Ajv2020({ allErrors: false, strict: false, coerceTypes: coerce ? 'array' : false, useDefaults: false });
+  (addFormats as unknown as (a: Ajv2020) => void)(ajv);
+  return ajv;
+}
