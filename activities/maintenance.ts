@@ -1,6 +1,6 @@
 import type { Db } from '../storage/db/knex.ts';
 import type { ObjectStore } from '../storage/objects.ts';
-import { BIOLOGY_STAGING_PREFIX } from './biology.ts';
+import { BIOLOGY_STAGING_PREFIX } from './biology/activities.ts';
 import { purgeIdempotencyKeys } from '../storage/db/idempotency.ts';
 import { purgeRateLimits } from '../storage/db/rateLimits.ts';
 import { openRecords, type OpenRecord } from '../storage/db/reconciliation.ts';

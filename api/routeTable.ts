@@ -1,6 +1,6 @@
 /**
  * The route table is data: the router, /v1/openapi.json, /docs and the MCP tool list are
- * all generated from it. Scope and schemas live on the operation (api/tools); a route
+ * all generated from it. Scope and schemas live on the operation (api/<domain>/operations.ts); a route
  * says how HTTP reaches that operation.
  */
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';

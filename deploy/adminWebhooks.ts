@@ -5,7 +5,7 @@ import { newId } from '../storage/ids.ts';
 import type { SecretsKeyring } from '../kernel/sealedSecrets.ts';
 import { ApiError } from '../api/errors.ts';
 import { checkWebhookUrl, endpointView } from '../api/webhooks/view.ts';
-import { DEFAULT_OVERLAP_SECONDS } from '../api/tools/webhooks.ts';
+import { DEFAULT_OVERLAP_SECONDS } from '../api/webhooks/operations.ts';
 
 export const WEBHOOKS_USAGE = `  webhooks add --account NS --url URL [--events a,b,...|all] [--note TEXT]   (the secret is printed once)
   webhooks list --account NS

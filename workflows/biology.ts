@@ -1,5 +1,5 @@
 import { proxyActivities, ActivityFailure, ApplicationFailure, CancellationScope, patched, sleep } from '@temporalio/workflow';
-import type { BiologyActivities, BiologyHit, FetchedRecord } from '../activities/biology.ts';
+import type { BiologyActivities, BiologyHit, FetchedRecord } from '../activities/biology/activities.ts';
 
 type SourceId = 'uniprot' | 'pdb' | 'ncbi_nucleotide';
 

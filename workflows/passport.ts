@@ -1,5 +1,5 @@
 import { proxyActivities } from '@temporalio/workflow';
-import type { PassportActivities, PassportArgs } from '../activities/passports.ts';
+import type { PassportActivities, PassportArgs } from '../activities/passport/activities.ts';
 
 const retry = { maximumAttempts: 3, initialInterval: '1 second' };
 // Reads of Postgres and small objects.

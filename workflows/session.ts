@@ -1,7 +1,7 @@
 import {
   ApplicationFailure, condition, continueAsNew, defineQuery, defineUpdate, proxyActivities, setHandler, workflowInfo, allHandlersFinished, currentUpdateInfo,
 } from '@temporalio/workflow';
-import type { Completion, EvidenceBinding, Requirement, SessionActivities, Step, StepStatus, Validation } from '../activities/sessions.ts';
+import type { Completion, EvidenceBinding, Requirement, SessionActivities, Step, StepStatus, Validation } from '../activities/sessions/activities.ts';
 import { oneAtATime } from './serial.ts';
 
 /** What the session's workflow holds (and carries into a continued run): identities and states, never the progress itself. */

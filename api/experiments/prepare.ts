@@ -7,7 +7,7 @@ import type { Finding } from '../../storage/db/plans.ts';
 import type { ExperimentArm } from '../../storage/db/experiments.ts';
 import { contractOf } from '../../storage/inputChecks.ts';
 
-/** The largest seed a run takes (api/tools/runs.ts). */
+/** The largest seed a run takes (api/runs/operations.ts). */
 export const MAX_SEED = 2147483646;
 
 /** An arm as the caller asks for it. */

@@ -1,20 +1,20 @@
 import type { ToolDef } from './tool.ts';
-import { accountGet } from './account.ts';
-import { computeProfileList } from './computeProfiles.ts';
-import { capabilityGet, capabilityList } from './capabilities.ts';
-import { skillGet, skillList } from './skills.ts';
-import { runTools } from './runs.ts';
-import { hubTools, labTools } from './hub.ts';
-import { biologyTools } from './biology.ts';
-import { workspaceTools } from './workspaces.ts';
-import { experimentTools } from './experiments.ts';
-import { passportTools } from './passports.ts';
-import { publicationTools } from './publication.ts';
-import { hostingTools } from './hosting.ts';
-import { hostedInvocationTools } from './hostedInvocations.ts';
-import { fileTools } from './files.ts';
-import { sessionTools } from './sessions.ts';
-import { webhookTools } from './webhooks.ts';
+import { accountGet } from '../account/operations.ts';
+import { computeProfileList } from '../computeProfiles/operations.ts';
+import { capabilityGet, capabilityList } from '../capabilities/operations.ts';
+import { skillGet, skillList } from '../skills/operations.ts';
+import { runTools } from '../runs/operations.ts';
+import { hubTools, labTools } from '../hub/operations.ts';
+import { biologyTools } from '../biology/operations.ts';
+import { workspaceTools } from '../workspaces/operations.ts';
+import { experimentTools } from '../experiments/operations.ts';
+import { passportTools } from '../passports/operations.ts';
+import { publicationTools } from '../publications/operations.ts';
+import { hostingTools } from '../hosting/operations.ts';
+import { hostedInvocationTools } from '../invocations/operations.ts';
+import { fileTools } from '../files/operations.ts';
+import { sessionTools } from '../sessions/operations.ts';
+import { webhookTools } from '../webhooks/operations.ts';
 
 /** Every operation of the service, by name. REST routes and MCP tools both look here. */
 export const TOOLS: ReadonlyMap<string, ToolDef> = new Map(

@@ -5,7 +5,7 @@ import { call, closeTestDb, errorOf, newAccount, testDb } from '../helpers.ts';
 import { setSourceMode, sourceRequests } from '../biologyControl.ts';
 import { createObjectStore, blobKey } from '../../storage/objects.ts';
 import { passportOf } from '../../sdk/src/index.ts';
-import { BIOLOGY_STAGING_PREFIX } from '../../activities/biology.ts';
+import { BIOLOGY_STAGING_PREFIX } from '../../activities/biology/activities.ts';
 import { ENTRIES, fasta } from '../fixtures/biology/records.ts';
 
 // The biology sources of the test stack are a fixture server answering in UniProt's,

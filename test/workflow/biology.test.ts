@@ -6,7 +6,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { useWorkflowEnvironment, workflowsPath } from './env.ts';
 import { biologyFetchWorkflow, biologySearchWorkflow } from '../../workflows/biology.ts';
 import { biologyFetchWorkflowId, biologySearchWorkflowId, CONTROL_TASK_QUEUE } from '../../kernel/workflowNames.ts';
-import type { BiologyActivities, FetchedRecord } from '../../activities/biology.ts';
+import type { BiologyActivities, FetchedRecord } from '../../activities/biology/activities.ts';
 
 // The biology workflows with their activities stubbed: a search keeps the hits of the
 // sources that answered and names the others, retrying what may pass; a fetch records

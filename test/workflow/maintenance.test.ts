@@ -5,7 +5,7 @@ import { useWorkflowEnvironment, workflowsPath } from './env.ts';
 import { maintenanceWorkflow, runSweepWorkflow, SWEEP_AFTER_SECONDS } from '../../workflows/maintenance.ts';
 import { createMaintenanceActivities } from '../../activities/maintenance.ts';
 import { closeTestDb, newAccount, testDb, testObjects } from '../helpers.ts';
-import { BIOLOGY_STAGING_PREFIX } from '../../activities/biology.ts';
+import { BIOLOGY_STAGING_PREFIX } from '../../activities/biology/activities.ts';
 import { blobKey } from '../../storage/objects.ts';
 
 const testEnv = useWorkflowEnvironment();

@@ -6,7 +6,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { useWorkflowEnvironment, workflowsPath } from './env.ts';
 import { passportWorkflow } from '../../workflows/passport.ts';
 import { CONTROL_TASK_QUEUE, passportWorkflowId } from '../../kernel/workflowNames.ts';
-import type { PassportArgs } from '../../activities/passports.ts';
+import type { PassportArgs } from '../../activities/passport/activities.ts';
 
 // passportWorkflow with its activities stubbed: every check once, then one seal; only
 // identifiers in its history; a failing check discards what was staged. Its history replays.

@@ -1,4 +1,4 @@
-import type { ToolDef, ToolContext } from './tool.ts';
+import type { ToolDef, ToolContext } from '../tools/tool.ts';
 import { str, nullableStr, limit, cursor, arr, sha256Hex, obj, uuid, planExecute, id } from '../schemas/common.ts';
 import { errors } from '../errors.ts';
 import { getLabById } from '../../storage/db/labs.ts';
@@ -13,12 +13,12 @@ import { createPlan, consumePlan, type Finding } from '../../storage/db/plans.ts
 import { approvedPlan, planUnavailable, planUsed, planView, PLAN_TTL_SECONDS, resultOf } from '../plans.ts';
 import { decodeCursor, pageBody } from '../pagination.ts';
 import { isoTime } from '../../storage/ids.ts';
-import { namingFindings, parseLabYaml } from '../workspaces/naming.ts';
-import { adoptDeclaredName, declaredName, declaredNameFindings, LAB_NAME } from '../workspaces/identity.ts';
+import { namingFindings, parseLabYaml } from './naming.ts';
+import { adoptDeclaredName, declaredName, declaredNameFindings, LAB_NAME } from './identity.ts';
 import { labYamlOf } from '../../storage/labManifests.ts';
 import { findVisibleRelease, parseReference } from '../../storage/db/releases.ts';
 import { getBiologyResource, pinnedResources, pinResources } from '../../storage/db/biologyResources.ts';
-import { resourceView } from './biology.ts';
+import { resourceView } from '../biology/operations.ts';
 
 // The 255-byte bound is checked on UTF-8 bytes by normalizePath (path_too_long).
 const filePath = str(1024, { minLength: 1 });

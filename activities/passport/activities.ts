@@ -1,17 +1,17 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { Db } from '../storage/db/knex.ts';
-import type { ObjectStore } from '../storage/objects.ts';
-import { getRun } from '../storage/db/runs.ts';
-import { getRevision, getWorkspace } from '../storage/db/workspaces.ts';
-import { activePassportKey, discardEvidence, getPassport, insertPassport, stageEvidence, stagedEvidence } from '../storage/db/passports.ts';
-import { readKeyringKey } from '../storage/passportKeys.ts';
-import { CHECKS, checked, notApplicable, signPassport, type CheckResult, type PassportSubject } from '../storage/passportDocument.ts';
-import { packageIntegrity } from './passport/packageIntegrity.ts';
-import { artifactHashes } from './passport/artifactHashes.ts';
-import { contractChecks } from './passport/contractChecks.ts';
-import { provenanceChain } from './passport/provenance.ts';
-import { reproducibility } from './passport/reproducibility.ts';
-import type { CheckDeps } from './passport/deps.ts';
+import type { Db } from '../../storage/db/knex.ts';
+import type { ObjectStore } from '../../storage/objects.ts';
+import { getRun } from '../../storage/db/runs.ts';
+import { getRevision, getWorkspace } from '../../storage/db/workspaces.ts';
+import { activePassportKey, discardEvidence, getPassport, insertPassport, stageEvidence, stagedEvidence } from '../../storage/db/passports.ts';
+import { readKeyringKey } from '../../storage/passportKeys.ts';
+import { CHECKS, checked, notApplicable, signPassport, type CheckResult, type PassportSubject } from '../../storage/passportDocument.ts';
+import { packageIntegrity } from './packageIntegrity.ts';
+import { artifactHashes } from './artifactHashes.ts';
+import { contractChecks } from './contractChecks.ts';
+import { provenanceChain } from './provenance.ts';
+import { reproducibility } from './reproducibility.ts';
+import type { CheckDeps } from './deps.ts';
 
 /** What a passport's workflow carries: identifiers only. */
 export interface PassportArgs { passportId: string; accountId: string; subject: PassportSubject }

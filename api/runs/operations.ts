@@ -1,10 +1,10 @@
 import { blobKey } from '../../storage/objects.ts';
 import { PassThrough } from 'node:stream';
-import type { ToolDef, ToolContext } from './tool.ts';
+import type { ToolDef, ToolContext } from '../tools/tool.ts';
 import { errors } from '../errors.ts';
-import { prepareRun, recheckProposal, type RunProposal } from '../runs/prepare.ts';
-import { acceptRun } from '../runs/accept.ts';
-import { runView, artifactView } from '../runs/view.ts';
+import { prepareRun, recheckProposal, type RunProposal } from './prepare.ts';
+import { acceptRun } from './accept.ts';
+import { runView, artifactView } from './view.ts';
 import { approvedPlan, planView, PLAN_TTL_SECONDS } from '../plans.ts';
 import { createPlan } from '../../storage/db/plans.ts';
 import { getRun, listRuns, listEvents, listArtifacts, getArtifact, markRunCancelling, TERMINAL, MAX_EVENT_SEQ, type RunEvent } from '../../storage/db/runs.ts';

@@ -1,4 +1,4 @@
-import type { ToolDef, ToolContext } from './tool.ts';
+import type { ToolDef, ToolContext } from '../tools/tool.ts';
 import { str, obj, sha256Hex, planExecute, id } from '../schemas/common.ts';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -12,9 +12,9 @@ import { declaredContractOf } from '../../storage/labContract.ts';
 import { CONTROL_TASK_QUEUE, hostingWorkflowId } from '../../kernel/workflowNames.ts';
 import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import type { ActionRequest, HostingState } from '../../workflows/hosting.ts';
-import { ownedLab, prepareHosting, recheckHosting, type HostingProposal, type HostingRequest } from '../hosting/prepare.ts';
-import { hostingView } from '../hosting/view.ts';
-import { visibleHostedRelease } from '../hosting/release.ts';
+import { ownedLab, prepareHosting, recheckHosting, type HostingProposal, type HostingRequest } from './prepare.ts';
+import { hostingView } from './view.ts';
+import { visibleHostedRelease } from './release.ts';
 import { hostingActionUpdate, hostingLifecycleWorkflow } from '../../workflows/hosting.ts';
 import { acceptAndStart } from '../acceptAndStart.ts';
 

@@ -1,5 +1,5 @@
-import type { ToolDef } from './tool.ts';
-import type { ToolContext } from './tool.ts';
+import type { ToolDef } from '../tools/tool.ts';
+import type { ToolContext } from '../tools/tool.ts';
 import { str, nullableStr, limit, cursor, arr, obj, id } from '../schemas/common.ts';
 import { errors } from '../errors.ts';
 import { getLab, labReleases, labWorkspaceIds, listLabs, setLabVisibility, updateLab, type LabRow } from '../../storage/db/labs.ts';
@@ -8,7 +8,7 @@ import { releaseOrigin } from '../../storage/db/evidence.ts';
 import { decodeCursor, encodeCursor, pageBody } from '../pagination.ts';
 import { isoTime } from '../../storage/ids.ts';
 
-import { toCapability } from './capabilities.ts';
+import { toCapability } from '../capabilities/operations.ts';
 import { declaredContractOf } from '../../storage/labContract.ts';
 import { findVisibleRelease, parseReference, listedFor, type ReleaseRow } from '../../storage/db/releases.ts';
 

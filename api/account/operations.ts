@@ -1,4 +1,4 @@
-import type { ToolDef } from './tool.ts';
+import type { ToolDef } from '../tools/tool.ts';
 import { capView } from '../spendCaps.ts';
 import { obj, str, id, time, arr } from '../schemas/common.ts';
 import { microsToUsd } from '../../storage/ledger.ts';

@@ -1,4 +1,4 @@
-import type { ToolContext, ToolDef } from './tool.ts';
+import type { ToolContext, ToolDef } from '../tools/tool.ts';
 import { arr, cursor, id, limit, nullableStr, obj, str } from '../schemas/common.ts';
 import { errors } from '../errors.ts';
 import { decodeCursor, pageBody } from '../pagination.ts';
@@ -8,7 +8,7 @@ import {
   type WebhookEndpointRow,
 } from '../../storage/db/webhooks.ts';
 import { newWebhookSecret } from '../../storage/webhookSecrets.ts';
-import { checkWebhookUrl, deliveryView, endpointView, eventView } from '../webhooks/view.ts';
+import { checkWebhookUrl, deliveryView, endpointView, eventView } from './view.ts';
 
 const endpointPath = { endpoint_id: id('whe') };
 const eventType = { enum: [...WEBHOOK_EVENT_TYPES] };

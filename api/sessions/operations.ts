@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import type { NextStep, ToolContext, ToolDef } from './tool.ts';
+import type { NextStep, ToolContext, ToolDef } from '../tools/tool.ts';
 import { str, nullableStr, limit, cursor, arr, obj, planExecute, id } from '../schemas/common.ts';
 import { ApiError, errors } from '../errors.ts';
 import { approvedPlan, planUsed, planView, resultOf, PLAN_TTL_SECONDS } from '../plans.ts';
@@ -15,8 +15,8 @@ import { CONTROL_TASK_QUEUE, sessionWorkflowId } from '../../kernel/workflowName
 import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import { SESSION_REFUSALS, type ChangeRequest, type ProgressRequest, type SessionState } from '../../workflows/session.ts';
 import { EVIDENCE_KINDS, EVIDENCE_REF_PATTERN } from '../../kernel/evidence.ts';
-import type { Validation } from '../../activities/sessions.ts';
-import { RECENT_PROGRESS, sessionNextActions, sessionSummary, sessionView } from '../sessions/view.ts';
+import type { Validation } from '../../activities/sessions/activities.ts';
+import { RECENT_PROGRESS, sessionNextActions, sessionSummary, sessionView } from './view.ts';
 import { sessionChangeUpdate, sessionCompletionUpdate, sessionExternalUpdate, sessionProgressUpdate, sessionValidationUpdate, sessionWorkflow, sessionWorkspaceUpdate } from '../../workflows/session.ts';
 import type { UpdateDefinition } from '@temporalio/common';
 import { acceptAndStart } from '../acceptAndStart.ts';

@@ -1,6 +1,6 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import type { ToolDef } from './tool.ts';
+import type { ToolDef } from '../tools/tool.ts';
 import { str, arr, obj, sha256Hex } from '../schemas/common.ts';
 import { ApiError, errors } from '../errors.ts';
 import { BIOLOGY_SOURCE_IDS, type BiologySourceId } from '../../kernel/config.ts';

@@ -1,13 +1,13 @@
-import type { ToolDef, ToolContext } from './tool.ts';
+import type { ToolDef, ToolContext } from '../tools/tool.ts';
 import { str, limit, cursor, arr, obj, uuid, planExecute, id } from '../schemas/common.ts';
 import { errors } from '../errors.ts';
 import { approvedPlan, planView, PLAN_TTL_SECONDS } from '../plans.ts';
 import { createPlan } from '../../storage/db/plans.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
 import { decodeCursor, pageBody } from '../pagination.ts';
-import { MAX_SEED, prepareExperiment, type ExperimentProposal } from '../experiments/prepare.ts';
-import { openExperiment } from '../experiments/accept.ts';
-import { armView, experimentSummary, experimentView } from '../experiments/view.ts';
+import { MAX_SEED, prepareExperiment, type ExperimentProposal } from './prepare.ts';
+import { openExperiment } from './accept.ts';
+import { armView, experimentSummary, experimentView } from './view.ts';
 import {
   closeExperiment, describeExperiment, detachRuns, experimentRuns, getExperiment, listExperiments, runTotals, type ExperimentRow,
 } from '../../storage/db/experiments.ts';

@@ -1,7 +1,7 @@
 import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import semver from 'semver';
 import YAML from 'yaml';
-import type { ToolDef, ToolContext } from './tool.ts';
+import type { ToolDef, ToolContext } from '../tools/tool.ts';
 import { str, obj, uuid, sha256Hex, id } from '../schemas/common.ts';
 import { ApiError, errors } from '../errors.ts';
 import { getRevision, getWorkspace } from '../../storage/db/workspaces.ts';

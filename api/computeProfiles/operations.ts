@@ -1,4 +1,4 @@
-import type { ToolDef } from './tool.ts';
+import type { ToolDef } from '../tools/tool.ts';
 import { obj, str, arr } from '../schemas/common.ts';
 import { listComputeProfiles } from '../../storage/db/computeProfiles.ts';
 import { microsToUsd } from '../../storage/ledger.ts';

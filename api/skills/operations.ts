@@ -1,4 +1,4 @@
-import type { ToolDef } from './tool.ts';
+import type { ToolDef } from '../tools/tool.ts';
 import { obj, str, arr, nullableStr, sha256Hex, time } from '../schemas/common.ts';
 import { getSkill, listSkills, readSkillFile, SkillChecksumMismatch, type PublishedSkill } from '../../storage/skills.ts';
 import { errors } from '../errors.ts';

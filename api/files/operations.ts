@@ -1,6 +1,6 @@
-import type { ToolDef, ToolContext } from './tool.ts';
+import type { ToolDef, ToolContext } from '../tools/tool.ts';
 import { errors } from '../errors.ts';
-import { receiveUpload } from '../files/upload.ts';
+import { receiveUpload } from './upload.ts';
 import { boundedContent } from '../boundedContent.ts';
 import { fileByOrigin, getFile, insertFile, listFiles, type FileRow } from '../../storage/db/files.ts';
 import { getArtifact, getRun } from '../../storage/db/runs.ts';

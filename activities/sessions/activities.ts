@@ -1,13 +1,13 @@
-import type { Db } from '../storage/db/knex.ts';
+import type { Db } from '../../storage/db/knex.ts';
 import {
   applySessionChange, attachExternalSession, recordCompletion, recordSessionProgress, recordValidation, sessionWorkspace,
   type EvidenceBinding, type ProgressRow, type SessionRow, type Step,
-} from '../storage/db/sessions.ts';
-import { createWorkspace } from '../storage/db/workspaces.ts';
-import { evaluateSession, missingForCompletion, type Validation } from './sessions/evidence.ts';
+} from '../../storage/db/sessions.ts';
+import { createWorkspace } from '../../storage/db/workspaces.ts';
+import { evaluateSession, missingForCompletion, type Validation } from './evidence.ts';
 
-export type { EvidenceBinding, Requirement, Step, StepStatus } from '../storage/db/sessions.ts';
-export type { Validation } from './sessions/evidence.ts';
+export type { EvidenceBinding, Requirement, Step, StepStatus } from '../../storage/db/sessions.ts';
+export type { Validation } from './evidence.ts';
 
 export interface Completion { object: 'session_completion'; complete: boolean; checked_at: string; missing: Array<{ kind: string; id: string | null; reason: string }> }
 

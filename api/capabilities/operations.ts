@@ -1,4 +1,4 @@
-import type { ToolDef } from './tool.ts';
+import type { ToolDef } from '../tools/tool.ts';
 import { obj, str, arr, limit, cursor, packageSha256 } from '../schemas/common.ts';
 import { findLatestVisibleRelease, listVisibleReleases, type ReleaseRow } from '../../storage/db/releases.ts';
 import { decodeCursor, pageBody } from '../pagination.ts';

@@ -1,9 +1,9 @@
 import { WorkflowFailedError } from '@temporalio/client';
-import type { ToolContext, ToolDef, ToolResult } from './tool.ts';
+import type { ToolContext, ToolDef, ToolResult } from '../tools/tool.ts';
 import { errors } from '../errors.ts';
 import { nullableStr, obj, arr } from '../schemas/common.ts';
 import { passport, passportKey } from '../schemas/passport.ts';
-import { ownedSubject, passportRequest } from '../passports/request.ts';
+import { ownedSubject, passportRequest } from './request.ts';
 import { getPassport, listPassportKeys, type PassportRow } from '../../storage/db/passports.ts';
 import { isoTime, newId } from '../../storage/ids.ts';
 import { CONTROL_TASK_QUEUE, passportWorkflowId } from '../../kernel/workflowNames.ts';

@@ -5,19 +5,19 @@ import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { BiologyConfig, BiologySourceId } from '../kernel/config.ts';
-import type { Db } from '../storage/db/knex.ts';
-import type { ObjectStore } from '../storage/objects.ts';
-import type { CounterRequest, CounterState } from '../storage/db/rateLimits.ts';
-import { HashingStream } from '../storage/digest.ts';
-import { newId } from '../storage/ids.ts';
-import { recordBiologyResources } from '../storage/db/biologyResources.ts';
-import { blobKey } from '../storage/objects.ts';
-import type { BiologyHit } from './biology/connector.ts';
-import { CONNECTORS } from './biology/sources.ts';
-import { createSourceHttp, SourceError, type SourceHttp } from './biology/sourceHttp.ts';
+import type { BiologyConfig, BiologySourceId } from '../../kernel/config.ts';
+import type { Db } from '../../storage/db/knex.ts';
+import type { ObjectStore } from '../../storage/objects.ts';
+import type { CounterRequest, CounterState } from '../../storage/db/rateLimits.ts';
+import { HashingStream } from '../../storage/digest.ts';
+import { newId } from '../../storage/ids.ts';
+import { recordBiologyResources } from '../../storage/db/biologyResources.ts';
+import { blobKey } from '../../storage/objects.ts';
+import type { BiologyHit } from './connector.ts';
+import { CONNECTORS } from './sources.ts';
+import { createSourceHttp, SourceError, type SourceHttp } from './sourceHttp.ts';
 
-export type { BiologyHit } from './biology/connector.ts';
+export type { BiologyHit } from './connector.ts';
 
 /**
  * Where a fetch keeps the records it has fetched until it records them all: its own

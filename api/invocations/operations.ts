@@ -1,11 +1,11 @@
-import type { ToolDef, ToolContext } from './tool.ts';
+import type { ToolDef, ToolContext } from '../tools/tool.ts';
 import { str, obj, sha256Hex, planExecute, id } from '../schemas/common.ts';
 import { errors } from '../errors.ts';
 import { approvedPlan, planView, PLAN_TTL_SECONDS } from '../plans.ts';
 import { boundedContent } from '../boundedContent.ts';
-import { prepareInvocation } from '../invocations/prepare.ts';
-import { acceptHostedInvocation } from '../invocations/accept.ts';
-import { invocationArtifactIdentity, invocationView } from '../invocations/view.ts';
+import { prepareInvocation } from './prepare.ts';
+import { acceptHostedInvocation } from './accept.ts';
+import { invocationArtifactIdentity, invocationView } from './view.ts';
 import { createPlan } from '../../storage/db/plans.ts';
 import { getInvocation, invocationArtifacts, requestCancel, INVOCATION_ENDED, type InvocationRow } from '../../storage/db/hostedInvocations.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
