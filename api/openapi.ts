@@ -36,10 +36,19 @@ function parameters(tool: ToolDef, route: RouteDef) {
   return out;
 }
 
-function successSchema(tool: ToolDef, route: RouteDef): JsonSchema {
-  const own = tool.output ?? { type: 'object' };
-  if (route.plain) return { allOf: [own, { type: 'object', properties: { request_id: envelopeFields.request_id } }] };
-  return { allOf: [own, { type: 'object', properties: envelopeFields, required: Object.keys(envelopeFields) }] };
+/**
+ * A route's success body: the operation's own fields and the envelope's, as one object
+ * (so an operation's strict schema, `additionalProperties: false`, holds for the whole
+ * body). The tests validate every answer they receive against it.
+ */
+export function successSchema(tool: ToolDef, route: RouteDef): JsonSchema {
+  const own = (tool.output ?? { type: 'object' }) as JsonSchema & { properties?: Record<string, JsonSchema>; required?: string[] };
+  const envelope = route.plain ? { request_id: envelopeFields.request_id } : envelopeFields;
+  const required = route.plain ? [] : Object.keys(envelopeFields);
+  if (own.type === 'object' && own.properties) {
+    return { ...own, properties: { ...own.properties, ...envelope }, required: [...(own.required ?? []), ...required] };
+  }
+  return { allOf: [own, { type: 'object', properties: envelope, required }] };
 }
 
 function responses(tool: ToolDef, route: RouteDef) {

@@ -66,6 +66,10 @@ export async function call(
   } catch {
     parsed = undefined;
   }
+  // Imported once needed: it brings the api's whole operation graph.
+  const drift = (res.headers.get('content-type') ?? '').includes('application/json') && res.ok
+    ? (await import('./responseSchemas.ts')).responseProblem(method, url, res.status, parsed) : null;
+  if (drift) throw new Error(drift);
   return { status: res.status, headers: res.headers, body: parsed, text };
 }
 

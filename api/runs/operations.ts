@@ -17,11 +17,12 @@ import { runWorkflowId } from '../../kernel/workflowNames.ts';
 import { str, uuid, sha256Hex, limit, cursor, nullableStr, id } from '../schemas/common.ts';
 // RFC 6266: an ASCII fallback name plus the exact name as filename* (RFC 5987).
 import contentDisposition from 'content-disposition';
+import { RUN_STATUSES, runEventPage, runPage, runRecord } from './schemas.ts';
 
 /** Inputs of a run: an object keyed by the capability's declared input names. */
 const inputs = { type: 'object', maxProperties: 256 };
 const metadata = { type: 'object', maxProperties: 32, additionalProperties: { type: 'string', maxLength: 500 }, propertyNames: { maxLength: 40 } };
-const runStatus = { enum: ['queued', 'running', 'cancelling', 'completed', 'failed', 'cancelled', 'timed_out'] };
+const runStatus = { enum: [...RUN_STATUSES] };
 const runPath = { run_id: uuid };
 /** Seed of the run's random streams (chosen at plan time when absent): equal seeds, equal results. */
 const seed = { type: 'integer', minimum: 0, maximum: 2147483646 };
@@ -61,13 +62,15 @@ export const runTools: ToolDef[] = [
     name: 'run_list', scope: 'runs:read', readOnly: true,
     description: 'List my simulations, newest first, filtered by status, capability, experiment or metadata.',
     input: { query: { status: runStatus, capability: nullableStr(200), experiment_id: nullableStr(64), limit, cursor }, queryPatterns: { '^metadata\\[[^\\]]{1,40}\\]$': { type: 'string', maxLength: 500 } } },
+    output: runPage,
   },
-  { name: 'run_get', scope: 'runs:read', readOnly: true, description: 'Check simulation progress and results.', input: { path: runPath } },
-  { name: 'run_cancel', scope: 'runs:write', readOnly: false, idempotent: true, destructive: true, description: 'Cancel a simulation; only elapsed compute is charged. Terminal runs are unchanged.', input: { path: runPath } },
+  { name: 'run_get', scope: 'runs:read', readOnly: true, description: 'Check simulation progress and results.', input: { path: runPath }, output: runRecord },
+  { name: 'run_cancel', scope: 'runs:write', readOnly: false, idempotent: true, destructive: true, description: 'Cancel a simulation; only elapsed compute is charged. Terminal runs are unchanged.', input: { path: runPath }, output: runRecord },
   {
     name: 'run_events', scope: 'runs:read', readOnly: true,
     description: "Read a simulation's log as ordered events (or stream them as server-sent events).",
     input: { path: runPath, query: { after: { type: 'integer', minimum: 0, maximum: MAX_EVENT_SEQ }, limit: { type: 'integer', minimum: 1, maximum: 1000 } } },
+    output: runEventPage,
   },
   { name: 'run_results', scope: 'runs:read', readOnly: true, description: 'Get the public results of a run: outputs, hashed artifacts and provenance.', input: { path: runPath } },
   {

@@ -1,10 +1,9 @@
 /**
- * Records the OpenAPI document does not describe yet (the run tools declare no output
- * schema, so their generated response types are "any object + envelope"). These mirror
- * the published design decisions for runs, events, results, plans and files; when the
- * server adds output schemas, these should become aliases of the generated types.
+ * The records of the run routes. Those whose operations declare their schema (a run, its
+ * events) are the generated types; the rest (results, plans, files) mirror the design
+ * decisions until their operations declare one too.
  */
-import type { QueryParams } from './types.ts';
+import type { Envelope, QueryParams, ResponseBody } from './types.ts';
 
 /** A run's state: queued, running, cancelling, completed, failed, cancelled, timed_out. */
 export type RunStatus = NonNullable<QueryParams<'run_list'>['status']>;
@@ -16,39 +15,8 @@ export function isTerminalStatus(status: string): status is RunStatus {
   return (TERMINAL_RUN_STATUSES as readonly string[]).includes(status);
 }
 
-/** A run record (GET /runs/{run_id}, POST /runs, list items). */
-export interface Run {
-  id: string;
-  /** The same UUID as `id`. */
-  run_id: string;
-  object: 'run';
-  /** `hub` (a published release) or `managed` (a private workspace revision). */
-  kind: 'hub' | 'managed';
-  status: RunStatus;
-  /** The reference as requested (may omit the version). */
-  ref: string;
-  /** The exact `<namespace>/<name>@<version>` that ran. */
-  resolved_ref: string;
-  package_sha256: string;
-  inputs: Record<string, unknown>;
-  metadata: Record<string, string>;
-  compute_profile: string;
-  max_runtime_seconds: number;
-  /** US dollars reserved at acceptance. */
-  credits_reserved: number;
-  /** US dollars charged; null until the run is terminal. */
-  credits_settled: number | null;
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-  /** Why a failed or timed-out run ended (`lab_error`, `capacity_unavailable`, ...). */
-  error: { code: string; message: string } | null;
-  /** 0 to 1. */
-  progress: number | null;
-  artifact_count: number;
-  experiment_id: string | null;
-  plan_id: string | null;
-}
+/** A run record (GET /runs/{run_id}, POST /runs, list items), as the server's schema declares it. */
+export type Run = Omit<ResponseBody<'run_get'>, keyof Envelope>;
 
 /** One stored artifact of a run, as results and the metadata route show it. */
 export interface RunArtifact {
@@ -91,23 +59,11 @@ export interface RunResults {
 /** Known event types; others may be added by the server. */
 export type RunEventType = 'state_changed' | 'log' | 'progress' | 'artifact_stored' | 'charge_settled' | 'warning';
 
-/** One entry of a run's log (GET /runs/{run_id}/events). */
-export interface RunEvent {
-  /** 1, 2, 3, ... without gaps. */
-  seq: number;
-  at: string;
-  type: RunEventType | (string & {});
-  message: string;
-  data: Record<string, unknown>;
-}
+/** One entry of a run's log (GET /runs/{run_id}/events), as the server's schema declares it. */
+export type RunEvent = RunEventPage['items'][number];
 
 /** One page of a run's events. */
-export interface RunEventPage {
-  items: RunEvent[];
-  has_more: boolean;
-  /** Pass as `after` to read the next page. */
-  next_after: number;
-}
+export type RunEventPage = Omit<ResponseBody<'run_events'>, keyof Envelope>;
 
 /** A finding of a plan (prepare routes). */
 export interface Finding {

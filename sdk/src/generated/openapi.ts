@@ -1635,8 +1635,22 @@ export interface operations {
                             namespace?: string;
                         };
                         holdings?: Record<string, unknown>;
+                        links: Record<string, unknown>;
+                        next_actions: {
+                            arguments: Record<string, unknown>;
+                            description: string;
+                            http: {
+                                method: string;
+                                path: string;
+                            };
+                            tool: string;
+                        }[];
                         /** @constant */
                         object?: "account";
+                        /** Format: uuid */
+                        request_id: string;
+                        /** @constant */
+                        schema_version: "2026-11-01";
                         spend_caps?: {
                             account?: {
                                 month_spent_usd?: number | null;
@@ -1650,21 +1664,6 @@ export interface operations {
                             };
                         };
                         usage?: Record<string, unknown>;
-                    } & {
-                        links: Record<string, unknown>;
-                        next_actions: {
-                            arguments: Record<string, unknown>;
-                            description: string;
-                            http: {
-                                method: string;
-                                path: string;
-                            };
-                            tool: string;
-                        }[];
-                        /** Format: uuid */
-                        request_id: string;
-                        /** @constant */
-                        schema_version: "2026-11-01";
                         warnings: Record<string, unknown>[];
                     };
                 };
@@ -1830,7 +1829,6 @@ export interface operations {
                             version?: string;
                         }[];
                         next_cursor?: string | null;
-                    } & {
                         /** Format: uuid */
                         request_id?: string;
                     };
@@ -1875,11 +1873,10 @@ export interface operations {
                         }[];
                         package_sha256?: string;
                         ref?: string;
-                        title?: string;
-                        version?: string;
-                    } & {
                         /** Format: uuid */
                         request_id?: string;
+                        title?: string;
+                        version?: string;
                     };
                 };
             };
@@ -1921,7 +1918,6 @@ export interface operations {
                             title?: string;
                             vcpus?: number;
                         }[];
-                    } & {
                         links: Record<string, unknown>;
                         next_actions: {
                             arguments: Record<string, unknown>;
@@ -3428,7 +3424,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": ({
+                    "application/json": {
                         checks: {
                             /** @enum {unknown} */
                             check: "package_integrity" | "input_contract" | "execution_completed" | "artifact_hashes" | "output_contract" | "provenance_chain" | "reproducibility";
@@ -3441,21 +3437,6 @@ export interface operations {
                         /** Format: date-time */
                         created_at: string;
                         key_id: string;
-                        /** @constant */
-                        object: "passport";
-                        passport_id: string;
-                        signature: {
-                            /** @constant */
-                            alg: "Ed25519";
-                            key_id: string;
-                            /** @description base64 Ed25519 signature of the RFC 8785 canonical JSON of the passport without `signature` */
-                            value: string;
-                        };
-                        /** @description kind `run` (run_id, resolved_ref, package_sha256) or `workspace_revision` (workspace_id, revision_id, tree_sha256) */
-                        subject: Record<string, unknown>;
-                    } & {
-                        [key: string]: unknown;
-                    }) & {
                         links: Record<string, unknown>;
                         next_actions: {
                             arguments: Record<string, unknown>;
@@ -3466,11 +3447,25 @@ export interface operations {
                             };
                             tool: string;
                         }[];
+                        /** @constant */
+                        object: "passport";
+                        passport_id: string;
                         /** Format: uuid */
                         request_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
+                        signature: {
+                            /** @constant */
+                            alg: "Ed25519";
+                            key_id: string;
+                            /** @description base64 Ed25519 signature of the RFC 8785 canonical JSON of the passport without `signature` */
+                            value: string;
+                        };
+                        /** @description kind `run` (run_id, resolved_ref, package_sha256) or `workspace_revision` (workspace_id, revision_id, tree_sha256) */
+                        subject: Record<string, unknown>;
                         warnings: Record<string, unknown>[];
+                    } & {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -3509,7 +3504,6 @@ export interface operations {
                             /** Format: date-time */
                             retired_at: string | null;
                         }[];
-                    } & {
                         links: Record<string, unknown>;
                         next_actions: {
                             arguments: Record<string, unknown>;
@@ -3739,7 +3733,57 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown> & {
+                    "application/json": {
+                        has_more: boolean;
+                        items: {
+                            artifact_count: number;
+                            compute_profile: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** @description US dollars reserved at acceptance. */
+                            credits_reserved: number;
+                            /** @description US dollars charged; null until the run is terminal. */
+                            credits_settled: number | null;
+                            /** @description Why a run that did not complete ended (`lab_error`, `capacity_unavailable`, ...). */
+                            error: null | {
+                                code: string;
+                                message: string;
+                            };
+                            experiment_id: string | null;
+                            /** Format: date-time */
+                            finished_at: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            inputs: Record<string, unknown>;
+                            /**
+                             * @description `hub` (a published release) or `managed` (a private workspace revision).
+                             * @enum {unknown}
+                             */
+                            kind: "hub" | "managed";
+                            max_runtime_seconds: number;
+                            metadata: {
+                                [key: string]: string;
+                            };
+                            /** @constant */
+                            object: "run";
+                            package_sha256: string;
+                            /** Format: uuid */
+                            plan_id: string | null;
+                            progress: number | null;
+                            /** @description The reference as requested (may omit the version). */
+                            ref: string;
+                            /** @description The exact `<namespace>/<name>@<version>` that ran. */
+                            resolved_ref: string;
+                            /**
+                             * Format: uuid
+                             * @description The same UUID as `id`.
+                             */
+                            run_id: string;
+                            /** Format: date-time */
+                            started_at: string | null;
+                            /** @enum {unknown} */
+                            status: "queued" | "running" | "cancelling" | "completed" | "failed" | "cancelled" | "timed_out";
+                        }[];
                         links: Record<string, unknown>;
                         next_actions: {
                             arguments: Record<string, unknown>;
@@ -3750,6 +3794,7 @@ export interface operations {
                             };
                             tool: string;
                         }[];
+                        next_cursor: string | null;
                         /** Format: uuid */
                         request_id: string;
                         /** @constant */
@@ -3852,8 +3897,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown> & {
+                    "application/json": {
+                        artifact_count: number;
+                        compute_profile: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** @description US dollars reserved at acceptance. */
+                        credits_reserved: number;
+                        /** @description US dollars charged; null until the run is terminal. */
+                        credits_settled: number | null;
+                        /** @description Why a run that did not complete ended (`lab_error`, `capacity_unavailable`, ...). */
+                        error: null | {
+                            code: string;
+                            message: string;
+                        };
+                        experiment_id: string | null;
+                        /** Format: date-time */
+                        finished_at: string | null;
+                        /** Format: uuid */
+                        id: string;
+                        inputs: Record<string, unknown>;
+                        /**
+                         * @description `hub` (a published release) or `managed` (a private workspace revision).
+                         * @enum {unknown}
+                         */
+                        kind: "hub" | "managed";
                         links: Record<string, unknown>;
+                        max_runtime_seconds: number;
+                        metadata: {
+                            [key: string]: string;
+                        };
                         next_actions: {
                             arguments: Record<string, unknown>;
                             description: string;
@@ -3863,10 +3936,29 @@ export interface operations {
                             };
                             tool: string;
                         }[];
+                        /** @constant */
+                        object: "run";
+                        package_sha256: string;
+                        /** Format: uuid */
+                        plan_id: string | null;
+                        progress: number | null;
+                        /** @description The reference as requested (may omit the version). */
+                        ref: string;
                         /** Format: uuid */
                         request_id: string;
+                        /** @description The exact `<namespace>/<name>@<version>` that ran. */
+                        resolved_ref: string;
+                        /**
+                         * Format: uuid
+                         * @description The same UUID as `id`.
+                         */
+                        run_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
+                        /** Format: date-time */
+                        started_at: string | null;
+                        /** @enum {unknown} */
+                        status: "queued" | "running" | "cancelling" | "completed" | "failed" | "cancelled" | "timed_out";
                         warnings: Record<string, unknown>[];
                     };
                 };
@@ -3973,8 +4065,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown> & {
+                    "application/json": {
+                        artifact_count: number;
+                        compute_profile: string;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** @description US dollars reserved at acceptance. */
+                        credits_reserved: number;
+                        /** @description US dollars charged; null until the run is terminal. */
+                        credits_settled: number | null;
+                        /** @description Why a run that did not complete ended (`lab_error`, `capacity_unavailable`, ...). */
+                        error: null | {
+                            code: string;
+                            message: string;
+                        };
+                        experiment_id: string | null;
+                        /** Format: date-time */
+                        finished_at: string | null;
+                        /** Format: uuid */
+                        id: string;
+                        inputs: Record<string, unknown>;
+                        /**
+                         * @description `hub` (a published release) or `managed` (a private workspace revision).
+                         * @enum {unknown}
+                         */
+                        kind: "hub" | "managed";
                         links: Record<string, unknown>;
+                        max_runtime_seconds: number;
+                        metadata: {
+                            [key: string]: string;
+                        };
                         next_actions: {
                             arguments: Record<string, unknown>;
                             description: string;
@@ -3984,10 +4104,29 @@ export interface operations {
                             };
                             tool: string;
                         }[];
+                        /** @constant */
+                        object: "run";
+                        package_sha256: string;
+                        /** Format: uuid */
+                        plan_id: string | null;
+                        progress: number | null;
+                        /** @description The reference as requested (may omit the version). */
+                        ref: string;
                         /** Format: uuid */
                         request_id: string;
+                        /** @description The exact `<namespace>/<name>@<version>` that ran. */
+                        resolved_ref: string;
+                        /**
+                         * Format: uuid
+                         * @description The same UUID as `id`.
+                         */
+                        run_id: string;
                         /** @constant */
                         schema_version: "2026-11-01";
+                        /** Format: date-time */
+                        started_at: string | null;
+                        /** @enum {unknown} */
+                        status: "queued" | "running" | "cancelling" | "completed" | "failed" | "cancelled" | "timed_out";
                         warnings: Record<string, unknown>[];
                     };
                 };
@@ -4023,7 +4162,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown> & {
+                    "application/json": {
+                        has_more: boolean;
+                        items: {
+                            /** Format: date-time */
+                            at: string;
+                            data: Record<string, unknown>;
+                            message: string;
+                            /** @description 1, 2, 3, ... without gaps. */
+                            seq: number;
+                            /** @description `state_changed`, `log`, `progress`, `artifact_stored`, `charge_settled`, `warning`; others may be added. */
+                            type: string;
+                        }[];
                         links: Record<string, unknown>;
                         next_actions: {
                             arguments: Record<string, unknown>;
@@ -4034,6 +4184,8 @@ export interface operations {
                             };
                             tool: string;
                         }[];
+                        /** @description Pass as `after` to read the next page. */
+                        next_after: number;
                         /** Format: uuid */
                         request_id: string;
                         /** @constant */
@@ -4734,7 +4886,6 @@ export interface operations {
                             summary?: string;
                             version?: string;
                         }[];
-                    } & {
                         links: Record<string, unknown>;
                         next_actions: {
                             arguments: Record<string, unknown>;
@@ -4781,7 +4932,21 @@ export interface operations {
                 content: {
                     "application/json": {
                         content?: string;
+                        links: Record<string, unknown>;
+                        next_actions: {
+                            arguments: Record<string, unknown>;
+                            description: string;
+                            http: {
+                                method: string;
+                                path: string;
+                            };
+                            tool: string;
+                        }[];
                         path?: string;
+                        /** Format: uuid */
+                        request_id: string;
+                        /** @constant */
+                        schema_version: "2026-11-01";
                         /** @description 64 lowercase hex characters */
                         sha256?: string;
                         skill?: {
@@ -4801,21 +4966,6 @@ export interface operations {
                         };
                         /** @constant */
                         verified?: true;
-                    } & {
-                        links: Record<string, unknown>;
-                        next_actions: {
-                            arguments: Record<string, unknown>;
-                            description: string;
-                            http: {
-                                method: string;
-                                path: string;
-                            };
-                            tool: string;
-                        }[];
-                        /** Format: uuid */
-                        request_id: string;
-                        /** @constant */
-                        schema_version: "2026-11-01";
                         warnings: Record<string, unknown>[];
                     };
                 };
