@@ -66,12 +66,41 @@ export async function call(
   } catch {
     parsed = undefined;
   }
-  // Imported once needed: it brings the api's whole operation graph.
-  const drift = (res.headers.get('content-type') ?? '').includes('application/json') && res.ok
-    ? (await import('./responseSchemas.ts')).responseProblem(method, url, res.status, parsed) : null;
+  const drift = driftOf.get(res);
   if (drift) throw new Error(drift);
   return { status: res.status, headers: res.headers, body: parsed, text };
 }
+
+/**
+ * Every JSON success this test process receives from the service (through `call`, the SDK
+ * or any other fetch) is checked against its route's published schema: `call` throws at
+ * once, and any other drift fails the file when it ends.
+ */
+const driftOf = new WeakMap<Response, string>();
+const drifts: string[] = [];
+const plainFetch = globalThis.fetch;
+globalThis.fetch = async (input, init) => {
+  const res = await plainFetch(input, init);
+  if (!res.ok || !(res.headers.get('content-type') ?? '').includes('application/json')) return res;
+  const url = input instanceof Request ? input.url : String(input);
+  const method = init?.method ?? (input instanceof Request ? input.method : 'GET');
+  let body: unknown;
+  try {
+    body = await res.clone().json();
+  } catch {
+    return res;
+  }
+  // Imported once needed: it brings the api's whole operation graph.
+  const drift = (await import('./responseSchemas.ts')).responseProblem(method, url, res.status, body);
+  if (drift) {
+    driftOf.set(res, drift);
+    drifts.push(drift);
+  }
+  return res;
+};
+after(() => {
+  if (drifts.length) throw new Error(`responses outside their published schemas:\n${[...new Set(drifts)].join('\n')}`);
+});
 
 let seq = 0;
 /** A fresh account (unique namespace) with one key; options pick kind, gateway and scopes. */

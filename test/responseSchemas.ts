@@ -1,3 +1,5 @@
+import { appendFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { makeAjv } from '../kernel/ajv.ts';
 import { ROUTES, type RouteDef } from '../api/routeTable.ts';
@@ -15,19 +17,28 @@ const matchers = ROUTES.map((route) => ({
   pattern: new RegExp(`^/v1${route.path.replace(/\{[^}]+\}/g, '[^/]+')}$`),
 }));
 const compiled = new Map<RouteDef, ValidateFunction>();
+/** Where to keep every body received, one JSON line per response in `<tool>.jsonl` (to write schemas against). */
+const RECORD_DIR = process.env.SILICO_RECORD_RESPONSES;
+
+function routeOf(method: string, pathname: string): RouteDef | undefined {
+  // A literal segment wins over a parameter (`/runs/plans` before `/runs/{run_id}`).
+  const candidates = matchers.filter((m) => m.route.method === method && m.pattern.test(pathname));
+  return candidates.sort((a, b) => b.route.path.split('{').length - a.route.path.split('{').length).pop()?.route;
+}
 
 /** Why `body` is not what the route answering `method url` declares, or null when it is (or no route is known). */
 export function responseProblem(method: string, url: string, status: number, body: unknown): string | null {
   if (status < 200 || status >= 300 || body === undefined) return null;
-  const path = new URL(url).pathname;
-  // A literal segment wins over a parameter (`/runs/plans` before `/runs/{run_id}`).
-  const candidates = matchers.filter((m) => m.route.method === method && m.pattern.test(path));
-  const found = candidates.sort((a, b) => b.route.path.split('{').length - a.route.path.split('{').length).pop();
-  if (!found) return null;
-  const tool = TOOLS.get(found.route.tool);
-  if (!tool) return null;
-  let validate = compiled.get(found.route);
-  if (!validate) compiled.set(found.route, (validate = ajv.compile(successSchema(tool, found.route))));
+  const pathname = new URL(url).pathname;
+  const route = routeOf(method.toUpperCase(), pathname);
+  const tool = route && TOOLS.get(route.tool);
+  if (!route || !tool) return null;
+  if (RECORD_DIR) {
+    mkdirSync(RECORD_DIR, { recursive: true });
+    appendFileSync(path.join(RECORD_DIR, `${route.tool}.jsonl`), `${JSON.stringify({ status, path: pathname, body })}\n`);
+  }
+  let validate = compiled.get(route);
+  if (!validate) compiled.set(route, (validate = ajv.compile(successSchema(tool, route))));
   if (validate(body)) return null;
-  return `${method} ${path} answered outside its schema (${found.route.tool}): ${ajv.errorsText(validate.errors, { separator: '; ' })}`;
+  return `${method} ${pathname} answered outside its schema (${route.tool}): ${ajv.errorsText(validate.errors, { separator: '; ' })}`;
 }
