@@ -42,7 +42,7 @@ function parameters(tool: ToolDef, route: RouteDef) {
  * body). The tests validate every answer they receive against it.
  */
 export function successSchema(tool: ToolDef, route: RouteDef): JsonSchema {
-  const own = (tool.output ?? { type: 'object' }) as JsonSchema & { properties?: Record<string, JsonSchema>; required?: string[] };
+  const own = (tool.output && tool.output !== 'bytes' ? tool.output : { type: 'object' }) as JsonSchema & { properties?: Record<string, JsonSchema>; required?: string[] };
   const envelope = route.plain ? { request_id: envelopeFields.request_id } : envelopeFields;
   const required = route.plain ? [] : Object.keys(envelopeFields);
   if (own.type === 'object' && own.properties) {
@@ -52,7 +52,7 @@ export function successSchema(tool: ToolDef, route: RouteDef): JsonSchema {
 }
 
 function responses(tool: ToolDef, route: RouteDef) {
-  const binary = route.tool === 'file_content' || route.tool === 'run_artifact_download';
+  const binary = tool.output === 'bytes';
   const out: Record<string, unknown> = {
     [route.success]: {
       description: 'Success.',

@@ -32,7 +32,8 @@ export function responseProblem(method: string, url: string, status: number, bod
   const pathname = new URL(url).pathname;
   const route = routeOf(method.toUpperCase(), pathname);
   const tool = route && TOOLS.get(route.tool);
-  if (!route || !tool) return null;
+  // A route that answers stored bytes answers them whatever they are (JSON included).
+  if (!route || !tool || tool.output === 'bytes') return null;
   if (RECORD_DIR) {
     mkdirSync(RECORD_DIR, { recursive: true });
     appendFileSync(path.join(RECORD_DIR, `${route.tool}.jsonl`), `${JSON.stringify({ status, path: pathname, body })}\n`);

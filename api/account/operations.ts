@@ -1,6 +1,6 @@
 import type { ToolDef } from '../tools/tool.ts';
 import { capView } from '../spendCaps.ts';
-import { obj, str, id, time, arr } from '../schemas/common.ts';
+import { record, str, id, time, arr, nullableTime, usd, count } from '../schemas/common.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
 import { accountSummary } from '../../storage/db/accountSummary.ts';
 import { utcDay } from '../../storage/db/rateLimits.ts';
@@ -8,7 +8,7 @@ import { isoTime } from '../../storage/ids.ts';
 
 const usdOrNull = { type: ['number', 'null'] };
 /** One holder's caps (null: none) and what it spent this UTC month. */
-const CAP_VIEW = obj({ monthly_usd: usdOrNull, per_run_usd: usdOrNull, month_spent_usd: usdOrNull });
+const CAP_VIEW = record({ monthly_usd: usdOrNull, per_run_usd: usdOrNull, month_spent_usd: usdOrNull });
 
 export const accountGet: ToolDef = {
   name: 'account_get',
@@ -16,13 +16,29 @@ export const accountGet: ToolDef = {
   scope: 'any',
   readOnly: true,
   input: {},
-  output: obj({
+  output: record({
     object: { const: 'account' },
-    account: obj({ id: id('acct'), namespace: str(), kind: { enum: ['personal', 'team'] }, display_name: str(), gateway_enabled: { type: 'boolean' }, features: { type: 'object' }, created_at: time }),
-    access: obj({ key_id: id('key'), key_prefix: str(), client_id: id('cli'), scopes: arr(str()), expires_at: { type: ['string', 'null'] }, created_at: time }),
-    usage: { type: 'object' },
-    holdings: { type: 'object' },
-    spend_caps: obj({ account: CAP_VIEW, key: CAP_VIEW }),
+    account: record({
+      id: id('acct'), namespace: str(), kind: { enum: ['personal', 'team'] }, display_name: str(), gateway_enabled: { type: 'boolean' },
+      features: { type: 'object', additionalProperties: { type: 'boolean' }, description: 'Features an operator enabled for the account (e.g. `zip_member_import`).' },
+      created_at: time,
+    }),
+    access: record({ key_id: id('key'), key_prefix: str(), client_id: id('cli'), scopes: arr(str()), expires_at: nullableTime, created_at: time }),
+    usage: record({
+      day: { type: 'string', format: 'date', description: 'The UTC day the counts are of.' },
+      requests_today: record({ this_key: count, account: count }),
+      limits: record({ reads_per_minute: count, run_creation_per_minute: count, daily_requests_per_key: count, concurrent_runs: count }),
+    }),
+    holdings: record({
+      compute: record({
+        available_usd: { ...usd, description: 'Usable now: granted or purchased compute, less what is reserved and spent.' },
+        reserved_usd: { ...usd, description: 'Held by runs and invocations that have not ended.' },
+        spent_usd: usd,
+      }),
+      releases: { ...count, description: 'Releases this account has published.' },
+      hosting: record({ hourly_usd: { ...usd, description: 'What ready deployments cost per hour, charged to their owner.' }, spent_usd: usd }),
+    }),
+    spend_caps: record({ account: CAP_VIEW, key: CAP_VIEW }, [], { description: 'The account\'s and this key\'s caps (null: none) and what runs cost them this month (UTC).' }),
   }),
   async handler(_input, { deps, caller }) {
     const { account, key } = caller;

@@ -11,6 +11,7 @@ import { isoTime, newUuid } from '../../storage/ids.ts';
 import { biologyFetchWorkflowId, biologySearchWorkflowId, CONTROL_TASK_QUEUE } from '../../kernel/workflowNames.ts';
 import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import { biologyFetchWorkflow, biologySearchWorkflow } from '../../workflows/biology.ts';
+import { biologyFetch, biologySearch } from './schemas.ts';
 
 const FORMATS = [...new Set(Object.values(SOURCE_RECORDS).flatMap((c) => Object.keys(c.formats)))];
 
@@ -25,6 +26,7 @@ export const biologyTools: ToolDef[] = [
         limit: { type: 'integer', minimum: 1, maximum: 50, default: 10 },
       }, ['source_ids', 'query']),
     },
+    output: biologySearch,
   },
   {
     name: 'biology_fetch', scope: 'biology:read', readOnly: false, openWorld: true,
@@ -37,6 +39,7 @@ export const biologyTools: ToolDef[] = [
         expected_sha256: sha256Hex,
       }, ['source_id', 'record_ids']),
     },
+    output: biologyFetch,
   },
 ];
 

@@ -1,13 +1,13 @@
 import type { ToolDef } from '../tools/tool.ts';
-import { obj, str, arr, limit, cursor, packageSha256 } from '../schemas/common.ts';
+import { record, str, arr, limit, cursor, cursorPage, packageSha256 } from '../schemas/common.ts';
 import { findLatestVisibleRelease, listVisibleReleases, type ReleaseRow } from '../../storage/db/releases.ts';
 import { decodeCursor, pageBody } from '../pagination.ts';
 import { errors } from '../errors.ts';
 
-export const capability = obj({
+export const capability = record({
   ref: str(), name: str(), version: str(), title: str(),
-  inputs: arr(obj({ name: str(), value_type: str(), required: { type: 'boolean' } })),
-  outputs: arr(obj({ name: str(), value_type: str() })),
+  inputs: arr(record({ name: str(), value_type: str(), required: { type: 'boolean' } })),
+  outputs: arr(record({ name: str(), value_type: str() })),
   package_sha256: packageSha256,
 });
 
@@ -32,7 +32,7 @@ export const capabilityList: ToolDef = {
   scope: 'capabilities:read',
   readOnly: true,
   input: { query: { limit, cursor } },
-  output: obj({ items: arr(capability), has_more: { type: 'boolean' }, next_cursor: { type: ['string', 'null'] } }),
+  output: cursorPage(capability),
   async handler(input, { deps, caller }) {
     const page = await listVisibleReleases(deps.db, caller.account.id, {
       limit: input.limit ?? deps.config.limits.pageDefault,

@@ -1,11 +1,11 @@
 import type { ToolDef } from '../tools/tool.ts';
-import { obj, str, arr } from '../schemas/common.ts';
+import { record, str, arr, count } from '../schemas/common.ts';
 import { listComputeProfiles } from '../../storage/db/computeProfiles.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
 
-export const computeProfile = obj({
-  id: str(), title: str(), kind: { enum: ['cpu', 'gpu'] }, vcpus: { type: 'integer' }, memory_mib: { type: 'integer' },
-  gpu: { type: ['string', 'null'] }, price_per_second_usd: { type: 'number' }, max_runtime_seconds: { type: 'integer' },
+export const computeProfile = record({
+  id: str(), title: str(), kind: { enum: ['cpu', 'gpu'] }, vcpus: count, memory_mib: count,
+  gpu: { type: ['string', 'null'] }, price_per_second_usd: { type: 'number', minimum: 0 }, max_runtime_seconds: count,
   availability: { enum: ['available', 'limited', 'unavailable'] },
 });
 
@@ -15,7 +15,7 @@ export const computeProfileList: ToolDef = {
   scope: 'runs:read',
   readOnly: true,
   input: {},
-  output: obj({ items: arr(computeProfile) }),
+  output: record({ items: arr(computeProfile) }),
   async handler(_input, { deps }) {
     const profiles = await listComputeProfiles(deps.db);
     // A profile is available when a worker serves its queue; when Temporal cannot be

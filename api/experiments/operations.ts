@@ -12,6 +12,7 @@ import {
   closeExperiment, describeExperiment, detachRuns, experimentRuns, getExperiment, listExperiments, runTotals, type ExperimentRow,
 } from '../../storage/db/experiments.ts';
 import { compareArms } from '../../storage/experimentComparison.ts';
+import { experimentPage, experimentPlan, experimentRecord } from './schemas.ts';
 import { storeComparisonArtifacts } from '../../storage/experimentArtifacts.ts';
 import { cancelQueuedRun } from '../../storage/runLifecycle.ts';
 import { markRunCancelling } from '../../storage/db/runs.ts';
@@ -31,26 +32,31 @@ export const experimentTools: ToolDef[] = [
   {
     name: 'experiment_list', scope: 'runs:read', readOnly: true,
     description: "List the caller's studies with run totals, most recently changed first.",
+    output: experimentPage,
     input: { query: { status: { enum: ['running', 'completed', 'closed', null] }, workspace_id: { type: ['string', 'null'], format: 'uuid' }, limit, cursor } },
   },
   {
     name: 'experiment_prepare', scope: 'runs:write', readOnly: true,
     description: 'Preflight every arm exactly as a lone run and digest the whole proposal with its whole-study price; nothing is queued or reserved.',
+    output: experimentPlan,
     input: { body: obj({ name: str(200, { minLength: 1 }), goal: str(2000), arms: arr(arm, { minItems: 1, maxItems: 20 }) }, ['name', 'arms']) },
   },
   {
     name: 'experiment_create', scope: 'runs:write', readOnly: false, idempotent: true,
     description: 'Open the approved study: reserve it whole (402 and no run when short) and queue exactly its arms x replicates under that approval.',
+    output: experimentRecord,
     input: { body: planExecute },
   },
   {
     name: 'experiment_get', scope: 'runs:read', readOnly: true,
     description: 'Read arms, their runs and the comparison across them (completed runs only; descriptive statistics).',
+    output: experimentRecord,
     input: { path: experimentPath },
   },
   {
     name: 'experiment_update', scope: 'runs:write', readOnly: false, idempotent: true, destructive: true,
     description: 'Rename, re-goal or close a study (closing cancels its queued runs, and running ones only with cancel_running), or detach runs; deletes nothing.',
+    output: experimentRecord,
     input: {
       path: experimentPath,
       body: obj({

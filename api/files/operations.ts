@@ -8,23 +8,13 @@ import { blobKey } from '../../storage/objects.ts';
 import { sha256Hex as hashBytes } from '../../storage/digest.ts';
 import { sniffFormat } from '../../storage/formats.ts';
 import { decodeCursor, pageBody } from '../pagination.ts';
-import { isoTime, newId, newUuid } from '../../storage/ids.ts';
+import { isoTime, newUuid } from '../../storage/ids.ts';
 import { ApiError } from '../errors.ts';
 import { ArchiveError, readZipMembers } from '../../storage/archives.ts';
-import { datasetManifest, recordedMismatches, splitLeaks, type Member } from '../../storage/datasets.ts';
-import { filesById, getDataset, insertDataset, latestLiveDataset, listDatasets } from '../../storage/db/datasets.ts';
-import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
-import { CONTROL_TASK_QUEUE, datasetWorkflowId } from '../../kernel/workflowNames.ts';
-import { str, nullableStr, limit, cursor, offset, count, arr, obj, uuid, sha256Hex, id } from '../schemas/common.ts';
+import { str, nullableStr, limit, cursor, arr, obj, uuid, sha256Hex, id } from '../schemas/common.ts';
 // RFC 6266: an ASCII fallback name plus the exact name as filename* (RFC 5987).
 import contentDisposition from 'content-disposition';
-import { datasetRegistrationWorkflow } from '../../workflows/datasetRegistration.ts';
-
-const member = obj({
-  file_id: uuid, sha256: sha256Hex, size_bytes: count, sample_id: str(200, { minLength: 1 }),
-  group_id: str(200, { minLength: 1 }), role: { enum: ['image', 'label', 'mask', 'sequence', 'structure', 'table', 'other'] },
-  split: { enum: ['train', 'validation', 'test'] },
-}, ['file_id', 'sha256', 'size_bytes', 'sample_id', 'group_id', 'role', 'split']);
+import { fileItems, filePage, fileRecord, fileWithContent } from './schemas.ts';
 
 export const fileTools: ToolDef[] = [
   {
@@ -36,50 +26,35 @@ export const fileTools: ToolDef[] = [
         members: arr(str(1024, { minLength: 1 }), { minItems: 1, maxItems: 100, uniqueItems: true }),
       }, ['run_id', 'artifact_id', 'expected_sha256']),
     },
+    output: fileItems,
   },
   {
     name: 'file_list', scope: 'workspaces:read', readOnly: true,
     description: 'List input files the caller uploaded, newest first.',
     input: { query: { query: nullableStr(200), format: nullableStr(32), limit, cursor } },
+    output: filePage,
   },
   {
     name: 'file_upload', scope: 'workspaces:write', readOnly: false,
     description: 'Upload an input file (multipart form with a `file` part); not an MCP tool.',
     input: { body: 'multipart' },
+    output: fileRecord,
   },
   {
     name: 'file_get', scope: 'workspaces:read', readOnly: true,
     description: "Read one uploaded file's metadata and optional bounded bytes; content is untrusted.",
     input: { path: { file_id: uuid }, query: { include_content: { type: 'boolean' } } },
+    output: fileWithContent,
   },
   {
     name: 'file_content', scope: 'workspaces:read', readOnly: true,
     description: 'Stream the raw bytes of one uploaded file; not an MCP tool (file_get returns bounded content).',
     input: { path: { file_id: uuid } },
-  },
-  {
-    name: 'dataset_list', scope: 'workspaces:read', readOnly: true,
-    description: 'List private dataset versions accessible to the account.',
-    input: { query: { limit, offset } },
-  },
-  {
-    name: 'dataset_register', scope: 'workspaces:write', readOnly: false,
-    description: 'Register a new private dataset version from uploaded files; rejects split leakage.',
-    input: {
-      body: obj({
-        name: str(200, { minLength: 1 }), source: str(500), license: str(100), attribution: str(1000), annotation_version: str(100),
-        members: arr(member, { minItems: 1, maxItems: 10000 }),
-      }, ['name', 'source', 'license', 'attribution', 'annotation_version', 'members']),
-    },
-  },
-  {
-    name: 'dataset_get', scope: 'workspaces:read', readOnly: true,
-    description: 'Read an immutable manifest with retained file identities and split membership.',
-    input: { path: { dataset_id: id('ds') } },
+    output: 'bytes',
   },
 ];
 
-function fileView(f: FileRow) {
+export function fileView(f: FileRow) {
   return {
     object: 'file', file_id: f.id, name: f.name, format: f.format, content_type: f.content_type, size_bytes: Number(f.size_bytes),
     sha256: f.sha256, origin: f.origin, created_at: isoTime(f.created_at),
@@ -216,73 +191,6 @@ async function importMembers(
     }
   }
   return done;
-}
-
-function datasetView(d: any) {
-  return {
-    object: 'dataset', dataset_id: d.id, name: d.name, version: d.version, status: d.status, manifest_sha256: d.manifest_sha256,
-    manifest: d.manifest, problems: d.problems, created_at: isoTime(d.created_at), registered_at: isoTime(d.registered_at),
-  };
-}
-
-const DATASET_HANDLERS: Record<string, ToolDef['handler']> = {
-  async dataset_register(input, ctx) {
-    const members = input.members as Member[];
-    const leaks = splitLeaks(members);
-    if (leaks.length) {
-      throw errors.validation('split_leakage', `The same ${[...new Set(leaks.map((l) => l.kind))].join(', ')} appears in more than one split.`, 'members', { offenders: leaks });
-    }
-    const { manifest, manifest_sha256 } = datasetManifest(input as never);
-    const { db } = ctx.deps;
-    const accountId = ctx.caller.account.id;
-    const latest = await latestLiveDataset(db, accountId, input.name);
-    if (latest && latest.manifest_sha256 === manifest_sha256) {
-      return { body: datasetView(latest), warnings: [{ code: 'unchanged', message: `Identical to version ${latest.version}; no new version was made.` }], next_actions: readNext(latest) };
-    }
-    // What the files' records already say is checked now; the bytes in the store are
-    // re-hashed by the registration workflow.
-    const mismatches = recordedMismatches(members, await filesById(db, accountId, members.map((m) => m.file_id)));
-    if (mismatches.length) {
-      throw new ApiError(422, 'member_mismatch', 'Some members do not match their stored files; nothing was registered.', 'members', { mismatches });
-    }
-    const id = newId('ds');
-    const row = await db.transaction(async (trx) => {
-      const inserted = await insertDataset(trx, { id, account_id: accountId, name: input.name, manifest, manifest_sha256 });
-      if (!inserted) throw errors.conflict('revision_conflict', 'Another version of this dataset was registered at the same moment; send the request again.');
-      // Started before the version is committed: if Temporal cannot take it, no version
-      // exists, the answer is 503, and a retry with the same Idempotency-Key registers it.
-      await ctx.deps.temporal.startWorkflow(datasetRegistrationWorkflow, {
-        taskQueue: CONTROL_TASK_QUEUE, workflowId: datasetWorkflowId(id), args: [{ datasetId: id }],
-        typedSearchAttributes: workflowSearchAttributes({ account: accountId, kind: 'dataset', ref: input.name }),
-      });
-      return inserted;
-    });
-    // Never waits for the registration: the version answers `registering` until its bytes are verified.
-    return { body: datasetView(row), next_actions: readNext(row) };
-  },
-
-  async dataset_list(input, ctx) {
-    const limit = input.limit ?? ctx.deps.config.limits.pageDefault;
-    const offset = input.offset ?? 0;
-    const rows = await listDatasets(ctx.deps.db, ctx.caller.account.id, { limit: limit + 1, offset });
-    return { body: { items: rows.slice(0, limit).map(datasetView), has_more: rows.length > limit, limit, offset } };
-  },
-
-  async dataset_get(input, ctx) {
-    const row = await getDataset(ctx.deps.db, input.dataset_id, ctx.caller.account.id);
-    if (!row) throw errors.notFound('dataset_not_found', 'dataset', 'dataset_id');
-    return { body: datasetView(row), warnings: [{ code: 'not_validation', message: 'A manifest records retained file identity, not biological validation.' }], next_actions: readNext(row) };
-  },
-};
-
-/** While a version registers, reading it again is what to do next. */
-function readNext(d: { id: string; status: string }) {
-  return d.status === 'registering' ? [{ tool: 'dataset_get', description: 'Read the version again: it is registered once every member\'s bytes are verified.', arguments: { dataset_id: d.id } }] : [];
-}
-
-for (const t of fileTools) {
-  const d = DATASET_HANDLERS[t.name];
-  if (d) t.handler = d;
 }
 
 for (const t of fileTools) {

@@ -1,5 +1,6 @@
 import type { ToolDef, ToolContext } from '../tools/tool.ts';
 import { str, obj, sha256Hex, planExecute, id } from '../schemas/common.ts';
+import { hostedRelease, hostingPlan, hostingRecord } from './schemas.ts';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { ApiError, errors } from '../errors.ts';
@@ -23,11 +24,13 @@ export const hostingTools: ToolDef[] = [
     name: 'hosting_get', scope: 'runs:read', readOnly: true,
     description: "Read an owned lab's hosting approval, exact release, deployment checks and status.",
     input: { path: { lab_id: id('lab') } },
+    output: hostingRecord,
   },
   {
     name: 'hosting_update', scope: 'runs:write', readOnly: false, destructive: true,
     description: 'Record an authorized hosting lifecycle change (pause, resume, retire); workers apply it asynchronously.',
     input: { path: { lab_id: id('lab') }, body: obj({ revision: { type: 'integer', minimum: 0 }, action: { enum: ['pause', 'resume', 'retire'] } }, ['revision', 'action']) },
+    output: hostingRecord,
   },
   {
     name: 'hosting_prepare', scope: 'runs:write', readOnly: true,
@@ -40,16 +43,19 @@ export const hostingTools: ToolDef[] = [
         max_instances: { type: 'integer', minimum: 1, maximum: 10 }, visibility: { enum: ['private', 'team', 'public'] },
       }, ['release']),
     },
+    output: hostingPlan,
   },
   {
     name: 'hosting_execute', scope: 'runs:write', readOnly: false, idempotent: true,
     description: 'Execute an approved hosting plan through the existing hosted-lab lifecycle.',
     input: { body: planExecute },
+    output: hostingRecord,
   },
   {
     name: 'hosted_release_get', scope: 'runs:read', readOnly: true,
     description: 'Read accessible hosting inputs and bounds without exposing private smoke fixtures.',
     input: { path: { reference: str(300) }, query: { sha256: sha256Hex }, requiredQuery: ['sha256'] },
+    output: hostedRelease,
   },
 ];
 

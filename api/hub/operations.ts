@@ -1,6 +1,7 @@
 import type { ToolDef } from '../tools/tool.ts';
 import type { ToolContext } from '../tools/tool.ts';
 import { str, nullableStr, limit, cursor, arr, obj, id } from '../schemas/common.ts';
+import { labPage, labRecord, releaseDetail, releaseSearchPage } from './schemas.ts';
 import { errors } from '../errors.ts';
 import { getLab, labReleases, labWorkspaceIds, listLabs, setLabVisibility, updateLab, type LabRow } from '../../storage/db/labs.ts';
 import { labPublications } from '../../storage/db/publications.ts';
@@ -25,11 +26,13 @@ export const hubTools: ToolDef[] = [
         limit, cursor,
       },
     },
+    output: releaseSearchPage,
   },
   {
     name: 'hub_inspect', scope: 'hub:read', readOnly: true,
     description: 'Inspect one immutable release without executing or trusting contributed metadata.',
     input: { path: { reference: str(300) } },
+    output: releaseDetail,
   },
 ];
 
@@ -38,6 +41,7 @@ export const labTools: ToolDef[] = [
     name: 'lab_list', scope: 'hub:read', readOnly: true,
     description: 'List labs the caller owns, released or not, with exact release references.',
     input: { query: { query: nullableStr(200), visibility: { enum: ['private', 'team', 'public', null] }, limit, cursor } },
+    output: labPage,
   },
   {
     name: 'lab_update', scope: 'packages:publish', readOnly: false, idempotent: true, destructive: true,
@@ -46,11 +50,13 @@ export const labTools: ToolDef[] = [
       path: { lab_id: id('lab') },
       body: obj({ title: str(200, { minLength: 1 }), description: str(5000), content_settings: { type: 'object' } }, [], { minProperties: 1 }),
     },
+    output: labRecord,
   },
   {
     name: 'lab_visibility_set', scope: 'packages:publish', readOnly: false, idempotent: true, destructive: true,
     description: 'Re-scope an owned lab without releasing a new version (private: this account; team: also its team\'s members; public: anyone); deletes nothing and does not change Hub listing.',
     input: { path: { lab_id: id('lab') }, body: obj({ visibility: { enum: ['private', 'team', 'public'] } }, ['visibility']) },
+    output: labRecord,
   },
 ];
 

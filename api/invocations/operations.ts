@@ -1,5 +1,6 @@
 import type { ToolDef, ToolContext } from '../tools/tool.ts';
 import { str, obj, sha256Hex, planExecute, id } from '../schemas/common.ts';
+import { invocationArtifactRead, invocationPlan, invocationRecord } from './schemas.ts';
 import { errors } from '../errors.ts';
 import { approvedPlan, planView, PLAN_TTL_SECONDS } from '../plans.ts';
 import { boundedContent } from '../boundedContent.ts';
@@ -21,26 +22,31 @@ export const hostedInvocationTools: ToolDef[] = [
     name: 'hosted_invocation_prepare', scope: 'runs:write', readOnly: true,
     description: 'Bind input identities, deployment, account, expiry and compute bounds; no execution starts.',
     input: { body: obj({ reference: str(300), sha256: sha256Hex, inputs: { type: 'object', maxProperties: 256 }, seed }, ['reference', 'sha256']) },
+    output: invocationPlan,
   },
   {
     name: 'hosted_invocation_execute', scope: 'runs:write', readOnly: false, idempotent: true,
     description: 'Recheck permissions and inputs, then enqueue once in the hosted worker.',
     input: { body: planExecute },
+    output: invocationRecord,
   },
   {
     name: 'hosted_invocation_get', scope: 'runs:read', readOnly: true,
     description: 'Read status, release and input identity, bounded result values; artifacts are retrieved separately.',
     input: { path: invocationPath },
+    output: invocationRecord,
   },
   {
     name: 'hosted_invocation_cancel', scope: 'runs:write', readOnly: false, idempotent: true, destructive: true,
     description: 'Record cancellation and revoke the lease; terminal invocations stay unchanged.',
     input: { path: invocationPath },
+    output: invocationRecord,
   },
   {
     name: 'hosted_invocation_artifact_get', scope: 'runs:read', readOnly: true,
     description: 'Retrieve immutable output identities and bytes; hash independently before interpreting.',
     input: { path: { ...invocationPath, port: str(100) }, query: { include_content: { type: 'boolean' } } },
+    output: invocationArtifactRead,
   },
 ];
 

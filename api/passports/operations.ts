@@ -69,7 +69,7 @@ export const passportTools: ToolDef[] = [
     name: 'passport_keys_list', scope: 'passports:read', readOnly: true,
     description: 'List the public keys that sign passports (Ed25519, PEM), with when each was created and retired: a retired key signs nothing new, and what it signed stays verifiable offline.',
     input: {},
-    output: obj({ items: arr(passportKey) }),
+    output: obj({ items: arr(passportKey) }, ['items']),
     async handler(_input, ctx) {
       const keys = await listPassportKeys(ctx.deps.db);
       return {

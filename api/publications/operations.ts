@@ -3,6 +3,7 @@ import semver from 'semver';
 import YAML from 'yaml';
 import type { ToolDef, ToolContext } from '../tools/tool.ts';
 import { str, obj, uuid, sha256Hex, id } from '../schemas/common.ts';
+import { publicationPlan, publicationStarted } from './schemas.ts';
 import { ApiError, errors } from '../errors.ts';
 import { getRevision, getWorkspace } from '../../storage/db/workspaces.ts';
 import { blobKey } from '../../storage/objects.ts';
@@ -113,6 +114,7 @@ export const publicationTools: ToolDef[] = [
     name: 'publish_prepare', scope: 'packages:publish', readOnly: true,
     description: 'Validate and digest a release candidate; never publishes.',
     input: { body: obj({ workspace_id: uuid, revision_id: uuid, version: str(64, { minLength: 1 }), release_notes: str(10000) }, ['workspace_id', 'revision_id', 'version']) },
+    output: publicationPlan,
     async handler(input, ctx) {
       const ws = await getWorkspace(ctx.deps.db, input.workspace_id, ctx.caller.account.id);
       if (!ws) throw errors.notFound('workspace_not_found', 'workspace', 'workspace_id');
@@ -149,6 +151,7 @@ export const publicationTools: ToolDef[] = [
         oneOf: [{ required: ['plan_sha256'] }, { required: ['grant_id'] }],
       }),
     },
+    output: publicationStarted,
     async handler(input, ctx) {
       const plan = input.grant_id
         ? await grantablePlan(ctx.deps.db, ctx.caller.account.id, 'publication', input.plan_id)

@@ -17,7 +17,7 @@ import { runWorkflowId } from '../../kernel/workflowNames.ts';
 import { str, uuid, sha256Hex, limit, cursor, nullableStr, id } from '../schemas/common.ts';
 // RFC 6266: an ASCII fallback name plus the exact name as filename* (RFC 5987).
 import contentDisposition from 'content-disposition';
-import { RUN_STATUSES, runEventPage, runPage, runRecord } from './schemas.ts';
+import { RUN_STATUSES, artifactMetadata, runEventPage, runPage, runPlan, runRecord, runResults } from './schemas.ts';
 
 /** Inputs of a run: an object keyed by the capability's declared input names. */
 const inputs = { type: 'object', maxProperties: 256 };
@@ -43,6 +43,7 @@ export const runTools: ToolDef[] = [
         oneOf: [{ required: ['capability_ref'] }, { required: ['workspace_id', 'revision_id'] }],
       },
     },
+    output: runPlan,
   },
   {
     name: 'run_create', scope: 'runs:write', readOnly: false, idempotent: true,
@@ -57,6 +58,7 @@ export const runTools: ToolDef[] = [
         oneOf: [{ required: ['plan_id', 'plan_sha256'] }, { required: ['ref'] }],
       },
     },
+    output: runRecord,
   },
   {
     name: 'run_list', scope: 'runs:read', readOnly: true,
@@ -72,16 +74,18 @@ export const runTools: ToolDef[] = [
     input: { path: runPath, query: { after: { type: 'integer', minimum: 0, maximum: MAX_EVENT_SEQ }, limit: { type: 'integer', minimum: 1, maximum: 1000 } } },
     output: runEventPage,
   },
-  { name: 'run_results', scope: 'runs:read', readOnly: true, description: 'Get the public results of a run: outputs, hashed artifacts and provenance.', input: { path: runPath } },
+  { name: 'run_results', scope: 'runs:read', readOnly: true, description: 'Get the public results of a run: outputs, hashed artifacts and provenance.', input: { path: runPath }, output: runResults },
   {
     name: 'run_artifact_download', scope: 'runs:read', readOnly: true,
     description: 'Download a public artifact of a run; hash the bytes before interpreting them.',
     input: { path: { ...runPath, artifact_id: id('art') } },
+    output: 'bytes',
   },
   {
     name: 'run_artifact_get', scope: 'runs:read', readOnly: true,
     description: 'Read simulation result metadata of one artifact.',
     input: { path: { ...runPath, artifact_id: id('art') } },
+    output: artifactMetadata,
   },
 ];
 

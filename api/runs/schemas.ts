@@ -1,9 +1,13 @@
-import { arr, count, nullableStr, obj, str, time, uuid, type JsonSchema } from '../schemas/common.ts';
+import { anyObject, arr, count, cursorPage, nullableStr, nullableTime, obj, planRecord, sha256Hex, str, time, usd, uuid, type JsonSchema } from '../schemas/common.ts';
 
 export const RUN_STATUSES = ['queued', 'running', 'cancelling', 'completed', 'failed', 'cancelled', 'timed_out'] as const;
 
-const nullableTime: JsonSchema = { type: ['string', 'null'], format: 'date-time' };
-const usd: JsonSchema = { type: 'number', minimum: 0 };
+
+/** Why a run that did not complete ended. */
+export const runError: JsonSchema = {
+  ...obj({ code: str(64), message: { type: 'string' } }, ['code', 'message']),
+  description: 'Why a run that did not complete ended (`lab_error`, `capacity_unavailable`, ...).',
+};
 
 /** A run record (runView), as every run route answers it. */
 export const runRecord: JsonSchema = obj({
@@ -24,10 +28,7 @@ export const runRecord: JsonSchema = obj({
   created_at: time,
   started_at: nullableTime,
   finished_at: nullableTime,
-  error: {
-    description: 'Why a run that did not complete ended (`lab_error`, `capacity_unavailable`, ...).',
-    oneOf: [{ type: 'null' }, { type: 'object', properties: { code: str(64), message: str(8000) }, required: ['code', 'message'] }],
-  },
+  error: { oneOf: [{ type: 'null' }, runError] },
   progress: { type: ['number', 'null'], minimum: 0, maximum: 1 },
   artifact_count: count,
   experiment_id: nullableStr(64),
@@ -46,7 +47,70 @@ export const runEvent: JsonSchema = obj({
   data: { type: 'object' },
 }, ['seq', 'at', 'type', 'message', 'data']);
 
-export const runPage: JsonSchema = obj({ items: arr(runRecord), has_more: { type: 'boolean' }, next_cursor: { type: ['string', 'null'] } }, ['items', 'has_more', 'next_cursor']);
+export const runPage: JsonSchema = cursorPage(runRecord);
 export const runEventPage: JsonSchema = obj({
   items: arr(runEvent), has_more: { type: 'boolean' }, next_after: { type: 'integer', minimum: 0, description: 'Pass as `after` to read the next page.' },
 }, ['items', 'has_more', 'next_after']);
+
+/** One stored artifact of a run, as results and the metadata route show it (artifactView). */
+export const artifactRecord: JsonSchema = obj({
+  id: str(64),
+  artifact_id: { ...str(64), description: 'The same identifier as `id`.' },
+  role: { ...str(200), description: 'The output port that produced it.' },
+  file_name: { ...str(255), description: 'Untrusted: chosen by the lab; sanitise it before using it as a path.' },
+  content_type: str(200),
+  format: str(64),
+  size_bytes: count,
+  sha256: { ...sha256Hex, description: 'Lowercase hex SHA-256 of the bytes: verify a download against it.' },
+  status: { const: 'stored' },
+  download_url: { type: 'string', format: 'uri' },
+}, ['id', 'artifact_id', 'role', 'file_name', 'content_type', 'format', 'size_bytes', 'sha256', 'status', 'download_url']);
+
+/** GET /runs/{run_id}/artifacts/{artifact_id}: the record, whether it is public, and when it was stored. */
+export const artifactMetadata: JsonSchema = obj(
+  { ...(artifactRecord.properties as Record<string, JsonSchema>), public: { type: 'boolean', description: 'Private artifacts are kept (for passports) but never downloadable.' }, created_at: time },
+  [...(artifactRecord.required as string[]), 'public', 'created_at'],
+);
+
+/** The environment a run executes in, as its plan shows it. */
+export const environmentPlan: JsonSchema = obj({
+  lock_sha256: { ...sha256Hex, description: 'Digest of the environment lock (the default runtime\'s, or the lab\'s own).' },
+  python: str(32),
+  status: { enum: ['ready', 'build_required'], description: 'Advisory: a worker builds a lab\'s own environment when it first needs it.' },
+  estimated_build_seconds: { type: 'number', minimum: 0 },
+}, ['lock_sha256', 'python', 'status']);
+
+/** POST /run-plans: a priced, digested proposal to approve before POST /runs. */
+export const runPlan: JsonSchema = planRecord('run_plan', {
+  estimated_max_usd: { ...usd, description: 'The most the run can cost: its reservation.' },
+  resolved_ref: str(300),
+  package_sha256: str(80),
+  compute_profile: str(64),
+  max_runtime_seconds: count,
+  reuse_of: {
+    description: 'With `reuse: true` and an identical completed run: the run that answers this one (price $0).',
+    oneOf: [{ type: 'null' }, obj({ run_id: uuid }, ['run_id'])],
+  },
+  environment: { oneOf: [{ type: 'null' }, environmentPlan], description: 'Null when the lab cannot run (see the findings).' },
+});
+
+/** GET /runs/{run_id}/results. */
+export const runResults: JsonSchema = obj({
+  run_id: uuid,
+  status: { enum: [...RUN_STATUSES] },
+  outputs: { ...anyObject, description: 'Bounded JSON of the contract\'s outputs (empty until the run completes).' },
+  artifacts: arr(artifactRecord, { description: 'Public artifacts only.' }),
+  provenance: obj({
+    ref: str(300),
+    resolved_ref: str(300),
+    package_sha256: str(80),
+    inputs_sha256: sha256Hex,
+    compute_profile: str(64),
+    seed: { type: ['integer', 'null'] },
+    started_at: nullableTime,
+    finished_at: nullableTime,
+    environment_lock_sha256: { ...sha256Hex, description: 'The environment lock it ran in, when recorded.' },
+    reused_from: { ...uuid, description: 'Only on a run answered from a completed one at no cost (`reuse: true`): that run.' },
+  }, ['ref', 'resolved_ref', 'package_sha256', 'inputs_sha256', 'compute_profile', 'seed', 'started_at', 'finished_at']),
+}, ['run_id', 'status', 'outputs', 'artifacts', 'provenance']);
+

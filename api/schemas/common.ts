@@ -49,3 +49,46 @@ export const envelopeFields: Record<string, JsonSchema> = {
   next_actions: arr(nextAction),
   links: { type: 'object' },
 };
+
+export const nullableTime: JsonSchema = { type: ['string', 'null'], format: 'date-time' };
+/** An amount in US dollars as the API shows it (micro-dollars inside). */
+export const usd: JsonSchema = { type: 'number', minimum: 0 };
+/** Free-form JSON the caller or a lab wrote (inputs, outputs, metadata): its shape is theirs. */
+export const anyObject: JsonSchema = { type: 'object' };
+
+/** One page of a cursor-paginated list. */
+export function cursorPage(item: JsonSchema, extra: Record<string, JsonSchema> = {}): JsonSchema {
+  return obj({ items: arr(item), has_more: { type: 'boolean' }, next_cursor: { type: ['string', 'null'] }, ...extra }, ['items', 'has_more', 'next_cursor', ...Object.keys(extra)]);
+}
+
+/** A finding of a plan or a check. */
+export const finding: JsonSchema = obj({
+  severity: { enum: ['info', 'warning', 'blocking'] },
+  code: str(64),
+  message: { type: 'string' },
+  path: { type: ['string', 'null'] },
+}, ['severity', 'code', 'message', 'path'], { description: 'A finding: `blocking` ones stop the plan from being executed.' });
+
+/** The fields every prepare route answers about its plan (api/plans.ts planView). */
+export const planFields: Record<string, JsonSchema> = {
+  plan_id: uuid,
+  plan_sha256: sha256Hex,
+  expires_at: time,
+  status: { enum: ['ready', 'blocked'] },
+  findings: arr(finding),
+  digest_input: {
+    ...obj({ kind: str(64), account: id('acct'), proposal: anyObject, expires_at: time }, ['kind', 'account', 'proposal', 'expires_at']),
+    description: 'The exact object `plan_sha256` digests (RFC 8785 canonical JSON), to recompute it.',
+  },
+};
+
+/** A plan answer: `object`, the plan's fields and the kind's own (all required unless named optional). */
+export function planRecord(object: string, own: Record<string, JsonSchema>, optional: string[] = []): JsonSchema {
+  const properties = { object: { const: object }, ...planFields, ...own };
+  return obj(properties, Object.keys(properties).filter((k) => !optional.includes(k)));
+}
+
+/** An object the service answers: every field is always present unless named in `optional`. */
+export function record(properties: Record<string, JsonSchema>, optional: string[] = [], extra: JsonSchema = {}): JsonSchema {
+  return obj(properties, Object.keys(properties).filter((k) => !optional.includes(k)), extra);
+}

@@ -1,4 +1,4 @@
-import { arr, obj, str, time, type JsonSchema } from './common.ts';
+import { arr, nullableStr, obj, str, time, uuid, type JsonSchema } from './common.ts';
 import { CHECKS } from '../../storage/passportDocument.ts';
 
 /** One check of a passport: a status of its own and its evidence; there is no overall score. */
@@ -13,7 +13,13 @@ const check = obj({
 export const passport: JsonSchema = obj({
   object: { const: 'passport' },
   passport_id: str(64),
-  subject: { type: 'object', description: 'kind `run` (run_id, resolved_ref, package_sha256) or `workspace_revision` (workspace_id, revision_id, tree_sha256)' },
+  subject: {
+    description: 'What the passport is of: a run, or a workspace revision (digests as they were when it was built).',
+    oneOf: [
+      obj({ kind: { const: 'run' }, run_id: uuid, resolved_ref: nullableStr(300), package_sha256: nullableStr(80) }, ['kind', 'run_id', 'resolved_ref', 'package_sha256']),
+      obj({ kind: { const: 'workspace_revision' }, workspace_id: uuid, revision_id: uuid, tree_sha256: nullableStr(80) }, ['kind', 'workspace_id', 'revision_id', 'tree_sha256']),
+    ],
+  },
   checks: arr(check, { minItems: CHECKS.length, maxItems: CHECKS.length }),
   created_at: time,
   key_id: str(64),
@@ -21,7 +27,7 @@ export const passport: JsonSchema = obj({
     alg: { const: 'Ed25519' }, key_id: str(64),
     value: str(200, { description: 'base64 Ed25519 signature of the RFC 8785 canonical JSON of the passport without `signature`' }),
   }, ['alg', 'key_id', 'value']),
-}, ['object', 'passport_id', 'subject', 'checks', 'created_at', 'key_id', 'signature'], { additionalProperties: true });
+}, ['object', 'passport_id', 'subject', 'checks', 'created_at', 'key_id', 'signature']);
 
 /** A public key of passports: retired keys stay listed so what they signed stays verifiable. */
 export const passportKey: JsonSchema = obj({

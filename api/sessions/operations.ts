@@ -20,6 +20,7 @@ import { RECENT_PROGRESS, sessionNextActions, sessionSummary, sessionView } from
 import { sessionChangeUpdate, sessionCompletionUpdate, sessionExternalUpdate, sessionProgressUpdate, sessionValidationUpdate, sessionWorkflow, sessionWorkspaceUpdate } from '../../workflows/session.ts';
 import type { UpdateDefinition } from '@temporalio/common';
 import { acceptAndStart } from '../acceptAndStart.ts';
+import { sessionCompletionAnswer, sessionContractPlan, sessionExecutionPlan, sessionPage, sessionProgress, sessionRecord, sessionValidationAnswer, sessionWorkspace } from './schemas.ts';
 
 const sessionPath = { session_id: id('ses') };
 const evidenceRef = str(2000, { minLength: 1, pattern: EVIDENCE_REF_PATTERN });
@@ -28,40 +29,47 @@ const requirement = obj({ id: stepId, text: str(2000, { minLength: 1 }), evidenc
 const step = obj({ id: stepId, title: str(500, { minLength: 1 }), depends_on: arr(stepId, { maxItems: 50, uniqueItems: true }) }, ['id', 'title']);
 
 export const sessionTools: ToolDef[] = [
-  { name: 'session_create', scope: 'workspaces:write', readOnly: false, description: 'Create a durable collaboration session.', input: { body: obj({ title: str(200, { minLength: 1 }), goal: str(2000) }, ['title']) } },
-  { name: 'session_list', scope: 'workspaces:read', readOnly: true, description: 'List collaboration sessions, newest first.', input: { query: { status: { enum: ['open', 'completed', null] }, limit, cursor } } },
-  { name: 'session_get', scope: 'workspaces:read', readOnly: true, description: 'Resume an external collaboration: contract, plan with step states, recent progress, validation, completion, conversations and next actions.', input: { path: sessionPath } },
+  { name: 'session_create', scope: 'workspaces:write', readOnly: false, description: 'Create a durable collaboration session.', input: { body: obj({ title: str(200, { minLength: 1 }), goal: str(2000) }, ['title']) }, output: sessionRecord },
+  { name: 'session_list', scope: 'workspaces:read', readOnly: true, description: 'List collaboration sessions, newest first.', input: { query: { status: { enum: ['open', 'completed', null] }, limit, cursor } }, output: sessionPage },
+  { name: 'session_get', scope: 'workspaces:read', readOnly: true, description: 'Resume an external collaboration: contract, plan with step states, recent progress, validation, completion, conversations and next actions.', input: { path: sessionPath }, output: sessionRecord },
   {
     name: 'session_external_attach', scope: 'workspaces:write', readOnly: false, description: 'Attach an external conversation to a session.',
     input: { path: sessionPath, body: obj({ provider: str(64, { minLength: 1 }), external_id: str(200, { minLength: 1 }), url: { type: 'string', format: 'uri', maxLength: 2000 } }, ['provider', 'external_id']) },
+    output: sessionRecord,
   },
   {
     name: 'session_contract_prepare', scope: 'workspaces:write', readOnly: true, description: 'Propose session requirements; returns a plan digest.',
     input: { path: sessionPath, body: obj({ requirements: arr(requirement, { minItems: 1, maxItems: 100 }) }, ['requirements']) },
+    output: sessionContractPlan,
   },
   {
     name: 'session_execution_prepare', scope: 'workspaces:write', readOnly: true, description: 'Propose an external execution plan (acyclic steps); returns a plan digest.',
     input: { path: sessionPath, body: obj({ steps: arr(step, { minItems: 1, maxItems: 200 }) }, ['steps']) },
+    output: sessionExecutionPlan,
   },
-  { name: 'session_change_apply', scope: 'workspaces:write', readOnly: false, idempotent: true, description: 'Apply approved session state (a contract or execution plan).', input: { body: planExecute } },
+  { name: 'session_change_apply', scope: 'workspaces:write', readOnly: false, idempotent: true, description: 'Apply approved session state (a contract or execution plan).', input: { body: planExecute }, output: sessionRecord },
   {
     name: 'session_progress_record', scope: 'workspaces:write', readOnly: false, description: 'Record external plan progress on a step whose dependencies are done.',
     input: {
       path: sessionPath,
       body: obj({ step_id: stepId, status: { enum: ['started', 'done', 'blocked', 'skipped'] }, note: nullableStr(2000), evidence: arr(evidenceRef, { maxItems: 50 }) }, ['step_id', 'status']),
     },
+    output: sessionProgress,
   },
   {
     name: 'session_validate', scope: 'workspaces:write', readOnly: false, description: 'Bind evidence to requirements and evaluate each one by reading the records its evidence names: satisfied, unsatisfied or unknown, with reasons.',
     input: { path: sessionPath, body: obj({ evidence: arr(obj({ requirement_id: stepId, ref: evidenceRef }, ['requirement_id', 'ref']), { maxItems: 500 }) }) },
+    output: sessionValidationAnswer,
   },
   {
     name: 'session_completion_check', scope: 'workspaces:write', readOnly: false,
     description: 'Check whether every requirement is satisfied and every step done; when nothing is missing the session is completed and becomes read-only.', input: { path: sessionPath, body: obj({}) },
+    output: sessionCompletionAnswer,
   },
   {
     name: 'session_workspace_create', scope: 'workspaces:write', readOnly: false, description: 'Create the session\'s lab workspace once (a second call returns the same one): a private lab named from the title under the naming rules.',
     input: { path: sessionPath, body: obj({ title: str(200, { minLength: 1 }) }) },
+    output: sessionWorkspace,
   },
 ];
 

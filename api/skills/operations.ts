@@ -1,12 +1,12 @@
 import type { ToolDef } from '../tools/tool.ts';
-import { obj, str, arr, nullableStr, sha256Hex, time } from '../schemas/common.ts';
+import { record, str, arr, nullableStr, sha256Hex, time, count } from '../schemas/common.ts';
 import { getSkill, listSkills, readSkillFile, SkillChecksumMismatch, type PublishedSkill } from '../../storage/skills.ts';
 import { errors } from '../errors.ts';
 import { isoTime } from '../../storage/ids.ts';
 
-const skillSummary = obj({
+const skillSummary = record({
   name: str(), version: str(), summary: str(1000), checksum: sha256Hex, published_at: time,
-  files: arr(obj({ path: str(), sha256: sha256Hex, size_bytes: { type: 'integer' } })),
+  files: arr(record({ path: str(), sha256: sha256Hex, size_bytes: count })),
 });
 
 function summary(s: PublishedSkill) {
@@ -27,7 +27,7 @@ export const skillList: ToolDef = {
   scope: 'any',
   readOnly: true,
   input: {},
-  output: obj({ items: arr(skillSummary) }),
+  output: record({ items: arr(skillSummary) }),
   async handler(_input, { deps }) {
     const skills = await listSkills(deps.db).catch(guard);
     return {
@@ -43,7 +43,7 @@ export const skillGet: ToolDef = {
   scope: 'any',
   readOnly: true,
   input: { path: { name: { type: 'string', pattern: '^[a-z][a-z0-9-]{0,62}$' } }, query: { path: nullableStr(255) } },
-  output: obj({ skill: skillSummary, path: str(), content: str(1 << 20), sha256: sha256Hex, verified: { const: true } }),
+  output: record({ skill: skillSummary, path: str(), content: str(1 << 20), sha256: sha256Hex, verified: { const: true } }),
   async handler(input, { deps }) {
     const skill = await getSkill(deps.db, input.name).catch(guard);
     if (!skill) throw errors.notFound('skill_not_found', 'skill', 'name');

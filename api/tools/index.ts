@@ -13,6 +13,7 @@ import { publicationTools } from '../publications/operations.ts';
 import { hostingTools } from '../hosting/operations.ts';
 import { hostedInvocationTools } from '../invocations/operations.ts';
 import { fileTools } from '../files/operations.ts';
+import { datasetTools } from '../datasets/operations.ts';
 import { sessionTools } from '../sessions/operations.ts';
 import { webhookTools } from '../webhooks/operations.ts';
 
@@ -21,7 +22,7 @@ export const TOOLS: ReadonlyMap<string, ToolDef> = new Map(
   [
     accountGet, computeProfileList, capabilityList, capabilityGet, skillList, skillGet,
     ...runTools, ...hubTools, ...biologyTools, ...labTools, ...workspaceTools, ...experimentTools,
-    ...passportTools, ...publicationTools, ...hostingTools, ...hostedInvocationTools, ...fileTools, ...sessionTools, ...webhookTools,
+    ...passportTools, ...publicationTools, ...hostingTools, ...hostedInvocationTools, ...fileTools, ...datasetTools, ...sessionTools, ...webhookTools,
   ].map((t) => [t.name, t]),
 );
 

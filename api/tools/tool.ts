@@ -73,8 +73,11 @@ export interface ToolDef {
   description: string;
   scope: Scope | 'any';
   input: ToolInput;
-  /** Schema of the tool's own result fields (the envelope is added around them). */
-  output?: JsonSchema;
+  /**
+   * Schema of the tool's own result fields (the envelope is added around them), or
+   * `bytes` for a REST-only route that answers the stored bytes themselves.
+   */
+  output?: JsonSchema | 'bytes';
   readOnly: boolean;
   /**
    * MCP hints for tools that change state (read-only tools are idempotent and never

@@ -9,6 +9,7 @@ import {
 } from '../../storage/db/webhooks.ts';
 import { newWebhookSecret } from '../../storage/webhookSecrets.ts';
 import { checkWebhookUrl, deliveryView, endpointView, eventView } from './view.ts';
+import { webhookDelivery, webhookDeliveryPage, webhookEndpointPage, webhookEndpointRemoved, webhookEndpointWithSecret, webhookEventPage } from './schemas.ts';
 
 const endpointPath = { endpoint_id: id('whe') };
 const eventType = { enum: [...WEBHOOK_EVENT_TYPES] };
@@ -20,29 +21,35 @@ export const webhookTools: ToolDef[] = [
     name: 'webhook_endpoint_create', scope: 'runs:write', readOnly: false,
     description: 'Register an HTTPS endpoint for signed event deliveries (run.completed, run.failed, ...). The answer shows its signing secret once; deliveries carry Silico-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "<t>." + body>.',
     input: { body: obj({ url: str(2000, { minLength: 1, format: 'uri' }), events: arr(eventType, { minItems: 1, maxItems: WEBHOOK_EVENT_TYPES.length, uniqueItems: true }), description: nullableStr(500) }, ['url', 'events']) },
+    output: webhookEndpointWithSecret,
   },
-  { name: 'webhook_endpoint_list', scope: 'runs:read', readOnly: true, description: 'List the account\'s webhook endpoints (secrets are never shown again).', input: { query: { limit, cursor } } },
+  { name: 'webhook_endpoint_list', scope: 'runs:read', readOnly: true, description: 'List the account\'s webhook endpoints (secrets are never shown again).', input: { query: { limit, cursor } }, output: webhookEndpointPage },
   {
     name: 'webhook_endpoint_remove', scope: 'runs:write', readOnly: false, idempotent: true, destructive: true,
     description: 'Remove a webhook endpoint: nothing more is sent to it; its deliveries stay listed.', input: { path: endpointPath },
+    output: webhookEndpointRemoved,
   },
   {
     name: 'webhook_endpoint_secret_rotate', scope: 'runs:write', readOnly: false, destructive: true,
     description: 'Give an endpoint a new signing secret (shown once); the previous one also signs, as a second v1= value, until the overlap ends.',
     input: { path: endpointPath, body: obj({ overlap_seconds: { type: 'integer', minimum: 0, maximum: 7 * 86_400 } }) },
+    output: webhookEndpointWithSecret,
   },
   {
     name: 'webhook_event_list', scope: 'runs:read', readOnly: true, description: 'List the account\'s events, newest first (or oldest first after a cursor with order=asc): what was or would be delivered.',
     input: { query: { type: { enum: [...WEBHOOK_EVENT_TYPES, null] }, order: { enum: ['asc', 'desc', null] }, limit, cursor } },
+    output: webhookEventPage,
   },
   {
     name: 'webhook_delivery_list', scope: 'runs:read', readOnly: true, description: 'List deliveries to the account\'s endpoints, newest first; status=dead lists the dead letters.',
     input: { query: { status: { enum: ['pending', 'delivered', 'dead', null] }, endpoint_id: nullableStr(64), limit, cursor } },
+    output: webhookDeliveryPage,
   },
   {
     name: 'webhook_delivery_replay', scope: 'runs:write', readOnly: false,
     description: 'Deliver a dead (or delivered) event again to its endpoint, with a fresh retry window; the event keeps its id, so a receiver that already has it can drop it.',
     input: { path: { delivery_id: id('whd') } },
+    output: webhookDelivery,
   },
 ];
 

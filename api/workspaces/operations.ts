@@ -1,5 +1,6 @@
 import type { ToolDef, ToolContext } from '../tools/tool.ts';
 import { str, nullableStr, limit, cursor, arr, sha256Hex, obj, uuid, planExecute, id } from '../schemas/common.ts';
+import { revisionApplied, workspaceChangePlan, workspaceCreated, workspaceDetail, workspacePage } from './schemas.ts';
 import { errors } from '../errors.ts';
 import { getLabById } from '../../storage/db/labs.ts';
 import { createWorkspace, getWorkspace, getRevision, listWorkspaces, appendRevision, slugOf, type RevisionRow, type WorkspaceRow } from '../../storage/db/workspaces.ts';
@@ -42,6 +43,7 @@ export const workspaceTools: ToolDef[] = [
     name: 'workspace_list', scope: 'workspaces:read', readOnly: true,
     description: "List the caller's active private workspaces, most recently changed first.",
     input: { query: { query: nullableStr(200), limit, cursor } },
+    output: workspacePage,
   },
   {
     name: 'workspace_create', scope: 'workspaces:write', readOnly: false,
@@ -49,11 +51,13 @@ export const workspaceTools: ToolDef[] = [
     input: {
       body: obj({ title: str(200, { minLength: 1 }), fork: obj({ reference: str(300), sha256: sha256Hex }, ['reference', 'sha256']) }, ['title']),
     },
+    output: workspaceCreated,
   },
   {
     name: 'workspace_get', scope: 'workspaces:read', readOnly: true,
     description: 'Read one owned workspace revision with bounded untrusted files and pinned evidence.',
     input: { path: { workspace_id: uuid }, query: { revision_id: { type: ['string', 'null'], format: 'uuid' } } },
+    output: workspaceDetail,
   },
   {
     name: 'workspace_change_prepare', scope: 'workspaces:write', readOnly: true,
@@ -62,11 +66,13 @@ export const workspaceTools: ToolDef[] = [
       path: { workspace_id: uuid },
       body: obj({ base_revision_id: uuid, operations: arr(operation, { minItems: 1, maxItems: 500 }) }, ['base_revision_id', 'operations']),
     },
+    output: workspaceChangePlan,
   },
   {
     name: 'workspace_change_apply', scope: 'workspaces:write', readOnly: false, idempotent: true,
     description: 'After explicit user confirmation, apply one exact plan as a new immutable revision.',
     input: { body: planExecute },
+    output: revisionApplied,
   },
 ];
 

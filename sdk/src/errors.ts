@@ -7,7 +7,7 @@
 import type { Run } from './models.ts';
 import type { RunHandle } from './runHandle.ts';
 import type { InvocationHandle } from './invocationHandle.ts';
-import type { Experiment, ExperimentPlan } from './experimentModels.ts';
+import type { Experiment, ExperimentPlan } from './models.ts';
 import type { StudyHandle } from './studyHandle.ts';
 
 /** The base of every error the SDK throws. */

@@ -24,7 +24,6 @@ export { verifyPassport, passportOf, passportSignedText, type PassportKey, type 
 export { canonicalJson } from './core/canonicalJson.ts';
 export { verifyWebhook, WebhookSignatureError, type VerifyWebhookOptions, type WebhookEventPayload } from './webhookVerify.ts';
 export * from './models.ts';
-export * from './experimentModels.ts';
 export type * from './types.ts';
 export type { RunCreateParams, RunListParams, RunPrepareParams, RunEventsParams, RunStartOptions, DownloadedArtifact, Runs } from './resources/runs.ts';
 export type { FileSource, UploadOptions, Files } from './resources/files.ts';

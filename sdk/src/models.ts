@@ -1,9 +1,13 @@
 /**
- * The records of the run routes. Those whose operations declare their schema (a run, its
- * events) are the generated types; the rest (results, plans, files) mirror the design
- * decisions until their operations declare one too.
+ * Named types of the records the API answers, every one taken from the generated contract
+ * (`generated/openapi.ts`, from each operation's declared output schema): a field the
+ * server adds or drops changes these types with it. Nothing here is written by hand but
+ * the names and the few helpers below.
  */
-import type { Envelope, QueryParams, ResponseBody } from './types.ts';
+import type { Envelope, QueryParams, RequestBody, ResponseBody, OperationId } from './types.ts';
+
+/** An operation's own answer, without the envelope's fields. */
+export type Answer<K extends OperationId> = Omit<ResponseBody<K>, keyof Envelope>;
 
 /** A run's state: queued, running, cancelling, completed, failed, cancelled, timed_out. */
 export type RunStatus = NonNullable<QueryParams<'run_list'>['status']>;
@@ -15,94 +19,60 @@ export function isTerminalStatus(status: string): status is RunStatus {
   return (TERMINAL_RUN_STATUSES as readonly string[]).includes(status);
 }
 
-/** A run record (GET /runs/{run_id}, POST /runs, list items), as the server's schema declares it. */
-export type Run = Omit<ResponseBody<'run_get'>, keyof Envelope>;
-
-/** One stored artifact of a run, as results and the metadata route show it. */
-export interface RunArtifact {
-  id: string;
-  artifact_id: string;
-  /** The output port that produced it. */
-  role: string;
-  /** Untrusted: the SDK never uses it as a path without sanitising it. */
-  file_name: string;
-  content_type: string;
-  format: string;
-  size_bytes: number;
-  /** Lowercase hex SHA-256 of the bytes; downloads are verified against it. */
-  sha256: string;
-  status: string;
-  download_url: string;
-}
-
+/** A run record (GET /runs/{run_id}, POST /runs, list items). */
+export type Run = Answer<'run_get'>;
 /** GET /runs/{run_id}/results. */
-export interface RunResults {
-  run_id: string;
-  status: RunStatus;
-  /** Bounded JSON of the contract's outputs. */
-  outputs: Record<string, unknown>;
-  artifacts: RunArtifact[];
-  provenance: {
-    ref: string;
-    resolved_ref: string;
-    package_sha256: string;
-    inputs_sha256: string;
-    compute_profile: string;
-    seed: number | null;
-    started_at: string | null;
-    finished_at: string | null;
-    /** Only on a run answered from a completed one at no cost (`reuse: true`): that run. */
-    reused_from?: string;
-  };
-}
-
+export type RunResults = Answer<'run_results'>;
+/** One stored artifact of a run, as results show it. */
+export type RunArtifact = RunResults['artifacts'][number];
+/** GET /runs/{run_id}/artifacts/{artifact_id}: the artifact with whether it is public and when it was stored. */
+export type RunArtifactMetadata = Answer<'run_artifact_get'>;
+/** One page of a run's events. */
+export type RunEventPage = Answer<'run_events'>;
+/** One entry of a run's log (GET /runs/{run_id}/events). */
+export type RunEvent = RunEventPage['items'][number];
 /** Known event types; others may be added by the server. */
 export type RunEventType = 'state_changed' | 'log' | 'progress' | 'artifact_stored' | 'charge_settled' | 'warning';
-
-/** One entry of a run's log (GET /runs/{run_id}/events), as the server's schema declares it. */
-export type RunEvent = RunEventPage['items'][number];
-
-/** One page of a run's events. */
-export type RunEventPage = Omit<ResponseBody<'run_events'>, keyof Envelope>;
-
-/** A finding of a plan (prepare routes). */
-export interface Finding {
-  severity: 'info' | 'warning' | 'blocking';
-  code: string;
-  message: string;
-  path: string | null;
-}
-
 /** POST /run-plans: a priced, digested proposal to approve before POST /runs. */
-export interface RunPlan {
-  object: 'run_plan';
-  plan_id: string;
-  plan_sha256: string;
-  expires_at: string;
-  status: 'ready' | 'blocked';
-  findings: Finding[];
-  /** The exact object `plan_sha256` digests (RFC 8785 canonical JSON), to recompute it. */
-  digest_input: Record<string, unknown>;
-  estimated_max_usd: number;
-  resolved_ref: string;
-  package_sha256: string;
-  compute_profile: string;
-  max_runtime_seconds: number;
-  /** With `reuse: true` and an identical completed run: the run that answers this one (price $0). */
-  reuse_of: { run_id: string } | null;
-}
+export type RunPlan = Answer<'run_prepare'>;
+/** A finding of a plan (prepare routes). */
+export type Finding = RunPlan['findings'][number];
 
 /** An uploaded (or imported) input file. */
-export interface FileRecord {
-  object: 'file';
-  file_id: string;
-  name: string;
-  format: string;
-  content_type: string;
-  size_bytes: number;
-  sha256: string;
-  origin: Record<string, unknown> | null;
-  created_at: string;
+export type FileRecord = Answer<'file_upload'>;
+
+/** A study's state: `running` until every run has ended, then `completed`; `closed` by the user. */
+export type ExperimentStatus = Experiment['status'];
+/** POST /experiment-plans (the proposal). */
+export type ExperimentPlanParams = RequestBody<'experiment_prepare'>;
+/** One arm of a study as proposed. */
+export type ExperimentArmParams = ExperimentPlanParams['arms'][number];
+/** PATCH /experiments/{id}: any of these (at least one). Deletes nothing. */
+export type ExperimentUpdateParams = RequestBody<'experiment_update'>;
+/** POST /experiment-plans: the whole proposal, priced and digested, to approve before POST /experiments. */
+export type ExperimentPlan = Answer<'experiment_prepare'>;
+/** A study as lists show it (GET /experiments items). */
+export type ExperimentSummary = Answer<'experiment_list'>['items'][number];
+/** A study in full (GET/PATCH /experiments/{id}, POST /experiments). */
+export type Experiment = Answer<'experiment_get'>;
+/** An arm as approved, with its runs. */
+export type ExperimentArm = Experiment['arms'][number];
+/** One run of a study. */
+export type ExperimentRun = ExperimentArm['runs'][number];
+/** A study's runs per status (every status named, zero included) and their total. */
+export type RunTotals = Experiment['run_totals'];
+/** The comparison across arms, from completed attached runs only (descriptive). */
+export type Comparison = Experiment['comparison'];
+/** One arm's summary of one numeric scalar output. */
+export type OutputMetrics = NonNullable<Comparison['arms'][number]['metrics']>[string];
+/** A descriptive Welch t-test of arm 0 against arm 1. */
+export type WelchTest = Comparison['tests'][number];
+/** A stored file of the study (comparison CSV, chart). */
+export type ExperimentArtifact = Experiment['artifacts'][number];
+
+/** Every run of the study has ended (the study is completed, or closed and drained). */
+export function isStudyFinished(e: Pick<ExperimentSummary, 'completed_at'>): boolean {
+  return e.completed_at !== null && e.completed_at !== undefined;
 }
 
 /** The list shape of cursor-paginated routes. */

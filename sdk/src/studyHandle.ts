@@ -7,7 +7,7 @@
 import type { RequestOptions } from './core/http.ts';
 import { sleep } from './core/retry.ts';
 import { StudyTimeout } from './errors.ts';
-import { isStudyFinished, type Comparison, type Experiment, type RunTotals } from './experimentModels.ts';
+import { isStudyFinished, type Comparison, type Experiment, type RunTotals } from './models.ts';
 import type { WithEnvelope } from './types.ts';
 import type { Experiments } from './resources/experiments.ts';
 

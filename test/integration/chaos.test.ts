@@ -169,7 +169,8 @@ test('with its worker killed (no other serving it): a cancelled run ends within 
     assert.equal((await call('POST', `/runs/${abandoned}/cancel`, { key: owner.key })).status, 200);
     const cancelled = await waitForRun(owner.key, abandoned, 10000);
     assert.equal(cancelled.status, 'cancelled');
-    assert.ok(new Date(cancelled.finished_at).getTime() - asked < ENDS_WITHIN_MS, 'cancelled within 5 s with its worker gone');
+    const took = new Date(cancelled.finished_at).getTime() - asked;
+    assert.ok(took < ENDS_WITHIN_MS, `cancelled within 5 s with its worker gone (took ${took} ms)`);
     const { sweepLostRuns } = createMaintenanceActivities({
       db: testDb(), objects: testObjects(), idempotencyTtlSeconds: 86400, workflowState: workflowStateOf(client), executions: executionProbeOf(client),
     });

@@ -29,3 +29,28 @@ test('failures, unknown paths and literal routes beside parameters are matched a
   // /runs/{run_id}/events is not /runs/{run_id}: its own schema applies.
   assert.match(responseProblem('GET', `${url}/events`, 200, { ...envelope, items: [{ seq: 0, at: 'x', type: 'log', message: '', data: {} }], has_more: false, next_after: 0 })!, /run_events/);
 });
+
+/** Where `schema` has an object that names fields without saying whether others may appear, or which are required. */
+function looseObjects(schema: unknown, at: string, out: string[]): string[] {
+  if (!schema || typeof schema !== 'object') return out;
+  const s = schema as Record<string, unknown>;
+  if (s.properties) {
+    const names = Object.keys(s.properties as object);
+    // A closed object names its fields; one left open on purpose (a record whose kinds add
+    // fields of their own) says so with `additionalProperties: true`.
+    if (s.additionalProperties === undefined) out.push(`${at}: neither closed nor declared open`);
+    if (!Array.isArray(s.required)) out.push(`${at}: no required list`);
+    for (const n of names) looseObjects((s.properties as Record<string, unknown>)[n], `${at}.${n}`, out);
+  }
+  for (const k of ['items', 'additionalProperties']) if (typeof s[k] === 'object') looseObjects(s[k], `${at}[${k}]`, out);
+  for (const k of ['oneOf', 'anyOf', 'allOf']) if (Array.isArray(s[k])) (s[k] as unknown[]).forEach((x, i) => looseObjects(x, `${at}.${k}[${i}]`, out));
+  return out;
+}
+
+test('every operation declares what it answers: bytes, or a closed object whose every level lists its fields and which are required', async () => {
+  const { TOOLS } = await import('../../api/tools/index.ts');
+  const undeclared = [...TOOLS.values()].filter((t) => !t.output).map((t) => t.name);
+  assert.deepEqual(undeclared, []);
+  const loose = [...TOOLS.values()].flatMap((t) => (t.output === 'bytes' ? [] : looseObjects(t.output, t.name, [])));
+  assert.deepEqual(loose, []);
+});

@@ -224,7 +224,7 @@ test('a body longer or shorter than recorded, or hashing differently, is an Inte
   dirs.push(dir);
   for (const [label, sha256, size] of [['longer', digest, 5], ['shorter', digest, 20], ['other bytes', 'ab'.repeat(32), 10]] as const) {
     const { c } = client([(u) => (u.pathname === '/v1/runs/r1/artifacts/art_1' ? new Response(bytes) : undefined)]);
-    const artifact = { id: 'art_1', artifact_id: 'art_1', role: 'x', file_name: 'x', content_type: '', format: '', size_bytes: size, sha256, status: 'stored', download_url: '' };
+    const artifact = { id: 'art_1', artifact_id: 'art_1', role: 'x', file_name: 'x', content_type: '', format: '', size_bytes: size, sha256, status: 'stored' as const, download_url: '' };
     await assert.rejects(c.runs.downloadArtifact('r1', artifact, path.join(dir, 'x.bin')), IntegrityError, label);
     assert.deepEqual(await readdir(dir), [], label);
   }

@@ -14,7 +14,7 @@
  *     noise: [0.01, 0.1]         # 4 arms; swept values win over shared inputs
  */
 import { parse } from 'yaml';
-import type { ExperimentArmParams, ExperimentPlanParams } from '../experimentModels.ts';
+import type { ExperimentArmParams, ExperimentPlanParams } from '../models.ts';
 import { UsageError } from './output.ts';
 
 /** Top-level keys that are defaults for every arm. */

@@ -2,11 +2,12 @@
 import type { RequestOptions } from '../core/http.ts';
 import { offsetPages, type PageRequest } from '../core/pagination.ts';
 import { path } from '../core/url.ts';
-import type { QueryParams, RequestBody, ResponseBody, WithEnvelope } from '../types.ts';
+import type { QueryParams, RequestBody, ResponseBody } from '../types.ts';
 import { Resource } from './resource.ts';
 
-export type Dataset = Record<string, unknown>;
-export type DatasetPageBody = WithEnvelope<{ items: Dataset[]; has_more: boolean; limit: number; offset: number }>;
+/** A dataset version. */
+export type Dataset = ResponseBody<'dataset_list'>['items'][number];
+export type DatasetPageBody = ResponseBody<'dataset_list'>;
 
 export class Datasets extends Resource {
   /** GET /datasets (limit/offset, unlike the cursor lists). Await for one page, iterate for all. */

@@ -8,7 +8,7 @@ import { path } from '../core/url.ts';
 import { StudyNotStarted } from '../errors.ts';
 import type {
   Experiment, ExperimentPlan, ExperimentPlanParams, ExperimentStatus, ExperimentSummary, ExperimentUpdateParams,
-} from '../experimentModels.ts';
+} from '../models.ts';
 import type { CursorPageBody } from '../models.ts';
 import { StudyHandle, type StudyWaitOptions } from '../studyHandle.ts';
 import type { WithEnvelope } from '../types.ts';

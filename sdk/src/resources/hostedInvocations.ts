@@ -52,7 +52,7 @@ export class HostedInvocations extends Resource {
    * handle without waiting. InvocationFailed when the plan is not ready.
    */
   async start(reference: string, sha256: string, inputs: Record<string, unknown>, o: { seed?: number; signal?: AbortSignal } = {}): Promise<InvocationHandle> {
-    const plan = await this.prepare({ reference, sha256, inputs, ...(o.seed === undefined ? {} : { seed: o.seed }) } as RequestBody<'hosted_invocation_prepare'>, { signal: o.signal }) as unknown as { plan_id: string; plan_sha256: string; status: string; findings: unknown[] };
+    const plan = await this.prepare({ reference, sha256, inputs, ...(o.seed === undefined ? {} : { seed: o.seed }) } as RequestBody<'hosted_invocation_prepare'>, { signal: o.signal });
     if (plan.status !== 'ready') throw new InvocationFailed(null, `the invocation plan is ${plan.status}: ${JSON.stringify(plan.findings)}`);
     const started = await this.execute({ plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, { signal: o.signal }) as unknown as HostedInvocation;
     return new InvocationHandle(this, started.invocation_id, started);

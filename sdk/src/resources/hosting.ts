@@ -3,20 +3,11 @@ import type { RequestOptions } from '../core/http.ts';
 import { sleep } from '../core/retry.ts';
 import { path } from '../core/url.ts';
 import { HostingEnded } from '../errors.ts';
-import type { RequestBody, ResponseBody } from '../types.ts';
+import type { Envelope, RequestBody, ResponseBody } from '../types.ts';
 import { Resource } from './resource.ts';
 
-/** A lab's hosting as GET /labs/{lab_id}/hosting answers it (the fields used here). */
-export interface HostingView {
-  lab_id: string;
-  status: 'requested' | 'checking' | 'awaiting_review' | 'ready' | 'paused' | 'retiring' | 'retired' | 'failed' | 'rejected';
-  revision: number;
-  release: { reference: string; sha256: string; [k: string]: unknown };
-  approval: { required: boolean; decision: 'approved' | 'rejected' | null; [k: string]: unknown };
-  checks: Array<{ check: string; status: 'passed' | 'failed' | 'pending'; detail: string; checked_at: string | null }>;
-  pending_action: 'pause' | 'resume' | 'retire' | null;
-  [k: string]: unknown;
-}
+/** A lab's hosting as GET /labs/{lab_id}/hosting answers it. */
+export type HostingView = Omit<ResponseBody<'hosting_get'>, keyof Envelope>;
 
 /** Where a hosting can go no further. */
 const ENDED: ReadonlyArray<HostingView['status']> = ['retired', 'failed', 'rejected'];
@@ -49,7 +40,7 @@ export class Hosting extends Resource {
    * A plan that is not ready (blocked by a finding) raises HostingEnded with its findings.
    */
   async request(labId: string, body: RequestBody<'hosting_prepare'>, opts?: RequestOptions): Promise<HostingView> {
-    const plan = await this.prepare(labId, body, opts) as unknown as { plan_id: string; plan_sha256: string; status: string; findings: unknown[] };
+    const plan = await this.prepare(labId, body, opts);
     if (plan.status !== 'ready') throw new HostingEnded(null, `the hosting plan is ${plan.status}: ${JSON.stringify(plan.findings)}`);
     return await this.execute({ plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, opts) as unknown as HostingView;
   }

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import cliProgress from 'cli-progress';
 import type { Silico } from '../../client.ts';
-import type { Comparison, Experiment, ExperimentPlan, RunTotals } from '../../experimentModels.ts';
+import type { Comparison, Experiment, ExperimentPlan, RunTotals } from '../../models.ts';
 import { EXIT, UsageError, table, type Out } from '../output.ts';
 import { studyFromYaml } from '../studyFile.ts';
 import { approvePlan } from './run.ts';

@@ -10,7 +10,7 @@ export interface HostPlanFlags { release: string; sha256?: string; profile?: str
 async function planBody(client: Silico, f: HostPlanFlags) {
   if (!f.release.includes('@')) throw new UsageError('--release takes the exact release: <namespace>/<name>@<version>');
   if (f.visibility && !['private', 'team', 'public'].includes(f.visibility)) throw new UsageError('--visibility is private, team or public');
-  const sha256 = f.sha256 ?? String(((await client.hub.inspect(f.release)) as unknown as { package_sha256: string }).package_sha256).replace(/^sha256:/, '');
+  const sha256 = f.sha256 ?? (await client.hub.inspect(f.release)).package_sha256.replace(/^sha256:/, '');
   return {
     release: { reference: f.release, sha256 },
     ...(f.profile ? { compute_profile_id: f.profile } : {}),

@@ -8,13 +8,13 @@ export interface InvokeFlags { sha256?: string; input: string[]; seed?: number; 
 export async function invokeCommand(client: Silico, reference: string, flags: InvokeFlags, out: Out): Promise<number> {
   if (!reference.includes('@')) throw new UsageError('give the exact release: <namespace>/<name>@<version>');
   // The digest pins the exact bytes: given, or the hosted release's own (read from the Hub).
-  const sha256 = flags.sha256 ?? String(((await client.hub.inspect(reference)) as unknown as { package_sha256: string }).package_sha256).replace(/^sha256:/, '');
+  const sha256 = flags.sha256 ?? (await client.hub.inspect(reference)).package_sha256.replace(/^sha256:/, '');
   const plan = await client.hostedInvocations.prepare({ reference, sha256, inputs: parsePairs(flags.input, '--input', true), ...(flags.seed === undefined ? {} : { seed: flags.seed }) } as never) as unknown as Record<string, unknown>;
   if (plan.status !== 'ready') {
     out.result(plan, () => `The invocation plan is ${String(plan.status)}:\n${table((plan.findings as Array<Record<string, unknown>>) ?? [], ['severity', 'code', 'message'])}`);
     return EXIT.usage;
   }
-  const started = await client.hostedInvocations.execute({ plan_id: String(plan.plan_id), plan_sha256: String(plan.plan_sha256) }) as unknown as { invocation_id: string };
+  const started = await client.hostedInvocations.execute({ plan_id: String(plan.plan_id), plan_sha256: String(plan.plan_sha256) });
   const inv = await client.hostedInvocations.wait(started.invocation_id, { timeoutMs: flags.timeoutMs });
   const outputs = Object.entries(inv.outputs ?? {}).map(([name, value]) => ({ output: name, value: typeof value === 'object' ? JSON.stringify(value) : String(value) }));
   out.result(inv, () => [

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { Silico } from '../../client.ts';
 import type { RunEvent } from '../../models.ts';
+import type { ResponseBody } from '../../types.ts';
 import { EXIT, parsePairs, table, type Out } from '../output.ts';
 
 /** The read and file commands: thin, each one SDK call and one way to print it. */
@@ -20,13 +21,7 @@ export async function hubSearch(client: Silico, query: string | undefined, flags
   return EXIT.ok;
 }
 
-interface AccountView {
-  account: { id: string; namespace: string; kind: string };
-  access: { key_prefix: string; scopes: string[] };
-  usage: { requests_today: { this_key: number } };
-  holdings: { compute: { available_usd: number; reserved_usd: number; spent_usd: number } };
-  spend_caps: Record<'account' | 'key', { monthly_usd: number | null; per_run_usd: number | null; month_spent_usd: number | null }>;
-}
+type AccountView = ResponseBody<'account_get'>;
 
 /** A holder's caps in one line: what bounds it, or that nothing does. */
 function capsLine(c: AccountView['spend_caps']['account']): string {
@@ -35,7 +30,7 @@ function capsLine(c: AccountView['spend_caps']['account']): string {
 }
 
 export async function account(client: Silico, out: Out): Promise<number> {
-  const a = await client.account.get() as unknown as AccountView;
+  const a: AccountView = await client.account.get();
   out.result(a, () => {
     const c = a.holdings.compute;
     return [
