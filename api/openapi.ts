@@ -1,7 +1,8 @@
 import { ROUTES, type RouteDef } from './routeTable.ts';
 import { TOOLS } from './tools/index.ts';
 import { jsonBodySchema, type ToolDef } from './tools/tool.ts';
-import { envelopeFields, errorEnvelope, type JsonSchema } from './schemas/common.ts';
+import { successSchema } from './schemas/answer.ts';
+import { errorEnvelope, type JsonSchema } from './schemas/common.ts';
 import { SCHEMA_VERSION } from './envelope.ts';
 
 const ERROR_RESPONSES: Record<string, string> = {
@@ -36,20 +37,6 @@ function parameters(tool: ToolDef, route: RouteDef) {
   return out;
 }
 
-/**
- * A route's success body: the operation's own fields and the envelope's, as one object
- * (so an operation's strict schema, `additionalProperties: false`, holds for the whole
- * body). The tests validate every answer they receive against it.
- */
-export function successSchema(tool: ToolDef, route: RouteDef): JsonSchema {
-  const own = (tool.output && tool.output !== 'bytes' ? tool.output : { type: 'object' }) as JsonSchema & { properties?: Record<string, JsonSchema>; required?: string[] };
-  const envelope = route.plain ? { request_id: envelopeFields.request_id } : envelopeFields;
-  const required = route.plain ? [] : Object.keys(envelopeFields);
-  if (own.type === 'object' && own.properties) {
-    return { ...own, properties: { ...own.properties, ...envelope }, required: [...(own.required ?? []), ...required] };
-  }
-  return { allOf: [own, { type: 'object', properties: envelope, required }] };
-}
 
 function responses(tool: ToolDef, route: RouteDef) {
   const binary = tool.output === 'bytes';

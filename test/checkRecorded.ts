@@ -3,7 +3,7 @@ import path from 'node:path';
 import { makeAjv } from '../kernel/ajv.ts';
 import { ROUTES } from '../api/routeTable.ts';
 import { TOOLS } from '../api/tools/index.ts';
-import { successSchema } from '../api/openapi.ts';
+import { successSchema } from '../api/schemas/answer.ts';
 
 /**
  * Checks response bodies a test run recorded (`SILICO_RECORD_RESPONSES=<dir> npm test`, see

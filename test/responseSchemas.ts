@@ -4,7 +4,7 @@ import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { makeAjv } from '../kernel/ajv.ts';
 import { ROUTES, type RouteDef } from '../api/routeTable.ts';
 import { TOOLS } from '../api/tools/index.ts';
-import { successSchema } from '../api/openapi.ts';
+import { successSchema } from '../api/schemas/answer.ts';
 
 /**
  * Every success the suite receives is held to its route's published schema (the one

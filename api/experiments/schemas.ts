@@ -79,7 +79,7 @@ export const outputMetrics: JsonSchema = obj({
   min: { type: 'number' },
   max: { type: 'number' },
   ci95: {
-    type: ['array', 'null'], prefixItems: [{ type: 'number' }, { type: 'number' }], items: false, minItems: 2,
+    type: ['array', 'null'], items: { type: 'number' }, minItems: 2, maxItems: 2,
     description: 'The 95% confidence interval of the mean (Student t), [low, high]; null with one run.',
   },
 }, ['n', 'mean', 'stddev', 'min', 'max', 'ci95']);

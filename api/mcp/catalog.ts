@@ -4,6 +4,7 @@ import type { RouteTable } from '../router.ts';
 import { jsonBodySchema, type ToolDef } from '../tools/tool.ts';
 import { compileInput, type CompiledInput } from '../validation.ts';
 import type { JsonSchema } from '../schemas/common.ts';
+import { successSchema } from '../schemas/answer.ts';
 
 /** The argument that carries an Idempotency-Key over MCP, on the routes that take one. */
 export const IDEMPOTENCY_ARGUMENT = 'idempotency_key';
@@ -66,6 +67,8 @@ export function buildCatalog(table: RouteTable): ReadonlyMap<string, CatalogEntr
         name: tool.name,
         description: `${tool.description} (REST: ${route.method} /v1${route.path}; scope ${tool.scope === 'any' ? 'any valid API key' : tool.scope}.)${implemented}`,
         inputSchema: inputSchema(route, tool),
+        // The same body the REST route answers, envelope included: clients validate structuredContent against it.
+        outputSchema: successSchema(tool, route) as Tool['outputSchema'],
         annotations: annotations(tool),
       },
     });

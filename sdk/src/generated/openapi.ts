@@ -2684,10 +2684,7 @@ export interface operations {
                                 metrics: null | {
                                     [key: string]: {
                                         /** @description The 95% confidence interval of the mean (Student t), [low, high]; null with one run. */
-                                        ci95: [
-                                            number,
-                                            number
-                                        ] | null;
+                                        ci95: number[] | null;
                                         max: number;
                                         mean: number;
                                         min: number;
@@ -2908,10 +2905,7 @@ export interface operations {
                                 metrics: null | {
                                     [key: string]: {
                                         /** @description The 95% confidence interval of the mean (Student t), [low, high]; null with one run. */
-                                        ci95: [
-                                            number,
-                                            number
-                                        ] | null;
+                                        ci95: number[] | null;
                                         max: number;
                                         mean: number;
                                         min: number;
@@ -3140,10 +3134,7 @@ export interface operations {
                                 metrics: null | {
                                     [key: string]: {
                                         /** @description The 95% confidence interval of the mean (Student t), [low, high]; null with one run. */
-                                        ci95: [
-                                            number,
-                                            number
-                                        ] | null;
+                                        ci95: number[] | null;
                                         max: number;
                                         mean: number;
                                         min: number;
