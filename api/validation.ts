@@ -43,8 +43,19 @@ function paramPath(instancePath: string, extra?: string): string {
   return fieldPath(parts);
 }
 
-/** One ajv error as the spec's validation error: a precise code and the offending field. */
-export function toApiError(err: ErrorObject, prefix?: string) {
+/** The part of `root` a JSON pointer (`#/properties/a/oneOf`, an ajv error's schemaPath) names. */
+function atPointer(root: unknown, pointer: string): unknown {
+  return pointer.split('/').slice(1).reduce<unknown>(
+    (node, key) => (node && typeof node === 'object' ? (node as Record<string, unknown>)[key.replace(/~1/g, '/').replace(/~0/g, '~')] : undefined),
+    root,
+  );
+}
+
+/**
+ * One ajv error as the spec's validation error: a precise code and the offending field.
+ * `schema` is the schema validated against, where a one-of's alternatives are read.
+ */
+export function toApiError(err: ErrorObject, prefix?: string, schema?: unknown) {
   const at = (extra?: string) => {
     const p = paramPath(err.instancePath, extra);
     return prefix && !p ? prefix : p || null;
@@ -84,7 +95,8 @@ export function toApiError(err: ErrorObject, prefix?: string) {
     }
     case 'oneOf': case 'anyOf': {
       const p = at();
-      const shapes = ((err.schema as Array<{ required?: string[] }>) ?? []).map((b) => b.required ?? []);
+      const branches = (atPointer(schema, err.schemaPath) ?? []) as Array<{ required?: string[] }>;
+      const shapes = branches.map((b) => b.required ?? []);
       const text = shapes.map((r) => `{${r.join(', ')}}`).join(' or ');
       return errors.validation('parameter_invalid_combination', `${p ?? 'The body'} must contain exactly one of: ${text}.`, p, { accepted: shapes });
     }
@@ -165,5 +177,5 @@ export function check(validate: ValidateFunction | undefined, data: unknown, pre
   // A failed oneOf reports each branch's miss first; the combination is the real error.
   const first = errs[0]!;
   const combo = errs.find((e) => (e.keyword === 'oneOf' || e.keyword === 'anyOf') && first.keyword === 'required' && first.instancePath === e.instancePath);
-  throw toApiError(combo ?? first, prefix);
+  throw toApiError(combo ?? first, prefix, validate.schema);
 }

@@ -54,3 +54,12 @@ test('cursors round-trip; anything else, or a value its sort column cannot take,
     assert.throws(() => decodeCursor(bad, ['offset']), (e: ApiError) => e.code === 'invalid_cursor', bad);
   }
 });
+
+test('a one-of error names its alternatives, whichever way it is missed', () => {
+  const neither = errorFor('run_prepare', 'body', { inputs: {} });
+  assert.equal(neither.code, 'parameter_invalid_combination');
+  assert.equal(neither.message, 'The body must contain exactly one of: {capability_ref} or {workspace_id, revision_id}.');
+  assert.deepEqual(neither.details.accepted, [['capability_ref'], ['workspace_id', 'revision_id']]);
+  const both = errorFor('run_create', 'body', { plan_id: '7d1c6a52-3a43-4d8e-9c1a-1e0f4a1b2c3d', plan_sha256: 'a'.repeat(64), ref: 'platform/x' });
+  assert.match(both.message, /exactly one of: \{plan_id, plan_sha256\} or \{ref\}/);
+});
