@@ -1,3 +1,4 @@
+import { boundedContent } from '../boundedContent.ts';
 import type { ToolDef, ToolContext } from '../tools/tool.ts';
 import { str, nullableStr, limit, cursor, arr, sha256Hex, obj, uuid, planExecute, id } from '../schemas/common.ts';
 import { revisionApplied, workspaceChangePlan, workspaceCreated, workspaceDetail, workspacePage } from './schemas.ts';
@@ -75,9 +76,6 @@ export const workspaceTools: ToolDef[] = [
     output: revisionApplied,
   },
 ];
-
-/** Bounded content in reads: 64 KiB per file, flagged when cut. */
-const READ_BOUND = 64 * 1024;
 
 async function ownedWorkspace(ctx: ToolContext, id: string): Promise<WorkspaceRow> {
   const ws = await getWorkspace(ctx.deps.db, id, ctx.caller.account.id);
@@ -248,11 +246,9 @@ const WORKSPACE_HANDLERS: Record<string, ToolDef['handler']> = {
     const rev = await getRevision(ctx.deps.db, ws.id, input.revision_id ?? ws.head_revision_id);
     if (!rev) throw errors.notFound('revision_not_found', 'revision', 'revision_id');
     const files = await Promise.all(Object.entries(rev.tree).sort(([a], [b]) => (a < b ? -1 : 1)).map(async ([p, f]) => {
-      const bytes = await ctx.deps.objects.getBytes(blobKey(f.sha256));
-      const head = bytes.subarray(0, READ_BOUND);
-      const text = new TextDecoder('utf-8', { fatal: false }).decode(head);
-      const binary = text.includes('\uFFFD') || head.includes(0);
-      return { path: p, sha256: f.sha256, size_bytes: f.size, encoding: binary ? 'base64' : 'utf8', content: binary ? head.toString('base64') : text, truncated: bytes.length > READ_BOUND };
+      // Only the bytes shown are read: a tree may hold 64 MiB.
+      const { head, text, truncated } = await boundedContent(ctx.deps.objects, blobKey(f.sha256), f.size);
+      return { path: p, sha256: f.sha256, size_bytes: f.size, encoding: text === null ? 'base64' : 'utf8', content: text ?? head.toString('base64'), truncated };
     }));
     return {
       body: { ...workspaceView(ws), revision: { ...revisionView(rev), files }, evidence: evidenceView(await revisionEvidence(ctx.deps.db, ws.id, rev.id), await pinnedResources(ctx.deps.db, ws.id, rev.number, rev.tree)) },

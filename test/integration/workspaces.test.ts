@@ -2,7 +2,10 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { BASE_URL, call, errorOf, closeTestDb, newAccount, waitForRun } from '../helpers.ts';
+import { BASE_URL, call, errorOf, closeTestDb, newAccount, testDb, testObjects, waitForRun } from '../helpers.ts';
+import type { ObjectStore } from '../../storage/objects.ts';
+import { getAccount } from '../../storage/db/accounts.ts';
+import { tool } from '../../api/tools/index.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { digestJson, sha256Hex } from '../../storage/digest.ts';
 
@@ -245,4 +248,35 @@ test('file_put with a file_id puts the bytes of one of the caller\'s files; anot
   assert.equal(errorOf(theirs).code, 'file_not_found');
   assert.equal(errorOf(theirs).param, 'operations[0].file_id');
   assert.deepEqual({ ...errorOf(theirs), request_id: null }, { ...errorOf(missing), request_id: null });
+});
+
+test('reading a workspace reads at most 64 KiB of each file from the store, however large the file', async () => {
+  const owner = await newAccount();
+  const ws = await workspace(owner.key);
+  const big = 'x'.repeat(600 * 1024);
+  const plan = await prepare(owner.key, ws.workspace_id, ws.head_revision_id, [{ kind: 'file_put', path: 'data/big.txt', content: big }, { kind: 'file_put', path: 'notes.md', content: 'small' }]);
+  assert.equal((await apply(owner.key, plan.body)).status, 200);
+  // The operation itself, on the stack's real store, with every byte it reads counted.
+  let read = 0;
+  const store = testObjects();
+  const counted: ObjectStore = {
+    ...store,
+    async getBytes(key) {
+      const bytes = await store.getBytes(key);
+      read += bytes.length;
+      return bytes;
+    },
+    async getStream(key, range) {
+      const got = await store.getStream(key, range);
+      got.body.on('data', (c: Buffer) => { read += c.length; });
+      return got;
+    },
+  };
+  const caller = { account: (await getAccount(testDb(), owner.account.id))!, key: {} as never };
+  const result = await tool('workspace_get').handler!({ workspace_id: ws.workspace_id }, { deps: { db: testDb(), objects: counted } as never, caller, requestId: 'test' });
+  const files = (result.body.revision as { files: Array<{ path: string; content: string; truncated: boolean }> }).files;
+  assert.equal(files.find((f) => f.path === 'data/big.txt')!.content, big.slice(0, 64 * 1024));
+  assert.equal(files.find((f) => f.path === 'data/big.txt')!.truncated, true);
+  assert.equal(files.find((f) => f.path === 'notes.md')!.content, 'small');
+  assert.ok(read <= 64 * 1024 + 'small'.length, `read ${read} bytes to show ${64 * 1024 + 5}`);
 });
