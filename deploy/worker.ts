@@ -8,6 +8,7 @@ import { createSessionActivities } from '../activities/sessions/activities.ts';
 import { createWebhookActivities } from '../activities/webhooks.ts';
 import { startWebhookDispatcher } from './webhookDispatcher.ts';
 import { createMaintenanceActivities } from '../activities/maintenance.ts';
+import { createObjectSweepActivities } from '../activities/objectSweep.ts';
 import { CONTROL_TASK_QUEUE, computeTaskQueue, servingTaskQueue } from '../kernel/workflowNames.ts';
 import { createRunActivities } from '../activities/runs.ts';
 import { createExecutionActivities } from '../activities/execution/execute.ts';
@@ -73,6 +74,7 @@ async function main(): Promise<void> {
     ...(config.worker.workflowBundle ? { workflowBundle: { codePath: config.worker.workflowBundle } } : { workflowsPath: WORKFLOWS_PATH }),
     activities: {
       ...createMaintenanceActivities({ db, objects, idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds, workflowState: workflowStateOf(client), executions: executionProbeOf(client) }),
+      ...createObjectSweepActivities({ db, objects }),
       ...createRunActivities({ db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount }),
       ...publication,
       ...createDatasetActivities({ db, objects }),

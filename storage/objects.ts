@@ -13,6 +13,9 @@ const BODY_COMMANDS = new Set(['PutObjectCommand', 'UploadPartCommand']);
 
 export interface ObjectStoreConfig { endpoint: string; region: string; accessKeyId: string; secretAccessKey: string; bucket: string }
 
+/** An existing blob stored again by putBlob once older than this (see the object sweep). */
+const REWRITE_AFTER_MS = 3600_000;
+
 /** Content address of a blob: every byte sequence is stored once under its sha256. */
 export function blobKey(sha256: string): string {
   return `blobs/sha256/${sha256}`;
@@ -28,6 +31,8 @@ export interface ObjectStore {
   putObject(key: string, bytes: Uint8Array, contentType?: string): Promise<void>;
   getBytes(key: string): Promise<Buffer>;
   exists(key: string): Promise<boolean>;
+  /** When the object was last written, or null when there is none. */
+  lastModified(key: string): Promise<Date | null>;
   /** Streams bytes to `key` (multipart, bounded memory); `signal` aborts and removes the upload. */
   putStream(key: string, body: Readable, contentType: string, signal?: AbortSignal): Promise<void>;
   delete(key: string): Promise<void>;
@@ -109,7 +114,10 @@ export function createObjectStore(cfg: ObjectStoreConfig, opts: { timeoutMs?: nu
     async putBlob(bytes, contentType = 'application/octet-stream') {
       const sha = sha256Hex(bytes);
       const key = blobKey(sha);
-      if (!(await store.exists(key))) await store.putObject(key, bytes, contentType);
+      // Stored anew when missing, or when last written long ago: bytes named again are
+      // young again, so the sweep of unnamed objects (its grace is a day) leaves them.
+      const at = await store.lastModified(key);
+      if (!at || Date.now() - at.getTime() > REWRITE_AFTER_MS) await store.putObject(key, bytes, contentType);
       return sha;
     },
     async putObject(key, bytes, contentType = 'application/octet-stream') {
@@ -119,16 +127,18 @@ export function createObjectStore(cfg: ObjectStoreConfig, opts: { timeoutMs?: nu
       const out = await client.send(new GetObjectCommand({ Bucket: cfg.bucket, Key: key }));
       return Buffer.from(await out.Body!.transformToByteArray());
     },
-    async exists(key) {
+    async lastModified(key) {
       try {
-        await client.send(new HeadObjectCommand({ Bucket: cfg.bucket, Key: key }));
-        return true;
+        return (await client.send(new HeadObjectCommand({ Bucket: cfg.bucket, Key: key }))).LastModified ?? null;
       } catch (err) {
-        const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-        if (status === 404) return false;
+        if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) return null;
         throw err;
       }
     },
+    async exists(key) {
+      return (await store.lastModified(key)) !== null;
+    },
+
     async putStream(key, body, contentType, signal) {
       // Parts of 5 MiB (S3's minimum), one in flight while the next fills: an upload's
       // peak memory stays near 40 MiB whatever its size. A second part in flight made a

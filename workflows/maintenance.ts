@@ -1,22 +1,32 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { patched, proxyActivities } from '@temporalio/workflow';
 import type { MaintenanceActivities } from '../activities/maintenance.ts';
+import type { ObjectSweepActivities } from '../activities/objectSweep.ts';
 
 const { purgeExpired, reconcileOrphans, sweepLostRuns } = proxyActivities<MaintenanceActivities>({
   startToCloseTimeout: '5 minutes',
   retry: { maximumAttempts: 5 },
 });
 
+const { sweepUnnamedObjects } = proxyActivities<ObjectSweepActivities>({
+  startToCloseTimeout: '30 minutes',
+  retry: { maximumAttempts: 5 },
+});
+
+/** An object no record names is kept this long (far past any write in flight) before it is removed. */
+const UNNAMED_OBJECT_GRACE_SECONDS = 24 * 3600;
+
 /** A record is left to its workflow this long before reconciliation asks whether it is gone. */
 const RECONCILE_AFTER_SECONDS = 3600;
 
 /**
  * Runs on an hourly Temporal schedule: forgets idempotency keys and counters past
- * retention, and closes records whose workflow is gone.
+ * retention, closes records whose workflow is gone, and removes objects no record names.
  */
-export async function maintenanceWorkflow(): Promise<{ idempotency_keys: number; rate_limits: number; reconciled: Record<string, number> }> {
+export async function maintenanceWorkflow(): Promise<{ idempotency_keys: number; rate_limits: number; reconciled: Record<string, number>; unnamed_objects?: { removed: number; kept_young: number } }> {
   const purged = await purgeExpired();
   const reconciled = await reconcileOrphans(RECONCILE_AFTER_SECONDS);
-  return { ...purged, reconciled };
+  if (!patched('sweep-unnamed-objects')) return { ...purged, reconciled };
+  return { ...purged, reconciled, unnamed_objects: await sweepUnnamedObjects(UNNAMED_OBJECT_GRACE_SECONDS) };
 }
 
 /** A run whose execution has had no live process this long is ended by the sweeper. */

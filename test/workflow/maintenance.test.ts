@@ -38,8 +38,12 @@ test('maintenanceWorkflow returns what it purged and reconciled, retrying a fail
       assert.equal(olderThan, 3600, 'records are left to their workflow for an hour first');
       return { run: 1, publication: 0, dataset: 2 };
     },
+    async sweepUnnamedObjects(grace: number) {
+      assert.equal(grace, 24 * 3600, 'an unnamed object is kept a day first');
+      return { removed: 4, kept_young: 5 };
+    },
   });
-  assert.deepEqual(result, { idempotency_keys: 3, rate_limits: 2, reconciled: { run: 1, publication: 0, dataset: 2 } });
+  assert.deepEqual(result, { idempotency_keys: 3, rate_limits: 2, reconciled: { run: 1, publication: 0, dataset: 2 }, unnamed_objects: { removed: 4, kept_young: 5 } });
   assert.equal(calls, 2);
 });
 
@@ -57,7 +61,11 @@ test('the real purge activity removes keys past 24 h, expired counters and a bio
   await objects.putObject(staged, Buffer.from('a record'));
   const blob = await objects.putBlob(Buffer.from(`kept ${crypto.randomUUID()}`));
   await new Promise((r) => setTimeout(r, 1100));
-  const result = await runWith(createMaintenanceActivities({ db, objects, idempotencyTtlSeconds: 24 * 3600, workflowState: async () => 'open', executions: { lastHeartbeat: async () => null, terminate: async () => undefined }, stagingKeptMs: 500 })) as { idempotency_keys: number; rate_limits: number; staged_objects: number };
+  const result = await runWith({
+    ...createMaintenanceActivities({ db, objects, idempotencyTtlSeconds: 24 * 3600, workflowState: async () => 'open', executions: { lastHeartbeat: async () => null, terminate: async () => undefined }, stagingKeptMs: 500 }),
+    // The sweep of unnamed objects has its own test (test/integration/objectSweep.test.ts).
+    async sweepUnnamedObjects() { return { removed: 0, kept_young: 0 }; },
+  }) as { idempotency_keys: number; rate_limits: number; staged_objects: number };
   assert.ok(result.idempotency_keys >= 1 && result.rate_limits >= 1 && result.staged_objects >= 1, JSON.stringify(result));
   assert.equal(await objects.exists(staged), false);
   assert.equal(await objects.exists(blobKey(blob)), true);
