@@ -1,8 +1,10 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { call, closeTestDb, newAccount, testDb, waitForRun } from '../helpers.ts';
+import { BASE_URL, call, closeTestDb, newAccount, testDb, testObjects, waitForRun } from '../helpers.ts';
 import { auditLedger } from '../../storage/db/audit.ts';
+import { auditObjects } from '../../storage/objectAudit.ts';
+import { getFile } from '../../storage/db/files.ts';
 
 after(closeTestDb);
 
@@ -37,4 +39,25 @@ test('the ledger audit finds nothing wrong after real runs, and finds each kind 
   // Another account's figures are its own.
   const other = await newAccount({ usd: 1 });
   assert.deepEqual(Object.values((await auditLedger(db, [other.account.id])).problems), [0, 0, 0, 0, 0]);
+});
+
+test('the object audit re-hashes every artifact and file of an account: clean after real work, and it finds bytes changed or gone', async () => {
+  const owner = await newAccount({ usd: 1 });
+  await run(owner.key);
+  const upload = async () => {
+    const form = new FormData();
+    form.append('file', new Blob([new TextEncoder().encode(`audited ${randomUUID()}`)]), 'a.txt');
+    const res = await fetch(`${BASE_URL}/files`, { method: 'POST', headers: { Authorization: `Bearer ${owner.key}` }, body: form });
+    const { file_id } = await res.json() as { file_id: string };
+    return (await getFile(testDb(), file_id, owner.account.id))!.object_key;
+  };
+  const [changed, gone] = [await upload(), await upload()];
+  const clean = await auditObjects(testDb(), testObjects(), [owner.account.id]);
+  assert.ok(clean.artifacts >= 1);
+  assert.deepEqual({ differ: clean.bytes_differ, missing: clean.objects_missing }, { differ: 0, missing: 0 });
+  // Each upload has an object of its own (files/<id>), so damaging them touches no one else's.
+  await testObjects().putObject(changed, Buffer.from('other bytes'));
+  await testObjects().delete(gone);
+  const damaged = await auditObjects(testDb(), testObjects(), [owner.account.id]);
+  assert.deepEqual({ differ: damaged.bytes_differ, missing: damaged.objects_missing }, { differ: 1, missing: 1 });
 });
