@@ -6,6 +6,7 @@
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot, { type AlignedData, type Options } from 'uplot';
 import 'uplot/dist/uPlot.min.css';
+import { tickLabels } from '../format.ts';
 
 export interface Series {
   name: string;
@@ -26,12 +27,22 @@ export function SeriesChart({ title, series, width = 760 }: { title: string; ser
       ? [series[0]!.t, series[0]!.y] as AlignedData
       : uPlot.join(series.map((s) => [s.t, s.y] as AlignedData));
     const units = series[0]!.units;
+    const figure = box.current.parentElement!;
+    const shown = (axis: 'x' | 'y', labels: string[]) => {
+      figure.dataset[`${axis}Ticks`] = JSON.stringify(labels);
+      return labels;
+    };
     const opts: Options = {
       title,
       width,
       height: 320,
       scales: { x: { time: false } },
-      axes: [{ label: 't' }, { label: units ?? undefined, size: 70 }],
+      // Tick labels as precise as their spacing; the ones drawn are kept on the figure
+      // (data-x-ticks, data-y-ticks) since the canvas holds no text to read.
+      axes: [
+        { label: 't', values: (_u, splits) => shown('x', tickLabels(splits)) },
+        { label: units ?? undefined, size: 70, values: (_u, splits) => shown('y', tickLabels(splits)) },
+      ],
       series: [{ label: 't' }, ...series.map((s, i) => ({ label: s.units ? `${s.name} (${s.units})` : s.name, stroke: PALETTE[i % PALETTE.length], width: 1.5 }))],
       cursor: { drag: { x: true, y: false } },
     };
