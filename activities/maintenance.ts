@@ -7,10 +7,11 @@ import { openRecords, type OpenRecord } from '../storage/db/reconciliation.ts';
 import { finishRun } from '../storage/runLifecycle.ts';
 import { failPublication } from '../storage/db/publications.ts';
 import { finishDataset } from '../storage/db/datasets.ts';
-import { datasetWorkflowId, experimentWorkflowId, hostingWorkflowId, invocationWorkflowId, publicationWorkflowId, runWorkflowId } from '../kernel/workflowNames.ts';
+import { datasetWorkflowId, experimentWorkflowId, hostingWorkflowId, invocationWorkflowId, publicationWorkflowId, runWorkflowId, sessionWorkflowId } from '../kernel/workflowNames.ts';
 import { finishInvocation } from '../storage/db/hostedInvocations.ts';
 import { recordHosting } from '../storage/db/hosting.ts';
 import { completeExperiment } from '../storage/db/experiments.ts';
+import { failSession } from '../storage/db/sessions.ts';
 import { appendEvent, staleRuns } from '../storage/db/runs.ts';
 import type { ExecutionProbe } from './workflowState.ts';
 
@@ -19,16 +20,22 @@ export type WorkflowState = (workflowId: string) => Promise<'open' | 'closed' | 
 
 const WORKFLOW_ID: Record<OpenRecord['kind'], (id: string) => string> = {
   run: runWorkflowId, publication: publicationWorkflowId, dataset: datasetWorkflowId, experiment: experimentWorkflowId, invocation: invocationWorkflowId, hosting: hostingWorkflowId,
+  session: sessionWorkflowId,
 };
 /** How long a biology fetch's staged records may outlive it before the hourly purge removes them. */
 const STAGING_KEPT_MS = 24 * 3600 * 1000;
 const GONE = 'Its workflow ended without recording an ending (or never started); closed by the hourly reconciliation.';
+/** Why an open session was failed: its workflow, which alone takes its changes, is not there. */
+const sessionGone = (workflowId: string, state: 'closed' | 'missing') => (state === 'missing'
+  ? `Its workflow ${workflowId} does not exist (it never started, or is gone), so no change can reach this session; failed by the hourly reconciliation. What was recorded stays readable.`
+  : `Its workflow ${workflowId} has closed without completing this session, so no change can reach it; failed by the hourly reconciliation. What was recorded stays readable.`);
 
 /**
  * Housekeeping of the state of record: expired idempotency keys and rate counters, and
  * records whose workflow is gone, closed truthfully (a run fails with nothing charged, a
  * publication fails and frees its version, a dataset version fails, a study whose runs
- * have all ended is completed, an invocation fails with nothing charged, a hosting fails).
+ * have all ended is completed, an invocation fails with nothing charged, a hosting fails,
+ * an open session fails saying whether its workflow closed or never existed).
  */
 export function createMaintenanceActivities(deps: { db: Db; objects: ObjectStore; idempotencyTtlSeconds: number; workflowState: WorkflowState; executions: ExecutionProbe; stagingKeptMs?: number }) {
   return {
@@ -43,9 +50,11 @@ export function createMaintenanceActivities(deps: { db: Db; objects: ObjectStore
 
     /** Closes records left open by a workflow that is gone; returns how many of each. */
     async reconcileOrphans(olderThanSeconds: number): Promise<Record<OpenRecord['kind'], number>> {
-      const closed = { run: 0, publication: 0, dataset: 0, experiment: 0, invocation: 0, hosting: 0 };
+      const closed = { run: 0, publication: 0, dataset: 0, experiment: 0, invocation: 0, hosting: 0, session: 0 };
       for (const r of await openRecords(deps.db, olderThanSeconds)) {
-        if ((await deps.workflowState(WORKFLOW_ID[r.kind](r.id))) === 'open') continue;
+        const workflowId = WORKFLOW_ID[r.kind](r.id);
+        const state = await deps.workflowState(workflowId);
+        if (state === 'open') continue;
         // A study's run waiting for its turn has no workflow yet; its study's workflow has it.
         if (r.experimentId && (await deps.workflowState(experimentWorkflowId(r.experimentId))) === 'open') continue;
         if (r.kind === 'run') await finishRun(deps.db, { runId: r.id, status: 'failed', error: { code: 'internal_error', message: GONE }, computeSeconds: 0 });
@@ -53,7 +62,10 @@ export function createMaintenanceActivities(deps: { db: Db; objects: ObjectStore
         else if (r.kind === 'dataset') await finishDataset(deps.db, r.id, [{ file_id: '', problem: GONE }]);
         else if (r.kind === 'invocation') await finishInvocation(deps.db, { id: r.id, status: 'failed', error: { code: 'internal_error', message: GONE }, computeSeconds: 0 });
         else if (r.kind === 'hosting') await recordHosting(deps.db, r.id, r.generation!, { status: 'failed', pending_action: null }, { kind: 'failed', actor: 'reconciliation', message: GONE });
-        else if (!(await completeExperiment(deps.db, r.id))) continue;
+        else if (r.kind === 'session') {
+          // Completed meanwhile (its workflow ends right after recording that): nothing to close.
+          if (!(await failSession(deps.db, r.id, { code: 'internal_error', message: sessionGone(workflowId, state) }))) continue;
+        } else if (!(await completeExperiment(deps.db, r.id))) continue;
         closed[r.kind] += 1;
       }
       return closed;

@@ -3,6 +3,7 @@ import { WEBHOOK_EVENT_TYPES, createEndpoint, getEndpoint, listEndpoints, remove
 import { newWebhookSecret } from '../storage/webhookSecrets.ts';
 import { newId } from '../storage/ids.ts';
 import type { SecretsKeyring } from '../kernel/sealedSecrets.ts';
+import { webhookUrlRules } from '../kernel/config.ts';
 import { ApiError } from '../api/errors.ts';
 import { checkWebhookUrl, endpointView } from '../api/webhooks/view.ts';
 import { DEFAULT_OVERLAP_SECONDS } from '../api/webhooks/operations.ts';
@@ -15,7 +16,7 @@ export const WEBHOOKS_USAGE = `  webhooks add --account NS --url URL [--events a
 
 /**
  * `npm run admin -- webhooks ...`: the same endpoints the account manages through
- * /v1/webhook-endpoints, from the operator's side (the URL rules of SILICO_WEBHOOK_ALLOW_PRIVATE apply).
+ * /v1/webhook-endpoints, from the operator's side, under the api's URL rules (kernel/config.ts webhookUrlRules).
  */
 export async function adminWebhooks(db: Db, secrets: () => SecretsKeyring, cmd: string, arg: string | undefined, o: { accountId: string; url?: string; events?: string; note?: string; overlapSeconds?: string }, usage: (m: string) => Error): Promise<unknown> {
   switch (cmd) {
@@ -24,9 +25,11 @@ export async function adminWebhooks(db: Db, secrets: () => SecretsKeyring, cmd: 
       const events = !o.events || o.events === 'all' ? [...WEBHOOK_EVENT_TYPES] : o.events.split(',').map((e) => e.trim()).filter(Boolean);
       const unknown = events.filter((e) => !(WEBHOOK_EVENT_TYPES as readonly string[]).includes(e));
       if (unknown.length) throw usage(`unknown events: ${unknown.join(', ')}`);
+      // The api's rule: https outside the local stack, and its test-only switch refused there.
+      const rules = webhookUrlRules(process.env);
       let url: string;
       try {
-        url = checkWebhookUrl(o.url, process.env.SILICO_WEBHOOK_ALLOW_PRIVATE === '1');
+        url = checkWebhookUrl(o.url, rules);
       } catch (err) {
         throw err instanceof ApiError ? usage(err.message) : err;
       }

@@ -99,19 +99,27 @@ export interface BiologyConfig {
   sources: Record<BiologySourceId, BiologySource>;
   /**
    * Whether sources may resolve to private or loopback addresses: only the test
-   * configuration, whose sources are a local fixture server (SILICO_BIOLOGY_ALLOW_PRIVATE=1).
+   * configuration, whose sources are a local fixture server (SILICO_BIOLOGY_ALLOW_PRIVATE=1,
+   * honoured only in the local stack).
    */
   allowPrivateAddresses: boolean;
+}
+
+/** What a webhook endpoint's URL may be (webhookUrlRules). */
+export interface WebhookUrlRules {
+  /** Private, loopback or link-local addresses: only the test configuration (SILICO_WEBHOOK_ALLOW_PRIVATE=1 in the local stack). */
+  allowPrivateAddresses: boolean;
+  /** Plain `http:`: only in the local stack; anywhere else an endpoint must be `https:`. */
+  allowHttp: boolean;
 }
 
 /**
  * Webhook deliveries: an attempt counts when the endpoint answers 2xx within `timeoutMs`;
  * failures are retried from `firstRetryMs`, doubling up to `maxRetryMs`, for `retryForMs`
  * (24 hours), then the delivery is dead-lettered. Endpoints may be private or loopback
- * addresses only in the test configuration (SILICO_WEBHOOK_ALLOW_PRIVATE=1).
+ * addresses only in the test configuration, and plain http only in the local stack.
  */
-export interface WebhookConfig {
-  allowPrivateAddresses: boolean;
+export interface WebhookConfig extends WebhookUrlRules {
   timeoutMs: number;
   firstRetryMs: number;
   maxRetryMs: number;
@@ -143,8 +151,45 @@ function biologyConfig(env: NodeJS.ProcessEnv): BiologyConfig {
         timeoutMs, maxRecordBytes, requestsPerSecond: int(env, 'SILICO_BIOLOGY_NCBI_RPS', 3),
       },
     },
-    allowPrivateAddresses: env.SILICO_BIOLOGY_ALLOW_PRIVATE === '1',
+    allowPrivateAddresses: isLocalStack(env) && env.SILICO_BIOLOGY_ALLOW_PRIVATE === '1',
   };
+}
+
+/**
+ * The marker of the stack deploy/local starts: deploy/local/stack.ts sets it on the api
+ * and worker it launches (and hands it to the tests it serves). Nothing in deploy/docker
+ * or deploy/k8s sets it (test/unit/manifests.test.ts holds them to that).
+ */
+export const LOCAL_STACK_MARKER = 'SILICO_LOCAL_STACK';
+
+/**
+ * Test-only settings: they loosen what the service reaches, for the local stack's own
+ * fixtures (its biology fixture server, webhook receivers on loopback). Outside the local
+ * stack a process that has one set (to anything but empty or `0`) refuses to start.
+ */
+export const LOCAL_STACK_ONLY = ['SILICO_WEBHOOK_ALLOW_PRIVATE', 'SILICO_BIOLOGY_ALLOW_PRIVATE'] as const;
+
+/** Whether the environment is the local stack's (its marker set). */
+export function isLocalStack(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env[LOCAL_STACK_MARKER] === '1';
+}
+
+/** Throws, naming it, when a test-only setting is set outside the local stack. */
+export function refuseLocalStackOnly(env: NodeJS.ProcessEnv = process.env): void {
+  if (isLocalStack(env)) return;
+  for (const name of LOCAL_STACK_ONLY) {
+    const v = env[name];
+    if (v !== undefined && v !== '' && v !== '0') {
+      throw new Error(`${name} is a test-only setting, honoured only in the stack deploy/local starts (npm start, npm test); this process is not part of it. Remove ${name} from its environment.`);
+    }
+  }
+}
+
+/** What a webhook endpoint's URL may be in this environment (the api's and the operator CLI's rule); refuses a test-only setting outside the local stack. */
+export function webhookUrlRules(env: NodeJS.ProcessEnv = process.env): WebhookUrlRules {
+  refuseLocalStackOnly(env);
+  const local = isLocalStack(env);
+  return { allowPrivateAddresses: local && env.SILICO_WEBHOOK_ALLOW_PRIVATE === '1', allowHttp: local };
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -189,6 +234,8 @@ export function sandboxSettings(env: NodeJS.ProcessEnv = process.env): Config['s
 
 /** Builds the configuration from an environment (defaults match `npm start`). */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  // A deployment with a test-only setting fails at start, naming it, rather than run loosened.
+  refuseLocalStackOnly(env);
   const apiPort = int(env, 'SILICO_API_PORT', 8080);
   const apiHost = str(env, 'SILICO_API_HOST', '127.0.0.1');
   return {
@@ -248,7 +295,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // No default: a deployment without its key fails at start rather than store secrets readable.
     secrets: secretsKeyringOf(env) ?? secretsKeyring(str(env, 'SILICO_SECRETS_KEY')),
     webhooks: {
-      allowPrivateAddresses: env.SILICO_WEBHOOK_ALLOW_PRIVATE === '1',
+      ...webhookUrlRules(env),
       timeoutMs: int(env, 'SILICO_WEBHOOK_TIMEOUT_MS', 10_000),
       firstRetryMs: int(env, 'SILICO_WEBHOOK_FIRST_RETRY_MS', 10_000),
       maxRetryMs: int(env, 'SILICO_WEBHOOK_MAX_RETRY_MS', 3_600_000),

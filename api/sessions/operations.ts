@@ -20,7 +20,7 @@ import { RECENT_PROGRESS, sessionNextActions, sessionSummary, sessionView } from
 import { sessionChangeUpdate, sessionCompletionUpdate, sessionExternalUpdate, sessionProgressUpdate, sessionValidationUpdate, sessionWorkflow, sessionWorkspaceUpdate } from '../../workflows/session.ts';
 import type { UpdateDefinition } from '@temporalio/common';
 import { acceptAndStart } from '../acceptAndStart.ts';
-import { sessionCompletionAnswer, sessionContractPlan, sessionExecutionPlan, sessionPage, sessionProgress, sessionRecord, sessionValidationAnswer, sessionWorkspace } from './schemas.ts';
+import { SESSION_STATUSES, sessionCompletionAnswer, sessionContractPlan, sessionExecutionPlan, sessionPage, sessionProgress, sessionRecord, sessionValidationAnswer, sessionWorkspace } from './schemas.ts';
 
 const sessionPath = { session_id: id('ses') };
 const evidenceRef = str(2000, { minLength: 1, pattern: EVIDENCE_REF_PATTERN });
@@ -30,7 +30,7 @@ const step = obj({ id: stepId, title: str(500, { minLength: 1 }), depends_on: ar
 
 export const sessionTools: ToolDef[] = [
   { name: 'session_create', scope: 'workspaces:write', readOnly: false, description: 'Create a durable collaboration session.', input: { body: obj({ title: str(200, { minLength: 1 }), goal: str(2000) }, ['title']) }, output: sessionRecord },
-  { name: 'session_list', scope: 'workspaces:read', readOnly: true, description: 'List collaboration sessions, newest first.', input: { query: { status: { enum: ['open', 'completed', null] }, limit, cursor } }, output: sessionPage },
+  { name: 'session_list', scope: 'workspaces:read', readOnly: true, description: 'List collaboration sessions, newest first.', input: { query: { status: { enum: [...SESSION_STATUSES, null] }, limit, cursor } }, output: sessionPage },
   { name: 'session_get', scope: 'workspaces:read', readOnly: true, description: 'Resume an external collaboration: contract, plan with step states, recent progress, validation, completion, conversations and next actions.', input: { path: sessionPath }, output: sessionRecord },
   {
     name: 'session_external_attach', scope: 'workspaces:write', readOnly: false, description: 'Attach an external conversation to a session.',
@@ -89,10 +89,14 @@ function refusal(err: unknown, param: string | null): ApiError | null {
   return new ApiError(SESSION_REFUSALS[type], type, err.cause.message, typeof named === 'string' ? named : param);
 }
 
+/** Why a session that failed takes no change (its workflow is gone: the reconciliation's finding). */
+const failedMessage = (s: SessionRow) => `This session failed; it is read-only. ${s.error?.message ?? ''}`.trim();
+
 /** Sends an update to the session's workflow; refusals are the caller's, a closed workflow is 409. */
 async function update<R, Args extends unknown[]>(ctx: ToolContext, s: SessionRow, definition: UpdateDefinition<R, Args>, args: Args, param: string | null, updateId?: string): Promise<R> {
   const closed = () => new ApiError(409, 'session_completed', 'This session is complete; it is read-only.', 'session_id');
   if (s.status === 'completed') throw closed();
+  if (s.status === 'failed') throw new ApiError(409, 'session_failed', failedMessage(s), 'session_id');
   // One id for every attempt: the workflow answers an update id it has seen (across
   // continue-as-new) with its first answer, so a retry never applies a change twice.
   const id = updateId ?? randomUUID();
@@ -103,8 +107,10 @@ async function update<R, Args extends unknown[]>(ctx: ToolContext, s: SessionRow
       const refused = refusal(err, param);
       if (refused) throw refused;
       if (!(err instanceof WorkflowNotFoundError)) throw err;
-      // Completed between our read and the update: its workflow has ended.
-      if ((await getSession(ctx.deps.db, s.id, s.account_id))?.status === 'completed') throw closed();
+      // Completed (or failed) between our read and the update: its workflow has ended.
+      const now = await getSession(ctx.deps.db, s.id, s.account_id);
+      if (now?.status === 'completed') throw closed();
+      if (now?.status === 'failed') throw new ApiError(409, 'session_failed', failedMessage(now), 'session_id');
       // Sent to a run that then continued as new before taking it: the update is gone
       // with that run, and the same id goes to the new one.
       if (!/update .* not found/i.test(err.message) || attempt >= 3) throw err;
@@ -151,6 +157,7 @@ function checkSteps(steps: Array<{ id: string; depends_on?: string[] }>): void {
 async function prepareChange(ctx: ToolContext, s: SessionRow, change: { contract?: { requirements: Requirement[] }; executionPlan?: { steps: Array<{ id: string; title: string; depends_on: string[] }> } }) {
   const findings: Finding[] = [];
   if (s.status === 'completed') findings.push({ severity: 'blocking', code: 'session_completed', message: 'This session is complete; it is read-only.', path: null });
+  if (s.status === 'failed') findings.push({ severity: 'blocking', code: 'session_failed', message: failedMessage(s), path: null });
   const proposal = { session_id: s.id, version: s.version, ...change };
   const plan = await createPlan(ctx.deps.db, { accountId: ctx.caller.account.id, kind: 'session_change', proposal, findings, ttlSeconds: PLAN_TTL_SECONDS });
   return {

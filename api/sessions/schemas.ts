@@ -14,6 +14,8 @@ import { EVIDENCE_KINDS } from '../../kernel/evidence.ts';
 export const STEP_STATUSES = ['pending', 'started', 'done', 'blocked', 'skipped'] as const;
 /** What a progress entry may set a step to (every step status but `pending`). */
 const PROGRESS_STATUSES = STEP_STATUSES.filter((s) => s !== 'pending');
+/** storage/db/sessions.ts SessionRow status. */
+export const SESSION_STATUSES = ['open', 'completed', 'failed'] as const;
 /** A verdict on a requirement, and on each piece of evidence (activities/sessions/evidence.ts). */
 const VERDICTS = ['satisfied', 'unsatisfied', 'unknown'] as const;
 
@@ -40,7 +42,7 @@ const summaryFields: Record<string, JsonSchema> = {
   session_id: sessionId,
   title: str(200),
   goal: nullableStr(2000),
-  status: { enum: ['open', 'completed'], description: 'A `completed` session is read-only.' },
+  status: { enum: [...SESSION_STATUSES], description: 'A `completed` session is read-only; so is a `failed` one, whose workflow ended or never started without completing it (`error` says which).' },
   version: { ...count, description: 'Bumped by each applied contract or execution plan; a change plan is valid only on the version it was prepared on.' },
   requirement_count: count,
   step_count: count,
@@ -49,6 +51,10 @@ const summaryFields: Record<string, JsonSchema> = {
   created_at: time,
   updated_at: time,
   completed_at: nullableTime,
+  error: {
+    oneOf: [{ type: 'null' }, obj({ code: str(64), message: str(2000) }, ['code', 'message'])],
+    description: 'Why a `failed` session ended (the hourly reconciliation found its workflow closed or missing); null otherwise.',
+  },
 };
 export const sessionSummary: JsonSchema = obj(summaryFields, Object.keys(summaryFields));
 export const sessionPage: JsonSchema = cursorPage(sessionSummary);

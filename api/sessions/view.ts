@@ -12,6 +12,7 @@ export function sessionSummary(s: SessionRow) {
     requirement_count: s.contract?.requirements.length ?? 0, step_count: s.execution_plan?.steps.length ?? 0,
     steps_done: s.execution_plan?.steps.filter((x) => x.status === 'done').length ?? 0, progress_count: s.progress_count,
     created_at: isoTime(s.created_at), updated_at: isoTime(s.updated_at), completed_at: isoTime(s.completed_at),
+    error: s.error ?? null,
   };
 }
 
@@ -22,7 +23,7 @@ export function progressView(p: ProgressRow) {
 /** What to do next, from where the session stands. */
 export function sessionNextActions(s: SessionRow): NextStep[] {
   const id = s.id;
-  if (s.status === 'completed') return [];
+  if (s.status !== 'open') return [];
   if (!s.contract) return [{ tool: 'session_contract_prepare', description: 'Propose what must be true at the end: requirements and the evidence each needs.', arguments: { session_id: id } }];
   if (!s.execution_plan) return [{ tool: 'session_execution_prepare', description: 'Propose how it will be done: steps and what each depends on.', arguments: { session_id: id } }];
   const steps = s.execution_plan.steps;

@@ -61,7 +61,7 @@ async function ownedEndpoint(ctx: ToolContext, endpointId: string): Promise<Webh
 
 const HANDLERS: Record<string, ToolDef['handler']> = {
   async webhook_endpoint_create(input, ctx) {
-    const url = checkWebhookUrl(input.url, ctx.deps.config.webhooks.allowPrivateAddresses);
+    const url = checkWebhookUrl(input.url, ctx.deps.config.webhooks);
     const secret = newWebhookSecret();
     const e = await createEndpoint(ctx.deps.db, ctx.deps.config.secrets, { id: newId('whe'), account_id: ctx.caller.account.id, url, events: input.events, description: input.description ?? null, secret });
     return {

@@ -3,6 +3,7 @@ import { errors } from '../errors.ts';
 import { isoTime } from '../../storage/ids.ts';
 import type { WebhookDeliveryRow, WebhookEndpointRow, WebhookEventRow } from '../../storage/db/webhooks.ts';
 import { literalNotPublic } from '../../kernel/http/guardedLookup.ts';
+import type { WebhookUrlRules } from '../../kernel/config.ts';
 
 export function endpointView(e: WebhookEndpointRow, secret?: string) {
   return {
@@ -23,8 +24,11 @@ export function deliveryView(d: WebhookDeliveryRow & { type?: string }) {
   };
 }
 
-/** An endpoint must be http(s) without credentials, and public unless this is the test configuration. */
-export function checkWebhookUrl(raw: string, allowPrivateAddresses: boolean): string {
+/**
+ * An endpoint must be https without credentials (plain http only in the local stack), and
+ * public unless this is the test configuration.
+ */
+export function checkWebhookUrl(raw: string, rules: WebhookUrlRules): string {
   let url: URL;
   try {
     url = new URL(raw);
@@ -32,10 +36,12 @@ export function checkWebhookUrl(raw: string, allowPrivateAddresses: boolean): st
     throw errors.validation('parameter_invalid_format', 'url is not a valid URL.', 'url');
   }
   if (!['https:', 'http:'].includes(url.protocol)) throw errors.validation('parameter_invalid_format', 'url must be http or https.', 'url');
+  if (url.protocol === 'http:' && !rules.allowHttp) {
+    throw errors.validation('url_not_https', 'url must be https: deliveries carry your events and are sent only over TLS.', 'url');
+  }
   if (url.username || url.password) throw errors.validation('parameter_invalid_format', 'url must not carry credentials.', 'url');
-  if (!allowPrivateAddresses && (literalNotPublic(url) || /^(localhost|.*\.localhost|.*\.internal|.*\.local)$/i.test(url.hostname))) {
+  if (!rules.allowPrivateAddresses && (literalNotPublic(url) || /^(localhost|.*\.localhost|.*\.internal|.*\.local)$/i.test(url.hostname))) {
     throw errors.validation('url_not_public', 'url must reach a public address: deliveries never go to private, loopback or link-local addresses.', 'url');
   }
   return url.toString();
 }
-

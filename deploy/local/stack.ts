@@ -23,7 +23,7 @@ import { CONTROL_TASK_QUEUE } from '../../kernel/workflowNames.ts';
 import { SERVICE_PROCESS_ENV } from './serviceProcess.ts';
 import { ensureSecretsKey } from './secretsKey.ts';
 import { createSandbox } from '../../activities/execution/sandbox.ts';
-import { sandboxSettings } from '../../kernel/config.ts';
+import { LOCAL_STACK_MARKER, sandboxSettings } from '../../kernel/config.ts';
 
 export interface StackPorts { api: number; postgres: number; temporal: number; temporalUi: number | null; minio: number; minioConsole: number }
 
@@ -90,6 +90,10 @@ const S3_SECRET = 'silico-local-secret';
 /** The environment that points a process (api, worker, test, CLI) at a local stack. */
 async function stackEnv(s: { databaseUrl: string; temporalAddress: string; temporalUiUrl: string | null; minioEndpoint: string; apiPort: number; python: string; dataDir: string }): Promise<Record<string, string>> {
   return {
+    // The marker of this stack's api and worker (and of the tests it serves): only they may
+    // use the test-only settings and plain-http webhook endpoints (kernel/config.ts). No
+    // image or manifest in deploy/docker and deploy/k8s sets it.
+    [LOCAL_STACK_MARKER]: '1',
     DATABASE_URL: s.databaseUrl,
     TEMPORAL_ADDRESS: s.temporalAddress,
     TEMPORAL_NAMESPACE: 'default',

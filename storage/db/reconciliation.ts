@@ -2,7 +2,7 @@ import type { Db } from './knex.ts';
 
 /** A record a workflow owns that is not in a terminal state yet. */
 export interface OpenRecord {
-  kind: 'run' | 'publication' | 'dataset' | 'experiment' | 'invocation' | 'hosting';
+  kind: 'run' | 'publication' | 'dataset' | 'experiment' | 'invocation' | 'hosting' | 'session';
   /** A hosting's lifecycle generation. */
   generation?: number;
   id: string;
@@ -13,17 +13,19 @@ export interface OpenRecord {
 /**
  * Records older than `olderThanSeconds` that their workflow should have ended by now if
  * it were gone: runs not terminal, publications publishing, dataset versions registering, studies running
- * (listed last, so a pass ends a study's runs before the study).
+ * (listed after their runs, so a pass ends a study's runs before the study), invocations
+ * queued or running, hostings not ended, and open sessions (whose workflow lives as long as they do).
  */
 export async function openRecords(db: Db, olderThanSeconds: number, limit = 500): Promise<OpenRecord[]> {
   const cutoff = db.raw(`now() - make_interval(secs => ?)`, [olderThanSeconds]);
-  const [runs, publications, datasets, experiments, invocations, hostings] = await Promise.all([
+  const [runs, publications, datasets, experiments, invocations, hostings, sessions] = await Promise.all([
     db('runs').whereIn('status', ['queued', 'running', 'cancelling']).where('created_at', '<', cutoff).limit(limit).select('id', 'experiment_id'),
     db('publications').where({ status: 'publishing' }).where('created_at', '<', cutoff).limit(limit).pluck('id'),
     db('datasets').where({ status: 'registering' }).where('created_at', '<', cutoff).limit(limit).pluck('id'),
     db('experiments').where({ status: 'running' }).where('created_at', '<', cutoff).limit(limit).pluck('id'),
     db('hosted_invocations').whereIn('status', ['queued', 'running']).where('created_at', '<', cutoff).limit(limit).pluck('id'),
     db('hostings').whereNotIn('status', ['retired', 'failed', 'rejected']).where('created_at', '<', cutoff).limit(limit).select('lab_id', 'generation'),
+    db('sessions').where({ status: 'open' }).where('created_at', '<', cutoff).limit(limit).pluck('id'),
   ]);
   return [
     ...runs.map((r: { id: string; experiment_id: string | null }) => ({ kind: 'run' as const, id: r.id, experimentId: r.experiment_id })),
@@ -32,5 +34,6 @@ export async function openRecords(db: Db, olderThanSeconds: number, limit = 500)
     ...experiments.map((id: string) => ({ kind: 'experiment' as const, id })),
     ...invocations.map((id: string) => ({ kind: 'invocation' as const, id })),
     ...hostings.map((h: { lab_id: string; generation: number }) => ({ kind: 'hosting' as const, id: h.lab_id, generation: h.generation })),
+    ...sessions.map((id: string) => ({ kind: 'session' as const, id })),
   ];
 }

@@ -10,7 +10,8 @@ export interface SessionRow {
   account_id: string;
   title: string;
   goal: string | null;
-  status: 'open' | 'completed';
+  /** `failed`: its workflow ended, or never started, without completing it (the reconciliation's finding, in `error`). */
+  status: 'open' | 'completed' | 'failed';
   version: number;
   contract: { requirements: Requirement[] } | null;
   execution_plan: { steps: Step[] } | null;
@@ -22,6 +23,8 @@ export interface SessionRow {
   created_at: Date;
   updated_at: Date;
   completed_at: Date | null;
+  /** Why a `failed` session ended; null otherwise. */
+  error: { code: string; message: string } | null;
 }
 
 export interface EvidenceBinding { requirement_id: string; ref: string }
@@ -37,6 +40,15 @@ export async function createSession(db: Db, s: { id: string; account_id: string;
 /** Undoes a session whose workflow could not be started (nothing else refers to it yet). */
 export async function deleteSession(db: Db, id: string): Promise<void> {
   await db('sessions').where({ id, version: 0, progress_count: 0 }).delete();
+}
+
+/**
+ * Ends an open session `failed` with why (its workflow is gone: nothing can change it any
+ * more). False when it was not open (completed meanwhile, or failed already).
+ */
+export async function failSession(db: Db, id: string, error: { code: string; message: string }): Promise<boolean> {
+  const n = await db('sessions').where({ id, status: 'open' }).update({ status: 'failed', error: JSON.stringify(error), updated_at: db.fn.now() });
+  return n > 0;
 }
 
 /** A session of this account, or undefined (another account's is the same as none). */

@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, Connection } from '@temporalio/client';
-import { call, closeTestDb, driverPid, hostedLabOwner, newAccount, processAlive, publishFixtureLab, testDb, testObjects, until, waitForRun } from '../helpers.ts';
+import { call, closeTestDb, errorOf, driverPid, hostedLabOwner, newAccount, processAlive, publishFixtureLab, testDb, testObjects, until, waitForRun } from '../helpers.ts';
 import { createPlan } from '../../storage/db/plans.ts';
 import { acceptInvocation } from '../../storage/db/hostedInvocations.ts';
 import { digestJson } from '../../storage/digest.ts';
@@ -10,7 +10,8 @@ import { executionProbeOf, workflowStateOf } from '../../activities/workflowStat
 import { insertDataset } from '../../storage/db/datasets.ts';
 import { getBalances } from '../../storage/ledger.ts';
 import { newId } from '../../storage/ids.ts';
-import { hostingWorkflowId, runWorkflowId } from '../../kernel/workflowNames.ts';
+import { hostingWorkflowId, runWorkflowId, sessionWorkflowId } from '../../kernel/workflowNames.ts';
+import { createSession } from '../../storage/db/sessions.ts';
 
 // Every record a workflow owns ends in a truthful terminal state: the hourly
 // reconciliation closes what a workflow that is gone left open.
@@ -80,4 +81,39 @@ test('an invocation whose workflow never started fails with nothing charged; a h
   assert.equal(Number(inv.settled_micros), 0);
   assert.equal((await testDb()('hostings').where({ lab_id: o.labId }).first()).status, 'failed');
   assert.equal((await getBalances(testDb(), o.owner.account.id)).reserved_micros, 0, 'the reservation released');
+});
+
+test('a session whose workflow never started, or closed without completing it, fails saying why; one whose workflow runs stays open', async () => {
+  const owner = await newAccount();
+  // What a failed cleanup leaves: the row, and no workflow session-<id>.
+  const neverStarted = newId('ses');
+  await createSession(testDb(), { id: neverStarted, account_id: owner.account.id, title: 'no workflow', goal: null });
+  const ended = (await call('POST', '/sessions', { key: owner.key, body: { title: 'workflow terminated' } })).body.session_id;
+  await client.workflow.getHandle(sessionWorkflowId(ended)).terminate('test: the session workflow is gone');
+  const alive = (await call('POST', '/sessions', { key: owner.key, body: { title: 'workflow running' } })).body.session_id;
+
+  const { reconcileOrphans } = createMaintenanceActivities({ db: testDb(), objects: testObjects(), idempotencyTtlSeconds: 86400, workflowState: workflowStateOf(client), executions: executionProbeOf(client) });
+  const closed = await reconcileOrphans(0);
+  assert.ok(closed.session >= 2, JSON.stringify(closed));
+
+  const missing = (await call('GET', `/sessions/${neverStarted}`, { key: owner.key })).body;
+  assert.equal(missing.status, 'failed');
+  assert.equal(missing.error.code, 'internal_error');
+  assert.match(missing.error.message, new RegExp(`session-${neverStarted} does not exist`));
+  assert.match(missing.error.message, /hourly reconciliation/);
+  assert.equal(missing.completed_at, null, 'it did not complete');
+  const gone = (await call('GET', `/sessions/${ended}`, { key: owner.key })).body;
+  assert.equal(gone.status, 'failed');
+  assert.match(gone.error.message, new RegExp(`session-${ended} has closed without completing`));
+  assert.deepEqual(gone.next_actions ?? [], []);
+  const running = (await call('GET', `/sessions/${alive}`, { key: owner.key })).body;
+  assert.deepEqual([running.status, running.error], ['open', null], 'a session whose workflow is open is not touched');
+
+  // A failed session is read-only, and says so rather than failing on the missing workflow.
+  const attach = await call('POST', `/sessions/${ended}/external-sessions`, { key: owner.key, body: { provider: 'chat', external_id: 'c1' } });
+  assert.equal(attach.status, 409, attach.text);
+  assert.deepEqual([errorOf(attach).code, errorOf(attach).param], ['session_failed', 'session_id']);
+  const listed = (await call('GET', '/sessions?status=failed', { key: owner.key })).body.items.map((s: { session_id: string }) => s.session_id).sort();
+  assert.deepEqual(listed, [neverStarted, ended].sort());
+  assert.equal((await reconcileOrphans(0)).session, 0, 'a failed session is not closed twice');
 });

@@ -1,7 +1,7 @@
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, writeFile, readdir } from 'node:fs/promises';
+import { mkdtemp, writeFile, readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -9,6 +9,7 @@ import { resolveBinary } from '../../deploy/local/binaries.ts';
 import { kubernetesSchemas } from '../../deploy/local/kubernetesSchemas.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { pythonTool } from '../../deploy/local/pythonTools.ts';
+import { LOCAL_STACK_MARKER, LOCAL_STACK_ONLY } from '../../kernel/config.ts';
 
 // deploy/k8s checked offline with kubeconform against the pinned Kubernetes API, strict
 // (an unknown field or a wrong type is an error), and deploy/docker/Dockerfile with hadolint.
@@ -55,4 +56,16 @@ test('the Dockerfile passes hadolint; a Dockerfile that breaks its rules does no
   const bad = await lint(path.join(dir, 'Dockerfile'));
   assert.notEqual(bad.code, 0);
   assert.match(bad.out, /DL3007/);
+});
+
+test('no image or manifest marks itself the local stack or sets a test-only setting', async () => {
+  const files: string[] = [];
+  for (const dir of ['deploy/docker', 'deploy/k8s']) {
+    for (const e of await readdir(path.join(REPO_ROOT, dir), { recursive: true, withFileTypes: true })) if (e.isFile()) files.push(path.join(e.parentPath, e.name));
+  }
+  assert.ok(files.some((f) => f.endsWith('Dockerfile')) && files.some((f) => f.endsWith('config.yaml')), files.join(', '));
+  for (const f of files) {
+    const text = await readFile(f, 'utf8');
+    for (const name of [LOCAL_STACK_MARKER, ...LOCAL_STACK_ONLY]) assert.ok(!text.includes(name), `${path.relative(REPO_ROOT, f)} names ${name}, which only deploy/local may set`);
+  }
 });

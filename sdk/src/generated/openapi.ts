@@ -6418,6 +6418,11 @@ export interface operations {
                         };
                         /** Format: date-time */
                         created_at: string;
+                        /** @description Why a `failed` session ended (the hourly reconciliation found its workflow closed or missing); null otherwise. */
+                        error: null | {
+                            code: string;
+                            message: string;
+                        };
                         /** @description Null until an execution plan is applied. */
                         execution_plan: null | {
                             steps: {
@@ -6482,10 +6487,10 @@ export interface operations {
                         /** @description identifier (ses_...) */
                         session_id: string;
                         /**
-                         * @description A `completed` session is read-only.
+                         * @description A `completed` session is read-only; so is a `failed` one, whose workflow ended or never started without completing it (`error` says which).
                          * @enum {unknown}
                          */
-                        status: "open" | "completed";
+                        status: "open" | "completed" | "failed";
                         step_count: number;
                         steps_done: number;
                         title: string;
@@ -6620,7 +6625,7 @@ export interface operations {
             query?: {
                 cursor?: string | null;
                 limit?: number;
-                status?: "open" | "completed" | null;
+                status?: "open" | "completed" | "failed" | null;
             };
             header?: never;
             path?: never;
@@ -6641,6 +6646,11 @@ export interface operations {
                             completed_at: string | null;
                             /** Format: date-time */
                             created_at: string;
+                            /** @description Why a `failed` session ended (the hourly reconciliation found its workflow closed or missing); null otherwise. */
+                            error: null | {
+                                code: string;
+                                message: string;
+                            };
                             goal: string | null;
                             /** @constant */
                             object: "session";
@@ -6650,10 +6660,10 @@ export interface operations {
                             /** @description identifier (ses_...) */
                             session_id: string;
                             /**
-                             * @description A `completed` session is read-only.
+                             * @description A `completed` session is read-only; so is a `failed` one, whose workflow ended or never started without completing it (`error` says which).
                              * @enum {unknown}
                              */
-                            status: "open" | "completed";
+                            status: "open" | "completed" | "failed";
                             step_count: number;
                             steps_done: number;
                             title: string;
@@ -6747,6 +6757,11 @@ export interface operations {
                         };
                         /** Format: date-time */
                         created_at: string;
+                        /** @description Why a `failed` session ended (the hourly reconciliation found its workflow closed or missing); null otherwise. */
+                        error: null | {
+                            code: string;
+                            message: string;
+                        };
                         /** @description Null until an execution plan is applied. */
                         execution_plan: null | {
                             steps: {
@@ -6811,10 +6826,10 @@ export interface operations {
                         /** @description identifier (ses_...) */
                         session_id: string;
                         /**
-                         * @description A `completed` session is read-only.
+                         * @description A `completed` session is read-only; so is a `failed` one, whose workflow ended or never started without completing it (`error` says which).
                          * @enum {unknown}
                          */
-                        status: "open" | "completed";
+                        status: "open" | "completed" | "failed";
                         step_count: number;
                         steps_done: number;
                         title: string;
@@ -6994,6 +7009,11 @@ export interface operations {
                         };
                         /** Format: date-time */
                         created_at: string;
+                        /** @description Why a `failed` session ended (the hourly reconciliation found its workflow closed or missing); null otherwise. */
+                        error: null | {
+                            code: string;
+                            message: string;
+                        };
                         /** @description Null until an execution plan is applied. */
                         execution_plan: null | {
                             steps: {
@@ -7058,10 +7078,10 @@ export interface operations {
                         /** @description identifier (ses_...) */
                         session_id: string;
                         /**
-                         * @description A `completed` session is read-only.
+                         * @description A `completed` session is read-only; so is a `failed` one, whose workflow ended or never started without completing it (`error` says which).
                          * @enum {unknown}
                          */
-                        status: "open" | "completed";
+                        status: "open" | "completed" | "failed";
                         step_count: number;
                         steps_done: number;
                         title: string;
@@ -7614,6 +7634,11 @@ export interface operations {
                         };
                         /** Format: date-time */
                         created_at: string;
+                        /** @description Why a `failed` session ended (the hourly reconciliation found its workflow closed or missing); null otherwise. */
+                        error: null | {
+                            code: string;
+                            message: string;
+                        };
                         /** @description Null until an execution plan is applied. */
                         execution_plan: null | {
                             steps: {
@@ -7678,10 +7703,10 @@ export interface operations {
                         /** @description identifier (ses_...) */
                         session_id: string;
                         /**
-                         * @description A `completed` session is read-only.
+                         * @description A `completed` session is read-only; so is a `failed` one, whose workflow ended or never started without completing it (`error` says which).
                          * @enum {unknown}
                          */
-                        status: "open" | "completed";
+                        status: "open" | "completed" | "failed";
                         step_count: number;
                         steps_done: number;
                         title: string;

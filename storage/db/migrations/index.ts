@@ -33,6 +33,7 @@ import * as environments from './033_environments.ts';
 import * as runCancelNotify from './034_run_cancel_notify.ts';
 import * as runAliveAt from './035_run_alive_at.ts';
 import * as appendRunEvents from './036_append_run_events.ts';
+import * as sessionFailed from './037_session_failed.ts';
 import * as biologyResources from './025_biology_resources.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
@@ -75,6 +76,7 @@ const migrations: Record<string, Migration> = {
   '034_run_cancel_notify': runCancelNotify,
   '035_run_alive_at': runAliveAt,
   '036_append_run_events': appendRunEvents,
+  '037_session_failed': sessionFailed,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
