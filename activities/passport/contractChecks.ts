@@ -27,8 +27,18 @@ function inputContract(run: RunRow, c: RunContract): CheckResult {
   return checked('input_contract', unknown.length || blocking.length ? 'failed' : 'passed', { ...base, declared: c.inputs, unknown, findings: blocking });
 }
 
-/** Whether execution ran to completion, as the run's record says (its status is the workflow's own ending). */
+/**
+ * Whether execution ran to completion, as the run's record says (its status is the
+ * workflow's own ending). A run answered from another (reuse) never executed: nothing is
+ * claimed for it, and the source's own passport is where that execution is evidenced.
+ */
 function executionCompleted(run: RunRow): CheckResult {
+  if (run.reused_from) {
+    return checked('execution_completed', 'not_applicable', {
+      reason: `the run did not execute: it was answered from the completed run ${run.reused_from} (reuse); that run's own passport evidences its execution`,
+      reused_from: run.reused_from, run_status: run.status,
+    });
+  }
   const status = run.status === 'completed' ? 'passed' : TERMINAL.includes(run.status) ? 'failed' : 'unknown';
   return checked('execution_completed', status, { run_status: run.status, error: run.error, started_at: isoTime(run.started_at), finished_at: isoTime(run.finished_at) });
 }

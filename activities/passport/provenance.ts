@@ -1,4 +1,4 @@
-import { getRun } from '../../storage/db/runs.ts';
+import { getRun, listArtifacts, type RunRow } from '../../storage/db/runs.ts';
 import { getReleaseById, type ReleaseRow } from '../../storage/db/releases.ts';
 import { getRevision, getWorkspace, type RevisionRow, type WorkspaceRow } from '../../storage/db/workspaces.ts';
 import { releaseOrigin } from '../../storage/db/evidence.ts';
@@ -9,7 +9,7 @@ import { checked, type CheckResult, type PassportSubject } from '../../storage/p
 import type { CheckDeps } from './deps.ts';
 import { getLock } from '../../storage/db/environments.ts';
 import { readRuntimeLock } from '../../storage/runtimePins.ts';
-import { sha256Hex } from '../../storage/digest.ts';
+import { digestJson, sha256Hex } from '../../storage/digest.ts';
 
 /** One link of a chain of origins: verified true or false where records allow, null where they say nothing checkable. */
 type Link = { link: string; verified: boolean | null } & Record<string, unknown>;
@@ -26,12 +26,37 @@ async function environmentLink(deps: CheckDeps, runId: string, sha256: string): 
   return { link: 'run_environment', run_id: runId, environment_lock_sha256: sha256, python: lock?.python ?? null, default_runtime: false, verified: Boolean(lock) && sha256Hex(lock!.lock) === sha256 };
 }
 
+/** A run's artifacts as sorted `file_name sha256` lines: what a reused run copies from its source. */
+async function artifactMap(deps: CheckDeps, runId: string): Promise<string[]> {
+  return (await listArtifacts(deps.db, runId)).map((a) => `${a.file_name} ${a.sha256}`).sort();
+}
+
+/**
+ * A run answered from another (reuse): the run it names, checked to be a completed run
+ * that executed and is the same computation (package, inputs, seed, compute profile,
+ * runtime) whose artifacts are the ones this run lists. The source may be another
+ * account's (a public release's owner who allows reuse): only its id and these booleans
+ * are shown; its own passport is its owner's.
+ */
+async function reuseLink(deps: CheckDeps, run: RunRow, sourceId: string): Promise<Link> {
+  const source = await getRun(deps.db, sourceId);
+  const base = { link: 'run_reused_from', run_id: run.id, source_run_id: sourceId };
+  if (!source) return { ...base, verified: null, detail: 'the source run is no longer recorded' };
+  const sameComputation = source.package_sha256 === run.package_sha256 && digestJson(source.inputs) === digestJson(run.inputs) && source.seed === run.seed
+    && source.compute_profile === run.compute_profile && (source.runtime_sha256 ?? null) === (run.runtime_sha256 ?? null);
+  const [mine, theirs] = await Promise.all([artifactMap(deps, run.id), artifactMap(deps, sourceId)]);
+  const sameArtifacts = mine.length === theirs.length && mine.every((x, i) => x === theirs[i]);
+  const executed = source.status === 'completed' && source.reused_from === null;
+  return { ...base, source_completed: executed, same_computation: sameComputation, same_artifacts: sameArtifacts, verified: executed && sameComputation && sameArtifacts };
+}
+
 /** How many fork/release hops are followed (a fork of a release published from a fork ...). */
 const MAX_DEPTH = 4;
 
 /**
  * provenance_chain: where the subject came from, each link checked against the records
- * it joins. A run → its release or revision, and the environment lock it ran in; a revision → its parents back to the first,
+ * it joins. A run → its release or revision, the environment lock it ran in, and the run it
+ * was answered from when it was reused; a revision → its parents back to the first,
  * the biology records pinned into it, and a fork's first revision → the exact release it
  * copied; a release → the revision it was published from (shown for the caller's own
  * releases only).
@@ -55,6 +80,7 @@ export async function provenanceChain(deps: CheckDeps, accountId: string, subjec
       if (ws && rev) links.push(...await revisionLinks(deps, accountId, ws, rev, 0));
     }
     if (run.runtime_sha256) links.push(await environmentLink(deps, run.id, run.runtime_sha256));
+    if (run.reused_from) links.push(await reuseLink(deps, run, run.reused_from));
   }
   const status = links.some((l) => l.verified === false) ? 'failed' : links.some((l) => l.verified === true) ? 'passed' : 'unknown';
   return checked('provenance_chain', status, { links });

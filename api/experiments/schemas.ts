@@ -8,6 +8,7 @@ import {
   anyObject, arr, count, cursorPage, finding, nullableTime, obj, planRecord, sha256Hex, str, time, usd, uuid, type JsonSchema,
 } from '../schemas/common.ts';
 import { RUN_STATUSES, runError } from '../runs/schemas.ts';
+import { fileUrlSchema } from '../artifactUrls.ts';
 import { MAX_SEED } from './prepare.ts';
 
 /** A study's states (storage/db/experiments.ts ExperimentStatus). */
@@ -68,7 +69,7 @@ export const experimentArtifact: JsonSchema = obj({
   format: { enum: ['csv', 'svg'] },
   size_bytes: count,
   sha256: { ...sha256Hex, description: 'Lowercase hex SHA-256 of the bytes: verify a download against it.' },
-  download_url: { type: 'string', format: 'uri' },
+  download_url: fileUrlSchema,
 }, ['file_id', 'file_name', 'content_type', 'format', 'size_bytes', 'sha256', 'download_url']);
 
 /** One arm's summary of one numeric scalar output; spread and interval need two runs. */

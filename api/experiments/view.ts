@@ -4,6 +4,7 @@ import type { Comparison } from '../../storage/experimentComparison.ts';
 import type { Finding } from '../../storage/db/plans.ts';
 import { isoTime } from '../../storage/ids.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
+import { fileUrl } from '../artifactUrls.ts';
 
 const STATUSES = ['queued', 'running', 'cancelling', 'completed', 'failed', 'cancelled', 'timed_out'] as const;
 
@@ -29,7 +30,7 @@ export function armView(arm: ExperimentArm, findings?: Finding[]) {
 }
 
 function artifactView(a: ExperimentArtifact, baseUrl: string) {
-  return { ...a, download_url: `${baseUrl}/files/${a.file_id}/content` };
+  return { ...a, download_url: fileUrl(baseUrl, a.file_id) };
 }
 
 /** A study as lists show it: its arms, run totals and money, without per-run detail. */

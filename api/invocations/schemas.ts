@@ -10,7 +10,10 @@ export const INVOCATION_STATUSES = ['queued', 'running', 'completed', 'failed', 
 
 const seed: JsonSchema = { type: 'integer', minimum: 0, maximum: 2147483646, description: 'Seed of its random streams (chosen at plan time when not given).' };
 
-/** An output artifact's immutable identity (invocationArtifactIdentity): hash the bytes against it. */
+/**
+ * An output artifact's immutable identity (invocationArtifactIdentity): hash the bytes
+ * against it. No download URL: no route serves these bytes whole (api/artifactUrls.ts).
+ */
 export const invocationArtifact: JsonSchema = record({
   port: { ...str(100), description: 'The public output it holds.' },
   file_name: { ...str(255), description: 'Untrusted: chosen by the lab; sanitise it before using it as a path.' },
@@ -18,7 +21,7 @@ export const invocationArtifact: JsonSchema = record({
   format: str(64),
   size_bytes: count,
   sha256: { ...sha256Hex, description: 'Lowercase hex SHA-256 of the bytes.' },
-});
+}, [], { description: 'An output artifact\'s identity. It lists no download URL: no route serves its bytes whole; read them (bounded) with hosted_invocation_artifact_get and hash them against `sha256`.' });
 
 /** Why an invocation that did not complete ended (a spend cap's stop is `cancelled` with `spend_cap_reached`). */
 const invocationError: JsonSchema = {

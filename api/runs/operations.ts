@@ -5,6 +5,7 @@ import { errors } from '../errors.ts';
 import { prepareRun, recheckProposal, type RunProposal } from './prepare.ts';
 import { acceptRun } from './accept.ts';
 import { runView, artifactView } from './view.ts';
+import { runArtifactDownloadable } from '../artifactUrls.ts';
 import { approvedPlan, planView, PLAN_TTL_SECONDS } from '../plans.ts';
 import { createPlan } from '../../storage/db/plans.ts';
 import { getRun, listRuns, listEvents, listArtifacts, getArtifact, markRunCancelling, TERMINAL, MAX_EVENT_SEQ, type RunEvent } from '../../storage/db/runs.ts';
@@ -229,7 +230,8 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
   async run_artifact_download(input, ctx) {
     const run = await ownedRun(ctx, input.run_id);
     const a = await getArtifact(ctx.deps.db, run.id, input.artifact_id);
-    if (!a || !a.public) throw errors.notFound('artifact_not_found', 'artifact', 'artifact_id');
+    // The rule every listing's download_url follows (api/artifactUrls.ts): a private one is never served.
+    if (!a || !runArtifactDownloadable(a)) throw errors.notFound('artifact_not_found', 'artifact', 'artifact_id');
     // Streamed: an artifact may be as large as a lab's output.
     const { body, size } = await ctx.deps.objects.getStream(blobKey(a.sha256));
     return {

@@ -1,3 +1,4 @@
+import { runArtifactUrlSchema } from '../artifactUrls.ts';
 import { anyObject, arr, count, cursorPage, nullableStr, nullableTime, obj, planRecord, sha256Hex, str, time, usd, uuid, type JsonSchema } from '../schemas/common.ts';
 
 export const RUN_STATUSES = ['queued', 'running', 'cancelling', 'completed', 'failed', 'cancelled', 'timed_out'] as const;
@@ -63,12 +64,12 @@ export const artifactRecord: JsonSchema = obj({
   size_bytes: count,
   sha256: { ...sha256Hex, description: 'Lowercase hex SHA-256 of the bytes: verify a download against it.' },
   status: { const: 'stored' },
-  download_url: { type: 'string', format: 'uri' },
+  download_url: runArtifactUrlSchema,
 }, ['id', 'artifact_id', 'role', 'file_name', 'content_type', 'format', 'size_bytes', 'sha256', 'status', 'download_url']);
 
 /** GET /runs/{run_id}/artifacts/{artifact_id}: the record, whether it is public, and when it was stored. */
 export const artifactMetadata: JsonSchema = obj(
-  { ...(artifactRecord.properties as Record<string, JsonSchema>), public: { type: 'boolean', description: 'Private artifacts are kept (for passports) but never downloadable.' }, created_at: time },
+  { ...(artifactRecord.properties as Record<string, JsonSchema>), public: { type: 'boolean', description: 'Private artifacts are kept (for passports) but never downloadable: their `download_url` is null.' }, created_at: time },
   [...(artifactRecord.required as string[]), 'public', 'created_at'],
 );
 

@@ -1,6 +1,7 @@
 import type { RunRow, ArtifactRow } from '../../storage/db/runs.ts';
 import { isoTime } from '../../storage/ids.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
+import { runArtifactUrl } from '../artifactUrls.ts';
 
 /** The run record exactly as docs/contract/gaps.md lists its fields. */
 export function runView(r: RunRow) {
@@ -30,7 +31,7 @@ export function runView(r: RunRow) {
   };
 }
 
-/** One artifact as results and metadata routes show it. */
+/** One artifact as results and metadata routes show it: a download URL only where the caller can download it (api/artifactUrls.ts). */
 export function artifactView(a: ArtifactRow, baseUrl: string) {
   return {
     id: a.id,
@@ -42,6 +43,6 @@ export function artifactView(a: ArtifactRow, baseUrl: string) {
     size_bytes: Number(a.size_bytes),
     sha256: a.sha256,
     status: 'stored',
-    download_url: `${baseUrl}/runs/${a.run_id}/artifacts/${a.id}`,
+    download_url: runArtifactUrl(baseUrl, a),
   };
 }

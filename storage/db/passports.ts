@@ -68,13 +68,15 @@ export async function getPassport(db: Db, id: string, accountId?: string): Promi
 
 /**
  * Other completed runs of the run's account that ran the same package with the same
- * inputs, seed and compute profile: its replicates, newest first.
+ * inputs, seed and compute profile: its replicates, newest first. A run answered from
+ * another (reuse) ran nothing and holds its source's artifacts: never a replicate.
  */
 export async function replicateRuns(db: Db, run: Pick<RunRow, 'id' | 'account_id' | 'package_sha256' | 'inputs' | 'seed' | 'compute_profile'>, limit = 20): Promise<Array<{ id: string; finished_at: Date }>> {
   return db('runs')
     .where({ account_id: run.account_id, status: 'completed', package_sha256: run.package_sha256, seed: run.seed, compute_profile: run.compute_profile })
     .andWhereRaw('inputs = ?::jsonb', [JSON.stringify(run.inputs)])
     .andWhereNot({ id: run.id })
+    .whereNull('reused_from')
     .orderBy('created_at', 'desc').limit(limit)
     .select('id', 'finished_at');
 }

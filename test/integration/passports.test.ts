@@ -238,3 +238,41 @@ test('a workspace revision gets a passport: its tree re-hashed, its lineage and 
   }
   assert.equal(verifyPassport(p, await keys()).valid, true);
 });
+
+test('a run answered from an identical completed run (reuse: true) claims neither an execution nor a replicate: its passport names the source, whose own passport keeps that evidence', async () => {
+  const res = await call('POST', '/runs', { key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { ref, inputs: INPUTS, seed: SEED, max_runtime_seconds: 120, reuse: true } });
+  assert.equal(res.status, 200, res.text);
+  assert.equal(res.body.status, 'completed', 'answered within its POST /runs: nothing ran');
+  const reused = res.body.id;
+  const source = (await call('GET', `/runs/${reused}/results`, { key: owner.key })).body.provenance.reused_from;
+  assert.ok([first.id, second.id].includes(source), `answered from one of the two lone runs, got ${source}`);
+  const other = source === first.id ? second.id : first.id;
+
+  const got = await passport(`run_id=${reused}`);
+  assert.equal(got.status, 200, got.text);
+  const p: any = passportOf(got.body);
+  assert.equal(verifyPassport(p, await keys()).valid, true);
+  const execution = checkOf(p, 'execution_completed');
+  assert.equal(execution.status, 'not_applicable', `no execution is claimed: ${JSON.stringify(execution.evidence)}`);
+  assert.equal(execution.evidence.reused_from, source);
+  assert.ok(execution.evidence.reason.includes(source), execution.evidence.reason);
+  const repro = checkOf(p, 'reproducibility');
+  assert.equal(repro.status, 'not_applicable', `a copy is not a replicate: ${JSON.stringify(repro.evidence)}`);
+  assert.equal(repro.evidence.reused_from, source);
+  assert.ok(repro.evidence.reason.includes(source), repro.evidence.reason);
+  assert.equal(repro.evidence.replicates, undefined, 'nothing compared');
+  const link = checkOf(p, 'provenance_chain').evidence.links.find((l: any) => l.link === 'run_reused_from');
+  assert.ok(link, 'provenance names the run it was answered from');
+  assert.equal(link.run_id, reused);
+  assert.equal(link.source_run_id, source);
+  assert.equal(link.verified, true, JSON.stringify(link));
+  assert.equal(checkOf(p, 'provenance_chain').status, 'passed');
+  assert.equal(checkOf(p, 'artifact_hashes').status, 'passed', 'the bytes it lists (the source\'s) still re-hash');
+
+  // The source's own passport is where its execution is evidenced, and the copy does not count as its replicate.
+  const s: any = passportOf((await passport(`run_id=${source}`)).body);
+  assert.equal(checkOf(s, 'execution_completed').status, 'passed');
+  const sourceRepro = checkOf(s, 'reproducibility');
+  assert.equal(sourceRepro.status, 'passed', JSON.stringify(sourceRepro.evidence));
+  assert.deepEqual(sourceRepro.evidence.replicates.map((r: any) => r.run_id), [other], 'the reused run is not a replicate of its source');
+});

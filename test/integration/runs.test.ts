@@ -1,7 +1,11 @@
 import { readRuntimeLock } from '../../storage/runtimePins.ts';
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, errorOf, closeTestDb, newAccount, testDb, waitForRun, driverPid, groupAlive, type Res, publishFixtureLab } from '../helpers.ts';
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { call, errorOf, closeTestDb, newAccount, testDb, waitForRun, driverPid, groupAlive, type Res, publishFixtureLab, workspaceOfLab, BASE_URL } from '../helpers.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { sha256Hex, digestJson } from '../../storage/digest.ts';
 import { getBalances } from '../../storage/ledger.ts';
 
@@ -229,4 +233,42 @@ test('a lab that needs a package the default runtime lacks gets its own environm
   assert.equal(p.body.environment.python, '3.11');
   assert.match(p.body.environment.lock_sha256, /^[0-9a-f]{64}$/);
   assert.notEqual(p.body.environment.lock_sha256, readRuntimeLock().sha256);
+});
+
+test('an artifact is listed with a download URL only where its caller can download it: a private one has download_url null, and every URL listed downloads', async () => {
+  // noisy-growth with its series output kept private: its CSV, its plot and private-outputs.json are the owner's evidence.
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'private-output-lab-'));
+  cpSync(path.join(REPO_ROOT, 'test/fixtures/labs/noisy-growth'), dir, { recursive: true });
+  const yaml = readFileSync(path.join(dir, 'lab.yaml'), 'utf8');
+  const privateYaml = yaml.replace('description: Population size over time.', 'description: Population size over time.\n      public: false');
+  assert.notEqual(privateYaml, yaml);
+  writeFileSync(path.join(dir, 'lab.yaml'), privateYaml);
+  const ws = await workspaceOfLab(owner.key, 'Private series', dir);
+  const p = await call('POST', '/run-plans', { key: owner.key, body: { workspace_id: ws.workspace_id, revision_id: ws.revision_id, inputs: { growth_rate: 0.3 }, max_runtime_seconds: 120 } });
+  assert.equal(p.body.status, 'ready', p.text);
+  const res = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { plan_id: p.body.plan_id, plan_sha256: p.body.plan_sha256 } });
+  assert.equal(res.status, 200, res.text);
+  const run = await waitForRun(owner.key, res.body.id, 120_000);
+  assert.equal(run.status, 'completed', JSON.stringify(run.error));
+
+  const fetchUrl = (url: string) => fetch(url, { headers: { Authorization: `Bearer ${owner.key}` } });
+  const results = (await call('GET', `/runs/${run.id}/results`, { key: owner.key })).body;
+  assert.ok(results.artifacts.length > 0);
+  for (const a of results.artifacts) {
+    assert.equal(typeof a.download_url, 'string', `${a.file_name}: results list public artifacts, each downloadable`);
+    assert.equal((await fetchUrl(a.download_url)).status, 200, a.file_name);
+    const meta = (await call('GET', `/runs/${run.id}/artifacts/${a.artifact_id}/metadata`, { key: owner.key })).body;
+    assert.equal(meta.public, true);
+    assert.equal(meta.download_url, a.download_url, 'one URL for one artifact, wherever it is listed');
+  }
+  const hidden = await testDb()('run_artifacts').where({ run_id: run.id, public: false }).select('id', 'file_name');
+  assert.deepEqual(hidden.map((h: { file_name: string }) => h.file_name).sort(), ['private-outputs.json', 'size.csv', 'size.svg']);
+  for (const h of hidden) {
+    const meta = await call('GET', `/runs/${run.id}/artifacts/${h.id}/metadata`, { key: owner.key });
+    assert.equal(meta.status, 200, meta.text);
+    assert.equal(meta.body.public, false);
+    assert.equal(meta.body.download_url, null, `${h.file_name}: private, so no URL is listed`);
+    const dl = await fetchUrl(`${BASE_URL}/runs/${run.id}/artifacts/${h.id}`);
+    assert.equal(dl.status, 404, `${h.file_name}: the download route does not serve it`);
+  }
 });

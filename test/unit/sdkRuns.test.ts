@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { IntegrityError, RunFailed, RunTimeout, Silico, type RunEvent } from '../../sdk/src/index.ts';
+import { IntegrityError, NotFoundError, RunFailed, RunTimeout, Silico, SilicoError, type RunEvent } from '../../sdk/src/index.ts';
 
 // Run handles against a scripted fetch keyed by route, so streaming, polling, following
 // and downloading are checked without a server. A route that ignores the request's
@@ -229,3 +229,16 @@ test('a body longer or shorter than recorded, or hashing differently, is an Inte
     assert.deepEqual(await readdir(dir), [], label);
   }
 });
+
+test('a private artifact (listed with download_url null) is not downloaded: a SilicoError naming it, and no download is requested', async () => {
+  const meta = { id: 'art_p', artifact_id: 'art_p', role: 'private_outputs', file_name: 'private-outputs.json', content_type: 'application/json', format: 'json', size_bytes: 2, sha256: 'ab'.repeat(32), status: 'stored', download_url: null, public: false, created_at: '2026-01-01T00:00:00Z' };
+  const { c, seen } = client([(u) => (u.pathname === '/v1/runs/r1/artifacts/art_p/metadata' ? json(meta) : undefined)]);
+  const dir = await mkdtemp(path.join(tmpdir(), 'sdk-unit-'));
+  dirs.push(dir);
+  for (const attempt of [() => c.runs.downloadArtifact('r1', 'art_p', path.join(dir, 'x.json')), () => c.runs.artifactBytes('r1', 'art_p')]) {
+    await assert.rejects(attempt(), (err: unknown) => err instanceof SilicoError && !(err instanceof NotFoundError) && /art_p of run r1 is private/.test((err as Error).message));
+  }
+  assert.deepEqual(seen, ['/v1/runs/r1/artifacts/art_p/metadata', '/v1/runs/r1/artifacts/art_p/metadata'], 'only its metadata was read');
+  assert.deepEqual(await readdir(dir), []);
+});
+

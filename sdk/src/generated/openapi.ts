@@ -2500,7 +2500,10 @@ export interface operations {
                             /** @description The comparison CSV and chart, stored once every run has ended. */
                             artifacts: {
                                 content_type: string;
-                                /** Format: uri */
+                                /**
+                                 * Format: uri
+                                 * @description Where the bytes are downloaded (`GET /files/{file_id}/content`, the account's own file): always a URL.
+                                 */
                                 download_url: string;
                                 /** Format: uuid */
                                 file_id: string;
@@ -2661,7 +2664,10 @@ export interface operations {
                         /** @description The comparison CSV and chart, stored once every run has ended. */
                         artifacts: {
                             content_type: string;
-                            /** Format: uri */
+                            /**
+                             * Format: uri
+                             * @description Where the bytes are downloaded (`GET /files/{file_id}/content`, the account's own file): always a URL.
+                             */
                             download_url: string;
                             /** Format: uuid */
                             file_id: string;
@@ -2882,7 +2888,10 @@ export interface operations {
                         /** @description The comparison CSV and chart, stored once every run has ended. */
                         artifacts: {
                             content_type: string;
-                            /** Format: uri */
+                            /**
+                             * Format: uri
+                             * @description Where the bytes are downloaded (`GET /files/{file_id}/content`, the account's own file): always a URL.
+                             */
                             download_url: string;
                             /** Format: uuid */
                             file_id: string;
@@ -3111,7 +3120,10 @@ export interface operations {
                         /** @description The comparison CSV and chart, stored once every run has ended. */
                         artifacts: {
                             content_type: string;
-                            /** Format: uri */
+                            /**
+                             * Format: uri
+                             * @description Where the bytes are downloaded (`GET /files/{file_id}/content`, the account's own file): always a URL.
+                             */
                             download_url: string;
                             /** Format: uuid */
                             file_id: string;
@@ -6075,8 +6087,11 @@ export interface operations {
                         content_type: string;
                         /** Format: date-time */
                         created_at: string;
-                        /** Format: uri */
-                        download_url: string;
+                        /**
+                         * Format: uri
+                         * @description Where the bytes are downloaded (`GET /runs/{run_id}/artifacts/{artifact_id}`, hash them against `sha256`), listed only where the caller can download them: null for a private artifact (`public: false`, kept as the owner's evidence and never downloadable). Results list public artifacts only, so there it is always a URL.
+                         */
+                        download_url: string | null;
                         /** @description Untrusted: chosen by the lab; sanitise it before using it as a path. */
                         file_name: string;
                         format: string;
@@ -6091,7 +6106,7 @@ export interface operations {
                             };
                             tool: string;
                         }[];
-                        /** @description Private artifacts are kept (for passports) but never downloadable. */
+                        /** @description Private artifacts are kept (for passports) but never downloadable: their `download_url` is null. */
                         public: boolean;
                         /** Format: uuid */
                         request_id: string;
@@ -6294,8 +6309,11 @@ export interface operations {
                             /** @description The same identifier as `id`. */
                             artifact_id: string;
                             content_type: string;
-                            /** Format: uri */
-                            download_url: string;
+                            /**
+                             * Format: uri
+                             * @description Where the bytes are downloaded (`GET /runs/{run_id}/artifacts/{artifact_id}`, hash them against `sha256`), listed only where the caller can download them: null for a private artifact (`public: false`, kept as the owner's evidence and never downloadable). Results list public artifacts only, so there it is always a URL.
+                             */
+                            download_url: string | null;
                             /** @description Untrusted: chosen by the lab; sanitise it before using it as a path. */
                             file_name: string;
                             format: string;

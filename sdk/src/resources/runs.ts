@@ -11,7 +11,7 @@ import { SilicoError } from '../errors.ts';
 import { path } from '../core/url.ts';
 import type { VerifiedFile } from '../core/download.ts';
 import { readVerified, type VerifiedBytes } from '../core/verifiedBytes.ts';
-import type { CursorPageBody, Run, RunArtifact, RunEvent, RunEventPage, RunPlan, RunResults } from '../models.ts';
+import type { CursorPageBody, Run, RunArtifact, RunArtifactMetadata, RunEvent, RunEventPage, RunPlan, RunResults } from '../models.ts';
 import type { QueryParams, RequestBody, WithEnvelope } from '../types.ts';
 import { RunHandle, type WaitOptions } from '../runHandle.ts';
 import { Resource } from './resource.ts';
@@ -131,8 +131,8 @@ export class Runs extends Resource {
     return backoffDelayMs(drops, this.http.config.retry);
   }
 
-  /** GET /runs/{id}/artifacts/{artifact_id}/metadata. */
-  artifact(runId: string, artifactId: string, opts?: RequestOptions): Promise<WithEnvelope<RunArtifact & { public: boolean; created_at: string }>> {
+  /** GET /runs/{id}/artifacts/{artifact_id}/metadata: a private artifact (`public: false`) has `download_url: null`. */
+  artifact(runId: string, artifactId: string, opts?: RequestOptions): Promise<WithEnvelope<RunArtifactMetadata>> {
     return this.getJson(path`/runs/${runId}/artifacts/${artifactId}/metadata`, undefined, opts);
   }
 
@@ -141,10 +141,11 @@ export class Runs extends Resource {
    * while streaming (IntegrityError and no file on a mismatch). Pass the artifact from
    * `results()` or just its id (its metadata is read first). The bytes are fetched from
    * this client's base URL, never from the answer's `download_url`: the API key only
-   * goes to the host the caller configured.
+   * goes to the host the caller configured. An artifact listed without a `download_url`
+   * (a private one) cannot be downloaded: a SilicoError, and nothing is requested.
    */
   async downloadArtifact(runId: string, artifact: RunArtifact | string, dest: string, opts?: RequestOptions): Promise<VerifiedFile> {
-    const meta = typeof artifact === 'string' ? await this.artifact(runId, artifact, opts) : artifact;
+    const meta = downloadable(runId, typeof artifact === 'string' ? await this.artifact(runId, artifact, opts) : artifact);
     // Loaded on use: writing files is Node's business; the rest of the SDK runs in browsers too.
     const { saveVerified } = await import('../core/download.ts');
     const res = await this.http.stream({ method: 'GET', path: path`/runs/${runId}/artifacts/${meta.artifact_id}`, accept: '*/*' }, opts);
@@ -153,8 +154,18 @@ export class Runs extends Resource {
 
   /** The bytes of one artifact in memory, verified against its recorded sha256 and size while streaming (IntegrityError on a mismatch). */
   async artifactBytes(runId: string, artifact: RunArtifact | string, opts?: RequestOptions): Promise<VerifiedBytes> {
-    const meta = typeof artifact === 'string' ? await this.artifact(runId, artifact, opts) : artifact;
+    const meta = downloadable(runId, typeof artifact === 'string' ? await this.artifact(runId, artifact, opts) : artifact);
     const res = await this.http.stream({ method: 'GET', path: path`/runs/${runId}/artifacts/${meta.artifact_id}`, accept: '*/*' }, opts);
     return readVerified(res, { sha256: meta.sha256, size: meta.size_bytes }, `artifact ${meta.artifact_id} of run ${runId}`);
   }
+}
+
+/**
+ * The artifact, when its caller can download it: the API lists a download URL only then
+ * (null for a private artifact, which the download route never serves). The bytes are
+ * still fetched by ids from this client's base URL, never from that URL.
+ */
+function downloadable<T extends Pick<RunArtifact, 'artifact_id' | 'download_url'>>(runId: string, artifact: T): T {
+  if (artifact.download_url === null) throw new SilicoError(`artifact ${artifact.artifact_id} of run ${runId} is private: it is kept as the owner's evidence and cannot be downloaded`);
+  return artifact;
 }
