@@ -5,7 +5,7 @@
  * declared here, so the published reference and the SDK types stay true to the answers.
  */
 import {
-  anyObject, arr, count, cursorPage, finding, nullableTime, obj, planRecord, sha256Hex, str, time, usd, uuid, type JsonSchema,
+  anyObject, arr, count, cursorPage, finding, nullableTime, nullableUsd, obj, planRecord, sha256Hex, str, time, usd, uuid, type JsonSchema,
 } from '../schemas/common.ts';
 import { RUN_STATUSES, runError } from '../runs/schemas.ts';
 import { fileUrlSchema } from '../artifactUrls.ts';
@@ -16,8 +16,6 @@ export const EXPERIMENT_STATUSES = ['running', 'completed', 'closed'] as const;
 
 const seed: JsonSchema = { type: 'integer', minimum: 0, maximum: MAX_SEED };
 const label: JsonSchema = str(100, { minLength: 1 });
-/** An amount in US dollars that is null until known (a run's charge before it ends). */
-const nullableUsd: JsonSchema = { type: ['number', 'null'], minimum: 0 };
 
 /** An arm as approved (armView): what each of its runs executes, and its per-run price. */
 const armFields: Record<string, JsonSchema> = {

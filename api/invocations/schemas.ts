@@ -2,7 +2,7 @@
  * Output schemas of the hosted invocation routes: an invocation (invocationView), its
  * plan, and one output artifact's identity (with its bounded content when asked for).
  */
-import { anyObject, arr, count, id, nullableTime, obj, planRecord, record, sha256Hex, str, time, usd, type JsonSchema } from '../schemas/common.ts';
+import { anyObject, arr, count, id, endingError, nullableTime, nullableUsd, planRecord, record, sha256Hex, str, time, usd, type JsonSchema } from '../schemas/common.ts';
 import { hostingStatus } from '../hosting/schemas.ts';
 
 /** Every status of storage/db/hostedInvocations.ts InvocationStatus. */
@@ -26,7 +26,7 @@ export const invocationArtifact: JsonSchema = record({
 /** Why an invocation that did not complete ended (a spend cap's stop is `cancelled` with `spend_cap_reached`). */
 const invocationError: JsonSchema = {
   description: 'Null unless it ended without completing: `lab_error`, `timed_out`, `input_unavailable`, `instance_unavailable`, `deployment_paused`, `deployment_unavailable`, `deployment_not_served`, `lease_expired`, `spend_cap_reached`, `internal_error`, ...',
-  oneOf: [{ type: 'null' }, obj({ code: str(64), message: { type: 'string' } }, ['code', 'message'])],
+  oneOf: [{ type: 'null' }, endingError],
 };
 
 /** An invocation as its invoking account reads it (invocationView). */
@@ -46,7 +46,7 @@ export const invocationRecord: JsonSchema = record({
   outputs: { type: ['object', 'null'], description: 'The public output values, bounded; null until it completes.' },
   error: invocationError,
   credits_reserved: { ...usd, description: 'US dollars reserved at acceptance: the most it can cost.' },
-  credits_settled: { type: ['number', 'null'], minimum: 0, description: 'US dollars charged; null until it ends.' },
+  credits_settled: { ...nullableUsd, description: 'US dollars charged; null until it ends.' },
   lease_expires_at: { ...nullableTime, description: 'While running: when its worker\'s lease runs out unless renewed.' },
   cancel_requested_at: nullableTime,
   attempts: { ...count, description: 'Execution attempts (a lost worker is retried).' },

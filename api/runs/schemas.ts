@@ -1,12 +1,12 @@
 import { runArtifactUrlSchema } from '../artifactUrls.ts';
-import { anyObject, arr, count, cursorPage, nullableStr, nullableTime, obj, planRecord, sha256Hex, str, time, usd, uuid, type JsonSchema } from '../schemas/common.ts';
+import { anyObject, arr, count, cursorPage, nullableStr, endingError, nullableTime, nullableUsd, obj, planRecord, sha256Hex, str, time, usd, uuid, type JsonSchema } from '../schemas/common.ts';
 
 export const RUN_STATUSES = ['queued', 'running', 'cancelling', 'completed', 'failed', 'cancelled', 'timed_out'] as const;
 
 
 /** Why a run that did not complete ended. */
 export const runError: JsonSchema = {
-  ...obj({ code: str(64), message: { type: 'string' } }, ['code', 'message']),
+  ...endingError,
   description: 'Why a run that did not complete ended (`lab_error`, `capacity_unavailable`, ...).',
 };
 
@@ -25,7 +25,7 @@ export const runRecord: JsonSchema = obj({
   compute_profile: str(64),
   max_runtime_seconds: count,
   credits_reserved: { ...usd, description: 'US dollars reserved at acceptance.' },
-  credits_settled: { type: ['number', 'null'], minimum: 0, description: 'US dollars charged; null until the run is terminal.' },
+  credits_settled: { ...nullableUsd, description: 'US dollars charged; null until the run is terminal.' },
   created_at: time,
   started_at: nullableTime,
   finished_at: nullableTime,

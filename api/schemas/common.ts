@@ -53,6 +53,10 @@ export const envelopeFields: Record<string, JsonSchema> = {
 export const nullableTime: JsonSchema = { type: ['string', 'null'], format: 'date-time' };
 /** An amount in US dollars as the API shows it (micro-dollars inside). */
 export const usd: JsonSchema = { type: 'number', minimum: 0 };
+/** An amount in US dollars not known yet (a charge before its work has ended). */
+export const nullableUsd: JsonSchema = { type: ['number', 'null'], minimum: 0 };
+/** Why work that did not complete ended: a code and a message (a run's, an invocation's, a session's). */
+export const endingError: JsonSchema = obj({ code: str(64), message: { type: 'string' } }, ['code', 'message']);
 /** Free-form JSON the caller or a lab wrote (inputs, outputs, metadata): its shape is theirs. */
 export const anyObject: JsonSchema = { type: 'object' };
 

@@ -4,7 +4,7 @@
  * event's `data` is written by the database triggers of migration 027, one shape per
  * event type, and is the same `data` a receiver gets in the signed delivery.
  */
-import { arr, count, cursorPage, id, nullableStr, nullableTime, obj, record, str, time, uuid, type JsonSchema } from '../schemas/common.ts';
+import { arr, count, cursorPage, id, nullableStr, nullableTime, nullableUsd, obj, record, str, time, uuid, type JsonSchema } from '../schemas/common.ts';
 import { RUN_STATUSES, runError } from '../runs/schemas.ts';
 import { EXPERIMENT_STATUSES } from '../experiments/schemas.ts';
 import { HOSTING_STATUSES } from '../hosting/schemas.ts';
@@ -17,7 +17,7 @@ const eventType = { enum: [...WEBHOOK_EVENT_TYPES] };
 const endpointId = id('whe');
 const eventId = id('evt');
 /** Amounts the triggers write as `settled_micros / 1e6`: null until settled. */
-const settledUsd: JsonSchema = { type: ['number', 'null'], minimum: 0, description: 'US dollars charged; null if not settled when the event was written.' };
+const settledUsd: JsonSchema = { ...nullableUsd, description: 'US dollars charged; null if not settled when the event was written.' };
 
 const endpointProperties: Record<string, JsonSchema> = {
   object: { const: 'webhook_endpoint' },
