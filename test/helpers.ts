@@ -16,6 +16,8 @@ import { REPO_ROOT } from '../deploy/local/paths.ts';
 import { createSandbox, type Sandbox } from '../activities/execution/sandbox.ts';
 import { contractErrorType } from './contract.ts';
 import { getComputeProfile } from '../storage/db/computeProfiles.ts';
+import type { NewRun } from '../storage/db/runs.ts';
+import { newUuid } from '../storage/ids.ts';
 
 /** The stack `npm test` started (test/run.ts puts its addresses in the environment). */
 export const BASE_URL = process.env.SILICO_TEST_BASE_URL ?? '';
@@ -421,4 +423,13 @@ export function silicoCli(args: string[], opts: { key?: string; configDir: strin
     opts.onStderr?.(stderr, child);
   });
   return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+/** A run row as the api accepts one (for tests that drive the run's database functions directly). */
+export function newRunRow(accountId: string, over: Partial<NewRun> = {}): NewRun {
+  return {
+    id: newUuid(), account_id: accountId, kind: 'hub', ref: 'platform/microbial-growth@1.0.0', resolved_ref: 'platform/microbial-growth@1.0.0',
+    release_id: null, workspace_id: null, revision_id: null, package_sha256: `sha256:${'0'.repeat(64)}`, inputs: {}, metadata: {},
+    compute_profile: 'cpu-small', max_runtime_seconds: 60, reserved_micros: 10_000, seed: 1, experiment_id: null, plan_id: null, ...over,
+  };
 }

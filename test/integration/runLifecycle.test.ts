@@ -1,7 +1,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { closeTestDb, newAccount, testDb } from '../helpers.ts';
-import { insertAcceptedRun, type NewRun } from '../../storage/db/runs.ts';
+import { closeTestDb, newAccount, newRunRow as newRun, testDb } from '../helpers.ts';
+import { appendEvent, appendEvents, insertAcceptedRun } from '../../storage/db/runs.ts';
 import { createPlan } from '../../storage/db/plans.ts';
 import { acquireRunSlot, finishRun } from '../../storage/runLifecycle.ts';
 import { getBalances } from '../../storage/ledger.ts';
@@ -14,14 +14,6 @@ import { createDb } from '../../storage/db/knex.ts';
 // their promises under concurrency, straight against Postgres.
 
 after(closeTestDb);
-
-function newRun(accountId: string, over: Partial<NewRun> = {}): NewRun {
-  return {
-    id: newUuid(), account_id: accountId, kind: 'hub', ref: 'platform/microbial-growth@1.0.0', resolved_ref: 'platform/microbial-growth@1.0.0',
-    release_id: null, workspace_id: null, revision_id: null, package_sha256: `sha256:${'0'.repeat(64)}`, inputs: {}, metadata: {},
-    compute_profile: 'cpu-small', max_runtime_seconds: 60, reserved_micros: 10_000, seed: 1, experiment_id: null, plan_id: null, ...over,
-  };
-}
 
 const events = (runId: string) => testDb()('run_events').where({ run_id: runId }).orderBy('seq').select('seq', 'type', 'data');
 const ledgerTxns = (ref: string) => testDb()('ledger_txns').where({ ref }).select('kind');
@@ -100,6 +92,22 @@ test('concurrent endings of one run settle it once: one charge, one pair of term
   assert.equal(await finishRun(testDb(), { runId: run.id, status: 'failed', error: { code: 'internal_error', message: 'late' }, computeSeconds: 9 }), 'completed');
   assert.equal((await events(run.id)).length, 4);
   assert.equal((await testDb()('runs').where({ id: run.id }).first('settled_micros')).settled_micros, charged);
+});
+
+test("a run's terminal event stays its last: what its execution appends after the end is dropped, and the appenders answer the terminal seq", async () => {
+  const { account } = await newAccount({ usd: 1 });
+  const run = await insertAcceptedRun(testDb(), newRun(account.id));
+  assert.equal(await acquireRunSlot(testDb(), run.id, 4), 'running');
+  assert.equal(await appendEvent(testDb(), run.id, 'log', 'while running'), 3);
+  assert.equal(await finishRun(testDb(), { runId: run.id, status: 'cancelled', computeSeconds: 0.1 }), 'cancelled');
+  const ended = await events(run.id);
+  assert.deepEqual(ended.slice(-2).map((e) => [e.seq, e.type]), [[4, 'charge_settled'], [5, 'state_changed']]);
+  // A lab's last log lines, flushed by a worker that had not yet stopped it.
+  assert.equal(await appendEvents(testDb(), run.id, [{ type: 'log', message: 'late line', data: {} }, { type: 'progress', message: 'late', data: { fraction: 0.5 } }]), 5);
+  assert.equal(await appendEvent(testDb(), run.id, 'artifact_stored', 'late artifact'), 5);
+  assert.deepEqual(await events(run.id), ended);
+  assert.equal((await testDb()('runs').where({ id: run.id }).first('event_seq')).event_seq, 5);
+  await assert.rejects(appendEvents(testDb(), newUuid(), [{ type: 'log', message: 'x', data: {} }]), /no run/);
 });
 
 test('an ending without a measure charges wall time since execution began, and nothing for a run that never began', async () => {

@@ -34,6 +34,7 @@ import * as runCancelNotify from './034_run_cancel_notify.ts';
 import * as runAliveAt from './035_run_alive_at.ts';
 import * as appendRunEvents from './036_append_run_events.ts';
 import * as sessionFailed from './037_session_failed.ts';
+import * as terminalEventLast from './038_terminal_event_last.ts';
 import * as biologyResources from './025_biology_resources.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
@@ -77,6 +78,7 @@ const migrations: Record<string, Migration> = {
   '035_run_alive_at': runAliveAt,
   '036_append_run_events': appendRunEvents,
   '037_session_failed': sessionFailed,
+  '038_terminal_event_last': terminalEventLast,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
