@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { waitFor, type Supervisor } from './processes.ts';
+import { waitFor, type Supervised, type Supervisor } from './processes.ts';
 
 /**
  * Starts MinIO with its data under the data dir; resolves when it reports ready. With
@@ -10,7 +10,7 @@ import { waitFor, type Supervisor } from './processes.ts';
 export async function startMinio(
   sup: Supervisor,
   opts: { bin: string; dataDir: string; port: number; consolePort: number; accessKey: string; secretKey: string; drives?: number },
-): Promise<{ endpoint: string; consoleUrl: string }> {
+): Promise<{ endpoint: string; consoleUrl: string; proc: Supervised; ready: () => Promise<void> }> {
   const dir = path.join(opts.dataDir, opts.drives ? 'minio-erasure' : 'minio');
   const drives = opts.drives ? Array.from({ length: opts.drives }, (_, i) => path.join(dir, `d${i + 1}`)) : [dir];
   for (const d of drives) await mkdir(d, { recursive: true });
@@ -31,6 +31,7 @@ export async function startMinio(
   void proc.exited.then((c) => (exited = `exited with ${c}`));
   const endpoint = `http://127.0.0.1:${opts.port}`;
   // An erasure set is ready for writes only once it has its write quorum (`cluster`), not when the process answers.
-  await waitFor('minio', async () => (await fetch(`${endpoint}/minio/health/${opts.drives ? 'cluster' : 'ready'}`)).ok, 60000, () => exited);
-  return { endpoint, consoleUrl: `http://localhost:${opts.consolePort}` };
+  const ready = (failed?: () => string | undefined) => waitFor('minio', async () => (await fetch(`${endpoint}/minio/health/${opts.drives ? 'cluster' : 'ready'}`)).ok, 60000, failed);
+  await ready(() => exited);
+  return { endpoint, consoleUrl: `http://localhost:${opts.consolePort}`, proc, ready: () => ready() };
 }

@@ -3,9 +3,14 @@ import { existsSync, readdirSync } from 'node:fs';
 import { chown, mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
-import { waitFor, type Supervisor } from './processes.ts';
+import { waitFor, type Supervised, type Supervisor } from './processes.ts';
 
-export interface PostgresHandle { url: string; managed: boolean }
+export interface PostgresHandle {
+  url: string;
+  managed: boolean;
+  /** The server's process and a probe that resolves once it serves again (managed only). */
+  server?: { proc: Supervised; ready: () => Promise<void> };
+}
 
 /** The machine's Postgres server binaries: PATH first, then Debian's versioned folders. */
 export function findPgBin(env: NodeJS.ProcessEnv): string | undefined {
@@ -86,5 +91,12 @@ export async function startPostgres(
     }
     return true;
   }, 60000, () => exited);
-  return { url: `${base}/silico`, managed: true };
+  const url = `${base}/silico`;
+  const ready = () => waitFor('postgres', async () => {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    await c.end();
+    return true;
+  }, 60000);
+  return { url, managed: true, server: { proc, ready } };
 }

@@ -22,6 +22,8 @@ export function prefixedSink(out: NodeJS.WritableStream = process.stdout): LogSi
  */
 export class Supervisor {
   private readonly procs: Supervised[] = [];
+  /** How each child was started, so that it can be started again as it was. */
+  private readonly specs = new WeakMap<Supervised, { command: string; args: string[]; opts: SpawnOptions }>();
   private stopping = false;
   private static readonly SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
   /** Stops the children, then ends this process as the signal would have. */
@@ -54,7 +56,17 @@ export class Supervisor {
     });
     const p = { name, child, exited };
     this.procs.push(p);
+    this.specs.set(p, { command, args, opts });
     return p;
+  }
+
+  /** Starts a child again as it was first started (once it has exited), in its place. */
+  restart(p: Supervised): Supervised {
+    const spec = this.specs.get(p);
+    if (!spec) throw new Error(`${p.name} was not started by this supervisor`);
+    const i = this.procs.indexOf(p);
+    if (i >= 0) this.procs.splice(i, 1);
+    return this.start(p.name, spec.command, spec.args, spec.opts);
   }
 
   /** Calls `onExit` when any child ends while the stack is not stopping. */

@@ -12,6 +12,7 @@ import { startTemporal } from './temporal.ts';
 import { startMinio } from './minio.ts';
 import { Supervisor, waitFor, assertPortsFree, type LogSink, type Supervised } from './processes.ts';
 import { startTemporalCluster, type TemporalCluster } from './temporalCluster.ts';
+import { restartable, respawnWith, temporalServes, type Dependency, type DependencyName } from './dependencies.ts';
 import { startBalancer } from './balancer.ts';
 import getPort from 'get-port';
 import { bootstrap, REPO_ROOT } from './bootstrap.ts';
@@ -81,6 +82,11 @@ export interface Stack {
   workers: Replica[];
   /** The cluster topology's Temporal services (null on the dev server). */
   temporalCluster: TemporalCluster | null;
+  /**
+   * The servers the service depends on, to take down and bring back (a soak's outages);
+   * Temporal's is its frontend in the cluster topology. Empty for a DATABASE_URL of someone else's.
+   */
+  dependencies: Partial<Record<DependencyName, Dependency>>;
   stop(): Promise<void>;
 }
 
@@ -169,7 +175,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     say(`starting postgres, minio and temporal${cluster ? ' (cluster topology)' : ''}`);
     const minioStarted = startMinio(sup, { bin: minioBin, dataDir: opts.dataDir, port: opts.ports.minio, consolePort: opts.ports.minioConsole, accessKey: S3_ACCESS, secretKey: S3_SECRET, drives: cluster ? 4 : undefined });
     let pg: Awaited<ReturnType<typeof startPostgres>>;
-    let temporal: { address: string; uiUrl: string | null };
+    let temporal: { address: string; uiUrl: string | null; proc?: Supervised };
     let temporalCluster: TemporalCluster | null = null;
     if (cluster) {
       // Temporal persists to the same Postgres (its own two databases), so it waits for it.
@@ -187,6 +193,13 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       ]);
     }
     const minio = await minioStarted;
+    const dependencies: Stack['dependencies'] = {
+      object_store: restartable('object_store', minio.proc, { stopSignal: 'SIGTERM', ready: minio.ready, respawn: respawnWith(sup) }),
+      temporal: temporalCluster
+        ? restartable('temporal', temporalCluster.services.frontend, { stopSignal: 'SIGTERM', ready: () => temporalServes(temporal.address), respawn: () => temporalCluster!.restart('frontend') })
+        : restartable('temporal', temporal.proc!, { stopSignal: 'SIGTERM', ready: () => temporalServes(temporal.address), respawn: respawnWith(sup) }),
+    };
+    if (pg.server) dependencies.postgres = restartable('postgres', pg.server.proc, { stopSignal: 'SIGINT', ready: pg.server.ready, respawn: respawnWith(sup) });
     const env = await stackEnv({ databaseUrl: pg.url, temporalAddress: temporal.address, temporalUiUrl: temporal.uiUrl, minioEndpoint: minio.endpoint, apiPort: opts.ports.api, python, dataDir: opts.dataDir });
     const baseUrl = env.SILICO_BASE_URL!;
     Object.assign(env, opts.serviceEnv);
@@ -264,7 +277,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       database_url: pg.url,
     };
     await writeFile(stateFile, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
-    return { info, env, supervisor: sup, binaries: { temporal: temporalBin, minio: minioBin }, apis, workers, temporalCluster,
+    return { info, env, supervisor: sup, binaries: { temporal: temporalBin, minio: minioBin }, apis, workers, temporalCluster, dependencies,
       stop: async () => {
         await gateway.close();
         await sup.stopAll();

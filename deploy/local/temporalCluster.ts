@@ -11,6 +11,7 @@ import { msToTs } from '@temporalio/common';
 import protoPkg from '@temporalio/proto';
 import { waitFor, type Supervised, type Supervisor } from './processes.ts';
 import { SEARCH_ATTRIBUTES } from '../../kernel/workflowNames.ts';
+import { temporalServes } from './dependencies.ts';
 
 const run = promisify(execFile);
 
@@ -173,15 +174,7 @@ export async function startTemporalCluster(sup: Supervisor, o: TemporalClusterOp
   await waitFor('temporal history', () => listening(ports.history.grpc), 120000, dead);
   for (const s of TEMPORAL_SERVICES) if (s !== 'history') services[s] = start(s);
   const address = `127.0.0.1:${o.frontendPort}`;
-  await waitFor('temporal frontend', async () => {
-    const conn = await Connection.connect({ address, connectTimeout: 1000 });
-    try {
-      await conn.workflowService.getSystemInfo({});
-      return true;
-    } finally {
-      await conn.close();
-    }
-  }, 120000, dead);
+  await temporalServes(address, dead);
   await registerNamespace(address, o.namespace);
   return {
     address,

@@ -72,3 +72,65 @@ export async function auditLedger(db: Db, accountIds?: string[]): Promise<Ledger
     },
   };
 }
+
+/** Webhook events against their deliveries (for the soak's table), of `accountIds`. */
+export interface WebhookAudit {
+  events: number;
+  deliveries: number;
+  delivered: number;
+  pending: number;
+  dead: number;
+  /** Event ids of delivered deliveries: the receiver must have had each. */
+  deliveredEventIds: string[];
+  problems: {
+    /** An event of a type an endpoint (live when it happened) subscribes to, with no delivery to it. */
+    events_without_delivery: number;
+  };
+}
+
+export async function auditWebhooks(db: Db, accountIds: string[]): Promise<WebhookAudit> {
+  const { rows: [r] } = await db.raw<{ rows: Array<Record<string, string>> }>(`
+    WITH ev AS (SELECT * FROM webhook_events WHERE account_id = ANY(?::text[])),
+    dl AS (SELECT * FROM webhook_deliveries WHERE account_id = ANY(?::text[]))
+    SELECT
+      (SELECT count(*) FROM ev) AS events,
+      (SELECT count(*) FROM dl) AS deliveries,
+      (SELECT count(*) FROM dl WHERE status = 'delivered') AS delivered,
+      (SELECT count(*) FROM dl WHERE status = 'pending') AS pending,
+      (SELECT count(*) FROM dl WHERE status = 'dead') AS dead,
+      (SELECT count(*) FROM ev JOIN webhook_endpoints ep ON ep.account_id = ev.account_id AND ev.type = ANY(ep.events)
+        AND ep.created_at <= ev.created_at AND (ep.removed_at IS NULL OR ep.removed_at > ev.created_at)
+        WHERE NOT EXISTS (SELECT 1 FROM dl WHERE dl.event_id = ev.id AND dl.endpoint_id = ep.id)) AS events_without_delivery`, [accountIds, accountIds]);
+  const delivered = await db('webhook_deliveries').whereIn('account_id', accountIds).where({ status: 'delivered' }).distinct('event_id').pluck('event_id') as string[];
+  const n = (k: string) => Number(r![k]);
+  return {
+    events: n('events'), deliveries: n('deliveries'), delivered: n('delivered'), pending: n('pending'), dead: n('dead'),
+    deliveredEventIds: delivered,
+    problems: { events_without_delivery: n('events_without_delivery') },
+  };
+}
+
+/** Records that one approved plan made more than once (each plan is consumed by exactly one run, study or invocation), of `accountIds`. */
+export async function auditPlanEffects(db: Db, accountIds: string[]): Promise<{ runs: number; experiments: number; hosted_invocations: number }> {
+  const twice = async (table: 'runs' | 'experiments' | 'hosted_invocations') => Number((await db.raw<{ rows: Array<{ n: string }> }>(
+    `SELECT count(*) AS n FROM (SELECT plan_id FROM ${table} WHERE account_id = ANY(?::text[]) AND plan_id IS NOT NULL GROUP BY plan_id HAVING count(*) > 1) x`, [accountIds])).rows[0]!.n);
+  return { runs: await twice('runs'), experiments: await twice('experiments'), hosted_invocations: await twice('hosted_invocations') };
+}
+
+/** How many runs of `accountId` carry each value of metadata `name` (a client's own request ids). */
+export async function runsByMetadata(db: Db, accountId: string, name: string): Promise<Map<string, number>> {
+  const { rows } = await db.raw<{ rows: Array<{ v: string; n: string }> }>(
+    `SELECT metadata->>? AS v, count(*) AS n FROM runs WHERE account_id = ? AND jsonb_exists(metadata, ?) GROUP BY 1`, [name, accountId, name]);
+  return new Map(rows.map((x) => [x.v, Number(x.n)]));
+}
+
+/** What of `accountIds` has not ended yet: runs, studies, hosted invocations, webhook deliveries (a soak drains to zero before its audit). */
+export async function openWork(db: Db, accountIds: string[]): Promise<{ runs: number; experiments: number; hosted_invocations: number; webhook_deliveries: number }> {
+  const { rows: [r] } = await db.raw<{ rows: Array<Record<string, string>> }>(`
+    SELECT
+      (SELECT count(*) FROM runs WHERE account_id = ANY(?::text[]) AND status IN ('queued', 'running', 'cancelling')) AS runs,
+      (SELECT count(*) FROM experiments WHERE account_id = ANY(?::text[]) AND completed_at IS NULL) AS experiments,
+      (SELECT count(*) FROM hosted_invocations WHERE account_id = ANY(?::text[]) AND status IN ('queued', 'running')) AS hosted_invocations,
+      (SELECT count(*) FROM webhook_deliveries WHERE account_id = ANY(?::text[]) AND status = 'pending') AS webhook_deliveries`, [accountIds, accountIds, accountIds, accountIds]);
+  return { runs: Number(r!.runs), experiments: Number(r!.experiments), hosted_invocations: Number(r!.hosted_invocations), webhook_deliveries: Number(r!.webhook_deliveries) };
+}

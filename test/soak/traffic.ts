@@ -1,0 +1,127 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { SoakClient } from './client.ts';
+import type { SoakAccount, SoakSetup } from './setup.ts';
+
+/** The built-in labs the runs rotate through (each finishes in a few seconds). */
+const LABS = ['microbial-growth', 'sir-epidemic', 'predator-prey', 'enzyme-kinetics', 'gene-toggle-switch'].map((n) => `platform/${n}@1.0.0`);
+const RUN_TERMINAL = ['completed', 'failed', 'cancelled', 'timed_out'];
+const INVOCATION_TERMINAL = ['completed', 'failed', 'cancelled', 'expired'];
+
+/** What the traffic was told it did: the audit holds the state of record to it. */
+export interface Effects {
+  /** Each keyed run write (its Idempotency-Key, sent also as metadata.soak_op) and the run it was answered with. */
+  runs: Map<string, string>;
+  studies: string[];
+  invocations: string[];
+  files: Array<{ id: string; sha256: string }>;
+  /** Downloads (artifacts, files) whose bytes did not hash to what the record says. */
+  downloadsDiffer: string[];
+  /** Writes answered with something other than their success and the retryable answers (a 4xx the flow did not expect). */
+  refused: string[];
+}
+
+export function newEffects(): Effects {
+  return { runs: new Map(), studies: [], invocations: [], files: [], downloadsDiffer: [], refused: [] };
+}
+
+const hex = (digest: string) => digest.replace(/^sha256:/, '');
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+/** Reads `route` every `ms` until `done` says the body is final (null when a read was given up). */
+async function until(client: SoakClient, op: string, route: string, key: string, done: (body: any) => boolean, ms = 1000): Promise<any> {
+  for (;;) {
+    const r = await client.request(op, 'GET', route, { key });
+    if (!r) return null;
+    if (r.status === 200 && done(r.body)) return r.body;
+    await sleep(ms);
+  }
+}
+
+/** A run of a built-in lab, followed to its end; one public artifact downloaded and verified. */
+async function runFlow(client: SoakClient, a: SoakAccount, e: Effects, i: number): Promise<void> {
+  const op = randomUUID();
+  const made = await client.request('run_create', 'POST', '/runs', { key: a.key, idempotencyKey: op, body: { ref: LABS[i % LABS.length], inputs: {}, max_runtime_seconds: 120, metadata: { soak_op: op } } });
+  if (!made) return;
+  if (made.status !== 200) return void e.refused.push(`run_create ${made.status} ${made.body?.error?.code}`);
+  e.runs.set(op, made.body.id);
+  const ended = await until(client, 'run_get', `/runs/${made.body.id}`, a.key, (r) => RUN_TERMINAL.includes(r.status));
+  if (ended?.status !== 'completed') return;
+  const results = await client.request('run_results', 'GET', `/runs/${made.body.id}/results`, { key: a.key });
+  const artifact = results?.body?.artifacts?.find((x: any) => x.download_url);
+  if (!artifact) return;
+  const got = await client.request('artifact_download', 'GET', `/runs/${made.body.id}/artifacts/${artifact.id}`, { key: a.key, bytes: true });
+  if (got?.status === 200 && sha256(got.bytes!) !== hex(artifact.sha256)) e.downloadsDiffer.push(`run ${made.body.id} artifact ${artifact.id}`);
+}
+
+/** A small study (two arms, one run each) on the owner's workspace, followed to its end. */
+async function studyFlow(client: SoakClient, s: SoakSetup, e: Effects, i: number): Promise<void> {
+  const arm = (label: string, growth: number) => ({ label, workspace_id: s.lab.workspaceId, revision_id: s.lab.revisionId, inputs: { growth_rate: growth }, replicates: 1, seed: i, max_runtime_seconds: 60 });
+  const plan = await client.request('experiment_prepare', 'POST', '/experiment-plans', { key: s.owner.key, idempotencyKey: randomUUID(), body: { name: `Soak study ${i}`, arms: [arm('slow', 0.1), arm('fast', 0.3)] } });
+  if (!plan) return;
+  if (plan.status !== 200 || plan.body.status !== 'ready') return void e.refused.push(`experiment_prepare ${plan.status} ${plan.body?.error?.code ?? plan.body?.status}`);
+  const made = await client.request('experiment_create', 'POST', '/experiments', { key: s.owner.key, idempotencyKey: randomUUID(), body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
+  if (!made) return;
+  if (made.status !== 200) return void e.refused.push(`experiment_create ${made.status} ${made.body?.error?.code}`);
+  e.studies.push(made.body.id);
+  await until(client, 'experiment_get', `/experiments/${made.body.id}`, s.owner.key, (x) => Boolean(x.completed_at), 2000);
+}
+
+/** A hosted invocation of the owner's private deployment, followed to its end. */
+async function invocationFlow(client: SoakClient, s: SoakSetup, e: Effects, i: number): Promise<void> {
+  const plan = await client.request('hosted_invocation_prepare', 'POST', '/hosted-invocation-plans', { key: s.owner.key, idempotencyKey: randomUUID(), body: { reference: s.lab.reference, sha256: s.lab.sha256, inputs: { growth_rate: 0.1 + (i % 10) / 50 } } });
+  if (!plan) return;
+  if (plan.status !== 201 || plan.body.status !== 'ready') return void e.refused.push(`hosted_invocation_prepare ${plan.status} ${plan.body?.error?.code ?? plan.body?.status}`);
+  const made = await client.request('hosted_invocation_execute', 'POST', '/hosted-invocations', { key: s.owner.key, body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
+  if (!made) return;
+  // An execute cut after it was accepted is answered 409 plan_unavailable when retried: its plan made one invocation (the audit counts them by plan).
+  if (made.status === 409 && made.body?.error?.code === 'plan_unavailable') return;
+  if (made.status !== 201) return void e.refused.push(`hosted_invocation_execute ${made.status} ${made.body?.error?.code}`);
+  e.invocations.push(made.body.invocation_id);
+  await until(client, 'hosted_invocation_get', `/hosted-invocations/${made.body.invocation_id}`, s.owner.key, (x) => INVOCATION_TERMINAL.includes(x.status), 500);
+}
+
+/** An upload of fresh random bytes, downloaded back and verified. */
+async function fileFlow(client: SoakClient, a: SoakAccount, e: Effects, i: number): Promise<void> {
+  const bytes = randomBytes(32 * 1024 + (i % 7) * 1000);
+  const made = await client.request('file_upload', 'POST', '/files', { key: a.key, form: () => {
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(bytes)]), `soak-${i}.bin`);
+    return form;
+  } });
+  if (!made) return;
+  if (made.status !== 200) return void e.refused.push(`file_upload ${made.status} ${made.body?.error?.code}`);
+  if (hex(made.body.sha256) !== sha256(bytes)) e.downloadsDiffer.push(`file ${made.body.id} recorded with another digest`);
+  e.files.push({ id: made.body.id, sha256: sha256(bytes) });
+  const got = await client.request('file_content', 'GET', `/files/${made.body.id}/content`, { key: a.key, bytes: true });
+  if (got?.status === 200 && sha256(got.bytes!) !== sha256(bytes)) e.downloadsDiffer.push(`file ${made.body.id}`);
+}
+
+/** The reads a dashboard makes. */
+async function readFlow(client: SoakClient, s: SoakSetup, i: number): Promise<void> {
+  const routes = ['/account', '/runs?limit=5', '/capabilities', `/labs/${s.lab.labId}/hosting`, '/files?limit=5'];
+  const route = routes[i % routes.length]!;
+  await client.request(`read ${route.split('?')[0]!.replace(s.lab.labId, '{lab_id}')}`, 'GET', route, { key: i % routes.length === 3 ? s.owner.key : s.reader.key });
+}
+
+/**
+ * The steady mix, each kind in its own loops until `stop` is set: four run loops, one
+ * study, one invocation, one upload/download and two read loops, each paced to leave
+ * the two cores for the stack. Resolves once every flow in flight has finished.
+ */
+export async function drive(client: SoakClient, s: SoakSetup, e: Effects, stop: { set: boolean }): Promise<void> {
+  const loop = async (pauseMs: number, flow: (i: number) => Promise<void>) => {
+    for (let i = 0; !stop.set; i++) {
+      await flow(i);
+      await sleep(pauseMs);
+    }
+  };
+  await Promise.all([
+    ...Array.from({ length: 4 }, (_, k) => loop(1000, (i) => runFlow(client, s.runner, e, i * 4 + k))),
+    loop(5000, (i) => studyFlow(client, s, e, i)),
+    loop(1000, (i) => invocationFlow(client, s, e, i)),
+    loop(1000, (i) => fileFlow(client, s.filer, e, i)),
+    loop(200, (i) => readFlow(client, s, i)),
+    loop(200, (i) => readFlow(client, s, i + 2)),
+  ]);
+}
