@@ -65,9 +65,15 @@ export function buildOpsRouter(deps: Deps, registry: Registry, log: Logger, life
     ]);
     const checks = { postgres, temporal, object_store: objectStore };
     const failing = Object.entries(checks).filter(([, v]) => v !== 'ok').map(([k]) => k);
-    ctx.status = failing.length ? 503 : 200;
-    if (failing.length) ctx.set('Retry-After', '5');
-    ctx.body = { status: failing.length ? 'unavailable' : 'ready', failing, checks, request_id: ctx.state.requestId };
+    // Out of rotation only when this replica can serve nothing: every request is
+    // authenticated against Postgres. Temporal or the object store down is shared by every
+    // replica; taking them all out would refuse the reads and writes that need neither,
+    // so the replica stays in, `degraded`, and each request that needs the missing one
+    // answers 503 naming it.
+    const serving = postgres === 'ok';
+    ctx.status = serving ? 200 : 503;
+    if (!serving) ctx.set('Retry-After', '5');
+    ctx.body = { status: !serving ? 'unavailable' : failing.length ? 'degraded' : 'ready', failing, checks, request_id: ctx.state.requestId };
   });
   // With an ops port configured, metrics are served there alone (metricsServer.ts).
   if (deps.config.metricsPort === null) router.get('/metrics', metricsHandler(registry));

@@ -19,17 +19,37 @@ test('GET /readyz checks Postgres, Temporal and the object store', async () => {
   assert.deepEqual(body.checks, { postgres: 'ok', temporal: 'ok', object_store: 'ok' });
 });
 
-test('GET /readyz is 503 naming the failing dependency', async () => {
-  const replica = await spawnApi({ S3_ENDPOINT: 'http://127.0.0.1:9', TEMPORAL_ADDRESS: '127.0.0.1:9' });
+test('GET /readyz with Temporal and the object store out: 200 `degraded` naming them (the replica stays in rotation for what needs neither), and a write that needs one answers 503 naming it', async () => {
+  const replica = await spawnApi({ S3_ENDPOINT: 'http://127.0.0.1:9', TEMPORAL_ADDRESS: '127.0.0.1:9', SILICO_DEPENDENCY_TIMEOUT_SECONDS: '2' });
   try {
     const res = await fetch(`${replica.base.replace(/\/v1$/, '')}/readyz`);
-    assert.equal(res.status, 503);
+    assert.equal(res.status, 200);
     const body = await res.json();
+    assert.equal(body.status, 'degraded');
     assert.deepEqual(body.failing.sort(), ['object_store', 'temporal']);
     assert.equal(body.checks.postgres, 'ok');
     assert.ok(['unavailable', 'timed_out'].includes(body.checks.temporal), body.checks.temporal);
     assert.ok(['unavailable', 'timed_out'].includes(body.checks.object_store), body.checks.object_store);
     assert.ok(!JSON.stringify(body).includes('127.0.0.1:9'), 'no raw error text (addresses, driver messages) in the answer');
+    // What needs only Postgres is served; a run (its package from the store, its workflow from Temporal) answers 503 naming what it lacks.
+    assert.equal((await call('GET', '/account', { base: replica.base })).status, 200);
+    const run = await call('POST', '/runs', { base: replica.base, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { ref: 'platform/sir-epidemic@1.0.0', inputs: {}, max_runtime_seconds: 60 } });
+    assert.equal(run.status, 503, run.text);
+    assert.ok(['object_store', 'temporal'].includes(run.body.error.details.dependency), run.text);
+    assert.ok(run.headers.get('retry-after'));
+  } finally {
+    await replica.stop();
+  }
+});
+
+test('GET /readyz is 503 `unavailable` when Postgres cannot be reached: this replica can serve nothing', async () => {
+  const replica = await spawnApi({ DATABASE_URL: 'postgres://silico@127.0.0.1:9/silico', SILICO_DEPENDENCY_TIMEOUT_SECONDS: '2' });
+  try {
+    const res = await fetch(`${replica.base.replace(/\/v1$/, '')}/readyz`);
+    assert.equal(res.status, 503);
+    const body = await res.json();
+    assert.equal(body.status, 'unavailable');
+    assert.deepEqual(body.failing, ['postgres']);
     assert.ok(res.headers.get('retry-after'));
   } finally {
     await replica.stop();

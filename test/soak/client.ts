@@ -3,7 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 /**
  * How one HTTP attempt ended, as the soak counts it: a success; a 4xx by its error code;
  * the service's 503 with Retry-After (a dependency or every replica out); a request cut
- * (the connection dropped before an answer: a killed replica); no answer within the
+ * (the connection closed before an answer: a killed replica, or an upload answered
+ * before its body was sent, which the balancer cuts); no answer within the
  * client's deadline; or anything else (a 5xx other than 503 with Retry-After), which fails
  * the soak.
  */

@@ -31,6 +31,8 @@ import { auditTable, latencyTable, outcomesTable, type Check } from './report.ts
 const short = process.argv.includes('--short');
 const seconds = Number(process.env.SOAK_SECONDS ?? (short ? 100 : 600));
 const quietSeconds = short ? 8 : 20;
+/** The 4xx answers faults may cause: a key still held by a request a killed replica never finished, and a retried plan-bound write whose plan its first attempt used (the answer names the result). */
+const EXPECTED_4XX = ['4xx 409 idempotency_in_progress', '4xx 409 plan_unavailable'];
 const say = (line: string) => process.stdout.write(`[soak] ${line}\n`);
 
 async function main(): Promise<number> {
@@ -106,7 +108,8 @@ async function main(): Promise<number> {
       { what: 'records whose object is gone', value: bytes.objects_missing, fails: bytes.objects_missing > 0 },
       { what: 'unnamed objects left by cut writes (swept)', value: `${orphansLeft} (${swept.removed})`, fails: false },
       { what: 'orphans the sweep could not remove', value: bytes.orphans, fails: bytes.orphans > 0 },
-      { what: 'requests cut by a killed replica (retried)', value: count((o) => o === 'cut'), fails: false },
+      { what: 'requests cut: no answer before the connection closed (retried)', value: count((o) => o === 'cut'), fails: false },
+      { what: '4xx the traffic does not cause (its own mistakes or the service\'s)', value: count((o) => o.startsWith('4xx') && !EXPECTED_4XX.includes(o)), fails: count((o) => o.startsWith('4xx') && !EXPECTED_4XX.includes(o)) > 0 },
       { what: 'requests with no answer in 30 s', value: count((o) => o === 'no answer'), fails: count((o) => o === 'no answer') > 0 },
       { what: '5xx other than 503 with Retry-After', value: count((o) => o.startsWith('other')), fails: count((o) => o.startsWith('other')) > 0 },
       { what: 'requests given up after 5 minutes of retries', value: recorder.abandoned.length, fails: recorder.abandoned.length > 0 },
@@ -116,7 +119,9 @@ async function main(): Promise<number> {
     process.stdout.write(`\nLatency of successful requests (ms), 10 s before, during, and 10 s after each fault\n${latencyTable(recorder, faults)}\n`);
     if (effects.refused.length) process.stdout.write(`\nWrites refused with a 4xx the flow did not expect: ${[...new Set(effects.refused)].join('; ')}\n`);
     process.stdout.write(`\nAudit, from Postgres and the object store\n${auditTable(checks)}\n`);
-    await writeFile(path.join(dataDir, 'soak.json'), JSON.stringify({ seconds, short, faults: faults.map(({ inject: _, ...f }) => f), checks, attempts: outcomes.length }, null, 2));
+    await writeFile(path.join(dataDir, 'soak.json'), JSON.stringify({ seconds, short, faults: faults.map(({ inject: _, ...f }) => f), checks, attempts: outcomes.length,
+      // Every attempt that was not a success, with its second in the soak, for the logs.
+      notOk: outcomes.filter((a) => a.outcome !== '2xx').map((a) => ({ ...a, at: (a.at - began) / 1000 })) }, null, 2));
     failed = checks.some((c) => c.fails);
     process.stdout.write(`\nsoak ${failed ? 'FAILED' : 'passed'}: ${checks.filter((c) => c.fails).map((c) => c.what).join('; ') || 'nothing lost, charged twice, left open or orphaned'}\n`);
   } finally {

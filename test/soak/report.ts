@@ -14,13 +14,19 @@ function table(head: string[], rows: Array<Array<string | number>>): string {
   return [line(head), line(widths.map((w) => '-'.repeat(w))), ...cells.slice(1).map(line)].join('\n');
 }
 
-/** Requests by outcome: 2xx, 4xx by code, 503 with Retry-After, cut, no answer, anything else. */
+/** Requests by outcome: 2xx, 4xx by code, 503 with Retry-After, cut, no answer, anything else; with the operations each came from. */
 export function outcomesTable(rec: Recorder): string {
-  const counts = new Map<string, number>();
-  for (const a of rec.attempts) counts.set(a.outcome, (counts.get(a.outcome) ?? 0) + 1);
+  const byOutcome = new Map<string, Map<string, number>>();
+  for (const a of rec.attempts) {
+    const ops = byOutcome.get(a.outcome) ?? new Map<string, number>();
+    ops.set(a.op, (ops.get(a.op) ?? 0) + 1);
+    byOutcome.set(a.outcome, ops);
+  }
   const order = (k: string) => (k === '2xx' ? 0 : k.startsWith('4xx') ? 1 : k.startsWith('503') ? 2 : k === 'cut' ? 3 : 4);
-  const rows = [...counts].sort(([a], [b]) => order(a) - order(b) || a.localeCompare(b)).map(([k, n]) => [k, n]);
-  return table(['outcome', 'requests'], [...rows, ['all', rec.attempts.length]]);
+  const total = (ops: Map<string, number>) => [...ops.values()].reduce((x, y) => x + y, 0);
+  const rows = [...byOutcome].sort(([a], [b]) => order(a) - order(b) || a.localeCompare(b)).map(([k, ops]) => [k, total(ops),
+    k === '2xx' ? `${ops.size} operations` : [...ops].sort((x, y) => y[1] - x[1]).slice(0, 4).map(([op, n]) => `${op} ${n}`).join(', ')]);
+  return table(['outcome', 'requests', 'from'], [...rows, ['all', rec.attempts.length, '']]);
 }
 
 /** p50/p99 latency (ms) of successful requests before, during and after each fault, and what else was answered during it. */
@@ -32,10 +38,14 @@ export function latencyTable(rec: Recorder, faults: Fault[]): string {
     const before = within(ok, s - WINDOW_MS, s);
     const during = within(ok, s, e);
     const after = within(ok, e, e + WINDOW_MS);
-    const notOk = rec.attempts.filter((a) => a.at >= s && a.at < e && a.outcome !== '2xx').length;
-    return [f.name, `${((e - s) / 1000).toFixed(1)}`, `${pct(before, 0.5)}/${pct(before, 0.99)}`, `${pct(during, 0.5)}/${pct(during, 0.99)}`, `${pct(after, 0.5)}/${pct(after, 0.99)}`, notOk];
+    const notOk = rec.attempts.filter((a) => a.at >= s && a.at < e && a.outcome !== '2xx');
+    return [f.name, `${((e - s) / 1000).toFixed(1)}`, `${pct(before, 0.5)}/${pct(before, 0.99)}`, `${pct(during, 0.5)}/${pct(during, 0.99)}`, `${pct(after, 0.5)}/${pct(after, 0.99)}`,
+      notOk.length, notOk.filter((a) => a.outcome === 'cut').length];
   });
-  return table(['fault', 'lasted s', 'before p50/p99', 'during p50/p99', 'after p50/p99', 'not 2xx during'], rows);
+  const inFault = (a: Attempt) => faults.some((f) => f.startedAt && a.at >= f.startedAt && a.at < f.endedAt!);
+  const outside = rec.attempts.filter((a) => a.outcome !== '2xx' && !inFault(a));
+  rows.push(['(outside every fault)', '', '', '', '', outside.length, outside.filter((a) => a.outcome === 'cut').length]);
+  return table(['fault', 'lasted s', 'before p50/p99', 'during p50/p99', 'after p50/p99', 'not 2xx during', 'of them cut'], rows);
 }
 
 /** One line per audited figure: what it is, its value, and whether it is a failure. */

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { SoakClient } from './client.ts';
+import type { Answer, SoakClient } from './client.ts';
 import type { SoakAccount, SoakSetup } from './setup.ts';
 
 /** The built-in labs the runs rotate through (each finishes in a few seconds). */
@@ -27,6 +27,17 @@ export function newEffects(): Effects {
 
 const hex = (digest: string) => digest.replace(/^sha256:/, '');
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+/**
+ * The record a plan-bound write made: its answer's `id`, or, when a retry of a write whose
+ * answer was cut finds its plan used, the result that 409 `plan_unavailable` names (one
+ * approval makes one result, and the answer says which).
+ */
+function madeBy(a: Answer, success: number, idField: string): string | null {
+  if (a.status === success) return a.body[idField] as string;
+  const ref = a.status === 409 && a.body?.error?.code === 'plan_unavailable' ? a.body.error.details?.result_ref : null;
+  return typeof ref === 'string' ? ref.slice(ref.indexOf(':') + 1) : null;
+}
 
 /** Reads `route` every `ms` until `done` says the body is final (null when a read was given up). */
 async function until(client: SoakClient, op: string, route: string, key: string, done: (body: any) => boolean, ms = 1000): Promise<any> {
@@ -62,9 +73,10 @@ async function studyFlow(client: SoakClient, s: SoakSetup, e: Effects, i: number
   if (plan.status !== 200 || plan.body.status !== 'ready') return void e.refused.push(`experiment_prepare ${plan.status} ${plan.body?.error?.code ?? plan.body?.status}`);
   const made = await client.request('experiment_create', 'POST', '/experiments', { key: s.owner.key, idempotencyKey: randomUUID(), body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
   if (!made) return;
-  if (made.status !== 200) return void e.refused.push(`experiment_create ${made.status} ${made.body?.error?.code}`);
-  e.studies.push(made.body.id);
-  await until(client, 'experiment_get', `/experiments/${made.body.id}`, s.owner.key, (x) => Boolean(x.completed_at), 2000);
+  const id = madeBy(made, 200, 'id');
+  if (!id) return void e.refused.push(`experiment_create ${made.status} ${made.body?.error?.code}`);
+  e.studies.push(id);
+  await until(client, 'experiment_get', `/experiments/${id}`, s.owner.key, (x) => Boolean(x.completed_at), 2000);
 }
 
 /** A hosted invocation of the owner's private deployment, followed to its end. */
@@ -74,11 +86,10 @@ async function invocationFlow(client: SoakClient, s: SoakSetup, e: Effects, i: n
   if (plan.status !== 201 || plan.body.status !== 'ready') return void e.refused.push(`hosted_invocation_prepare ${plan.status} ${plan.body?.error?.code ?? plan.body?.status}`);
   const made = await client.request('hosted_invocation_execute', 'POST', '/hosted-invocations', { key: s.owner.key, body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
   if (!made) return;
-  // An execute cut after it was accepted is answered 409 plan_unavailable when retried: its plan made one invocation (the audit counts them by plan).
-  if (made.status === 409 && made.body?.error?.code === 'plan_unavailable') return;
-  if (made.status !== 201) return void e.refused.push(`hosted_invocation_execute ${made.status} ${made.body?.error?.code}`);
-  e.invocations.push(made.body.invocation_id);
-  await until(client, 'hosted_invocation_get', `/hosted-invocations/${made.body.invocation_id}`, s.owner.key, (x) => INVOCATION_TERMINAL.includes(x.status), 500);
+  const id = madeBy(made, 201, 'invocation_id');
+  if (!id) return void e.refused.push(`hosted_invocation_execute ${made.status} ${made.body?.error?.code}`);
+  e.invocations.push(id);
+  await until(client, 'hosted_invocation_get', `/hosted-invocations/${id}`, s.owner.key, (x) => INVOCATION_TERMINAL.includes(x.status), 500);
 }
 
 /** An upload of fresh random bytes, downloaded back and verified. */
@@ -91,10 +102,10 @@ async function fileFlow(client: SoakClient, a: SoakAccount, e: Effects, i: numbe
   } });
   if (!made) return;
   if (made.status !== 200) return void e.refused.push(`file_upload ${made.status} ${made.body?.error?.code}`);
-  if (hex(made.body.sha256) !== sha256(bytes)) e.downloadsDiffer.push(`file ${made.body.id} recorded with another digest`);
-  e.files.push({ id: made.body.id, sha256: sha256(bytes) });
-  const got = await client.request('file_content', 'GET', `/files/${made.body.id}/content`, { key: a.key, bytes: true });
-  if (got?.status === 200 && sha256(got.bytes!) !== sha256(bytes)) e.downloadsDiffer.push(`file ${made.body.id}`);
+  if (hex(made.body.sha256) !== sha256(bytes)) e.downloadsDiffer.push(`file ${made.body.file_id} recorded with another digest`);
+  e.files.push({ id: made.body.file_id, sha256: sha256(bytes) });
+  const got = await client.request('file_content', 'GET', `/files/${made.body.file_id}/content`, { key: a.key, bytes: true });
+  if (got?.status === 200 && sha256(got.bytes!) !== sha256(bytes)) e.downloadsDiffer.push(`file ${made.body.file_id}`);
 }
 
 /** The reads a dashboard makes. */
