@@ -23,6 +23,11 @@ export function runArtifactUrl(baseUrl: string, a: Pick<ArtifactRow, 'run_id' | 
   return runArtifactDownloadable(a) ? `${baseUrl}/runs/${a.run_id}/artifacts/${a.id}` : null;
 }
 
+/** The MCP resource a run's artifact is read as (`resources/read`), by the same rule as its URL: null when its caller cannot download it. */
+export function runArtifactResourceUri(a: Pick<ArtifactRow, 'run_id' | 'id' | 'public'>): string | null {
+  return runArtifactDownloadable(a) ? `silico://runs/${a.run_id}/artifacts/${a.id}` : null;
+}
+
 /** Where one of the account's files (a study's comparison file) is downloaded. */
 export function fileUrl(baseUrl: string, fileId: string): string {
   return `${baseUrl}/files/${fileId}/content`;
@@ -38,4 +43,10 @@ export const runArtifactUrlSchema: JsonSchema = {
 export const fileUrlSchema: JsonSchema = {
   type: 'string', format: 'uri',
   description: 'Where the bytes are downloaded (`GET /files/{file_id}/content`, the account\'s own file): always a URL.',
+};
+
+/** The `resource_uri` of a run's artifact, as every output schema that lists one declares it. */
+export const runArtifactResourceUriSchema: JsonSchema = {
+  type: ['string', 'null'], maxLength: 200,
+  description: 'The MCP resource the bytes are read as (`resources/read`, up to 16 MiB; past that, download `download_url`), by the same rule: null for a private artifact.',
 };

@@ -1,7 +1,7 @@
 import type { RunRow, ArtifactRow } from '../../storage/db/runs.ts';
 import { isoTime } from '../../storage/ids.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
-import { runArtifactUrl } from '../artifactUrls.ts';
+import { runArtifactUrl, runArtifactResourceUri } from '../artifactUrls.ts';
 
 /** The run record exactly as docs/contract/gaps.md lists its fields. */
 export function runView(r: RunRow) {
@@ -44,5 +44,6 @@ export function artifactView(a: ArtifactRow, baseUrl: string) {
     sha256: a.sha256,
     status: 'stored',
     download_url: runArtifactUrl(baseUrl, a),
+    resource_uri: runArtifactResourceUri(a),
   };
 }

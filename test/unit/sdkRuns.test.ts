@@ -203,7 +203,7 @@ test('downloadArtifacts keeps only a plain file name from untrusted artifact nam
   const good = Buffer.from('a,b\n1,2\n');
   const digest = createHash('sha256').update(good).digest('hex');
   const art = (id: string, file_name: string, sha256 = digest, size_bytes = good.length) =>
-    ({ id, artifact_id: id, role: 'x', file_name, content_type: 'text/csv', format: 'csv', size_bytes, sha256, status: 'stored', download_url: 'http://elsewhere.test/steal' });
+    ({ id, artifact_id: id, role: 'x', file_name, content_type: 'text/csv', format: 'csv', size_bytes, sha256, status: 'stored', download_url: 'http://elsewhere.test/steal', resource_uri: null });
   const { c, seen } = client([
     (u) => (u.pathname === '/v1/runs/r1/results' ? json({ run_id: 'r1', status: 'completed', outputs: {}, artifacts: [art('art_1', '../../evil.csv'), art('art_2', 'evil.csv'), art('art_3', '..')], provenance: {} }) : undefined),
     (u) => (/^\/v1\/runs\/r1\/artifacts\/art_\d$/.test(u.pathname) ? new Response(good) : undefined),
@@ -224,14 +224,14 @@ test('a body longer or shorter than recorded, or hashing differently, is an Inte
   dirs.push(dir);
   for (const [label, sha256, size] of [['longer', digest, 5], ['shorter', digest, 20], ['other bytes', 'ab'.repeat(32), 10]] as const) {
     const { c } = client([(u) => (u.pathname === '/v1/runs/r1/artifacts/art_1' ? new Response(bytes) : undefined)]);
-    const artifact = { id: 'art_1', artifact_id: 'art_1', role: 'x', file_name: 'x', content_type: '', format: '', size_bytes: size, sha256, status: 'stored' as const, download_url: '' };
+    const artifact = { id: 'art_1', artifact_id: 'art_1', role: 'x', file_name: 'x', content_type: '', format: '', size_bytes: size, sha256, status: 'stored' as const, download_url: '', resource_uri: null };
     await assert.rejects(c.runs.downloadArtifact('r1', artifact, path.join(dir, 'x.bin')), IntegrityError, label);
     assert.deepEqual(await readdir(dir), [], label);
   }
 });
 
 test('a private artifact (listed with download_url null) is not downloaded: a SilicoError naming it, and no download is requested', async () => {
-  const meta = { id: 'art_p', artifact_id: 'art_p', role: 'private_outputs', file_name: 'private-outputs.json', content_type: 'application/json', format: 'json', size_bytes: 2, sha256: 'ab'.repeat(32), status: 'stored', download_url: null, public: false, created_at: '2026-01-01T00:00:00Z' };
+  const meta = { id: 'art_p', artifact_id: 'art_p', role: 'private_outputs', file_name: 'private-outputs.json', content_type: 'application/json', format: 'json', size_bytes: 2, sha256: 'ab'.repeat(32), status: 'stored', download_url: null, resource_uri: null, public: false, created_at: '2026-01-01T00:00:00Z' };
   const { c, seen } = client([(u) => (u.pathname === '/v1/runs/r1/artifacts/art_p/metadata' ? json(meta) : undefined)]);
   const dir = await mkdtemp(path.join(tmpdir(), 'sdk-unit-'));
   dirs.push(dir);

@@ -2,7 +2,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema, ListResourcesRequestSchema, ListResourceTemplatesRequestSchema, ListToolsRequestSchema, ReadResourceRequestSchema, type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
 
 /** The service's MCP endpoint for a REST base URL (`https://host/v1` → `https://host/mcp`). */
 export function mcpUrl(baseUrl: string): URL {
@@ -14,7 +16,7 @@ export function mcpUrl(baseUrl: string): URL {
 /**
  * `silico mcp`: an MCP server on stdio for agents that launch tools as processes. It is
  * a bridge, not a second implementation: every list and call goes to the service's
- * /mcp endpoint with the key from SILICO_API_KEY, so scopes, limits and the gateway rule
+ * /mcp endpoint (tools and resources) with the key from SILICO_API_KEY, so scopes, limits and the gateway rule
  * are the service's own. An HTTP-level refusal (401, 429, ...) comes back as an
  * `isError` result carrying the service's error envelope.
  */
@@ -33,9 +35,13 @@ export async function serveMcpOverStdio(opts: { baseUrl: string; apiKey: string;
   }));
   const server = new Server(
     { name: 'silico', version: opts.version },
-    { capabilities: { tools: { listChanged: false } }, instructions: remote.getInstructions() },
+    { capabilities: { tools: { listChanged: false }, resources: { listChanged: false } }, instructions: remote.getInstructions() },
   );
   server.setRequestHandler(ListToolsRequestSchema, async (req) => remote.listTools(req.params));
+  // Resources pass through as they are; a refusal is the service's MCP error (its code and envelope as data).
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, async (req) => remote.listResourceTemplates(req.params));
+  server.setRequestHandler(ListResourcesRequestSchema, async (req) => remote.listResources(req.params));
+  server.setRequestHandler(ReadResourceRequestSchema, async (req) => remote.readResource(req.params));
   server.setRequestHandler(CallToolRequestSchema, async (req): Promise<CallToolResult> => {
     lastRefusal = undefined;
     try {

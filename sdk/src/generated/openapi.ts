@@ -6110,6 +6110,8 @@ export interface operations {
                         public: boolean;
                         /** Format: uuid */
                         request_id: string;
+                        /** @description The MCP resource the bytes are read as (`resources/read`, up to 16 MiB; past that, download `download_url`), by the same rule: null for a private artifact. */
+                        resource_uri: string | null;
                         /** @description The output port that produced it. */
                         role: string;
                         /** @constant */
@@ -6318,6 +6320,8 @@ export interface operations {
                             file_name: string;
                             format: string;
                             id: string;
+                            /** @description The MCP resource the bytes are read as (`resources/read`, up to 16 MiB; past that, download `download_url`), by the same rule: null for a private artifact. */
+                            resource_uri: string | null;
                             /** @description The output port that produced it. */
                             role: string;
                             /** @description Lowercase hex SHA-256 of the bytes: verify a download against it. */
