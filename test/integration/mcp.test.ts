@@ -189,7 +189,7 @@ test('/mcp is behind the same Bearer auth: no key or a bad key is a 401 envelope
   assert.equal((await ok.json()).result.serverInfo.name, 'silico');
 });
 
-test('over stdio (`silico mcp`), the same tools and envelopes, keyed by SILICO_API_KEY', async () => {
+test('over stdio (`silico mcp`), the same tools, envelopes and resources, keyed by SILICO_API_KEY', async () => {
   const client = await stdioClient(key);
   const { tools } = await client.listTools();
   assert.deepEqual(tools.map((t) => t.name).sort(), EXPECTED_TOOLS);
@@ -202,6 +202,11 @@ test('over stdio (`silico mcp`), the same tools and envelopes, keyed by SILICO_A
   assert.deepEqual(stable(account.body), stable(restAccount));
   const cap = await tool(client, 'capability_get', { namespace: 'platform', name: 'sir-epidemic' });
   assert.deepEqual(withoutRequestId(cap.body), withoutRequestId((await call('GET', '/capabilities/platform/sir-epidemic', { key })).body));
+  // Resources pass through: the same templates, a release read as REST answers it, and the service's not-found.
+  assert.deepEqual((await client.listResourceTemplates()).resourceTemplates, (await (await httpClient(key)).listResourceTemplates()).resourceTemplates);
+  const release = (await client.readResource({ uri: `silico://hub/releases/${encodeURIComponent('platform/sir-epidemic@1.0.0')}` })).contents[0] as { text: string };
+  assert.equal(JSON.parse(release.text).contract.ref, 'platform/sir-epidemic@1.0.0');
+  await assert.rejects(client.readResource({ uri: 'silico://runs/00000000-0000-4000-8000-000000000000/results' }), (err: { code?: number }) => err.code === -32002);
 
   const readOnly = await newAccount({ scopes: ['hub:read'] });
   const limited = await stdioClient(readOnly.key);
