@@ -1,4 +1,4 @@
-import type { WorkflowStartOptions } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, type WorkflowStartOptions } from '@temporalio/client';
 import type { Workflow } from '@temporalio/common';
 import type { TemporalGateway } from './temporal.ts';
 
@@ -37,4 +37,18 @@ export async function acceptAndStart<R, W extends Workflow>(temporal: TemporalGa
     throw err;
   }
   return recorded;
+}
+
+/**
+ * Completes what an earlier attempt of the same request accepted: a replica that died
+ * between recording and starting left the record without its workflow, and the retry
+ * (the same Idempotency-Key, so the same record id) starts it. A workflow already started
+ * under that id is the earlier attempt's own: nothing more to do.
+ */
+export async function startAccepted<W extends Workflow>(temporal: TemporalGateway, workflow: W, options: WorkflowStartOptions<W>): Promise<void> {
+  try {
+    await temporal.startWorkflow(workflow, options);
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  }
 }

@@ -1,26 +1,58 @@
 import type { Deps, Caller } from '../tools/tool.ts';
 import { errors } from '../errors.ts';
-import { acceptAndStart } from '../acceptAndStart.ts';
+import { acceptAndStart, startAccepted } from '../acceptAndStart.ts';
 import { planUsed, resultOf } from '../plans.ts';
-import { insertAcceptedRun, insertReusedRun, unacceptRun, type NewRun, type RunRow } from '../../storage/db/runs.ts';
+import { getRun, insertAcceptedRun, insertReusedRun, unacceptRun, type NewRun, type RunRow } from '../../storage/db/runs.ts';
 import { planUnavailable } from '../plans.ts';
 import { isSqlState, SQLSTATE } from '../../storage/db/sqlStates.ts';
 import { spendCapRefusal } from '../spendCaps.ts';
-import { newUuid } from '../../storage/ids.ts';
+import { keyedUuid, newUuid } from '../../storage/ids.ts';
 import { CONTROL_TASK_QUEUE, runWorkflowId } from '../../kernel/workflowNames.ts';
 import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import type { RunProposal } from './prepare.ts';
 import { runWorkflow } from '../../workflows/run.ts';
+
+/** How a run's workflow starts: its id, queue and search attributes, from the run alone. */
+function runStart(run: Pick<RunRow, 'id' | 'account_id' | 'kind' | 'resolved_ref'>) {
+  return {
+    taskQueue: CONTROL_TASK_QUEUE,
+    workflowId: runWorkflowId(run.id),
+    args: [{ runId: run.id }] as [{ runId: string }],
+    typedSearchAttributes: workflowSearchAttributes({ account: run.account_id, kind: run.kind, ref: run.resolved_ref }),
+  };
+}
+
+/** The id of the run a POST /runs makes: from its Idempotency-Key when it has one (always, over REST and MCP). */
+export function runIdFor(accountId: string, idempotencyKey: string | undefined): string {
+  return idempotencyKey ? keyedUuid(accountId, 'run_create', idempotencyKey) : newUuid();
+}
+
+/**
+ * The run an earlier attempt of this same request recorded (its answer lost: a replica
+ * killed mid-request, the key's lock lapsed, the client retried), its workflow started if
+ * that attempt died before starting it; undefined when there is none. A key seen again
+ * after its idempotency record expired is a new request with an old key: refused.
+ */
+export async function earlierRun(deps: Deps, accountId: string, runId: string): Promise<RunRow | undefined> {
+  const run = await getRun(deps.db, runId, accountId);
+  if (!run) return undefined;
+  if (Date.now() - new Date(run.created_at).getTime() > deps.config.limits.idempotencyTtlSeconds * 1000) {
+    throw errors.conflict('idempotency_conflict', 'This Idempotency-Key was used for an earlier run; use a new key for a new request.');
+  }
+  // A run that left `queued` had its workflow; a reused one never has one.
+  if (run.status === 'queued' && !run.reused_from) await startAccepted(deps.temporal, runWorkflow, runStart(run));
+  return run;
+}
 
 /**
  * Accepts an approved run: in one transaction the plan is consumed (if any), the
  * proposal's maximum price is reserved (or 402 and nothing happens), and the run is
  * recorded as queued with its first event; then its workflow `run-<id>` starts (when it
  * cannot, the acceptance is undone). The workflow id is the natural dedupe of everything
- * after the claim.
+ * after the claim; `runId` (runIdFor) makes a retry of the request find this run.
  */
-export async function acceptRun(deps: Deps, caller: Caller, proposal: RunProposal, opts: { planId?: string; metadata?: Record<string, string> }): Promise<RunRow> {
-  const runId = newUuid();
+export async function acceptRun(deps: Deps, caller: Caller, proposal: RunProposal, opts: { runId: string; planId?: string; metadata?: Record<string, string> }): Promise<RunRow> {
+  const runId = opts.runId;
   const record: NewRun = {
     id: runId, account_id: caller.account.id, kind: proposal.kind, ref: proposal.ref, resolved_ref: proposal.resolved_ref,
     release_id: proposal.release_id, workspace_id: proposal.workspace_id ?? null, revision_id: proposal.revision_id ?? null, package_sha256: proposal.package_sha256, inputs: proposal.inputs, metadata: opts.metadata ?? {},
@@ -51,12 +83,7 @@ export async function acceptRun(deps: Deps, caller: Caller, proposal: RunProposa
     record: () => insertAcceptedRun(deps.db, record),
     refusal,
     workflow: runWorkflow,
-    start: () => ({
-      taskQueue: CONTROL_TASK_QUEUE,
-      workflowId: runWorkflowId(runId),
-      args: [{ runId }],
-      typedSearchAttributes: workflowSearchAttributes({ account: caller.account.id, kind: proposal.kind, ref: proposal.resolved_ref }),
-    }),
+    start: () => runStart(record),
     undo: () => unacceptRun(deps.db, runId),
   });
 }

@@ -3,12 +3,12 @@ import { PassThrough } from 'node:stream';
 import type { ToolDef, ToolContext } from '../tools/tool.ts';
 import { errors } from '../errors.ts';
 import { prepareRun, recheckProposal, type RunProposal } from './prepare.ts';
-import { acceptRun } from './accept.ts';
+import { acceptRun, earlierRun, runIdFor } from './accept.ts';
 import { runView, artifactView } from './view.ts';
 import { runArtifactDownloadable } from '../artifactUrls.ts';
 import { approvedPlan, planView, PLAN_TTL_SECONDS } from '../plans.ts';
 import { createPlan } from '../../storage/db/plans.ts';
-import { getRun, listRuns, listEvents, listArtifacts, getArtifact, markRunCancelling, TERMINAL, MAX_EVENT_SEQ, type RunEvent } from '../../storage/db/runs.ts';
+import { getRun, listRuns, listEvents, listArtifacts, getArtifact, markRunCancelling, TERMINAL, MAX_EVENT_SEQ, type RunEvent, type RunRow } from '../../storage/db/runs.ts';
 import { digestJson } from '../../storage/digest.ts';
 import { cancelQueuedRun } from '../../storage/runLifecycle.ts';
 import { isoTime } from '../../storage/ids.ts';
@@ -90,6 +90,17 @@ export const runTools: ToolDef[] = [
   },
 ];
 
+/** What POST /runs answers: the run, and where to follow it. */
+function runCreated(run: RunRow) {
+  return {
+    body: runView(run),
+    next_actions: [
+      { tool: 'run_get', description: 'Check progress.', arguments: { run_id: run.id } },
+      { tool: 'run_events', description: 'Follow the log.', arguments: { run_id: run.id } },
+    ],
+  };
+}
+
 async function ownedRun(ctx: ToolContext, runId: string) {
   const run = await getRun(ctx.deps.db, runId, ctx.caller.account.id);
   if (!run) throw errors.notFound('run_not_found', 'run', 'run_id');
@@ -122,6 +133,11 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
   },
 
   async run_create(input, ctx) {
+    // A retry whose earlier attempt recorded the run (its answer lost) answers that run,
+    // before its plan is checked: the plan is the earlier attempt's, used.
+    const runId = runIdFor(ctx.caller.account.id, ctx.idempotencyKey);
+    const earlier = await earlierRun(ctx.deps, ctx.caller.account.id, runId);
+    if (earlier) return runCreated(earlier);
     let proposal: RunProposal;
     let planId: string | undefined;
     if (input.plan_id) {
@@ -138,14 +154,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
       if (blocking.length) throw errors.validation(blocking[0]!.code, blocking.map((f) => f.message).join(' '), blocking[0]!.path, { findings: blocking });
       proposal = prepared.proposal;
     }
-    const run = await acceptRun(ctx.deps, ctx.caller, proposal, { planId, metadata: input.metadata });
-    return {
-      body: runView(run),
-      next_actions: [
-        { tool: 'run_get', description: 'Check progress.', arguments: { run_id: run.id } },
-        { tool: 'run_events', description: 'Follow the log.', arguments: { run_id: run.id } },
-      ],
-    };
+    return runCreated(await acceptRun(ctx.deps, ctx.caller, proposal, { runId, planId, metadata: input.metadata }));
   },
 
   async run_get(input, ctx) {

@@ -21,6 +21,10 @@ export function haproxyConfig(o: { port: number; backends: Array<{ name: string;
     '  timeout client 10m',
     '  timeout server 10m',
     '  timeout http-request 30s',
+    // A check waits for /readyz's answer as the Deployment's probe does (3 s): its slowest
+    // dependency probe is bounded at 2 s, and without this the check interval (500 ms)
+    // would bound it, taking every replica out whenever Temporal answers slowly.
+    '  timeout check 3s',
     '  retries 3',
     '  option redispatch 1',
     '  retry-on conn-failure empty-response response-timeout 503',

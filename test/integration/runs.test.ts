@@ -4,8 +4,10 @@ import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { call, errorOf, closeTestDb, newAccount, testDb, waitForRun, driverPid, groupAlive, type Res, publishFixtureLab, workspaceOfLab, BASE_URL } from '../helpers.ts';
+import { call, errorOf, closeTestDb, newAccount, newRunRow, testDb, waitForRun, driverPid, groupAlive, type Res, publishFixtureLab, workspaceOfLab, BASE_URL } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { insertAcceptedRun } from '../../storage/db/runs.ts';
+import { keyedUuid } from '../../storage/ids.ts';
 import { sha256Hex, digestJson } from '../../storage/digest.ts';
 import { getBalances } from '../../storage/ledger.ts';
 
@@ -144,6 +146,25 @@ test('POST /runs: 20 concurrent requests with one key and body make one run; ano
   const conflict = await call('POST', '/runs', { key: a.key, headers, body: { ...body, inputs: { growth_rate: 1 } } });
   assert.equal(errorOf(conflict).code, 'idempotency_conflict');
   await waitForRun(a.key, ok[0]!.body.id);
+});
+
+test('a retry whose earlier attempt recorded the run and died before starting it (its key\'s lock lapsed) completes that run: one run, the same id, plan form or direct', async () => {
+  const a = await newAccount({ usd: 1 });
+  const release = await testDb()('releases').where({ namespace: 'platform', name: 'microbial-growth', version: '1.0.0' }).first('id', 'package_sha256');
+  // What a replica killed between recording and starting leaves: the run recorded under its
+  // key's id, queued, its compute reserved, its plan used, and no workflow.
+  for (const form of ['direct', 'plan'] as const) {
+    const key = crypto.randomUUID();
+    const p = form === 'plan' ? (await plan(a.key, { inputs: {}, max_runtime_seconds: 30 })).body : undefined;
+    const body = p ? { plan_id: p.plan_id, plan_sha256: p.plan_sha256 } : { ref: 'platform/microbial-growth@1.0.0', inputs: {}, max_runtime_seconds: 30 };
+    const orphan = await insertAcceptedRun(testDb(), newRunRow(a.account.id, { id: keyedUuid(a.account.id, 'run_create', key), release_id: release.id, package_sha256: release.package_sha256, plan_id: p?.plan_id ?? null, max_runtime_seconds: 30 }));
+    if (p) await testDb()('plans').where({ id: p.plan_id }).update({ consumed_at: new Date(), result_ref: `run:${orphan.id}` });
+    const retried = await call('POST', '/runs', { key: a.key, headers: { 'Idempotency-Key': key }, body });
+    assert.equal(retried.status, 200, `${form}: ${retried.text}`);
+    assert.equal(retried.body.id, orphan.id, `${form}: the retry answers the run its first attempt recorded`);
+    assert.equal((await waitForRun(a.key, orphan.id)).status, 'completed', `${form}: and its workflow ran it`);
+  }
+  assert.equal((await testDb()('runs').where({ account_id: a.account.id })).length, 2, 'one run per request, none made twice');
 });
 
 test('402 insufficient_credits when the balance is below the maximum; nothing is reserved', async () => {
