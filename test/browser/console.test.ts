@@ -137,10 +137,12 @@ test('search, inspect, plan with its price, approve, watch the run complete, plo
   assert.equal(csv.length, 3);
   for (const a of csv) {
     const rows = (await downloadArtifact(owner.key, runId, a.artifact_id)).toString().trim().split('\n').length - 1;
-    const chart = page.locator(`figure.chart[data-series="${a.role}"]`);
+    const chart = page.locator('figure.chart[data-series]').filter({ has: page.locator('.u-legend .u-label', { hasText: new RegExp(`^${a.role} \\(people\\)$`) }) });
     await chart.locator('canvas').waitFor();
     assert.equal(Number(await chart.getAttribute('data-points')), rows, `${a.role}: every point of its CSV is plotted`);
   }
+  // S, I and R are all counted in people (their contract's units): one chart, one axis.
+  assert.equal(await page.locator('figure.chart[data-series]').count(), 1);
   await accessible(page, 'results');
   // The README's picture: the top of the results page (status, log, the first charts).
   await page.screenshot({ path: path.join(SHOTS, 'results-top.png'), fullPage: true, clip: { x: 0, y: 0, width: 1280, height: 1350 } });
@@ -308,13 +310,17 @@ test('units from the contract: inputs show theirs and their defaults, outputs in
   await page.close();
 });
 
-test('every chart of every built-in lab\'s run page has distinct tick labels on both axes, however narrow its range', async () => {
+test('every chart of every built-in lab\'s run page has distinct tick labels on both axes, however narrow its range, and names the units its contract declares', async () => {
   const labs = ['sir-epidemic', 'predator-prey', 'microbial-growth', 'enzyme-kinetics', 'gene-toggle-switch'];
   const runs = await Promise.all(labs.map(async (lab) => {
     const res = await call('POST', '/runs', { key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { ref: `platform/${lab}@1.0.0`, inputs: {}, max_runtime_seconds: 60 } });
     assert.equal(res.status, 200, res.text);
     return { lab, id: res.body.id as string };
   }));
+  const contracts = new Map(await Promise.all(labs.map(async (lab) => {
+    const release = (await call('GET', `/hub/releases/${encodeURIComponent(`platform/${lab}@1.0.0`)}`, { key: owner.key })).body;
+    return [lab, new Map((release.contract.outputs as Array<{ name: string; units: string | null }>).map((o) => [o.name, o.units]))] as const;
+  })));
   const page = await signedIn();
   for (const { lab, id } of runs) {
     await page.goto(`${ORIGIN}/console/runs/${id}`);
@@ -327,6 +333,13 @@ test('every chart of every built-in lab\'s run page has distinct tick labels on 
       const chart = charts.nth(i);
       await chart.locator('canvas').waitFor();
       const name = await chart.getAttribute('data-series');
+      // Every built-in lab declares its outputs' units: each series' legend entry carries them.
+      const legend = await chart.locator('.u-legend .u-label').allTextContents();
+      for (const series of name!.split(',')) {
+        const units = contracts.get(lab)!.get(series);
+        assert.ok(units, `${lab} ${series}: the contract declares its units`);
+        assert.ok(legend.includes(`${series} (${units})`), `${lab} ${series}: legend ${JSON.stringify(legend)} names ${units}`);
+      }
       for (const axis of ['x', 'y']) {
         // The labels the chart drew (a canvas holds no text): kept on the figure for readers like this one.
         const ticks = JSON.parse((await chart.getAttribute(`data-${axis}-ticks`)) ?? '[]') as string[];
