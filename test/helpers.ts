@@ -7,9 +7,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import getPort from 'get-port';
 import { createDb, type Db } from '../storage/db/knex.ts';
-import { createAccount } from '../storage/db/accounts.ts';
-import { createKey, SCOPES } from '../storage/db/apiKeys.ts';
-import { grantCompute } from '../storage/ledger.ts';
+import { makeAccount } from './accounts.ts';
+import { labFileOperations } from './labFiles.ts';
 import { createObjectStore, type ObjectStore } from '../storage/objects.ts';
 import { loadConfig, sandboxSettings } from '../kernel/config.ts';
 import { REPO_ROOT } from '../deploy/local/paths.ts';
@@ -109,10 +108,7 @@ export async function newAccount(opts: { gateway?: boolean; scopes?: readonly st
   // `db`: another stack's database (the cluster suite's); the test stack's by default.
   const d = opts.db ?? testDb();
   const namespace = `t${process.pid}-${Date.now().toString(36)}-${seq++}`.slice(0, 39);
-  const { account, principalId } = await createAccount(d, { namespace, kind: opts.kind ?? 'personal', gatewayEnabled: opts.gateway ?? true });
-  if (opts.usd) await grantCompute(d, account.id, Math.round(opts.usd * 1e6), `test:${account.id}`);
-  const issued = await createKey(d, { accountId: account.id, principalId, scopes: opts.scopes ?? SCOPES, expiresAt: opts.expiresAt ?? null });
-  return { account, principalId, key: issued.secret, keyId: issued.key.id };
+  return makeAccount(d, { ...opts, namespace });
 }
 
 /** Asserts the spec's error envelope and returns its `error`. */
@@ -360,9 +356,7 @@ export async function downloadArtifact(key: string, runId: string, artifactId: s
 /** A workspace holding every file of a lab folder as its second revision (made through the API). */
 export async function workspaceOfLab(key: string, title: string, labDir: string): Promise<{ workspace_id: string; lab_id: string; revision_id: string }> {
   const ws = (await call('POST', '/workspaces', { key, body: { title } })).body;
-  const files = readdirSync(labDir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && !e.parentPath.includes('__pycache__'))
-    .map((e) => path.relative(labDir, path.join(e.parentPath, e.name)).split(path.sep).join('/'));
-  const change = await call('POST', `/workspaces/${ws.workspace_id}/change-plans`, { key, body: { base_revision_id: ws.head_revision_id, operations: files.map((f) => ({ kind: 'file_put', path: f, content: readFileSync(path.join(labDir, f), 'utf8') })) } });
+  const change = await call('POST', `/workspaces/${ws.workspace_id}/change-plans`, { key, body: { base_revision_id: ws.head_revision_id, operations: labFileOperations(labDir) } });
   if (change.status !== 200 || change.body.status !== 'ready') throw new Error(`change plan: ${change.text}`);
   const rev = await call('POST', '/workspace-revisions', { key, body: { plan_id: change.body.plan_id, plan_sha256: change.body.plan_sha256 } });
   if (rev.status !== 200) throw new Error(`apply: ${rev.text}`);

@@ -3,8 +3,7 @@ import type { ReadResourceResult, Resource, ResourceTemplate } from '@modelconte
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 import type { RouteTable } from '../router.ts';
-import type { RouteDef } from '../routeTable.ts';
-import type { Caller, Deps, ToolDef, ToolResult } from '../tools/tool.ts';
+import type { Caller, Deps, ToolResult } from '../tools/tool.ts';
 import { authorizeCall, renderBody, runOperation } from '../operation.ts';
 import { compileInput, check } from '../validation.ts';
 import { errorBody, errors, knownApiError } from '../errors.ts';
@@ -22,26 +21,26 @@ const RESOURCE_NOT_FOUND = -32002;
  */
 interface Kind {
   template: ResourceTemplate;
-  tool: string;
+  operation: string;
   query?: string[];
 }
 
 const KINDS: Kind[] = [
   {
     template: { uriTemplate: 'silico://runs/{run_id}/results', name: 'run-results', title: 'A run\'s results', mimeType: 'application/json', description: 'A run\'s outputs, public artifacts (each with its resource_uri) and provenance, as GET /v1/runs/{run_id}/results answers them.' },
-    tool: 'run_results',
+    operation: 'run_results',
   },
   {
     template: { uriTemplate: 'silico://runs/{run_id}/artifacts/{artifact_id}', name: 'run-artifact', title: 'A run\'s artifact', description: `The bytes of a run's public artifact: text for CSV and JSON, a base64 blob otherwise, up to ${MAX_RESOURCE_BYTES / 1024 / 1024} MiB (past that, GET /v1/runs/{run_id}/artifacts/{artifact_id}). Hash them against the artifact's sha256 before interpreting them.` },
-    tool: 'run_artifact_download',
+    operation: 'run_artifact_download',
   },
   {
     template: { uriTemplate: 'silico://hub/releases/{reference}', name: 'release', title: 'A release', mimeType: 'application/json', description: 'One immutable release (namespace/name@version, percent-encoded), as GET /v1/hub/releases/{reference} answers it.' },
-    tool: 'hub_inspect',
+    operation: 'hub_inspect',
   },
   {
     template: { uriTemplate: 'silico://passports/{passport_id}', name: 'passport', title: 'A stored passport', mimeType: 'application/json', description: 'A stored evidence passport exactly as signed, as GET /v1/passports?passport_id= answers it.' },
-    tool: 'passport_get', query: ['passport_id'],
+    operation: 'passport_get', query: ['passport_id'],
   },
 ];
 
@@ -89,18 +88,23 @@ function asMcpError(raw: unknown, uri: string, requestId: string): McpError {
  * schemas), and the operation runs under the route's scope and gateway rule for the caller.
  */
 export function createResources(table: RouteTable) {
-  const kinds = KINDS.map((k) => {
-    const tool = table.tools.get(k.tool);
-    const route = table.routes.find((r) => r.tool === k.tool);
-    if (!tool || !route) throw new Error(`resource template ${k.template.uriTemplate} names unknown operation ${k.tool}`);
-    return { ...k, matcher: new UriTemplate(k.template.uriTemplate), tool, route, compiled: compileInput(tool) };
-  });
+  /** An operation of the table with its route and compiled input, resolved once. */
+  const operation = (name: string) => {
+    const tool = table.tools.get(name);
+    const route = table.routes.find((r) => r.tool === name);
+    if (!tool || !route) throw new Error(`MCP resources name unknown operation ${name}`);
+    return { tool, route, compiled: compileInput(tool) };
+  };
+  type Operation = ReturnType<typeof operation>;
+  const kinds = KINDS.map((k) => ({ ...k, matcher: new UriTemplate(k.template.uriTemplate), ...operation(k.operation) }));
+  const runList = operation('run_list');
+  const runResults = operation('run_results');
 
-  async function operate(route: RouteDef, tool: ToolDef, compiled: ReturnType<typeof compileInput>, path: Record<string, unknown>, query: Record<string, unknown>, ctx: ResourceContext): Promise<ToolResult> {
-    authorizeCall(ctx.caller, route, tool);
-    check(compiled.path, path);
-    check(compiled.query, query);
-    return runOperation(tool, { ...query, ...path }, { deps: ctx.deps, caller: ctx.caller, requestId: ctx.requestId });
+  function operate(op: Operation, path: Record<string, unknown>, query: Record<string, unknown>, ctx: ResourceContext): Promise<ToolResult> {
+    authorizeCall(ctx.caller, op.route, op.tool);
+    check(op.compiled.path, path);
+    check(op.compiled.query, query);
+    return runOperation(op.tool, { ...query, ...path }, { deps: ctx.deps, caller: ctx.caller, requestId: ctx.requestId });
   }
 
   return {
@@ -113,7 +117,7 @@ export function createResources(table: RouteTable) {
           const values = Object.fromEntries(Object.entries(vars).map(([name, v]) => [name, decodeURIComponent(String(v))]));
           const query = Object.fromEntries(Object.entries(values).filter(([name]) => k.query?.includes(name)));
           const path = Object.fromEntries(Object.entries(values).filter(([name]) => !k.query?.includes(name)));
-          const result = await operate(k.route, k.tool, k.compiled, path, query, ctx);
+          const result = await operate(k, path, query, ctx);
           if (!result.raw) return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(renderBody(k.route, result, ctx.requestId)) }] };
           const restPath = k.route.path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(String(path[name])));
           const bytes = await boundedBytes(result.raw, uri, restPath);
@@ -131,14 +135,11 @@ export function createResources(table: RouteTable) {
      * cursor is the runs list's): each run's results, then each of its public artifacts.
      */
     async list(cursor: string | undefined, ctx: ResourceContext): Promise<{ resources: Resource[]; nextCursor?: string }> {
-      const tool = table.tools.get('run_list')!;
-      const route = table.routes.find((r) => r.tool === 'run_list')!;
       try {
-        const page = await operate(route, tool, compileInput(tool), {}, { limit: 20, ...(cursor ? { cursor } : {}) }, ctx);
-        const results = kinds.find((k) => k.tool.name === 'run_results')!;
+        const page = await operate(runList, {}, { limit: 20, ...(cursor ? { cursor } : {}) }, ctx);
         const resources: Resource[] = [];
         for (const run of page.body.items as Array<{ id: string; ref: string; status: string }>) {
-          const r = await operate(results.route, results.tool, results.compiled, { run_id: run.id }, {}, ctx);
+          const r = await operate(runResults, { run_id: run.id }, {}, ctx);
           resources.push({ uri: `silico://runs/${run.id}/results`, name: `results of run ${run.id}`, title: `${run.ref} (${run.status})`, mimeType: 'application/json' });
           for (const a of r.body.artifacts as Array<{ file_name: string; content_type: string; size_bytes: number; resource_uri: string | null }>) {
             if (a.resource_uri) resources.push({ uri: a.resource_uri, name: a.file_name, title: `${a.file_name} of run ${run.id}`, mimeType: a.content_type, size: a.size_bytes });

@@ -1,12 +1,10 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import { Silico } from '../../sdk/src/index.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import type { Db } from '../../storage/db/knex.ts';
-import { createAccount } from '../../storage/db/accounts.ts';
-import { createKey, SCOPES } from '../../storage/db/apiKeys.ts';
-import { grantCompute } from '../../storage/ledger.ts';
+import { makeAccount } from '../accounts.ts';
+import { labFileOperations } from '../labFiles.ts';
 import { WEBHOOK_EVENT_TYPES } from '../../storage/db/webhooks.ts';
 import type { WebhookReceiver } from './receiver.ts';
 
@@ -24,20 +22,10 @@ export interface SoakSetup {
 
 const LAB = path.join(REPO_ROOT, 'test/fixtures/labs/noisy-growth');
 
-/** An account with a key of every scope and `usd` of compute, made straight in the state of record as the operator's tools make them. */
+/** A soak account: a key of every scope and `usd` of compute. */
 async function account(db: Db, name: string, usd: number): Promise<SoakAccount> {
-  const { account, principalId } = await createAccount(db, { namespace: `soak-${name}-${Date.now().toString(36)}`, kind: 'personal', gatewayEnabled: true });
-  if (usd) await grantCompute(db, account.id, usd * 1e6, `soak:${account.id}`);
-  const issued = await createKey(db, { accountId: account.id, principalId, scopes: SCOPES, expiresAt: null });
-  return { id: account.id, key: issued.secret };
-}
-
-/** Every file of the fixture lab as a workspace's file_put operations. */
-function labFiles() {
-  return readdirSync(LAB, { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && !e.parentPath.includes('__pycache__')).map((e) => {
-    const p = path.relative(LAB, path.join(e.parentPath, e.name)).split(path.sep).join('/');
-    return { kind: 'file_put' as const, path: p, content: readFileSync(path.join(LAB, p), 'utf8') };
-  });
+  const made = await makeAccount(db, { namespace: `soak-${name}-${Date.now().toString(36)}`, usd });
+  return { id: made.account.id, key: made.key };
 }
 
 /**
@@ -49,7 +37,7 @@ export async function setUp(db: Db, baseUrl: string, receiver: WebhookReceiver, 
   const [runner, owner, filer, reader] = await Promise.all([account(db, 'runner', 100_000), account(db, 'owner', 100_000), account(db, 'filer', 0), account(db, 'reader', 0)]);
   const sdk = new Silico({ apiKey: owner.key, baseUrl });
   const ws = await sdk.workspaces.create({ title: 'Noisy growth (soak)' });
-  const change = await sdk.workspaces.prepareChange(ws.workspace_id, { base_revision_id: ws.head_revision_id, operations: labFiles() });
+  const change = await sdk.workspaces.prepareChange(ws.workspace_id, { base_revision_id: ws.head_revision_id, operations: labFileOperations(LAB) });
   if (change.status !== 'ready') throw new Error(`the soak's lab does not change cleanly: ${JSON.stringify(change.findings)}`);
   const revision = await sdk.workspaces.applyChange({ plan_id: change.plan_id, plan_sha256: change.plan_sha256 });
   const pub = await sdk.publications.prepare({ workspace_id: ws.workspace_id, revision_id: revision.revision_id, version: '1.0.0' });
