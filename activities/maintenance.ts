@@ -2,6 +2,7 @@ import type { Db } from '../storage/db/knex.ts';
 import type { ObjectStore } from '../storage/objects.ts';
 import { BIOLOGY_STAGING_PREFIX } from './biology/activities.ts';
 import { purgeIdempotencyKeys } from '../storage/db/idempotency.ts';
+import { purgeExpiredMcpTasks } from '../storage/db/mcpTasks.ts';
 import { purgeRateLimits } from '../storage/db/rateLimits.ts';
 import { openRecords, type OpenRecord } from '../storage/db/reconciliation.ts';
 import { finishRun } from '../storage/runLifecycle.ts';
@@ -31,7 +32,7 @@ const sessionGone = (workflowId: string, state: 'closed' | 'missing') => (state 
   : `Its workflow ${workflowId} has closed without completing this session, so no change can reach it; failed by the hourly reconciliation. What was recorded stays readable.`);
 
 /**
- * Housekeeping of the state of record: expired idempotency keys and rate counters, and
+ * Housekeeping of the state of record: expired idempotency keys, rate counters and MCP tasks, and
  * records whose workflow is gone, closed truthfully (a run fails with nothing charged, a
  * publication fails and frees its version, a dataset version fails, a study whose runs
  * have all ended is completed, an invocation fails with nothing charged, a hosting fails,
@@ -39,13 +40,14 @@ const sessionGone = (workflowId: string, state: 'closed' | 'missing') => (state 
  */
 export function createMaintenanceActivities(deps: { db: Db; objects: ObjectStore; idempotencyTtlSeconds: number; workflowState: WorkflowState; executions: ExecutionProbe; stagingKeptMs?: number }) {
   return {
-    async purgeExpired(): Promise<{ idempotency_keys: number; rate_limits: number; staged_objects: number }> {
+    async purgeExpired(): Promise<{ idempotency_keys: number; rate_limits: number; staged_objects: number; mcp_tasks: number }> {
       const idempotency_keys = await purgeIdempotencyKeys(deps.db, deps.idempotencyTtlSeconds);
       const rate_limits = await purgeRateLimits(deps.db);
       // A biology fetch removes its staging when it ends; what a fetch whose worker was
       // lost for good left behind goes after a day (fetches last seconds).
       const staged_objects = await deps.objects.deletePrefix(BIOLOGY_STAGING_PREFIX, new Date(Date.now() - (deps.stagingKeptMs ?? STAGING_KEPT_MS)));
-      return { idempotency_keys, rate_limits, staged_objects };
+      const mcp_tasks = await purgeExpiredMcpTasks(deps.db);
+      return { idempotency_keys, rate_limits, staged_objects, mcp_tasks };
     },
 
     /** Closes records left open by a workflow that is gone; returns how many of each. */

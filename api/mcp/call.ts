@@ -33,20 +33,20 @@ function asQueryText(query: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(query).map(([k, v]) => [k, Array.isArray(v) ? v.map(String) : String(v)]));
 }
 
-function toolResult(body: unknown, isError: boolean): CallToolResult {
+export function toolResult(body: unknown, isError: boolean): CallToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body as Record<string, unknown>, ...(isError ? { isError: true } : {}) };
 }
 
+/** What a tool call answers: the route's status and body (the success or error envelope). */
+export interface ToolAnswer { status: number; body: Record<string, unknown> }
+
+export interface CallContext { deps: Deps; caller: Caller; requestId: string; log?: Logger }
+
 /**
- * One `tools/call`: the same scope and gateway rule, validation, idempotency and
- * operation as the REST route, answered with the same body as `structuredContent`
- * (and as text for clients that read only content). Errors are `isError` results
- * carrying the spec's error envelope.
+ * One call of a tool, as its route would answer it: the same scope and gateway rule,
+ * validation, idempotency and operation, and the same envelope on success or refusal.
  */
-export async function callTool(
-  entry: CatalogEntry, args: Record<string, unknown>,
-  ctx: { deps: Deps; caller: Caller; requestId: string; log?: Logger },
-): Promise<CallToolResult> {
+export async function answerTool(entry: CatalogEntry, args: Record<string, unknown>, ctx: CallContext): Promise<ToolAnswer> {
   const { route, tool, compiled } = entry;
   try {
     authorizeCall(ctx.caller, route, tool);
@@ -64,7 +64,7 @@ export async function callTool(
       if (result.raw) throw errors.internal('raw_result', `${tool.name} answered bytes, which only its REST route can carry.`);
       return { status: route.success, body: renderBody(route, result, ctx.requestId) };
     });
-    return toolResult(answer.body, answer.status >= 400);
+    return { status: answer.status, body: answer.body as Record<string, unknown> };
   } catch (raw) {
     let err = knownApiError(raw);
     if (!err) {
@@ -73,6 +73,15 @@ export async function callTool(
     } else if (err.status >= 500) {
       ctx.log?.error({ err: raw, tool: tool.name, code: err.code }, 'server error in tool call');
     }
-    return toolResult(errorBody(err, ctx.requestId, Boolean(route.gateway)), true);
+    return { status: err.status, body: errorBody(err, ctx.requestId, Boolean(route.gateway)) };
   }
+}
+
+/**
+ * One `tools/call`: the route's answer as `structuredContent` (and as text for clients
+ * that read only content). Errors are `isError` results carrying the spec's error envelope.
+ */
+export async function callTool(entry: CatalogEntry, args: Record<string, unknown>, ctx: CallContext): Promise<CallToolResult> {
+  const answer = await answerTool(entry, args, ctx);
+  return toolResult(answer.body, answer.status >= 400);
 }

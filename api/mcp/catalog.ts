@@ -3,8 +3,9 @@ import type { RouteDef } from '../routeTable.ts';
 import type { RouteTable } from '../router.ts';
 import { jsonBodySchema, type ToolDef } from '../tools/tool.ts';
 import { compileInput, type CompiledInput } from '../validation.ts';
-import type { JsonSchema } from '../schemas/common.ts';
+import { errorEnvelope, type JsonSchema } from '../schemas/common.ts';
 import { successSchema } from '../schemas/answer.ts';
+import { TASK_KINDS } from './tasks/kinds.ts';
 
 /** The argument that carries an Idempotency-Key over MCP, on the routes that take one. */
 export const IDEMPOTENCY_ARGUMENT = 'idempotency_key';
@@ -67,9 +68,12 @@ export function buildCatalog(table: RouteTable): ReadonlyMap<string, CatalogEntr
         name: tool.name,
         description: `${tool.description} (REST: ${route.method} /v1${route.path}; scope ${tool.scope === 'any' ? 'any valid API key' : tool.scope}.)${implemented}`,
         inputSchema: inputSchema(route, tool),
-        // The same body the REST route answers, envelope included: clients validate structuredContent against it.
-        outputSchema: successSchema(tool, route) as Tool['outputSchema'],
+        // The same bodies the REST route answers, envelope included: its success, or the
+        // error envelope of an `isError` result (clients validate structuredContent against it either way).
+        outputSchema: { type: 'object', anyOf: [successSchema(tool, route), errorEnvelope] } as Tool['outputSchema'],
         annotations: annotations(tool),
+        // Long work may be asked for as a task (tasks/get, tasks/result, tasks/cancel); without one the call answers as its route does.
+        ...(tool.name in TASK_KINDS ? { execution: { taskSupport: 'optional' as const } } : {}),
       },
     });
   }

@@ -4,6 +4,7 @@ import YAML from 'yaml';
 import type { ToolDef, ToolContext } from '../tools/tool.ts';
 import { str, obj, uuid, sha256Hex, id } from '../schemas/common.ts';
 import { publicationPlan, publicationStarted } from './schemas.ts';
+import { publicationView } from './view.ts';
 import { ApiError, errors } from '../errors.ts';
 import { getRevision, getWorkspace } from '../../storage/db/workspaces.ts';
 import { blobKey } from '../../storage/objects.ts';
@@ -181,9 +182,10 @@ export const publicationTools: ToolDef[] = [
           typedSearchAttributes: workflowSearchAttributes({ account: ctx.caller.account.id, kind: 'publication', ref: `${p.namespace}/${p.name}@${p.version}` }),
         });
       });
-      const reference = `${p.namespace}/${p.name}@${p.version}`;
+      const body = publicationView({ id, status: 'publishing', namespace: p.namespace, name: p.name, version: p.version, approval, findings: null });
+      const reference = body.reference;
       return {
-        body: { object: 'publication', publication_id: id, status: 'publishing', reference, approval },
+        body,
         next_actions: [{ tool: 'hub_inspect', description: 'The release appears here once packing and the smoke run pass.', arguments: { reference } }],
       };
     },

@@ -1,4 +1,4 @@
-import { id, obj, planRecord, sha256Hex, str, type JsonSchema } from '../schemas/common.ts';
+import { arr, finding, id, obj, planRecord, sha256Hex, str, type JsonSchema } from '../schemas/common.ts';
 
 /** A publication's life (storage/db/publications.ts, migration 010): a failed one frees its version again. */
 export const PUBLICATION_STATUSES = ['publishing', 'published', 'failed'] as const;
@@ -20,11 +20,15 @@ export const publicationApproval: JsonSchema = {
   ],
 };
 
-/** POST /publications: accepted and on its way; the release exists only once packing and the smoke run pass. */
+/**
+ * POST /publications: accepted and on its way; the release exists only once packing and
+ * the smoke run pass. An MCP task of publish_execute answers the same object at its end.
+ */
 export const publicationStarted: JsonSchema = obj({
   object: { const: 'publication' },
   publication_id: id('pub'),
-  status: { const: 'publishing', description: 'Always `publishing` here: follow the lab (lab_list) or hub_inspect for the outcome.' },
+  status: { enum: [...PUBLICATION_STATUSES], description: '`publishing` when POST /publications answers: follow the lab (lab_list) or hub_inspect for the outcome. An MCP task of publish_execute answers `published` or `failed` at its end.' },
   reference,
   approval: publicationApproval,
+  findings: arr(finding, { description: 'Why a failed publication failed (only when `failed`).' }),
 }, ['object', 'publication_id', 'status', 'reference', 'approval']);

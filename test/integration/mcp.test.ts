@@ -1,39 +1,14 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { BASE_URL, call, closeTestDb, newAccount, spawnApi } from '../helpers.ts';
 import { CONTRACT_ROUTES } from '../contract.ts';
-import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { mcpClients } from '../mcpClients.ts';
 
 after(closeTestDb);
 
+const { http: httpClient, stdio: stdioClient } = mcpClients();
 const MCP_URL = new URL(BASE_URL.replace(/\/v1$/, '/mcp'));
-const clients: Client[] = [];
-after(async () => {
-  await Promise.allSettled(clients.map((c) => c.close()));
-});
-
-async function httpClient(key: string): Promise<Client> {
-  const client = new Client({ name: 'silico-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(MCP_URL, { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
-  clients.push(client);
-  return client;
-}
-
-async function stdioClient(key: string): Promise<Client> {
-  const client = new Client({ name: 'silico-test', version: '1.0.0' });
-  await client.connect(new StdioClientTransport({
-    command: process.execPath,
-    args: [path.join(REPO_ROOT, 'sdk/bin/silico.js'), 'mcp'],
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', SILICO_API_KEY: key, SILICO_BASE_URL: BASE_URL },
-    stderr: 'inherit',
-  }));
-  clients.push(client);
-  return client;
-}
 
 /** A tool's result envelope, with request_id set aside (it names each request). */
 async function tool(client: Client, name: string, args: Record<string, unknown> = {}) {
@@ -149,9 +124,7 @@ test('/mcp shares the per-key rate limits with /v1: run-creating calls draw from
   const replica = await spawnApi({ SILICO_RATE_READS_PER_MIN: '50', SILICO_RATE_RUNS_PER_MIN: '1', SILICO_RATE_DAILY: '100' });
   try {
     const { key: k } = await newAccount({ usd: 1 });
-    const client = new Client({ name: 'silico-test', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(replica.base.replace(/\/v1$/, '/mcp')), { requestInit: { headers: { Authorization: `Bearer ${k}` } } }));
-    clients.push(client);
+    const client = await httpClient(k, replica.base);
     const args = { ref: 'platform/microbial-growth', inputs: {}, max_runtime_seconds: 30 };
     assert.equal((await tool(client, 'run_create', { ...args, idempotency_key: crypto.randomUUID() })).isError, false);
     await assert.rejects(client.callTool({ name: 'run_create', arguments: { ...args, idempotency_key: crypto.randomUUID() } }), /429|rate_limited/);

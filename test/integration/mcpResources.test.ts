@@ -1,44 +1,20 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import { BASE_URL, call, closeTestDb, newAccount, newRunRow, testDb, testObjects, waitForRun } from '../helpers.ts';
+import { call, closeTestDb, newAccount, newRunRow, testDb, testObjects, waitForRun } from '../helpers.ts';
 import { insertAcceptedRun, recordArtifact } from '../../storage/db/runs.ts';
 import { finishRun } from '../../storage/runLifecycle.ts';
 import { newId } from '../../storage/ids.ts';
+import { mcpClients, mcpRefusal as refusal } from '../mcpClients.ts';
 
 // MCP resources with the official TypeScript SDK as the client, over its real transport:
 // a run's results and public artifacts are resources an agent lists and reads by URI,
 // under the same scopes and ownership as the REST reads.
 
 after(closeTestDb);
-const MCP_URL = new URL(BASE_URL.replace(/\/v1$/, '/mcp'));
-const clients: Client[] = [];
-after(async () => {
-  await Promise.allSettled(clients.map((c) => c.close()));
-});
-
-async function client(key: string): Promise<Client> {
-  const c = new Client({ name: 'silico-test', version: '1.0.0' });
-  await c.connect(new StreamableHTTPClientTransport(MCP_URL, { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
-  clients.push(c);
-  return c;
-}
+const { http: client } = mcpClients();
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-
-/** What a resource read refused with. */
-async function refusal(p: Promise<unknown>): Promise<McpError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof McpError, String(err));
-    return err;
-  }
-  throw new Error('expected the read to be refused');
-}
 
 let owner: Awaited<ReturnType<typeof newAccount>>;
 let runId = '';

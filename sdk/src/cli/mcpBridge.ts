@@ -3,7 +3,9 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import {
-  CallToolRequestSchema, ListResourcesRequestSchema, ListResourceTemplatesRequestSchema, ListToolsRequestSchema, ReadResourceRequestSchema, type CallToolResult,
+  CallToolRequestSchema, CancelTaskRequestSchema, CancelTaskResultSchema, CreateTaskResultSchema, GetTaskPayloadRequestSchema, GetTaskPayloadResultSchema,
+  GetTaskRequestSchema, GetTaskResultSchema, ListResourcesRequestSchema, ListResourceTemplatesRequestSchema, ListTasksRequestSchema, ListTasksResultSchema,
+  ListToolsRequestSchema, ReadResourceRequestSchema, type CallToolResult, type CreateTaskResult,
 } from '@modelcontextprotocol/sdk/types.js';
 
 /** The service's MCP endpoint for a REST base URL (`https://host/v1` → `https://host/mcp`). */
@@ -16,7 +18,7 @@ export function mcpUrl(baseUrl: string): URL {
 /**
  * `silico mcp`: an MCP server on stdio for agents that launch tools as processes. It is
  * a bridge, not a second implementation: every list and call goes to the service's
- * /mcp endpoint (tools and resources) with the key from SILICO_API_KEY, so scopes, limits and the gateway rule
+ * /mcp endpoint (tools, resources and tasks) with the key from SILICO_API_KEY, so scopes, limits and the gateway rule
  * are the service's own. An HTTP-level refusal (401, 429, ...) comes back as an
  * `isError` result carrying the service's error envelope.
  */
@@ -35,15 +37,21 @@ export async function serveMcpOverStdio(opts: { baseUrl: string; apiKey: string;
   }));
   const server = new Server(
     { name: 'silico', version: opts.version },
-    { capabilities: { tools: { listChanged: false }, resources: { listChanged: false } }, instructions: remote.getInstructions() },
+    { capabilities: { tools: { listChanged: false }, resources: { listChanged: false }, tasks: remote.getServerCapabilities()?.tasks ?? {} }, instructions: remote.getInstructions() },
   );
   server.setRequestHandler(ListToolsRequestSchema, async (req) => remote.listTools(req.params));
   // Resources pass through as they are; a refusal is the service's MCP error (its code and envelope as data).
   server.setRequestHandler(ListResourceTemplatesRequestSchema, async (req) => remote.listResourceTemplates(req.params));
   server.setRequestHandler(ListResourcesRequestSchema, async (req) => remote.listResources(req.params));
   server.setRequestHandler(ReadResourceRequestSchema, async (req) => remote.readResource(req.params));
-  server.setRequestHandler(CallToolRequestSchema, async (req): Promise<CallToolResult> => {
+  // Tasks too: the service keeps them, so a task started here is read by any client of it.
+  server.setRequestHandler(GetTaskRequestSchema, async (req) => remote.request({ method: 'tasks/get', params: req.params }, GetTaskResultSchema));
+  server.setRequestHandler(GetTaskPayloadRequestSchema, async (req) => remote.request({ method: 'tasks/result', params: req.params }, GetTaskPayloadResultSchema));
+  server.setRequestHandler(CancelTaskRequestSchema, async (req) => remote.request({ method: 'tasks/cancel', params: req.params }, CancelTaskResultSchema));
+  server.setRequestHandler(ListTasksRequestSchema, async (req) => remote.request({ method: 'tasks/list', params: req.params }, ListTasksResultSchema));
+  server.setRequestHandler(CallToolRequestSchema, async (req): Promise<CallToolResult | CreateTaskResult> => {
     lastRefusal = undefined;
+    if (req.params.task) return remote.request({ method: 'tools/call', params: req.params }, CreateTaskResultSchema);
     try {
       return (await remote.callTool(req.params)) as CallToolResult;
     } catch (err) {

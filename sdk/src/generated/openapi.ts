@@ -5575,6 +5575,14 @@ export interface operations {
                             /** @constant */
                             kind: "workflow_grant";
                         };
+                        /** @description Why a failed publication failed (only when `failed`). */
+                        findings?: {
+                            code: string;
+                            message: string;
+                            path: string | null;
+                            /** @enum {unknown} */
+                            severity: "info" | "warning" | "blocking";
+                        }[];
                         links: Record<string, unknown>;
                         next_actions: {
                             arguments: Record<string, unknown>;
@@ -5596,10 +5604,10 @@ export interface operations {
                         /** @constant */
                         schema_version: "2026-11-01";
                         /**
-                         * @description Always `publishing` here: follow the lab (lab_list) or hub_inspect for the outcome.
-                         * @constant
+                         * @description `publishing` when POST /publications answers: follow the lab (lab_list) or hub_inspect for the outcome. An MCP task of publish_execute answers `published` or `failed` at its end.
+                         * @enum {unknown}
                          */
-                        status: "publishing";
+                        status: "publishing" | "published" | "failed";
                         warnings: Record<string, unknown>[];
                     };
                 };

@@ -1,0 +1,141 @@
+import { successEnvelope } from '../../envelope.ts';
+import { errorBody, errors } from '../../errors.ts';
+import { getPublication } from '../../../storage/db/publications.ts';
+import { publicationView } from '../../publications/view.ts';
+import type { ToolAnswer } from '../call.ts';
+import type { Deps, Caller } from '../../tools/tool.ts';
+
+/** A task's status as MCP names it (`input_required` never arises here: nothing waits on the caller). */
+export type TaskStatus = 'working' | 'completed' | 'failed' | 'cancelled';
+
+export interface TaskState {
+  status: TaskStatus;
+  /** Where the work stands, in a line (progress included where the record has it). */
+  message: string;
+}
+
+/** What a kind may do to read or cancel its work: call a tool of the catalog as the task's caller. */
+export interface KindContext {
+  call(tool: string, args: Record<string, unknown>): Promise<ToolAnswer>;
+  deps: Deps;
+  caller: Caller;
+  requestId: string;
+}
+
+/**
+ * A tool that runs as an MCP task: how its answer names the work it started, how that
+ * work is read (the REST read of the same record, answered in the same envelope as the
+ * tool), what a read says of the task's status, how it is cancelled (the REST cancel),
+ * and which resource holds its results once it completed.
+ */
+export interface TaskKind {
+  subject(body: Record<string, any>): Record<string, unknown>;
+  read(c: KindContext, subject: Record<string, any>): Promise<ToolAnswer>;
+  state(body: Record<string, any>): TaskState;
+  cancel?(c: KindContext, subject: Record<string, any>): Promise<ToolAnswer>;
+  results?(subject: Record<string, any>): string;
+}
+
+const percent = (p: number | null | undefined) => (typeof p === 'number' ? ` (${Math.round(p * 100)}%)` : '');
+const ended = (message: string | undefined, fallback: string) => message ?? fallback;
+
+/** A run: run_get reads it, run_cancel cancels it, its results are a resource. */
+const run: TaskKind = {
+  subject: (b) => ({ run_id: b.id }),
+  read: (c, s) => c.call('run_get', s),
+  state(b) {
+    switch (b.status) {
+      case 'completed': return { status: 'completed', message: `Run ${b.id} completed.` };
+      case 'cancelled': return { status: 'cancelled', message: `Run ${b.id} was cancelled.` };
+      case 'failed':
+      case 'timed_out': return { status: 'failed', message: ended(b.error && `${b.error.code}: ${b.error.message}`, `Run ${b.id} ${b.status}.`) };
+      default: return { status: 'working', message: `Run ${b.id} is ${b.status}${percent(b.progress)}.` };
+    }
+  },
+  cancel: (c, s) => c.call('run_cancel', s),
+  results: (s) => `silico://runs/${s.run_id}/results`,
+};
+
+/** A study: experiment_get reads it; closing it (its runs cancelled) is its cancel. */
+const experiment: TaskKind = {
+  subject: (b) => ({ experiment_id: b.id }),
+  read: (c, s) => c.call('experiment_get', s),
+  state(b) {
+    const t = b.run_totals as Record<'completed' | 'failed' | 'cancelled' | 'timed_out' | 'running' | 'queued' | 'total', number>;
+    const done = t.completed + t.failed + t.cancelled + t.timed_out;
+    if (b.status === 'completed') return { status: 'completed', message: `All ${t.total} runs ended: ${t.completed} completed, ${t.failed + t.timed_out} failed, ${t.cancelled} cancelled.` };
+    if (b.status === 'closed' && b.completed_at) return { status: 'cancelled', message: `The study was closed; ${done} of ${t.total} runs ended.` };
+    return { status: 'working', message: `${done} of ${t.total} runs ended (${t.running} running, ${t.queued} queued).` };
+  },
+  cancel: (c, s) => c.call('experiment_update', { ...s, status: 'closed', cancel_running: true }),
+};
+
+/** A hosted invocation: hosted_invocation_get reads it, hosted_invocation_cancel cancels it. */
+const invocation: TaskKind = {
+  subject: (b) => ({ invocation_id: b.id }),
+  read: (c, s) => c.call('hosted_invocation_get', s),
+  state(b) {
+    switch (b.status) {
+      case 'completed': return { status: 'completed', message: `Invocation ${b.id} completed.` };
+      case 'cancelled': return { status: 'cancelled', message: `Invocation ${b.id} was cancelled.` };
+      case 'failed':
+      case 'expired': return { status: 'failed', message: ended(b.error && `${b.error.code}: ${b.error.message}`, `Invocation ${b.id} ${b.status}.`) };
+      default: return { status: 'working', message: `Invocation ${b.id} is ${b.status}.` };
+    }
+  },
+  cancel: (c, s) => c.call('hosted_invocation_cancel', s),
+};
+
+/** A hosting request: hosting_get reads it; it ends when the lab is ready (or refused). */
+const hosting: TaskKind = {
+  subject: (b) => ({ lab_id: b.lab_id }),
+  read: (c, s) => c.call('hosting_get', s),
+  state(b) {
+    switch (b.status) {
+      case 'ready':
+      case 'paused': return { status: 'completed', message: `The lab is hosted (${b.status}).` };
+      case 'failed':
+      case 'rejected': return { status: 'failed', message: `The hosting request ${b.status}.` };
+      case 'retiring':
+      case 'retired': return { status: 'cancelled', message: `The hosting was retired (${b.status}).` };
+      case 'awaiting_review': return { status: 'working', message: 'The deployment checks passed; an operator reviews the request.' };
+      default: return { status: 'working', message: `The hosting request is ${b.status}.` };
+    }
+  },
+};
+
+/**
+ * A publication has no read route of its own (the release appears in the Hub once it
+ * passes): its record is read here and answered as publish_execute answers it.
+ */
+const publication: TaskKind = {
+  subject: (b) => ({ publication_id: b.publication_id }),
+  async read(c, s) {
+    const p = await getPublication(c.deps.db, s.publication_id);
+    if (!p || p.account_id !== c.caller.account.id) {
+      return { status: 404, body: errorBody(errors.notFound('publication_not_found', 'publication', null), c.requestId, false) };
+    }
+    const body = publicationView(p);
+    return {
+      status: 200,
+      body: successEnvelope({
+        body,
+        next_actions: p.status === 'published' ? [{ tool: 'hub_inspect', description: 'Inspect the release.', arguments: { reference: body.reference } }] : [],
+      }, c.requestId),
+    };
+  },
+  state(b) {
+    if (b.status === 'published') return { status: 'completed', message: `${b.reference} is published.` };
+    if (b.status === 'failed') return { status: 'failed', message: `Publishing ${b.reference} failed: ${(b.findings as Array<{ message: string }> | undefined)?.map((f) => f.message).join(' ') || 'see its findings.'}` };
+    return { status: 'working', message: `${b.reference} is being packed and smoke-tested.` };
+  },
+};
+
+/** The tools that run as tasks, by name. */
+export const TASK_KINDS: Readonly<Record<string, TaskKind>> = {
+  run_create: run,
+  experiment_create: experiment,
+  hosted_invocation_execute: invocation,
+  hosting_execute: hosting,
+  publish_execute: publication,
+};
