@@ -2,7 +2,9 @@ import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, CreateTaskResultSchema, ErrorCode, type Task } from '@modelcontextprotocol/sdk/types.js';
-import { call, closeTestDb, newAccount, spawnApi } from '../helpers.ts';
+import path from 'node:path';
+import { call, closeTestDb, newAccount, spawnApi, workspaceOfLab } from '../helpers.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { mcpClients, mcpRefusal as refusal } from '../mcpClients.ts';
 
 // MCP tasks with the official TypeScript SDK as the client, over its real transport and
@@ -152,4 +154,52 @@ test('tasks are the account\'s: another account\'s key gets an unknown task from
   const mine = await c.experimental.tasks.listTasks();
   assert.equal(mine.tasks[0]!.taskId, task.taskId, 'newest first');
   await follow(c, task.taskId);
+});
+
+test('a study opened as a task: tasks/get counts its runs to completed, tasks/result is the study as REST reads it; tasks/cancel closes a second one, its runs cancelled', async () => {
+  const c = await client(owner.key);
+  const ws = await workspaceOfLab(owner.key, 'Noisy growth', path.join(REPO_ROOT, 'test/fixtures/labs/noisy-growth'));
+  const arm = (label: string) => ({ label, workspace_id: ws.workspace_id, revision_id: ws.revision_id, max_runtime_seconds: 60 });
+  const open = async (name: string) => {
+    const plan = await call('POST', '/experiment-plans', { key: owner.key, body: { name, arms: [arm('a'), arm('b')] } });
+    assert.equal(plan.status, 200, plan.text);
+    return startTask(c, 'experiment_create', { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 });
+  };
+  const task = await open('Study as a task');
+  assert.equal(task.status, 'working');
+  assert.match(task.statusMessage!, /^0 of 2 runs ended/);
+  const states = await follow(c, task.taskId);
+  assert.equal(states.at(-1)!.status, 'completed', states.at(-1)!.statusMessage);
+  assert.match(states.at(-1)!.statusMessage!, /^All 2 runs ended: /);
+  const result = await c.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+  const study = result.structuredContent as Record<string, any>;
+  assert.deepEqual(withoutRequestId(study), withoutRequestId((await call('GET', `/experiments/${study.id}`, { key: owner.key })).body));
+
+  const second = await open('Study cancelled as a task');
+  await c.experimental.tasks.cancelTask(second.taskId);
+  const ended = await follow(c, second.taskId);
+  assert.equal(ended.at(-1)!.status, 'cancelled', ended.at(-1)!.statusMessage);
+  const closed = (await c.experimental.tasks.getTaskResult(second.taskId, CallToolResultSchema)).structuredContent as Record<string, any>;
+  assert.equal(closed.status, 'closed');
+  assert.equal(closed.run_totals.completed + closed.run_totals.cancelled + closed.run_totals.failed, 2);
+});
+
+test('a publication as a task: working while it is packed and smoke-tested, completed once published; its result is publish_execute\'s answer at its end', async () => {
+  const c = await client(owner.key);
+  await c.listTools();
+  const ws = await workspaceOfLab(owner.key, 'Noisy growth published', path.join(REPO_ROOT, 'test/fixtures/labs/noisy-growth'));
+  const plan = await call('POST', '/publication-plans', { key: owner.key, body: { workspace_id: ws.workspace_id, revision_id: ws.revision_id, version: '1.0.0' } });
+  assert.equal(plan.status, 200, plan.text);
+  const messages: Array<{ type: string; status?: string; result?: Record<string, any> }> = [];
+  // The SDK's own loop: it polls tasks/get and checks the result against publish_execute's output schema.
+  for await (const m of c.experimental.tasks.callToolStream({ name: 'publish_execute', arguments: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } })) {
+    if (m.type === 'error') throw m.error;
+    messages.push({ type: m.type, status: 'task' in m ? m.task.status : undefined, result: m.type === 'result' ? m.result.structuredContent as Record<string, any> : undefined });
+  }
+  assert.equal(messages[0]!.type, 'taskCreated');
+  assert.equal(messages[0]!.status, 'working');
+  const published = messages.at(-1)!.result!;
+  assert.equal(published.status, 'published', JSON.stringify(published));
+  assert.equal(published.reference, plan.body.reference);
+  assert.equal((await call('GET', `/hub/releases/${encodeURIComponent(published.reference)}`, { key: owner.key })).status, 200, 'the release it names exists');
 });
