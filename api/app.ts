@@ -13,6 +13,7 @@ import { buildOpsRouter } from './ops.ts';
 import { errors } from './errors.ts';
 import { mcpEndpoint } from './mcp/endpoint.ts';
 import { consolePages } from './console.ts';
+import { docsPages } from './docs.ts';
 
 export interface App {
   koa: Koa;
@@ -52,6 +53,7 @@ export function createApp(deps: Deps, opts: { log?: Logger; table?: RouteTable; 
   koa.use(errorEnvelope());
   koa.use(ops.routes());
   koa.use(consolePages());
+  koa.use(docsPages());
   koa.use(mcpEndpoint(deps, table, opts.version ?? '0.1.0'));
   koa.use(async (ctx, next) => {
     if (ctx.path !== '/v1' && !ctx.path.startsWith('/v1/')) throw errors.routeNotFound(ctx.method, ctx.path);

@@ -8,6 +8,7 @@ import { SCHEMA_VERSION } from './envelope.ts';
 const ERROR_RESPONSES: Record<string, string> = {
   400: 'Malformed request (invalid JSON, or a required Idempotency-Key is missing).',
   401: 'Missing, invalid, expired or revoked API key.',
+  402: 'The balance cannot cover the maximum this reserves (`insufficient_credits`); nothing was accepted.',
   403: 'The key lacks the route scope (`insufficient_scope`), or managed operations are not enabled (`gateway_not_enabled`).',
   404: 'Not found, including records owned by another account (identical answer).',
   409: 'Plan or idempotency conflict.',
@@ -51,6 +52,8 @@ function responses(tool: ToolDef, route: RouteDef) {
   const codes = ['401', '403', '429', '500', '503'];
   if (!route.no422) codes.push('422');
   if (route.notFound) codes.push('404');
+  // The routes that start metered work (the run bucket's) reserve its maximum first.
+  if (route.bucket === 'runs') codes.push('402');
   if (route.idempotency || route.method !== 'GET') codes.push('400', '409');
   if (jsonBodySchema(tool)) codes.push('413', '415');
   if (!tool.handler) codes.push('501');

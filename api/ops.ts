@@ -4,7 +4,6 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Deps } from './tools/tool.ts';
 import { buildOpenApi } from './openapi.ts';
-import { renderDocs } from './docs.ts';
 import { pingDb } from '../storage/db/knex.ts';
 
 type Check = 'ok' | 'unavailable' | 'timed_out';
@@ -41,12 +40,11 @@ export function metricsHandler(registry: Registry) {
 
 /**
  * Operational routes outside the versioned API: liveness, readiness (names the failing
- * dependency), Prometheus metrics, the OpenAPI document and the docs page.
+ * dependency), Prometheus metrics and the OpenAPI document (docs.ts draws it at /docs).
  */
 export function buildOpsRouter(deps: Deps, registry: Registry, log: Logger, lifecycle: { draining: boolean } = { draining: false }): Router {
   const router = new Router();
   const openapi = buildOpenApi(deps.config.baseUrl);
-  const docs = renderDocs(openapi);
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok', request_id: ctx.state.requestId };
   });
@@ -79,10 +77,6 @@ export function buildOpsRouter(deps: Deps, registry: Registry, log: Logger, life
   if (deps.config.metricsPort === null) router.get('/metrics', metricsHandler(registry));
   router.get('/v1/openapi.json', (ctx) => {
     ctx.body = openapi;
-  });
-  router.get('/docs', (ctx) => {
-    ctx.type = 'text/html; charset=utf-8';
-    ctx.body = docs;
   });
   return router;
 }

@@ -1,7 +1,7 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, type RetryPolicy } from '@temporalio/workflow';
 import type { PassportActivities, PassportArgs } from '../activities/passport/activities.ts';
 
-const retry = { maximumAttempts: 3, initialInterval: '1 second' };
+const retry: RetryPolicy = { maximumAttempts: 3, initialInterval: '1 second' };
 // Reads of Postgres and small objects.
 const quick = proxyActivities<PassportActivities>({ startToCloseTimeout: '1 minute', retry });
 // Streams every byte of a package, tree or artifact set: long, so it heartbeats.

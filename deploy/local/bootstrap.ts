@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection, ScheduleAlreadyRunning, ScheduleOverlapPolicy } from '@temporalio/client';
+import type { Duration } from '@temporalio/common';
 import type { Db } from '../../storage/db/knex.ts';
 import { migrate } from '../../storage/db/knex.ts';
 import type { ObjectStore } from '../../storage/objects.ts';
@@ -16,7 +17,7 @@ import type { Sandbox } from '../../activities/execution/sandbox.ts';
 
 export const OPERATOR_NAMESPACE = 'local';
 /** The workflows Temporal starts on a schedule: housekeeping each hour, the run sweeper each minute. */
-const SCHEDULES: Array<{ id: string; every: string; workflowType: keyof typeof workflows; workflowId: string }> = [
+const SCHEDULES: Array<{ id: string; every: Duration; workflowType: keyof typeof workflows; workflowId: string }> = [
   { id: MAINTENANCE_SCHEDULE_ID, every: '1 hour', workflowType: 'maintenanceWorkflow', workflowId: 'maintenance' },
   { id: RUN_SWEEP_SCHEDULE_ID, every: '1 minute', workflowType: 'runSweepWorkflow', workflowId: 'run-sweep' },
 ];

@@ -1491,6 +1491,15 @@ export type components = {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description The balance cannot cover the maximum this reserves (`insufficient_credits`); nothing was accepted. */
+        E402: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The key lacks the route scope (`insufficient_scope`), or managed operations are not enabled (`gateway_not_enabled`). */
         E403: {
             headers: {
@@ -2812,6 +2821,7 @@ export interface operations {
             };
             400: components["responses"]["E400"];
             401: components["responses"]["E401"];
+            402: components["responses"]["E402"];
             403: components["responses"]["E403"];
             404: components["responses"]["E404"];
             409: components["responses"]["E409"];
@@ -3825,6 +3835,7 @@ export interface operations {
             };
             400: components["responses"]["E400"];
             401: components["responses"]["E401"];
+            402: components["responses"]["E402"];
             403: components["responses"]["E403"];
             404: components["responses"]["E404"];
             409: components["responses"]["E409"];
@@ -5939,6 +5950,7 @@ export interface operations {
             };
             400: components["responses"]["E400"];
             401: components["responses"]["E401"];
+            402: components["responses"]["E402"];
             403: components["responses"]["E403"];
             404: components["responses"]["E404"];
             409: components["responses"]["E409"];
