@@ -149,9 +149,9 @@ export function createExecutionActivities(deps: ExecutionDeps) {
       await appendEvent(deps.db, run.id, 'log', `Executing ${run.resolved_ref} on ${profile.id}.`, { stream: 'worker' });
       const results = path.join(dir, 'results');
       await mkdir(results);
-      const declared = listOf(source.manifest?.io?.outputs as Array<{ name?: unknown; public?: unknown }> | undefined)
+      const declared = listOf(source.manifest?.io?.outputs as Array<{ name?: unknown; public?: unknown; units?: unknown }> | undefined)
         .filter((o) => o && typeof o.name === 'string')
-        .map((o) => ({ name: o.name as string, public: o.public !== false }));
+        .map((o) => ({ name: o.name as string, public: o.public !== false, units: typeof o.units === 'string' ? o.units : null }));
       const sink = createOutputSink(results, declared);
       let visuals: unknown = null;
       let logs = 0;

@@ -22,7 +22,8 @@ export interface ArtifactFile {
   public: boolean;
 }
 
-export interface DeclaredOutput { name: string; public: boolean }
+/** An output the lab's contract declares: whether it is public, and its units (for its chart's axis). */
+export interface DeclaredOutput { name: string; public: boolean; units?: string | null }
 
 /** A file being written with its digest and size kept up to date. */
 class HashedFile {
@@ -112,14 +113,14 @@ export function createOutputSink(dir: string, declared: DeclaredOutput[]) {
      * small enough to keep inline, and the large ones as files of their own; with
      * `plot`, a chart of each numeric series beside its data.
      */
-    async finish(plot: ((title: string, points: Point[]) => string) | null): Promise<{ files: ArtifactFile[]; values: Map<string, unknown> }> {
+    async finish(plot: ((title: string, units: string | null, points: Point[]) => string) | null): Promise<{ files: ArtifactFile[]; values: Map<string, unknown> }> {
       const files: ArtifactFile[] = [];
       for (const [name, s] of series) {
         const { sha256, size } = await s.csv.close();
         const pub = byName.get(name)!.public;
         if (s.points < 2) continue;
         files.push({ role: name, file_name: `${name}.csv`, content_type: 'text/csv', format: 'csv', path: s.csv.path, sha256, size_bytes: size, public: pub });
-        if (s.numeric && plot) files.push(await textFile(dir, { role: name, file_name: `${name}.svg`, content_type: 'image/svg+xml', format: 'svg', public: pub }, plot(name, s.plot)));
+        if (s.numeric && plot) files.push(await textFile(dir, { role: name, file_name: `${name}.svg`, content_type: 'image/svg+xml', format: 'svg', public: pub }, plot(name, byName.get(name)!.units ?? null, s.plot)));
       }
       return { files, values: new Map(finals) };
     },

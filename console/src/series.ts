@@ -41,3 +41,38 @@ export function chartsOf(series: Series[]): { title: string; series: Series[] }[
   for (const [units, group] of byUnits) charts.push({ title: group.length === 1 ? group[0]!.name : `${group.map((s) => s.name).join(', ')} (${units})`, series: group });
   return charts;
 }
+
+/** Each output's declared units, from the release's contract (none for a workspace revision's run). */
+export async function unitsOf(client: Silico, resolvedRef: string): Promise<Map<string, string | null>> {
+  try {
+    const r = await client.hub.inspect(resolvedRef) as unknown as { contract: { outputs: Array<{ name: string; units: string | null }> } };
+    return new Map(r.contract.outputs.map((o) => [o.name, o.units]));
+  } catch {
+    return new Map();
+  }
+}
+
+/** Every numeric series of a completed run, from its CSV artifacts. */
+export async function runSeries(client: Silico, runId: string, units: Map<string, string | null>): Promise<Series[]> {
+  const results = await client.runs.results(runId);
+  const csv = results.artifacts.filter((a) => a.format === 'csv');
+  return (await Promise.all(csv.map((a) => loadSeries(client, runId, a, units.get(a.role) ?? null)))).filter((s): s is Series => s !== null);
+}
+
+/** A run named briefly, for a legend. */
+export const shortRun = (id: string) => `run ${id.slice(0, 8)}`;
+
+/**
+ * Charts with another run's series drawn over them: each chart gains, for each of its
+ * series, the other run's series of the same output (named with that run).
+ */
+export function overlaid(charts: { title: string; series: Series[] }[], other: Series[], otherRunId: string): { title: string; series: Series[] }[] {
+  const byName = new Map(other.map((s) => [s.name, s]));
+  return charts.map((c) => ({
+    title: c.title,
+    series: [...c.series, ...c.series.flatMap((s) => {
+      const o = byName.get(s.name);
+      return o ? [{ ...o, name: `${o.name} · ${shortRun(otherRunId)}` }] : [];
+    })],
+  }));
+}

@@ -51,6 +51,15 @@ async function signedIn(key = owner.key, origin = ORIGIN): Promise<Page> {
   return page;
 }
 
+/** The bytes a click downloads. */
+async function downloaded(page: Page, button: ReturnType<Page['locator']>): Promise<Buffer> {
+  const [download] = await Promise.all([page.waitForEvent('download'), button.click()]);
+  return readFile((await download.path())!);
+}
+
+/** The text of an SVG's `<text class="…">` elements. */
+const svgTexts = (svg: string, cls: string) => [...svg.matchAll(new RegExp(`<text class="${cls}"[^>]*>([^<]*)</text>`, 'g'))].map((m) => m[1]!.replace(/&#(\d+);/g, (_, c: string) => String.fromCharCode(Number(c))));
+
 /** axe-core on the page as it stands: no serious or critical violation. */
 async function accessible(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
@@ -322,6 +331,7 @@ test('every chart of every built-in lab\'s run page has distinct tick labels on 
     return [lab, new Map((release.contract.outputs as Array<{ name: string; units: string | null }>).map((o) => [o.name, o.units]))] as const;
   })));
   const page = await signedIn();
+  const offsets: Array<string | null> = [];
   for (const { lab, id } of runs) {
     await page.goto(`${ORIGIN}/console/runs/${id}`);
     await page.getByTestId('run-status').filter({ hasText: 'completed' }).waitFor({ timeout: 120_000 });
@@ -346,8 +356,69 @@ test('every chart of every built-in lab\'s run page has distinct tick labels on 
         assert.ok(ticks.length >= 2, `${lab} ${name}: ${axis} axis has ticks`);
         assert.equal(new Set(ticks).size, ticks.length, `${lab} ${name}: ${axis} ticks ${ticks.join(', ')} are distinct`);
       }
+      // Its SVG download says the same: distinct ticks, the units on its axis and legend, the offset of a narrow range.
+      const svg = await downloaded(page, chart.getByRole('button', { name: /as SVG$/ }));
+      const text = svg.toString('utf8');
+      for (const axis of ['x', 'y']) {
+        const ticks = svgTexts(text, `tick ${axis}`);
+        assert.ok(ticks.length >= 2 && new Set(ticks).size === ticks.length, `${lab} ${name}: exported ${axis} ticks ${ticks.join(', ')} are distinct`);
+      }
+      const offset = await chart.getAttribute('data-y-offset');
+      const axisLabel = svgTexts(text, 'axis-label y')[0] ?? '';
+      assert.ok(axisLabel.startsWith(contracts.get(lab)!.get(name!.split(',')[0]!)!), `${lab} ${name}: the exported axis says its units (${axisLabel})`);
+      if (offset) {
+        assert.match(text, new RegExp(`data-y-offset="${offset}"`), 'the export draws the same offset');
+        assert.ok(axisLabel.endsWith(`value − ${offset}`), axisLabel);
+      }
+      offsets.push(offset);
+      const png = await downloaded(page, chart.getByRole('button', { name: /as PNG$/ }));
+      assert.equal(png.subarray(1, 4).toString('latin1'), 'PNG', `${lab} ${name}: a PNG`);
+      assert.ok(png.length > 5000, `${lab} ${name}: a drawn PNG (${png.length} bytes)`);
     }
+    if (lab === 'predator-prey') assert.ok(offsets.some((o) => o !== null), 'the invariant\'s narrow range is drawn as an offset');
+    offsets.length = 0;
   }
+  await page.close();
+});
+
+test('a run page overlays another run of the same release (both series, each in the legend); a study page overlays its arms', async () => {
+  const started = async (inputs: Record<string, unknown>) => {
+    const res = await call('POST', '/runs', { key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { ref: 'platform/microbial-growth@1.0.0', inputs, max_runtime_seconds: 60 } });
+    assert.equal(res.status, 200, res.text);
+    return res.body.id as string;
+  };
+  const [first, second] = [await started({ growth_rate: 0.3 }), await started({ growth_rate: 0.9 })];
+  for (const id of [first, second]) await until(120_000, async () => ((await call('GET', `/runs/${id}`, { key: owner.key })).body.status === 'completed' ? true : undefined));
+  const page = await signedIn();
+  await page.goto(`${ORIGIN}/console/runs/${first}`);
+  const chart = page.locator('figure.chart[data-series^="biomass,substrate"]');
+  await chart.locator('canvas').waitFor({ timeout: 60_000 });
+  await page.getByLabel(/^Overlay another run of platform\/microbial-growth@1.0.0/).selectOption(second);
+  const other = `run ${second.slice(0, 8)}`;
+  await page.locator(`figure.chart[data-series="biomass,substrate,biomass · ${other},substrate · ${other}"] canvas`).waitFor();
+  const legend = await page.locator('figure.chart .u-legend .u-label').allTextContents();
+  for (const label of ['biomass (g/L)', 'substrate (g/L)', `biomass · ${other} (g/L)`, `substrate · ${other} (g/L)`]) assert.ok(legend.includes(label), `${label} in ${JSON.stringify(legend)}`);
+  const svg = (await downloaded(page, page.locator('figure.chart').first().getByRole('button', { name: /as SVG$/ }))).toString('utf8');
+  assert.equal((svg.match(/<path /g) ?? []).length, 4, 'the export draws both runs');
+  assert.ok(svgTexts(svg, 'legend').includes(`biomass · ${other} (g/L)`));
+  await accessible(page, 'results-overlay');
+
+  const ws = await workspaceOfLab(owner.key, 'Noisy growth arms', path.join(REPO_ROOT, 'test/fixtures/labs/noisy-growth'));
+  const arm = (label: string, rate: number) => ({ label, workspace_id: ws.workspace_id, revision_id: ws.revision_id, inputs: { growth_rate: rate }, replicates: 1 });
+  const plan = await call('POST', '/experiment-plans', { key: owner.key, body: { name: 'Arms over time', arms: [arm('slow', 0.05), arm('fast', 0.3)] } });
+  assert.equal(plan.status, 200, plan.text);
+  const study = await call('POST', '/experiments', { key: owner.key, body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
+  assert.ok(study.status < 300, study.text);
+  await until(180_000, async () => ((await call('GET', `/experiments/${study.body.id}`, { key: owner.key })).body.completed_at ? true : undefined));
+  await page.goto(`${ORIGIN}/console/experiments/${study.body.id}`);
+  const byArm = page.locator('figure.chart[data-series$=" · fast"]').first();
+  await byArm.locator('canvas').waitFor({ timeout: 60_000 });
+  const series = (await byArm.getAttribute('data-series'))!.split(',');
+  const output = series[0]!.split(' · ')[0]!;
+  assert.deepEqual(series, [`${output} · slow`, `${output} · fast`], 'one line per arm');
+  const armLegend = await byArm.locator('.u-legend .u-label').allTextContents();
+  assert.ok(armLegend.some((l) => l.startsWith(`${output} · slow`)) && armLegend.some((l) => l.startsWith(`${output} · fast`)), JSON.stringify(armLegend));
+  await accessible(page, 'experiment-arms');
   await page.close();
 });
 

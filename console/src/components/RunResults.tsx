@@ -3,9 +3,8 @@ import { useState } from 'preact/hooks';
 import type { Run, RunArtifact, RunResults as Results } from '@silico/sdk';
 import { useSession } from '../api.ts';
 import { useLoad } from '../hooks.ts';
-import { chartsOf, loadSeries } from '../series.ts';
-import type { ReleaseView } from '../contract.ts';
-import { SeriesChart, type Series } from './SeriesChart.tsx';
+import { chartsOf, overlaid, runSeries, shortRun, unitsOf } from '../series.ts';
+import { SeriesChart } from './SeriesChart.tsx';
 import { ErrorNotice } from './ErrorNotice.tsx';
 import { bytes, valueText, when } from '../format.ts';
 
@@ -44,20 +43,15 @@ export function RunResults({ run }: { run: Run }) {
   const { client } = useSession();
   const results = useLoad(() => client.runs.results(run.id) as Promise<Results>, [run.id]);
   // Units come from the release's declared contract (a workspace revision's run has none to look up).
-  const units = useLoad(async () => {
-    try {
-      const r = await client.hub.inspect(run.resolved_ref) as unknown as ReleaseView;
-      return new Map(r.contract.outputs.map((o) => [o.name, o.units]));
-    } catch {
-      return new Map<string, string | null>();
-    }
-  }, [run.resolved_ref]);
+  const units = useLoad(() => unitsOf(client, run.resolved_ref), [run.resolved_ref]);
+  // Other completed runs of the same release, any of which can be drawn over this one.
+  const others = useLoad(async () => (await client.runs.list({ capability: run.resolved_ref, status: 'completed', limit: 20 })).items.filter((o) => o.id !== run.id), [run.id, run.resolved_ref]);
+  const [overlayId, setOverlayId] = useState('');
   const charts = useLoad(async () => {
     if (!results.data || !units.data) return null;
-    const csv = results.data.artifacts.filter((a) => a.format === 'csv');
-    const series = (await Promise.all(csv.map((a) => loadSeries(client, run.id, a, units.data!.get(a.role) ?? null)))).filter((s): s is Series => s !== null);
-    return chartsOf(series);
-  }, [results.data, units.data]);
+    const own = chartsOf(await runSeries(client, run.id, units.data));
+    return overlayId ? overlaid(own, await runSeries(client, overlayId, units.data), overlayId) : own;
+  }, [results.data, units.data, overlayId]);
   const r = results.data;
   if (!r) return results.error ? <ErrorNotice error={results.error} /> : <p>Loading results…</p>;
   const scalars = Object.entries(r.outputs).filter(([, v]) => isScalar(v));
@@ -65,6 +59,15 @@ export function RunResults({ run }: { run: Run }) {
     <section aria-labelledby="results-title">
       <h2 id="results-title">Results</h2>
       <ErrorNotice error={charts.error} />
+      {others.data?.length ? (
+        <p class="inline">
+          <label for="overlay-run">Overlay another run of {run.resolved_ref}</label>{' '}
+          <select id="overlay-run" value={overlayId} onChange={(e) => setOverlayId(e.currentTarget.value)}>
+            <option value="">none</option>
+            {others.data.map((o) => <option key={o.id} value={o.id}>{shortRun(o.id)} · {when(o.finished_at)} · inputs {JSON.stringify(o.inputs)}</option>)}
+          </select>
+        </p>
+      ) : null}
       {charts.data ? charts.data.map((c) => <SeriesChart key={c.title} title={c.title} series={c.series} />) : charts.loading ? <p>Drawing the series…</p> : null}
       {scalars.length ? (
         <table>

@@ -3,6 +3,7 @@ import { useSession } from '../api.ts';
 import { useLoad } from '../hooks.ts';
 import { ErrorNotice } from '../components/ErrorNotice.tsx';
 import { ComparisonChart } from '../components/ComparisonChart.tsx';
+import { ArmsOverTime } from '../components/ArmsOverTime.tsx';
 import { bytes, usd, valueText, when } from '../format.ts';
 
 /** An experiment's arms side by side, their runs, and the comparison of every output once runs completed. */
@@ -31,6 +32,8 @@ export function ExperimentPage({ id }: { id: string }) {
           </section>
         ))}
       </div>
+      <h2>Arms over time</h2>
+      <ArmsOverTime experiment={e} />
       <h2>Comparison</h2>
       {e.comparison.outputs.length ? e.comparison.outputs.map((o) => <ComparisonChart key={o} comparison={e.comparison} output={o} />) : <p>No numeric output to compare yet.</p>}
       {e.comparison.tests.length ? (
