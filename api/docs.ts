@@ -38,12 +38,23 @@ const PAGE = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 </head>
 <body>
-<main id="reference"></main>
+<div id="reference"></div>
 <script src="${SCALAR_SCRIPT}"></script>
 <script src="${INIT_SCRIPT}"></script>
 </body>
 </html>
 `;
+
+/**
+ * Scalar's light theme with its text and method colours darkened to WCAG AA contrast
+ * (4.5:1) on its backgrounds: its defaults (#8e8e8e text, #069061 POST, #ff5800 PUT,
+ * #f6bc00 PATCH, #ef0006 DELETE) fall short, and axe-core says so.
+ */
+const READABLE_COLOURS = `.light-mode {
+  --scalar-color-2: #5f5f5f !important; --scalar-color-3: #5e5e5e !important;
+  --scalar-color-green: #006b43 !important; --scalar-color-orange: #a83a00 !important;
+  --scalar-color-yellow: #725600 !important; --scalar-color-red: #b80004 !important;
+}`;
 
 /**
  * Scalar's configuration: the document, the bearer scheme the reader fills with a key
@@ -63,6 +74,7 @@ const INIT = `Scalar.createApiReference('#reference', ${JSON.stringify({
   defaultOpenAllTags: true,
   documentDownloadType: 'json',
   authentication: { preferredSecurityScheme: 'apiKey' },
+  customCss: READABLE_COLOURS,
 })});
 `;
 

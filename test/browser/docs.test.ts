@@ -4,7 +4,7 @@
  * the contract with its request and response schemas, and its "try it" client calls
  * GET /v1/account with a key typed into the page; nothing is fetched from another
  * origin, nothing breaks the page's Content-Security-Policy, and axe-core finds no
- * serious violation.
+ * serious or critical violation.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -64,8 +64,8 @@ test('/docs is Scalar\'s reference from the pinned bundle: every route of the co
   assert.deepEqual(external, [], 'nothing is fetched from another origin');
   assert.deepEqual(problems, [], 'no CSP refusal or page error');
   const axe = await new AxeBuilder({ page }).analyze();
-  const bad = axe.violations.filter((v) => v.impact === 'critical');
-  assert.deepEqual(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.length})`), [], 'axe-core: no critical violation');
+  const bad = axe.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  assert.deepEqual(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).slice(0, 5).join('; ')})`), [], 'axe-core: no serious or critical violation');
 });
 
 test('"try it": GET /v1/account from the reference with a key typed into it answers 200 with the key\'s account', async () => {
