@@ -1,4 +1,4 @@
-import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowStartOptions } from '@temporalio/client';
+import { Client, Connection, isGrpcDeadlineError, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowStartOptions } from '@temporalio/client';
 import type { UpdateDefinition, Workflow, WorkflowResultType } from '@temporalio/common';
 import { DependencyUnavailable } from '../storage/dependencies.ts';
 import protoPkg from '@temporalio/proto';
@@ -22,8 +22,9 @@ export interface TemporalGateway {
   startWorkflow<W extends Workflow>(workflow: W, options: WorkflowStartOptions<W>, opts?: { awaitPreviousMs?: number }): Promise<void>;
   /**
    * Starts a short workflow and waits up to `waitMs` for its result (the api answers with
-   * it). Temporal refusing, not answering, or the result not there in time is
-   * DependencyUnavailable('temporal'); a workflow that failed is WorkflowFailedError.
+   * it). Temporal refusing or not answering is DependencyUnavailable('temporal'); the
+   * workflow started but its result not there in time is WorkflowStillRunning (one kind
+   * of it); a workflow that failed is WorkflowFailedError.
    * With `join`, a workflow of that id already started (a retried request) is awaited
    * instead of refused.
    */
@@ -46,9 +47,22 @@ export interface TemporalGateway {
   close(): Promise<void>;
 }
 
+/**
+ * A workflow that started (or was already running) but had not ended when the caller
+ * stopped waiting. It is a DependencyUnavailable('temporal') (503 where nobody looks
+ * closer); an operation whose retry joins the same workflow can say it is still running.
+ */
+export class WorkflowStillRunning extends DependencyUnavailable {
+  constructor(readonly workflowId: string) {
+    super('temporal', `workflow ${workflowId} is still running`);
+    this.name = 'WorkflowStillRunning';
+  }
+}
+
 /** Errors that are Temporal's answer about a workflow, not Temporal being unavailable. */
 function isAnswer(err: unknown): boolean {
-  return err instanceof WorkflowExecutionAlreadyStartedError || err instanceof WorkflowNotFoundError || err instanceof WorkflowFailedError || err instanceof WorkflowUpdateFailedError;
+  return err instanceof WorkflowExecutionAlreadyStartedError || err instanceof WorkflowNotFoundError || err instanceof WorkflowFailedError
+    || err instanceof WorkflowUpdateFailedError || err instanceof WorkflowStillRunning;
 }
 
 export function createTemporalGateway(cfg: { address: string; namespace: string; timeoutMs?: number }): TemporalGateway {
@@ -101,7 +115,10 @@ export function createTemporalGateway(cfg: { address: string; namespace: string;
           if (opts.join && err instanceof WorkflowExecutionAlreadyStartedError) return cl.workflow.getHandle<W>(options.workflowId);
           throw err;
         });
-        result = await c.withDeadline(Date.now() + waitMs, () => handle.result());
+        result = await c.withDeadline(Date.now() + waitMs, () => handle.result()).catch((err) => {
+          if (isGrpcDeadlineError(err) || isGrpcDeadlineError((err as Error)?.cause)) throw new WorkflowStillRunning(options.workflowId);
+          throw err;
+        });
       });
       return result as WorkflowResultType<W>;
     },

@@ -1,5 +1,5 @@
 import { WorkflowFailedError } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, WorkflowIdReusePolicy } from '@temporalio/common';
 import type { ToolDef } from '../tools/tool.ts';
 import { str, arr, obj, sha256Hex } from '../schemas/common.ts';
 import { ApiError, errors } from '../errors.ts';
@@ -12,6 +12,7 @@ import { biologyFetchWorkflowId, biologySearchWorkflowId, CONTROL_TASK_QUEUE } f
 import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import { biologyFetchWorkflow, biologySearchWorkflow } from '../../workflows/biology.ts';
 import { biologyFetch, biologySearch } from './schemas.ts';
+import { WorkflowStillRunning } from '../temporal.ts';
 
 const FORMATS = [...new Set(Object.values(SOURCE_RECORDS).flatMap((c) => Object.keys(c.formats)))];
 
@@ -125,12 +126,19 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
         taskQueue: CONTROL_TASK_QUEUE, workflowId,
         args: [{ fetchId, accountId: ctx.caller.account.id, sourceId, recordIds, format, expectedSha256: input.expected_sha256 ?? null }],
         workflowExecutionTimeout: '10 minutes', typedSearchAttributes: workflowSearchAttributes({ account: ctx.caller.account.id, kind: 'biology_fetch', ref: sourceId }),
-      }, FETCH_WAIT_MS, { join: Boolean(ctx.idempotencyKey) }));
+        // A retry after the fetch completed joins it (its result, not a second fetch); after it failed, fetches again.
+        workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+      }, ctx.waitMs ?? FETCH_WAIT_MS, { join: Boolean(ctx.idempotencyKey) }));
     } catch (err) {
       const refused = fetchRefusal(err);
       if (refused) throw refused;
-      // Not answered in time: without a key nobody could pick the result up, so it stops.
+      // Not answered in time: without a key nobody could pick the result up, so it stops;
+      // with one, the same request joins it and answers once it has ended.
       if (!ctx.idempotencyKey) await ctx.deps.temporal.cancelWorkflow(workflowId).catch(() => undefined);
+      else if (err instanceof WorkflowStillRunning) {
+        throw new ApiError(503, 'fetch_in_progress', 'The records are still being fetched; send the same request with the same Idempotency-Key for the result.', null,
+          { retryable: true, retry_after_seconds: 2 }, { 'Retry-After': '2' });
+      }
       throw err;
     }
     const rows = await Promise.all(resourceIds.map((id) => getBiologyResource(ctx.deps.db, id, ctx.caller.account.id)));

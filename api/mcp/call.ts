@@ -40,7 +40,11 @@ export function toolResult(body: unknown, isError: boolean): CallToolResult {
 /** What a tool call answers: the route's status and body (the success or error envelope). */
 export interface ToolAnswer { status: number; body: Record<string, unknown> }
 
-export interface CallContext { deps: Deps; caller: Caller; requestId: string; log?: Logger }
+export interface CallContext {
+  deps: Deps; caller: Caller; requestId: string; log?: Logger;
+  /** How long the operation may wait for a workflow's result (ToolContext.waitMs). */
+  waitMs?: number;
+}
 
 /**
  * One call of a tool, as its route would answer it: the same scope and gateway rule,
@@ -60,7 +64,7 @@ export async function answerTool(entry: CatalogEntry, args: Record<string, unkno
       accountId: ctx.caller.account.id, key: parts.key, keyParam: IDEMPOTENCY_ARGUMENT, requestId: ctx.requestId,
       request: { path: parts.path, query: queryText, body: jsonBodySchema(tool) ? parts.body : null },
     }, async () => {
-      const result = await runOperation(tool, input, { deps: ctx.deps, caller: ctx.caller, requestId: ctx.requestId, idempotencyKey: route.idempotency ? parts.key : undefined });
+      const result = await runOperation(tool, input, { deps: ctx.deps, caller: ctx.caller, requestId: ctx.requestId, idempotencyKey: route.idempotency ? parts.key : undefined, waitMs: ctx.waitMs });
       if (result.raw) throw errors.internal('raw_result', `${tool.name} answered bytes, which only its REST route can carry.`);
       return { status: route.success, body: renderBody(route, result, ctx.requestId) };
     });

@@ -37,6 +37,12 @@ export interface ToolContext {
   requestId: string;
   /** The request's idempotency key on the routes that take one (either door), for work that outlives the request. */
   idempotencyKey?: string;
+  /**
+   * How long an operation that answers with a short workflow's result waits for it (its
+   * own default when unset). An MCP task asks for none: it starts the work and reads the
+   * result later by repeating the call with the same key.
+   */
+  waitMs?: number;
   /** Present when called over REST: the request headers an operation may honour. */
   http?: { accept: string; lastEventId?: string; range?: string; request?: import('node:http').IncomingMessage };
 }

@@ -52,7 +52,7 @@ test('the long-work tools declare task support and the server the tasks capabili
   const c = await client(owner.key);
   const { tools } = await c.listTools();
   const tasked = tools.filter((t) => t.execution?.taskSupport === 'optional').map((t) => t.name).sort();
-  assert.deepEqual(tasked, ['experiment_create', 'hosted_invocation_execute', 'hosting_execute', 'publish_execute', 'run_create']);
+  assert.deepEqual(tasked, ['biology_fetch', 'experiment_create', 'hosted_invocation_execute', 'hosting_execute', 'publish_execute', 'run_create']);
   assert.ok(c.getServerCapabilities()?.tasks?.requests?.tools?.call, 'task-augmented tools/call is offered');
   assert.ok(c.getServerCapabilities()?.tasks?.cancel && c.getServerCapabilities()?.tasks?.list);
   const err = await refusal(c.request({ method: 'tools/call', params: { name: 'run_get', arguments: { run_id: crypto.randomUUID() }, task: {} } }, CreateTaskResultSchema));
@@ -202,4 +202,29 @@ test('a publication as a task: working while it is packed and smoke-tested, comp
   assert.equal(published.status, 'published', JSON.stringify(published));
   assert.equal(published.reference, plan.body.reference);
   assert.equal((await call('GET', `/hub/releases/${encodeURIComponent(published.reference)}`, { key: owner.key })).status, 200, 'the release it names exists');
+});
+
+test('a biology fetch as a task: answered at once without waiting for the source, completed once its records are stored; its result is the fetch as a REST retry with the same key answers it', async () => {
+  const c = await client(owner.key);
+  const key = crypto.randomUUID();
+  const args = { source_id: 'uniprot', record_ids: ['P69905'] };
+  const task = await startTask(c, 'biology_fetch', { ...args, idempotency_key: key });
+  assert.ok(['working', 'completed'].includes(task.status), `${task.status}: ${task.statusMessage}`);
+  const states = await follow(c, task.taskId);
+  assert.equal(states.at(-1)!.status, 'completed', states.at(-1)!.statusMessage);
+  assert.match(states.at(-1)!.statusMessage!, /^1 record\(s\) fetched and stored\.$/);
+  const result = await c.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
+  const fetched = result.structuredContent as Record<string, any>;
+  assert.equal(fetched.resources[0].record_id, 'P69905');
+  const rest = await call('POST', '/biology/fetch', { key: owner.key, headers: { 'Idempotency-Key': key }, body: args });
+  assert.equal(rest.status, 200, rest.text);
+  assert.deepEqual(withoutRequestId(rest.body), withoutRequestId(fetched), 'the same fetch, answered once');
+
+  // Without a key of the caller's, the task names the fetch itself; a record that does not exist fails the task with the refusal.
+  const missing = await startTask(c, 'biology_fetch', { source_id: 'uniprot', record_ids: ['Q99999'] });
+  const ended = await follow(c, missing.taskId);
+  assert.equal(ended.at(-1)!.status, 'failed', ended.at(-1)!.statusMessage);
+  const refused = await c.experimental.tasks.getTaskResult(missing.taskId, CallToolResultSchema);
+  assert.equal(refused.isError, true);
+  assert.equal((refused.structuredContent as Record<string, any>).error.code, 'record_not_found');
 });

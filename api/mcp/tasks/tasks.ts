@@ -14,6 +14,11 @@ export const TASK_POLL_MS = 1000;
 /** How long `tasks/result` waits for a task to end before asking the caller to call again. */
 export const TASK_RESULT_WAIT_MS = 50_000;
 const TASKS_PAGE = 20;
+/**
+ * How long a read of a detached kind's work waits for its result: long enough to collect
+ * the result of work that has ended, short enough for a poll.
+ */
+const DETACHED_READ_WAIT_MS = 1000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
@@ -66,9 +71,11 @@ export function createTasks(catalog: ReadonlyMap<string, CatalogEntry>, readReso
       const body = (row.outcome.structuredContent ?? {}) as { error?: { code?: string; message?: string } };
       return { state: { status: 'failed', message: `${body.error?.code}: ${body.error?.message}` }, answer: { status: 400, body }, at: row.created_at.toISOString() };
     }
-    const answer = await kindOf(row).read(kindContext(ctx), row.subject!);
-    if (answer.status >= 400) throw refusal(answer);
-    return { state: kindOf(row).state(answer.body), answer, at: changedAt(answer.body, row.created_at) };
+    const kind = kindOf(row);
+    const answer = await kind.read(kindContext(kind.detached ? { ...ctx, waitMs: DETACHED_READ_WAIT_MS } : ctx), row.subject!);
+    const state = kind.state(answer);
+    if (!state) throw refusal(answer);
+    return { state, answer, at: changedAt(answer.body, row.created_at) };
   }
 
   return {
@@ -76,25 +83,27 @@ export function createTasks(catalog: ReadonlyMap<string, CatalogEntry>, readReso
     supports: (tool: string) => tool in TASK_KINDS,
 
     /**
-     * A task-augmented `tools/call`: the call is made as without a task; the task follows
-     * the work it started. A call refused before any work began is a failed task whose
-     * result is that refusal; one refused for a dependency that is down (5xx) records
-     * nothing and is the error itself, so a retry with the same key completes it.
+     * A task-augmented `tools/call`: the call is made as without a task (a detached kind's
+     * without waiting for its work); the task follows the work it started. A call refused
+     * before any work began is a failed task whose result is that refusal; one refused for
+     * a dependency that is down (5xx) records nothing and is the error itself, so a retry
+     * with the same key completes it.
      */
     async create(entry: CatalogEntry, args: Record<string, unknown>, ttl: number | undefined, ctx: CallContext): Promise<CreateTaskResult> {
-      const answer = await answerTool(entry, args, ctx);
-      if (answer.status >= 500) throw refusal(answer);
       const kind = TASK_KINDS[entry.tool.name]!;
-      const refused = answer.status >= 400;
+      const id = newUuid();
+      const callArgs = kind.detached ? kind.detached.args(args, id) : args;
+      const answer = await answerTool(entry, callArgs, kind.detached ? { ...ctx, waitMs: 0 } : ctx);
+      const state = kind.state(answer);
+      if (!state && answer.status >= 500) throw refusal(answer);
       const row = await insertMcpTask(ctx.deps.db, {
-        id: newUuid(), account_id: ctx.caller.account.id, tool: entry.tool.name,
-        subject: refused ? null : kind.subject(answer.body),
-        outcome: refused ? toolResult(answer.body, true) as Record<string, unknown> : null,
+        id, account_id: ctx.caller.account.id, tool: entry.tool.name,
+        subject: state ? kind.subject(answer.body, callArgs) : null,
+        outcome: state ? null : toolResult(answer.body, true) as Record<string, unknown>,
         ttl_ms: Math.min(TASK_TTL_MS.max, Math.max(TASK_TTL_MS.min, ttl ?? TASK_TTL_MS.default)),
         poll_interval_ms: TASK_POLL_MS,
       });
-      const state = refused ? (await read(row, ctx)).state : kind.state(answer.body);
-      return { task: taskOf(row, state, changedAt(answer.body, row.created_at)) };
+      return { task: taskOf(row, state ?? (await read(row, ctx)).state, changedAt(answer.body, row.created_at)) };
     },
 
     /** `tasks/get`: the task as its record stands now. */
@@ -116,7 +125,7 @@ export function createTasks(catalog: ReadonlyMap<string, CatalogEntry>, readReso
       for (;;) {
         const r = await read(row, ctx);
         if (TERMINAL.has(r.state.status)) {
-          const result = row.outcome ? (row.outcome as CallToolResult) : toolResult(r.answer.body, false);
+          const result = row.outcome ? (row.outcome as CallToolResult) : toolResult(r.answer.body, r.answer.status >= 400);
           const uri = r.state.status === 'completed' ? kindOf(row).results?.(row.subject!) : undefined;
           const embedded = uri ? (await readResource(uri, ctx)).contents.map((resource) => ({ type: 'resource' as const, resource })) : [];
           return { ...result, content: [...result.content, ...embedded] as CallToolResult['content'], _meta: { [RELATED_TASK_META_KEY]: { taskId } } };
