@@ -14,13 +14,32 @@ export interface Acceptance<R, W extends Workflow> {
   startOptions?: { awaitPreviousMs?: number };
   /** Undoes the record: plan unused, reservation released, rows gone. */
   undo(recorded: R): Promise<unknown>;
+  /**
+   * The record an earlier attempt of this request made (the one its plan was consumed
+   * for) while it may still lack its workflow; null when there is none or it has begun.
+   */
+  earlier?(): Promise<R | null>;
+}
+
+/** Starts a workflow; false when one of that id was started already (by this record's other attempt). */
+async function startedNow<W extends Workflow>(temporal: TemporalGateway, workflow: W, options: WorkflowStartOptions<W>, opts?: { awaitPreviousMs?: number }): Promise<boolean> {
+  try {
+    await temporal.startWorkflow(workflow, options, opts);
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return false;
+    throw err;
+  }
 }
 
 /**
  * Records what the api accepted, then starts the workflow that owns it. When Temporal
  * cannot take it, the acceptance is undone and the answer is 503 (the gateway's), so a
- * retry with the same Idempotency-Key completes it; should the undo itself fail, the record
- * stays with no workflow and the reconciliation ends it, charging nothing.
+ * retry completes it. Should the undo fail too (or the replica die between the two), the
+ * record stays without its workflow: a retry of the same plan, refused as used, finds
+ * that record (`earlier`) and starts its workflow, answering as the first attempt would
+ * have; left alone, the reconciliation ends it, charging nothing. A workflow already
+ * started for the record (by such a retry) is this attempt's own.
  */
 export async function acceptAndStart<R, W extends Workflow>(temporal: TemporalGateway, a: Acceptance<R, W>): Promise<R> {
   let recorded: R;
@@ -28,10 +47,12 @@ export async function acceptAndStart<R, W extends Workflow>(temporal: TemporalGa
     recorded = await a.record();
   } catch (err) {
     const answer = await a.refusal?.(err);
+    const before = answer && a.earlier ? await a.earlier() : null;
+    if (before && (await startedNow(temporal, a.workflow, a.start(before), a.startOptions))) return before;
     throw answer ?? err;
   }
   try {
-    await temporal.startWorkflow(a.workflow, a.start(recorded), a.startOptions);
+    await startedNow(temporal, a.workflow, a.start(recorded), a.startOptions);
   } catch (err) {
     await a.undo(recorded).catch(() => undefined);
     throw err;
@@ -46,9 +67,5 @@ export async function acceptAndStart<R, W extends Workflow>(temporal: TemporalGa
  * under that id is the earlier attempt's own: nothing more to do.
  */
 export async function startAccepted<W extends Workflow>(temporal: TemporalGateway, workflow: W, options: WorkflowStartOptions<W>): Promise<void> {
-  try {
-    await temporal.startWorkflow(workflow, options);
-  } catch (err) {
-    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-  }
+  await startedNow(temporal, workflow, options);
 }

@@ -24,8 +24,17 @@ export function planView(p: PlanRow) {
  * plan_digest_mismatch), it was not used (409 plan_unavailable, naming its result), it has
  * not expired (409 plan_expired), and it is not blocked (409 plan_blocked).
  */
-export async function approvedPlan(db: Db, accountId: string, kind: string, planId: string, planSha256: string): Promise<PlanRow> {
-  return usablePlan(db, accountId, kind, planId, planSha256);
+export async function approvedPlan(db: Db, accountId: string, kind: string, planId: string, planSha256: string, opts: PlanUse = {}): Promise<PlanRow> {
+  return usablePlan(db, accountId, kind, planId, planSha256, opts);
+}
+
+export interface PlanUse {
+  /**
+   * A consumed plan is passed on instead of refused here: its execution's record step
+   * refuses it as used, after completing what an earlier attempt of it recorded but never
+   * started (acceptAndStart's `earlier`).
+   */
+  resumable?: boolean;
 }
 
 /**
@@ -36,13 +45,16 @@ export async function grantablePlan(db: Db, accountId: string, kind: string, pla
   return usablePlan(db, accountId, kind, planId, undefined);
 }
 
-async function usablePlan(db: Db, accountId: string, kind: string, planId: string, planSha256: string | undefined): Promise<PlanRow> {
+async function usablePlan(db: Db, accountId: string, kind: string, planId: string, planSha256: string | undefined, opts: PlanUse = {}): Promise<PlanRow> {
   const plan = await getPlan(db, planId, accountId);
   if (!plan || plan.kind !== kind) throw errors.notFound('plan_not_found', 'plan', 'plan_id');
   if (planSha256 !== undefined && plan.plan_sha256 !== planSha256) {
     throw new ApiError(409, 'plan_digest_mismatch', 'plan_sha256 is not the digest of this plan; prepare again or send the exact digest it returned.', 'plan_sha256');
   }
-  if (plan.consumed_at) throw planUsed(plan.result_ref);
+  if (plan.consumed_at) {
+    if (opts.resumable) return plan;
+    throw planUsed(plan.result_ref);
+  }
   if (new Date(plan.expires_at).getTime() <= Date.now()) {
     throw new ApiError(409, 'plan_expired', `This plan expired at ${isoTime(plan.expires_at)}; prepare it again.`, 'plan_id');
   }

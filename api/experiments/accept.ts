@@ -4,7 +4,7 @@ import { acceptAndStart } from '../acceptAndStart.ts';
 import { planUnavailable, planUsed, resultOf } from '../plans.ts';
 import { spendCapRefusal, studyCapFindings } from '../spendCaps.ts';
 import { recheckProposal } from '../runs/prepare.ts';
-import { acceptExperiment as recordAcceptance, unacceptExperiment, type ExperimentRow } from '../../storage/db/experiments.ts';
+import { acceptExperiment as recordAcceptance, getExperiment, unacceptExperiment, type ExperimentRow } from '../../storage/db/experiments.ts';
 import type { NewRun } from '../../storage/db/runs.ts';
 import { isSqlState, SQLSTATE } from '../../storage/db/sqlStates.ts';
 import { newId, newUuid } from '../../storage/ids.ts';
@@ -69,15 +69,21 @@ export async function openExperiment(deps: Deps, caller: Caller, planId: string,
       return null;
     },
     workflow: experimentWorkflow,
-    start: () => ({
+    start: (row) => ({
       taskQueue: CONTROL_TASK_QUEUE,
-      workflowId: experimentWorkflowId(id),
-      args: [{ experimentId: id }],
+      workflowId: experimentWorkflowId(row.id),
+      args: [{ experimentId: row.id }],
       typedSearchAttributes: workflowSearchAttributes({
         account: caller.account.id, kind: 'experiment', ref: [...new Set(proposal.arms.map((a) => a.resolved_ref.split('@')[0]))].join(' ').slice(0, 1000),
       }),
     }),
     // The study's runs go with it.
     undo: () => unacceptExperiment(deps.db, id),
+    // Recorded by an earlier attempt of this plan and not yet ended: it may never have started.
+    earlier: async () => {
+      const ref = /^experiment:(.+)$/.exec((await resultOf(deps.db, caller.account.id, planId)) ?? '');
+      const row = ref ? await getExperiment(deps.db, ref[1]!, caller.account.id) : undefined;
+      return row && row.status === 'running' && !row.completed_at ? row : null;
+    },
   });
 }

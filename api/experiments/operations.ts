@@ -101,7 +101,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
   },
 
   async experiment_create(input, ctx) {
-    const plan = await approvedPlan(ctx.deps.db, ctx.caller.account.id, 'experiment', input.plan_id, input.plan_sha256);
+    const plan = await approvedPlan(ctx.deps.db, ctx.caller.account.id, 'experiment', input.plan_id, input.plan_sha256, { resumable: true });
     const e = await openExperiment(ctx.deps, ctx.caller, plan.id, plan.proposal as ExperimentProposal);
     return {
       body: await fullView(ctx, e),

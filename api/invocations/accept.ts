@@ -3,7 +3,7 @@ import { ApiError, errors } from '../errors.ts';
 import { acceptAndStart } from '../acceptAndStart.ts';
 import { planUnavailable, planUsed, resultOf } from '../plans.ts';
 import { deploymentFinding, prepareInvocation, type InvocationProposal } from './prepare.ts';
-import { acceptInvocation, InvocationNotCovered, InvocationPlanUsed, unacceptInvocation, type InvocationRow } from '../../storage/db/hostedInvocations.ts';
+import { acceptInvocation, getInvocation, InvocationNotCovered, InvocationPlanUsed, unacceptInvocation, type InvocationRow } from '../../storage/db/hostedInvocations.ts';
 import type { PlanRow } from '../../storage/db/plans.ts';
 import type { HostingRow } from '../../storage/db/hosting.ts';
 import type { InvocationArgs } from '../../workflows/invocation.ts';
@@ -75,12 +75,18 @@ export async function acceptHostedInvocation(deps: Deps, caller: Caller, plan: P
     workflow: invocationWorkflow,
     start: (row) => ({
       taskQueue: CONTROL_TASK_QUEUE,
-      workflowId: invocationWorkflowId(id),
+      workflowId: invocationWorkflowId(row.id),
       // Its schedule and where the deployment is served now go with it, so the first
       // attempt is sent to the warm instances without reading them back.
-      args: [{ invocationId: id, schedule: { labId: row.lab_id, generation: row.hosting_generation, maxSeconds: row.max_seconds }, servedBy: hosting.serving_queue } satisfies InvocationArgs],
+      args: [{ invocationId: row.id, schedule: { labId: row.lab_id, generation: row.hosting_generation, maxSeconds: row.max_seconds }, servedBy: hosting.serving_queue } satisfies InvocationArgs],
       typedSearchAttributes: workflowSearchAttributes({ account: caller.account.id, kind: 'invocation', ref: p.reference }),
     }),
     undo: () => unacceptInvocation(deps.db, id),
+    // Recorded by an earlier attempt of this plan and still queued: it may never have started.
+    earlier: async () => {
+      const ref = /^invocation:(.+)$/.exec((await resultOf(deps.db, caller.account.id, plan.id)) ?? '');
+      const row = ref ? await getInvocation(deps.db, ref[1]!, caller.account.id) : undefined;
+      return row?.status === 'queued' ? row : null;
+    },
   });
 }

@@ -85,7 +85,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
   },
 
   async hosted_invocation_execute(input, ctx) {
-    const plan = await approvedPlan(ctx.deps.db, ctx.caller.account.id, 'hosted_invocation', input.plan_id, input.plan_sha256);
+    const plan = await approvedPlan(ctx.deps.db, ctx.caller.account.id, 'hosted_invocation', input.plan_id, input.plan_sha256, { resumable: true });
     const inv = await acceptHostedInvocation(ctx.deps, ctx.caller, plan);
     return { body: await fullView(ctx, inv), next_actions: [follow(inv.id)] };
   },
