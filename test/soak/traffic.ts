@@ -39,14 +39,18 @@ function madeBy(a: Answer, success: number, idField: string): string | null {
   return typeof ref === 'string' ? ref.slice(ref.indexOf(':') + 1) : null;
 }
 
-/** Reads `route` every `ms` until `done` says the body is final (null when a read was given up). */
+/** How long a flow follows a record to its end. */
+const FOLLOW_MS = 300_000;
+
+/** Reads `route` every `ms` until `done` says the body is final (null when a read was given up, or the record did not end in FOLLOW_MS). */
 async function until(client: SoakClient, op: string, route: string, key: string, done: (body: any) => boolean, ms = 1000): Promise<any> {
-  for (;;) {
+  // Bounded, so a record that never ends fails the audit (open work) instead of hanging the soak.
+  for (const deadline = Date.now() + FOLLOW_MS; Date.now() < deadline; await sleep(ms)) {
     const r = await client.request(op, 'GET', route, { key });
     if (!r) return null;
     if (r.status === 200 && done(r.body)) return r.body;
-    await sleep(ms);
   }
+  return null;
 }
 
 /** A run of a built-in lab, followed to its end; one public artifact downloaded and verified. */
