@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, CreateTaskResultSchema, ErrorCode, type Task } from '@modelcontextprotocol/sdk/types.js';
 import path from 'node:path';
-import { call, closeTestDb, newAccount, spawnApi, workspaceOfLab } from '../helpers.ts';
+import { call, closeTestDb, newAccount, publishFixtureLab, spawnApi, workspaceOfLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { mcpClients, mcpRefusal as refusal } from '../mcpClients.ts';
 
@@ -102,7 +102,9 @@ test('callToolStream, the SDK\'s own way of calling a task tool, ends with a res
 
 test('tasks/cancel ends the run cancelled, through the REST cancel; a task that has ended cannot be cancelled', async () => {
   const c = await client(owner.key);
-  const task = await startTask(c, 'run_create', { ref: SIR, inputs: {}, idempotency_key: crypto.randomUUID() });
+  // A lab that spends wall time in every window: still running when it is cancelled.
+  const slow = await publishFixtureLab(owner, 'slow-lab');
+  const task = await startTask(c, 'run_create', { ref: slow, inputs: { seconds_per_window: 0.5 }, max_runtime_seconds: 120, idempotency_key: crypto.randomUUID() });
   const runId = /^Run ([0-9a-f-]{36})/.exec(task.statusMessage!)![1]!;
   const cancelled = await c.experimental.tasks.cancelTask(task.taskId);
   assert.equal(cancelled.taskId, task.taskId);
