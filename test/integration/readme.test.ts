@@ -61,6 +61,7 @@ test('every sh and ts example of the README\'s "Three doors" section runs as wri
       assert.equal(res.code, 0, `README.md line ${b.line} (${b.lang}) failed:\n${b.code}\n---\n${res.out}`);
       if (b.code.includes('silico run ')) assert.match(res.out, /sha256 verified/);
       if (b.code.includes('mcp.callTool')) assert.match(res.out, /completed/);
+      if (b.code.includes('callToolStream')) assert.match(res.out, /task [0-9a-f-]{36} working\n(.*\n)*run completed/);
       if (b.code.includes('/mcp"')) assert.match(res.out, /"structuredContent"/);
     }
   } finally {
