@@ -15,12 +15,17 @@ const YEAR_MS = 365 * 24 * 3600 * 1000;
  * they show comes from /v1 with the key. The page may load only its own scripts and
  * styles and talk only to this origin, and no other site may frame it.
  */
-const HEADERS: Record<string, string> = {
-  'Content-Security-Policy': "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-  'X-Content-Type-Options': 'nosniff',
-  'Referrer-Policy': 'no-referrer',
-  'X-Frame-Options': 'DENY',
-};
+/** The headers of a page this service serves to browsers, under its Content-Security-Policy. */
+export function pageHeaders(contentSecurityPolicy: string): Record<string, string> {
+  return {
+    'Content-Security-Policy': contentSecurityPolicy,
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'no-referrer',
+    'X-Frame-Options': 'DENY',
+  };
+}
+
+const HEADERS = pageHeaders("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'");
 
 /**
  * GET /console/...: an asset by its hashed name (cached for a year: its name changes with

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { Middleware } from 'koa';
 import { send } from '@koa/send';
 import { errors } from './errors.ts';
+import { pageHeaders } from './console.ts';
 
 /**
  * GET /docs: the API reference, drawn in the reader's browser by Scalar's open-source
@@ -23,12 +24,7 @@ export const SCALAR_SCRIPT = `/docs/scalar-${SCALAR_VERSION}.js`;
 const INIT_SCRIPT = '/docs/init.js';
 const YEAR_MS = 365 * 24 * 3600 * 1000;
 
-const HEADERS: Record<string, string> = {
-  'Content-Security-Policy': "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-  'X-Content-Type-Options': 'nosniff',
-  'Referrer-Policy': 'no-referrer',
-  'X-Frame-Options': 'DENY',
-};
+const HEADERS = pageHeaders("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'");
 
 const PAGE = `<!doctype html>
 <html lang="en">
