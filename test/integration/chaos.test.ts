@@ -83,12 +83,12 @@ async function startRun(attack: number) {
  */
 async function endsPromptly(id: string, since: number | 'attack') {
   const run = await waitForRun(owner.key, id, 30000);
-  if (since === 'attack') {
-    const events = (await call('GET', `/runs/${id}/events?limit=1000`, { key: owner.key })).body.items as Array<{ at: string; message: string }>;
-    since = new Date(events.find((e) => e.message.startsWith('attacking'))!.at).getTime();
-  }
+  const events = (await call('GET', `/runs/${id}/events?limit=1000`, { key: owner.key })).body.items as Array<{ at: string; type: string; message: string }>;
+  if (since === 'attack') since = new Date(events.find((e) => e.message.startsWith('attacking'))!.at).getTime();
   const took = new Date(run.finished_at).getTime() - since;
-  assert.ok(took <= ENDS_WITHIN_MS, `the run ended ${took} ms after its cause (${run.status} ${run.error?.code})`);
+  // When it is late, where the time went: each event's offset from the cause.
+  const timeline = () => events.map((e) => `${new Date(e.at).getTime() - (since as number)} ms ${e.type}: ${e.message.slice(0, 80)}`).join('\n  ');
+  assert.ok(took <= ENDS_WITHIN_MS, `the run ended ${took} ms after its cause (${run.status} ${run.error?.code}); its events:\n  ${timeline()}`);
   const deadline = Date.now() + 5000;
   while ((sandboxUserProcesses(worker.uids).length || runDirsOf(id).length) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   assert.deepEqual(sandboxUserProcesses(worker.uids), [], 'no process of a sandbox uid remains');
