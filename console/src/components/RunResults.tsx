@@ -5,6 +5,7 @@ import { useSession } from '../api.ts';
 import { useLoad } from '../hooks.ts';
 import { chartsOf, overlaid, runSeries, shortRun, unitsOf } from '../series.ts';
 import { SeriesChart } from './SeriesChart.tsx';
+import { saveFile } from '../saveFile.ts';
 import { ErrorNotice } from './ErrorNotice.tsx';
 import { bytes, valueText, when } from '../format.ts';
 
@@ -19,12 +20,7 @@ function Download({ run, artifact }: { run: Run; artifact: RunArtifact }) {
     setState({ busy: true });
     try {
       const file = await client.runs.artifactBytes(run.id, artifact);
-      const url = URL.createObjectURL(new Blob([file.bytes], { type: artifact.content_type }));
-      const a = document.createElement('a');
-      a.href = url;
-      a.download = artifact.file_name.replaceAll('\\', '/').split('/').pop() || artifact.artifact_id;
-      a.click();
-      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      saveFile(new Blob([file.bytes], { type: artifact.content_type }), artifact.file_name.replaceAll('\\', '/').split('/').pop() || artifact.artifact_id);
       setState({ verified: file.sha256 });
     } catch (error) {
       setState({ error });

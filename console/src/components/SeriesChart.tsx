@@ -8,21 +8,13 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import uPlot, { type AlignedData, type Options } from 'uplot';
 import 'uplot/dist/uPlot.min.css';
+import { saveFile } from '../saveFile.ts';
 import { axisLabel, axisOffset, chartSvg, extent, legendLabel, PALETTE, tickLabels, type ChartSeries } from '../../../kernel/chart.ts';
 
 export type Series = ChartSeries & { t: Float64Array | number[]; y: Float64Array | (number | null)[] };
 
 /** A file name from a chart's title. */
 const fileName = (title: string, ext: string) => `${title.replace(/[^\w.-]+/g, '_').replace(/^_+|_+$/g, '') || 'chart'}.${ext}`;
-
-function save(blob: Blob, name: string): void {
-  const url = URL.createObjectURL(blob);
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = name;
-  a.click();
-  setTimeout(() => URL.revokeObjectURL(url), 60_000);
-}
 
 /** The chart's SVG drawn onto a canvas at twice its size, as PNG. */
 async function pngOf(svg: string): Promise<Blob> {
@@ -82,7 +74,7 @@ export function SeriesChart({ title, series, width = 760 }: { title: string; ser
   const download = async (kind: 'svg' | 'png') => {
     setFailed(null);
     try {
-      save(kind === 'svg' ? new Blob([svg()], { type: 'image/svg+xml' }) : await pngOf(svg()), fileName(title, kind));
+      saveFile(kind === 'svg' ? new Blob([svg()], { type: 'image/svg+xml' }) : await pngOf(svg()), fileName(title, kind));
     } catch (err) {
       setFailed((err as Error).message);
     }
