@@ -1,4 +1,5 @@
 import { before, after } from 'node:test';
+import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
@@ -310,6 +311,21 @@ export async function directFinalOutputs(ref: string, seed: number, profileId = 
     return JSON.parse(await readFile(path.join(scratch, 'final.json'), 'utf8')) as Record<string, unknown>;
   } finally {
     await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Repeats `request` until `refused`, failing once `ms` have passed since `changedAt`. A
+ * change to keys or accounts reaches a running api process as a Postgres notice, a moment
+ * after it commits; until then a cached key is served. Bounds well under the cache's own
+ * lifetime (a minute) show that the notice, not the expiry, applied the change.
+ */
+export async function refusedWithin(ms: number, request: () => Promise<any>, refused: (res: any) => boolean, changedAt = Date.now()): Promise<any> {
+  for (;;) {
+    const res = await request();
+    if (refused(res)) return res;
+    assert.ok(Date.now() - changedAt < ms, `still accepted ${ms} ms after the change: ${res.status}`);
+    await new Promise((r) => setTimeout(r, 25));
   }
 }
 

@@ -1,6 +1,6 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, errorOf, closeTestDb, newAccount, testDb } from '../helpers.ts';
+import { call, errorOf, closeTestDb, newAccount, testDb, refusedWithin } from '../helpers.ts';
 import { fillPath } from '../../api/routeTable.ts';
 import { CONTRACT_ROUTES, CONTRACT_RULES } from '../contract.ts';
 import { revokeKey, SCOPES } from '../../storage/db/apiKeys.ts';
@@ -96,22 +96,6 @@ test('GET /account describes namespace, kind, access, usage and holdings', async
   const again = await call('GET', '/account', { key: a.key });
   assert.equal(again.body.usage.requests_today.this_key, 2);
 });
-
-/**
- * A change made on another connection reaches a running api process as a Postgres notice,
- * which arrives a moment after the change commits; until then a cached key is served.
- * The bound here is far below the cache's own lifetime (a minute), so only the notice
- * can meet it.
- */
-async function refusedWithin(ms: number, request: () => Promise<any>, refused: (res: any) => boolean): Promise<any> {
-  const changedAt = Date.now();
-  for (;;) {
-    const res = await request();
-    if (refused(res)) return res;
-    assert.ok(Date.now() - changedAt < ms, `still accepted ${ms} ms after the change: ${res.status}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 test('revoking or disabling takes effect within a second in a running api process, cached keys included', async () => {
   const a = await newAccount();

@@ -8,7 +8,7 @@ import getPort, { portNumbers } from 'get-port';
 import { startStack, type Stack } from '../../deploy/local/stack.ts';
 import { createDb, type Db } from '../../storage/db/knex.ts';
 import { revokeKey } from '../../storage/db/apiKeys.ts';
-import { call, newAccount, TERMINAL_RUN, until, type Res } from '../helpers.ts';
+import { call, errorOf, newAccount, refusedWithin, TERMINAL_RUN, until, type Res } from '../helpers.ts';
 
 // The production topology (npm run start:cluster) on this machine: the Temporal server's
 // services on Postgres, two api replicas behind HAProxy, two workers. Each property a
@@ -161,16 +161,10 @@ test('a key revoked is refused by both replicas within a second', async () => {
   for (const i of [0, 1]) assert.equal((await call('GET', '/account', { key: a.key, base: replica(i) })).status, 200, 'each replica has it cached');
   await revokeKey(db, a.keyId);
   const revokedAt = Date.now();
-  const refusedAfter: number[] = [];
   for (const i of [0, 1]) {
-    for (;;) {
-      if ((await call('GET', '/account', { key: a.key, base: replica(i) })).status === 401) break;
-      assert.ok(Date.now() - revokedAt < 1000, `replica ${i + 1} still accepts the revoked key after a second`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    refusedAfter.push(Date.now() - revokedAt);
+    const res = await refusedWithin(1000, () => call('GET', '/account', { key: a.key, base: replica(i) }), (r) => r.status === 401, revokedAt);
+    assert.equal(errorOf(res).code, 'api_key_revoked', `replica ${i + 1}`);
   }
-  assert.equal(refusedAfter.length, 2);
 });
 
 test('killing an api replica under load loses no accepted request: reads are retried by the balancer, writes by their client with their key', { timeout: 300_000 }, async () => {
