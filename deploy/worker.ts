@@ -19,6 +19,8 @@ import { createObjectStore } from '../storage/objects.ts';
 import { createPublicationActivities } from '../activities/publication.ts';
 import { createDatasetActivities } from '../activities/datasets.ts';
 import { createExperimentActivities } from '../activities/experiments.ts';
+import { createStudyActivities } from '../activities/studies/studies.ts';
+import { createAnalysis } from '../activities/studies/analysis.ts';
 import { createHostingActivities } from '../activities/hosting.ts';
 import { createInvocationActivities, type Deployments } from '../activities/invocations.ts';
 import { hostname } from 'node:os';
@@ -79,6 +81,7 @@ async function main(): Promise<void> {
       ...publication,
       ...createDatasetActivities({ db, objects }),
       ...createExperimentActivities({ db, objects, maxConcurrentRuns: config.limits.concurrentRunsPerAccount }),
+      ...createStudyActivities({ db, objects, analysis: createAnalysis(config.analysisPython), maxConcurrentRuns: config.limits.concurrentRunsPerAccount }),
       ...hosting,
       ...invocations,
       ...createPassportActivities({ db, objects, keysDir: config.passports.keysDir }),

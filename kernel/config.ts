@@ -40,6 +40,8 @@ export interface Config {
   logLevel: string;
   /** Interpreter of the lab runtime environment (workers only). */
   python: string;
+  /** Interpreter of the analysis environment of studies: SALib, Optuna (workers only; activities/studies/analysis.lock). */
+  analysisPython: string;
   /** Lab environments: the resolver, the index, the provided Pythons, where builds are kept. */
   environments: EnvironmentSettings;
   /** How lab processes are sandboxed (workers only; activities/execution/sandbox.ts). */
@@ -275,6 +277,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     drainMs: int(env, 'SILICO_DRAIN_MS', 2000),
     logLevel: str(env, 'LOG_LEVEL', 'info'),
     python: str(env, 'SILICO_PYTHON', 'python3'),
+    analysisPython: str(env, 'SILICO_ANALYSIS_PYTHON', 'python3'),
     environments: {
       uv: str(env, 'SILICO_UV', 'uv'),
       indexUrl: str(env, 'SILICO_PACKAGE_INDEX_URL', 'https://pypi.org/simple'),

@@ -35,8 +35,7 @@ export async function comparisonSvg(c: Comparison, title: string): Promise<strin
     const m = arm.metrics?.[output];
     return m ? [{ arm: arm.label, output, mean: m.mean, low: m.ci95?.[0] ?? m.mean, high: m.ci95?.[1] ?? m.mean, n: m.n }] : [];
   }));
-  const [vega, vl] = await Promise.all([import('vega'), import('vega-lite')]);
-  const spec = vl.compile({
+  return renderVegaLite({
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     title: { text: title, subtitle: 'Arm means with 95% confidence intervals (completed runs only; descriptive)' },
     data: { values },
@@ -49,8 +48,13 @@ export async function comparisonSvg(c: Comparison, title: string): Promise<strin
         { mark: { type: 'point', filled: true, size: 60 }, encoding: { x: { field: 'arm', type: 'nominal' }, y: { field: 'mean', type: 'quantitative' }, tooltip: [{ field: 'n' }, { field: 'mean' }, { field: 'low' }, { field: 'high' }] } },
       ],
     },
-  } as never).spec;
-  const view = new vega.View(vega.parse(spec), { renderer: 'none' });
+  });
+}
+
+/** A Vega-Lite specification rendered to SVG by Vega, without a browser. */
+export async function renderVegaLite(spec: unknown): Promise<string> {
+  const [vega, vl] = await Promise.all([import('vega'), import('vega-lite')]);
+  const view = new vega.View(vega.parse(vl.compile(spec as never).spec), { renderer: 'none' });
   try {
     return await view.toSVG();
   } finally {
@@ -58,25 +62,32 @@ export async function comparisonSvg(c: Comparison, title: string): Promise<strin
   }
 }
 
-/**
- * Renders the comparison as CSV and SVG, stores each as a content-addressed blob and as
- * one of the account's files (its origin names the study; the same bytes are recorded
- * once), and lists them on the study. Returns what was listed.
- */
+/** Renders the comparison as CSV and SVG and stores them as the study's files. */
 export async function storeComparisonArtifacts(
   deps: { db: Db; objects: ObjectStore }, e: { id: string; account_id: string; name: string }, c: Comparison,
 ): Promise<ExperimentArtifact[]> {
-  const files = [
+  return storeExperimentFiles(deps, e, [
     { file_name: 'comparison.csv', content_type: 'text/csv', format: 'csv', bytes: Buffer.from(comparisonCsv(c)) },
     { file_name: 'comparison.svg', content_type: 'image/svg+xml', format: 'svg', bytes: Buffer.from(await comparisonSvg(c, e.name)) },
-  ];
+  ], 'experiment_comparison');
+}
+
+/**
+ * Stores a study's files, each as a content-addressed blob and as one of the account's
+ * files (its origin names the study; the same bytes are recorded once), and lists them on
+ * the study. Returns what was listed.
+ */
+export async function storeExperimentFiles(
+  deps: { db: Db; objects: ObjectStore }, e: { id: string; account_id: string },
+  files: Array<{ file_name: string; content_type: string; format: string; bytes: Buffer }>, origin: string,
+): Promise<ExperimentArtifact[]> {
   const artifacts: ExperimentArtifact[] = [];
   for (const f of files) {
     const sha256 = await deps.objects.putBlob(f.bytes, f.content_type);
     const originKey = `experiment:${e.id}:${f.file_name}:${sha256}`;
     const row = (await insertFile(deps.db, {
       id: newUuid(), account_id: e.account_id, name: `${e.id}-${f.file_name}`, format: f.format, content_type: f.content_type, size_bytes: f.bytes.length,
-      sha256, object_key: blobKey(sha256), origin: { kind: 'experiment_comparison', experiment_id: e.id }, origin_key: originKey,
+      sha256, object_key: blobKey(sha256), origin: { kind: origin, experiment_id: e.id }, origin_key: originKey,
     })) ?? (await fileByOrigin(deps.db, e.account_id, originKey))!;
     artifacts.push({ file_id: row.id, file_name: f.file_name, content_type: f.content_type, format: f.format, size_bytes: f.bytes.length, sha256 });
   }

@@ -15,7 +15,11 @@ export interface CheckResult { check: CheckName; status: CheckStatus; evidence: 
 /** What a passport is about: identifiers only (the workflow carries nothing bigger). */
 export type PassportSubject =
   | { kind: 'run'; run_id: string }
-  | { kind: 'workspace_revision'; workspace_id: string; revision_id: string };
+  | { kind: 'workspace_revision'; workspace_id: string; revision_id: string }
+  | { kind: 'experiment'; experiment_id: string };
+
+/** A subject of one lab's bytes: a run or a workspace revision (a study is checked through its own). */
+export type LabSubject = Exclude<PassportSubject, { kind: 'experiment' }>;
 
 /** A passport before it is signed. */
 export interface UnsignedPassport {

@@ -4,6 +4,7 @@ export { runWorkflow } from './run.ts';
 export { publicationWorkflow } from './publication.ts';
 export { datasetRegistrationWorkflow } from './datasetRegistration.ts';
 export { experimentWorkflow } from './experiment.ts';
+export { studyWorkflow } from './study.ts';
 export { passportWorkflow } from './passport.ts';
 export { hostingLifecycleWorkflow } from './hosting.ts';
 export { invocationWorkflow } from './invocation.ts';

@@ -12,12 +12,16 @@ import { contractChecks } from './contractChecks.ts';
 import { provenanceChain } from './provenance.ts';
 import { reproducibility } from './reproducibility.ts';
 import type { CheckDeps } from './deps.ts';
+import { studyFileHashes, studyPackageIntegrity, studyProvenance } from './study.ts';
+import { getExperiment } from '../../storage/db/experiments.ts';
+import { digestJson } from '../../storage/digest.ts';
 
 /** What a passport's workflow carries: identifiers only. */
 export interface PassportArgs { passportId: string; accountId: string; subject: PassportSubject }
 
-/** Why the run-only checks do not apply to a revision subject. */
+/** Why the run-only checks do not apply to a revision subject, or a study. */
 const RUN_ONLY = 'a workspace revision has not executed: this check is about a run';
+const PER_RUN = 'a study is checked here as a whole; each of its runs (provenance_chain lists them) has a passport of its own';
 
 /**
  * A passport's activities (control queue). Each check re-derives its evidence from
@@ -29,23 +33,23 @@ export function createPassportActivities(deps: { db: Db; objects: ObjectStore; k
   const checkDeps = (): CheckDeps => ({ db: deps.db, objects: deps.objects, beat: () => Context.current().heartbeat() });
   const stage = async (a: PassportArgs, results: CheckResult | CheckResult[]) => stageEvidence(deps.db, a.passportId, [results].flat());
   const forRun = (a: PassportArgs, f: (runId: string) => Promise<CheckResult | CheckResult[]>, names: Array<CheckResult['check']>) =>
-    a.subject.kind === 'run' ? f(a.subject.run_id) : names.map((n) => notApplicable(n, RUN_ONLY));
+    a.subject.kind === 'run' ? f(a.subject.run_id) : names.map((n) => notApplicable(n, a.subject.kind === 'experiment' ? PER_RUN : RUN_ONLY));
   return {
     /** Streams the package or tree bytes (heartbeats). */
     async passportPackageIntegrity(a: PassportArgs): Promise<void> {
       Context.current().heartbeat();
-      await stage(a, await packageIntegrity(checkDeps(), a.subject));
+      await stage(a, a.subject.kind === 'experiment' ? await studyPackageIntegrity(checkDeps(), a.subject.experiment_id) : await packageIntegrity(checkDeps(), a.subject));
     },
     /** Streams every artifact (heartbeats). */
     async passportArtifactHashes(a: PassportArgs): Promise<void> {
       Context.current().heartbeat();
-      await stage(a, await forRun(a, (id) => artifactHashes(checkDeps(), id), ['artifact_hashes']));
+      await stage(a, a.subject.kind === 'experiment' ? await studyFileHashes(checkDeps(), a.subject.experiment_id) : await forRun(a, (id) => artifactHashes(checkDeps(), id), ['artifact_hashes']));
     },
     async passportContracts(a: PassportArgs): Promise<void> {
       await stage(a, await forRun(a, (id) => contractChecks(checkDeps(), id), ['input_contract', 'execution_completed', 'output_contract']));
     },
     async passportProvenance(a: PassportArgs): Promise<void> {
-      await stage(a, await provenanceChain(checkDeps(), a.accountId, a.subject));
+      await stage(a, a.subject.kind === 'experiment' ? await studyProvenance(checkDeps(), a.accountId, a.subject.experiment_id) : await provenanceChain(checkDeps(), a.accountId, a.subject));
     },
     async passportReproducibility(a: PassportArgs): Promise<void> {
       await stage(a, await forRun(a, (id) => reproducibility(checkDeps(), id), ['reproducibility']));
@@ -69,6 +73,7 @@ export function createPassportActivities(deps: { db: Db; objects: ObjectStore; k
       await insertPassport(deps.db, {
         id: a.passportId, account_id: a.accountId, subject_kind: s.kind, run_id: s.kind === 'run' ? s.run_id : null,
         workspace_id: s.kind === 'workspace_revision' ? s.workspace_id : null, revision_id: s.kind === 'workspace_revision' ? s.revision_id : null,
+        experiment_id: s.kind === 'experiment' ? s.experiment_id : null,
         key_id: key.keyId, document: JSON.stringify(passport), created_at: passport.created_at,
       });
       return a.passportId;
@@ -86,6 +91,10 @@ async function subjectView(db: Db, a: PassportArgs): Promise<Record<string, unkn
   if (a.subject.kind === 'run') {
     const run = await getRun(db, a.subject.run_id, a.accountId);
     return { kind: 'run', run_id: a.subject.run_id, resolved_ref: run?.resolved_ref ?? null, package_sha256: run?.package_sha256 ?? null };
+  }
+  if (a.subject.kind === 'experiment') {
+    const e = await getExperiment(db, a.subject.experiment_id, a.accountId);
+    return { kind: 'experiment', experiment_id: a.subject.experiment_id, study_kind: e?.kind ?? 'arms', design_sha256: e?.design ? digestJson(e.design) : null };
   }
   const ws = await getWorkspace(db, a.subject.workspace_id, a.accountId);
   const rev = ws && await getRevision(db, ws.id, a.subject.revision_id);

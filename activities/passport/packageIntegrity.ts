@@ -6,7 +6,7 @@ import { sha256Hex } from '../../storage/digest.ts';
 import { hashStoredObject, storedBytesOrNull } from '../../storage/objectHash.ts';
 import { treeDigest } from '../../storage/trees.ts';
 import { ArchiveError, readZipMembers } from '../../storage/archives.ts';
-import { checked, type CheckResult, type PassportSubject } from '../../storage/passportDocument.ts';
+import { checked, type CheckResult, type LabSubject } from '../../storage/passportDocument.ts';
 import type { CheckDeps } from './deps.ts';
 
 const MAX_MEMBER_BYTES = 256 * 1024 * 1024;
@@ -17,7 +17,7 @@ const MAX_MEMBER_BYTES = 256 * 1024 * 1024;
  * managed run's or a revision's tree (its digest recomputed, every blob streamed and
  * hashed). A run must also name the package it ran by the digest recorded for it.
  */
-export async function packageIntegrity(deps: CheckDeps, subject: PassportSubject): Promise<CheckResult> {
+export async function packageIntegrity(deps: CheckDeps, subject: LabSubject): Promise<CheckResult> {
   if (subject.kind === 'workspace_revision') {
     const rev = await getRevision(deps.db, subject.workspace_id, subject.revision_id);
     if (!rev) return checked('package_integrity', 'unknown', { reason: 'the revision is no longer recorded' });

@@ -5,7 +5,7 @@ import { releaseOrigin } from '../../storage/db/evidence.ts';
 import { revisionLineage } from '../../storage/db/passports.ts';
 import { treeDigest } from '../../storage/trees.ts';
 import { pinnedResources } from '../../storage/db/biologyResources.ts';
-import { checked, type CheckResult, type PassportSubject } from '../../storage/passportDocument.ts';
+import { checked, type CheckResult, type LabSubject } from '../../storage/passportDocument.ts';
 import type { CheckDeps } from './deps.ts';
 import { getLock } from '../../storage/db/environments.ts';
 import { readRuntimeLock } from '../../storage/runtimePins.ts';
@@ -61,7 +61,7 @@ const MAX_DEPTH = 4;
  * copied; a release → the revision it was published from (shown for the caller's own
  * releases only).
  */
-export async function provenanceChain(deps: CheckDeps, accountId: string, subject: PassportSubject): Promise<CheckResult> {
+export async function provenanceChain(deps: CheckDeps, accountId: string, subject: LabSubject): Promise<CheckResult> {
   const links: Link[] = [];
   if (subject.kind === 'workspace_revision') {
     const ws = await getWorkspace(deps.db, subject.workspace_id, accountId);

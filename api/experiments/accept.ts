@@ -1,6 +1,6 @@
 import type { Deps, Caller } from '../tools/tool.ts';
 import { errors } from '../errors.ts';
-import { acceptAndStart } from '../acceptAndStart.ts';
+import { acceptAndStart, type Acceptance } from '../acceptAndStart.ts';
 import { planUnavailable, planUsed, resultOf } from '../plans.ts';
 import { spendCapRefusal, studyCapFindings } from '../spendCaps.ts';
 import { recheckProposal } from '../runs/prepare.ts';
@@ -13,24 +13,28 @@ import { CONTROL_TASK_QUEUE, experimentWorkflowId } from '../../kernel/workflowN
 import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import { armRunProposal, type ExperimentProposal } from './prepare.ts';
 import { experimentWorkflow } from '../../workflows/experiment.ts';
+import { studyWorkflow } from '../../workflows/study.ts';
 
 /**
  * The study's runs in start order: replicate 0 of every arm, then replicate 1 of every
  * arm, and so on, so early results already cover each arm.
  */
 function studyRuns(experimentId: string, caller: Caller, p: ExperimentProposal): Array<{ run: NewRun; arm_index: number; replicate: number }> {
-  const most = Math.max(...p.arms.map((a) => a.replicates));
+  // A study that answers a question has one lab and as many runs as its design takes;
+  // each receives its parameter set when the study's workflow asks for it.
+  const replicates = (a: ExperimentProposal['arms'][number]) => (p.design ? p.design.run_count : a.replicates);
+  const most = Math.max(...p.arms.map(replicates));
   const out: Array<{ run: NewRun; arm_index: number; replicate: number }> = [];
   for (let k = 0; k < most; k++) {
     p.arms.forEach((arm, a) => {
-      if (k >= arm.replicates) return;
-      const run = armRunProposal(arm, arm.seeds[k]!);
+      if (k >= replicates(arm)) return;
+      const run = armRunProposal(arm, arm.seeds[Math.min(k, arm.seeds.length - 1)]!);
       out.push({
         arm_index: a, replicate: k,
         run: {
           id: newUuid(), account_id: caller.account.id, key_id: caller.key.id, kind: run.kind, ref: run.ref, resolved_ref: run.resolved_ref, release_id: null,
           workspace_id: arm.workspace_id, revision_id: arm.revision_id, package_sha256: run.package_sha256, inputs: run.inputs,
-          metadata: { experiment_arm: arm.label, replicate: String(k) }, compute_profile: run.compute_profile,
+          metadata: p.design ? { study: p.design.kind } : { experiment_arm: arm.label, replicate: String(k) }, compute_profile: run.compute_profile,
           max_runtime_seconds: run.max_runtime_seconds, reserved_micros: run.estimated_max_micros, seed: run.seed, experiment_id: experimentId, plan_id: null, runtime_sha256: run.runtime_sha256,
         },
       });
@@ -51,10 +55,10 @@ export async function openExperiment(deps: Deps, caller: Caller, planId: string,
   const capped = await studyCapFindings(deps, caller, proposal.arms, proposal.estimated_max_micros);
   if (capped.length) throw planUnavailable(`A spend cap changed since this study was prepared: ${capped.map((f) => f.message).join(' ')} Prepare it again.`, null);
   const id = newId('exp');
-  return acceptAndStart(deps.temporal, {
+  const common: Omit<Acceptance<ExperimentRow, typeof experimentWorkflow>, 'workflow' | 'start'> = {
     record: () => recordAcceptance(deps.db, {
       id, account_id: caller.account.id, name: proposal.name, goal: proposal.goal, arms: proposal.arms, plan_id: planId,
-      workspace_ids: [...new Set(proposal.arms.map((a) => a.workspace_id))], reserved_micros: proposal.estimated_max_micros,
+      workspace_ids: [...new Set(proposal.arms.map((a) => a.workspace_id))], reserved_micros: proposal.estimated_max_micros, design: proposal.design,
     }, studyRuns(id, caller, proposal)),
     refusal: async (err) => {
       if (isSqlState(err, SQLSTATE.planUsed)) return planUsed(await resultOf(deps.db, caller.account.id, planId));
@@ -68,15 +72,6 @@ export async function openExperiment(deps: Deps, caller: Caller, planId: string,
       }
       return null;
     },
-    workflow: experimentWorkflow,
-    start: (row) => ({
-      taskQueue: CONTROL_TASK_QUEUE,
-      workflowId: experimentWorkflowId(row.id),
-      args: [{ experimentId: row.id }],
-      typedSearchAttributes: workflowSearchAttributes({
-        account: caller.account.id, kind: 'experiment', ref: [...new Set(proposal.arms.map((a) => a.resolved_ref.split('@')[0]))].join(' ').slice(0, 1000),
-      }),
-    }),
     // The study's runs go with it.
     undo: () => unacceptExperiment(deps.db, id),
     // Recorded by an earlier attempt of this plan and not yet ended: it may never have started.
@@ -85,5 +80,17 @@ export async function openExperiment(deps: Deps, caller: Caller, planId: string,
       const row = ref ? await getExperiment(deps.db, ref[1]!, caller.account.id) : undefined;
       return row && row.status === 'running' && !row.completed_at ? row : null;
     },
+  };
+  const start = (row: ExperimentRow) => ({
+    taskQueue: CONTROL_TASK_QUEUE,
+    workflowId: experimentWorkflowId(row.id),
+    args: [{ experimentId: row.id }] as [{ experimentId: string }],
+    typedSearchAttributes: workflowSearchAttributes({
+      account: caller.account.id, kind: 'experiment', ref: [...new Set(proposal.arms.map((a) => a.resolved_ref.split('@')[0]))].join(' ').slice(0, 1000),
+    }),
   });
+  // A study that answers a question is asked, run and told in batches by its own workflow.
+  return proposal.design
+    ? acceptAndStart(deps.temporal, { ...common, workflow: studyWorkflow, start })
+    : acceptAndStart(deps.temporal, { ...common, workflow: experimentWorkflow, start });
 }

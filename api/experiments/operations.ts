@@ -7,6 +7,8 @@ import { microsToUsd } from '../../storage/ledger.ts';
 import { decodeCursor, pageBody } from '../pagination.ts';
 import { MAX_SEED, prepareExperiment, type ExperimentProposal } from './prepare.ts';
 import { openExperiment } from './accept.ts';
+import { prepareStudy } from './studyPrepare.ts';
+import { calibrationRequest, sensitivityRequest, studyLabRequest } from './studySchemas.ts';
 import { armView, experimentSummary, experimentView } from './view.ts';
 import {
   closeExperiment, describeExperiment, detachRuns, experimentRuns, getExperiment, listExperiments, runTotals, type ExperimentRow,
@@ -37,9 +39,17 @@ export const experimentTools: ToolDef[] = [
   },
   {
     name: 'experiment_prepare', scope: 'runs:write', readOnly: true,
-    description: 'Preflight every arm exactly as a lone run and digest the whole proposal with its whole-study price; nothing is queued or reserved.',
+    description: 'Plan a study: arms compared (each preflighted exactly as a lone run), or one lab\'s sensitivity to its parameters or its calibration to a dataset version; digest the whole proposal with its whole-study price. Nothing is queued or reserved.',
     output: experimentPlan,
-    input: { body: obj({ name: str(200, { minLength: 1 }), goal: str(2000), arms: arr(arm, { minItems: 1, maxItems: 20 }) }, ['name', 'arms']) },
+    input: {
+      body: obj({
+        name: str(200, { minLength: 1 }), goal: str(2000),
+        arms: { ...arr(arm, { minItems: 1, maxItems: 20 }), description: 'Arms to compare (a study of arms).' },
+        lab: { ...studyLabRequest, description: 'The lab a sensitivity or calibration study varies.' },
+        sensitivity: sensitivityRequest,
+        calibration: calibrationRequest,
+      }, ['name'], { description: 'Exactly one of `arms`, `sensitivity` or `calibration`; the latter two with `lab`.' }),
+    },
   },
   {
     name: 'experiment_create', scope: 'runs:write', readOnly: false, idempotent: true,
@@ -86,12 +96,23 @@ async function runningRuns(ctx: ToolContext, experimentId: string): Promise<stri
 
 const HANDLERS: Record<string, ToolDef['handler']> = {
   async experiment_prepare(input, ctx) {
-    const { proposal, findings } = await prepareExperiment(ctx.deps, ctx.caller, input as Parameters<typeof prepareExperiment>[2]);
+    const kinds = (['arms', 'sensitivity', 'calibration'] as const).filter((k) => input[k] !== undefined);
+    if (kinds.length !== 1) {
+      throw errors.validation(kinds.length ? 'study_kind_conflict' : 'study_kind_required', kinds.length
+        ? `A study is one of arms, sensitivity or calibration; this one asks for ${kinds.join(' and ')}.`
+        : 'Say what the study is: arms to compare, or a sensitivity or calibration block with its lab.', kinds[1] ?? 'arms');
+    }
+    if (kinds[0] === 'arms' && input.lab !== undefined) throw errors.validation('parameter_not_allowed', 'lab belongs to a sensitivity or calibration study; each arm names its own lab.', 'lab');
+    if (kinds[0] !== 'arms' && input.lab === undefined) throw errors.validation('parameter_requires', `A ${kinds[0]} study needs the lab it varies.`, 'lab');
+    const { proposal, findings } = kinds[0] === 'arms'
+      ? await prepareExperiment(ctx.deps, ctx.caller, input as Parameters<typeof prepareExperiment>[2])
+      : await prepareStudy(ctx.deps, ctx.caller, input as Parameters<typeof prepareStudy>[2]);
     const plan = await createPlan(ctx.deps.db, { accountId: ctx.caller.account.id, kind: 'experiment', proposal, findings, ttlSeconds: PLAN_TTL_SECONDS });
     return {
       body: {
         object: 'experiment_plan', ...planView(plan), name: proposal.name, goal: proposal.goal,
-        arms: proposal.arms.map((a, i) => armView(a, findings.filter((f) => f.path?.startsWith(`arms[${i}]`)))),
+        kind: proposal.kind ?? 'arms', design: proposal.design ?? null,
+        arms: proposal.arms.map((a, i) => armView(a, findings.filter((f) => f.path?.startsWith(proposal.design ? 'lab' : `arms[${i}]`)))),
         run_count: proposal.run_count, estimated_max_usd: microsToUsd(proposal.estimated_max_micros),
       },
       next_actions: plan.status === 'ready'

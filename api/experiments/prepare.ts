@@ -6,6 +6,7 @@ import { studyCapFindings } from '../spendCaps.ts';
 import type { Finding } from '../../storage/db/plans.ts';
 import type { ExperimentArm } from '../../storage/db/experiments.ts';
 import { contractOf } from '../../storage/inputChecks.ts';
+import type { StudyDesign } from '../../storage/studyDesign.ts';
 
 /** The largest seed a run takes (api/runs/operations.ts). */
 export const MAX_SEED = 2147483646;
@@ -31,6 +32,9 @@ export interface ExperimentProposal {
   arms: ExperimentArm[];
   run_count: number;
   estimated_max_micros: number;
+  /** A study that answers a question (absent: arms compared). */
+  kind?: StudyDesign['kind'];
+  design?: StudyDesign;
 }
 
 /** The run a replicate of an arm is: the lone run its preparation proposed, with the replicate's seed. */

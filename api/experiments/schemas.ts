@@ -10,6 +10,7 @@ import {
 import { RUN_STATUSES, runError } from '../runs/schemas.ts';
 import { fileUrlSchema } from '../artifactUrls.ts';
 import { MAX_SEED } from './prepare.ts';
+import { studyAnalysis, studyDesign } from './studySchemas.ts';
 
 /** A study's states (storage/db/experiments.ts ExperimentStatus). */
 export const EXPERIMENT_STATUSES = ['running', 'completed', 'closed'] as const;
@@ -64,7 +65,7 @@ export const experimentArtifact: JsonSchema = obj({
   file_id: uuid,
   file_name: str(255),
   content_type: str(200),
-  format: { enum: ['csv', 'svg'] },
+  format: { enum: ['csv', 'svg', 'json'] },
   size_bytes: count,
   sha256: { ...sha256Hex, description: 'Lowercase hex SHA-256 of the bytes: verify a download against it.' },
   download_url: fileUrlSchema,
@@ -115,9 +116,12 @@ export const comparison: JsonSchema = {
   description: 'Descriptive statistics over completed, attached runs only: no correction for multiple outputs and no statement of validity.',
 };
 
+const studyKind: JsonSchema = { enum: ['arms', 'sensitivity', 'calibration'], description: '`arms`: arms compared; `sensitivity`: which parameters matter; `calibration`: which values explain a dataset.' };
+
 /** A study as lists show it: arms, run totals and money, without per-run detail. */
 const summaryFields: Record<string, JsonSchema> = {
   object: { const: 'experiment' },
+  kind: studyKind,
   id: { ...str(64), description: 'identifier (exp_...)' },
   experiment_id: { ...str(64), description: 'The same identifier as `id`.' },
   name: str(200),
@@ -143,6 +147,8 @@ const fullFields: Record<string, JsonSchema> = {
   arms: arr(obj({ ...armFields, runs: arr(experimentRun, { description: 'Its attached runs, in start order.' }) }, [...Object.keys(armFields), 'runs'])),
   detached_runs: arr(detachedExperimentRun),
   comparison,
+  design: studyDesign,
+  analysis: studyAnalysis,
 };
 export const experimentRecord: JsonSchema = obj(fullFields, Object.keys(fullFields));
 
@@ -152,6 +158,8 @@ export const experimentPage: JsonSchema = cursorPage(experimentSummary);
 export const experimentPlan: JsonSchema = planRecord('experiment_plan', {
   name: str(200),
   goal: { ...str(2000), description: 'Empty when none was given.' },
+  kind: studyKind,
+  design: studyDesign,
   arms: arr(obj({ ...armFields, findings: arr(finding, { description: 'The plan\'s findings about this arm.' }) }, [...Object.keys(armFields), 'findings'])),
   run_count: { ...count, description: 'Arms x replicates.' },
   estimated_max_usd: { ...usd, description: 'The whole study\'s maximum (the sum of every run\'s), reserved when it opens.' },

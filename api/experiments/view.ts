@@ -36,7 +36,7 @@ function artifactView(a: ExperimentArtifact, baseUrl: string) {
 /** A study as lists show it: its arms, run totals and money, without per-run detail. */
 export function experimentSummary(e: ExperimentRow, counts: Record<string, number> | undefined, baseUrl: string) {
   return {
-    object: 'experiment', id: e.id, experiment_id: e.id, name: e.name, goal: e.goal, status: e.status, plan_id: e.plan_id,
+    object: 'experiment', kind: e.kind, id: e.id, experiment_id: e.id, name: e.name, goal: e.goal, status: e.status, plan_id: e.plan_id,
     arm_labels: e.arms.map((a) => a.label), workspace_ids: e.workspace_ids, run_totals: runTotalsView(counts),
     credits_reserved: microsToUsd(e.reserved_micros), artifacts: e.artifacts.map((a) => artifactView(a, baseUrl)),
     created_at: isoTime(e.created_at), updated_at: isoTime(e.updated_at), completed_at: isoTime(e.completed_at), closed_at: isoTime(e.closed_at),
@@ -60,5 +60,7 @@ export function experimentView(e: ExperimentRow, runs: ExperimentRunRow[], count
     arms: e.arms.map((arm, i) => ({ ...armView(arm), runs: attached.filter((r) => r.arm_index === i).map(runEntry) })),
     detached_runs: runs.filter((r) => r.detached_at).map((r) => ({ ...runEntry(r), arm: e.arms[r.arm_index]!.label, detached_at: isoTime(r.detached_at) })),
     comparison,
+    design: e.design,
+    analysis: e.analysis,
   };
 }

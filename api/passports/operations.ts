@@ -49,10 +49,10 @@ async function buildPassport(ctx: ToolContext, subject: PassportSubject): Promis
 export const passportTools: ToolDef[] = [
   {
     name: 'passport_get', scope: 'passports:read', readOnly: true,
-    description: 'Return a signed per-check evidence passport for exactly one owned subject (not a validity score). With run_id, or workspace_id and revision_id, a new passport is built from evidence re-derived now (artifacts re-hashed from the store); with passport_id, a stored one is returned exactly as signed.',
+    description: 'Return a signed per-check evidence passport for exactly one owned subject (not a validity score). With run_id, experiment_id (a study: its design, dataset version, every run and the analysis libraries), or workspace_id and revision_id, a new passport is built from evidence re-derived now (artifacts re-hashed from the store); with passport_id, a stored one is returned exactly as signed.',
     input: {
       query: {
-        passport_id: nullableStr(64), run_id: { type: ['string', 'null'], format: 'uuid' },
+        passport_id: nullableStr(64), run_id: { type: ['string', 'null'], format: 'uuid' }, experiment_id: nullableStr(64),
         workspace_id: { type: ['string', 'null'], format: 'uuid' }, revision_id: { type: ['string', 'null'], format: 'uuid' },
       },
     },

@@ -14,10 +14,14 @@ export const passport: JsonSchema = obj({
   object: { const: 'passport' },
   passport_id: str(64),
   subject: {
-    description: 'What the passport is of: a run, or a workspace revision (digests as they were when it was built).',
+    description: 'What the passport is of: a run, a study, or a workspace revision (digests as they were when it was built).',
     oneOf: [
       obj({ kind: { const: 'run' }, run_id: uuid, resolved_ref: nullableStr(300), package_sha256: nullableStr(80) }, ['kind', 'run_id', 'resolved_ref', 'package_sha256']),
       obj({ kind: { const: 'workspace_revision' }, workspace_id: uuid, revision_id: uuid, tree_sha256: nullableStr(80) }, ['kind', 'workspace_id', 'revision_id', 'tree_sha256']),
+      obj({
+        kind: { const: 'experiment' }, experiment_id: str(64), study_kind: { enum: ['arms', 'sensitivity', 'calibration'] },
+        design_sha256: { ...nullableStr(80), description: 'SHA-256 of the RFC 8785 canonical JSON of the approved design (null for a study of arms).' },
+      }, ['kind', 'experiment_id', 'study_kind', 'design_sha256']),
     ],
   },
   checks: arr(check, { minItems: CHECKS.length, maxItems: CHECKS.length }),

@@ -25,40 +25,66 @@ async function versionOf(python: string): Promise<string | null> {
  * `python3` when it is that version; null when there is none.
  */
 export async function runtimePython(env: NodeJS.ProcessEnv = process.env): Promise<string | null> {
-  const { python: wanted } = await runtimeLock();
+  return pythonOf((await runtimeLock()).python, env);
+}
+
+async function pythonOf(wanted: string, env: NodeJS.ProcessEnv): Promise<string | null> {
   const candidates = env.PYTHON ? [env.PYTHON] : [`python${wanted}`, 'python3'];
   for (const c of candidates) if ((await versionOf(c)) === wanted) return c;
   return null;
 }
 
+/** The analysis environment's lock (activities/studies/analysis.lock). */
+export const ANALYSIS_LOCK_FILE = path.join(path.dirname(RUNTIME_LOCK_FILE), '..', 'studies', 'analysis.lock');
+
 /**
  * The lab runtime: one virtualenv holding exactly the committed lock
  * (activities/execution/requirements.lock: the pinned `biosimulant`, numpy and everything
- * they bring), created once in the per-user cache (keyed by the lock's digest, so a pin
- * change makes a new one) and never during a run. The lock is also what plan-time pin
+ * they bring), created once and never during a run. The lock is also what plan-time pin
  * checks compare labs against, so it must be the truth: installed without resolution and
  * checked. Returns its Python interpreter.
  */
 export async function ensureRuntime(log: (l: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<string> {
   if (env.SILICO_PYTHON) return env.SILICO_PYTHON;
-  const reqs = await readFile(RUNTIME_LOCK_FILE);
+  return ensureLockedEnv(log, env, { lockFile: RUNTIME_LOCK_FILE, dirName: 'runtime', what: 'the lab runtime', contents: 'biosimulant, numpy, ...', imports: 'biosimulant, numpy' });
+}
+
+/**
+ * The analysis environment of studies (activities/studies/analysis.lock: SALib, Optuna,
+ * cmaes, numpy, scipy), the service's own and never a lab's, made like the lab runtime.
+ * Returns its Python interpreter.
+ */
+export async function ensureAnalysisEnv(log: (l: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  if (env.SILICO_ANALYSIS_PYTHON) return env.SILICO_ANALYSIS_PYTHON;
+  return ensureLockedEnv(log, env, { lockFile: ANALYSIS_LOCK_FILE, dirName: 'analysis', what: 'the analysis environment', contents: 'SALib, optuna, cmaes, ...', imports: 'SALib, optuna, cmaes, numpy, scipy' });
+}
+
+/**
+ * A virtualenv holding exactly a committed lock (pip's hash-checking mode, --no-deps,
+ * then `pip check`), created once in the per-user cache keyed by the lock's digest (a pin
+ * change makes a new one), on the Python version the lock names. Returns its interpreter.
+ */
+async function ensureLockedEnv(
+  log: (l: string) => void, env: NodeJS.ProcessEnv, o: { lockFile: string; dirName: string; what: string; contents: string; imports: string },
+): Promise<string> {
+  const reqs = await readFile(o.lockFile);
   const lock = parseRuntimeLock(reqs.toString('utf8'));
   const key = createHash('sha256').update(reqs).digest('hex').slice(0, 12);
-  const dir = path.join(cacheDir(env), 'runtime', `py-${key}`);
+  const dir = path.join(cacheDir(env), o.dirName, `py-${key}`);
   const python = path.join(dir, 'bin', 'python');
   if (existsSync(python)) {
     await chmod(dir, 0o755);
     return python;
   }
-  const base = await runtimePython(env);
-  if (!base) throw new Error(`the lab runtime needs Python ${lock.python} (the lock's): install it (sudo apt-get install python${lock.python} python${lock.python}-venv) or set PYTHON to a Python ${lock.python} interpreter`);
+  const base = await pythonOf(lock.python, env);
+  if (!base) throw new Error(`${o.what} needs Python ${lock.python} (its lock's): install it (sudo apt-get install python${lock.python} python${lock.python}-venv) or set PYTHON to a Python ${lock.python} interpreter`);
   await mkdir(path.dirname(dir), { recursive: true });
   const tmp = await mkdtemp(`${dir}.build-`);
-  log(`creating the lab runtime environment (requirements.lock: biosimulant, numpy, ...) in ${dir}`);
+  log(`creating ${o.what} (${path.basename(o.lockFile)}: ${o.contents}) in ${dir}`);
   try {
     await run(base, ['-m', 'venv', tmp]);
     const pip = [path.join(tmp, 'bin', 'python'), '-m', 'pip', '--disable-pip-version-check'] as const;
-    await run(pip[0], [...pip.slice(1), 'install', '--quiet', '--no-deps', '-r', RUNTIME_LOCK_FILE], { maxBuffer: 16 << 20 });
+    await run(pip[0], [...pip.slice(1), 'install', '--quiet', '--no-deps', '-r', o.lockFile], { maxBuffer: 16 << 20 });
     await run(pip[0], [...pip.slice(1), 'check'], { maxBuffer: 16 << 20 });
     // Built aside and renamed, so a parallel start never sees half an environment. Only
     // the interpreter is used afterwards, and it finds its site-packages from its own path.
@@ -66,11 +92,11 @@ export async function ensureRuntime(log: (l: string) => void, env: NodeJS.Proces
     // Sandboxed labs run as users of their own, who read the runtime but own nothing of it.
     await chmod(tmp, 0o755);
     await rename(tmp, dir);
-    await run(path.join(dir, 'bin', 'python'), ['-c', 'import biosimulant, numpy']);
+    await run(path.join(dir, 'bin', 'python'), ['-c', `import ${o.imports}`]);
   } catch (err) {
     await rm(tmp, { recursive: true, force: true });
-    throw new Error(`could not create the lab runtime: ${(err as Error).message}`);
+    throw new Error(`could not create ${o.what}: ${(err as Error).message}`);
   }
-  log('lab runtime ready');
+  log(`${o.what} ready`);
   return python;
 }

@@ -17,7 +17,7 @@ import { startBalancer } from './balancer.ts';
 import getPort from 'get-port';
 import { bootstrap, REPO_ROOT } from './bootstrap.ts';
 import { ensureSandboxTool } from './sandboxTool.ts';
-import { ensureRuntime } from './runtime.ts';
+import { ensureAnalysisEnv, ensureRuntime } from './runtime.ts';
 import { buildWorkflowBundle } from '../workflowBundle.ts';
 import { createTemporalGateway } from '../../api/temporal.ts';
 import { CONTROL_TASK_QUEUE } from '../../kernel/workflowNames.ts';
@@ -94,7 +94,7 @@ const S3_ACCESS = 'silico';
 const S3_SECRET = 'silico-local-secret';
 
 /** The environment that points a process (api, worker, test, CLI) at a local stack. */
-async function stackEnv(s: { databaseUrl: string; temporalAddress: string; temporalUiUrl: string | null; minioEndpoint: string; apiPort: number; python: string; dataDir: string }): Promise<Record<string, string>> {
+async function stackEnv(s: { databaseUrl: string; temporalAddress: string; temporalUiUrl: string | null; minioEndpoint: string; apiPort: number; python: string; analysisPython: string; dataDir: string }): Promise<Record<string, string>> {
   return {
     // The marker of this stack's api and worker (and of the tests it serves): only they may
     // use the test-only settings and plain-http webhook endpoints (kernel/config.ts). No
@@ -111,6 +111,8 @@ async function stackEnv(s: { databaseUrl: string; temporalAddress: string; tempo
     SILICO_API_PORT: String(s.apiPort),
     SILICO_BASE_URL: `http://localhost:${s.apiPort}/v1`,
     SILICO_PYTHON: s.python,
+    // Studies' samples, indices and optimizer (activities/studies/analysis.lock).
+    SILICO_ANALYSIS_PYTHON: s.analysisPython,
     // The passport keyring of this data dir (bootstrap makes its first key).
     SILICO_PASSPORT_KEYS_DIR: path.join(s.dataDir, 'passport-keys'),
     // Seals the secrets kept in Postgres (webhook signing secrets); made once per data dir.
@@ -136,9 +138,9 @@ export async function runningStack(dataDir: string): Promise<{ info: StackInfo; 
     return null;
   }
   const say = () => undefined;
-  const [python, temporal] = await Promise.all([ensureRuntime(say), resolveBinary('temporal', say)]);
+  const [python, analysisPython, temporal] = await Promise.all([ensureRuntime(say), ensureAnalysisEnv(say), resolveBinary('temporal', say)]);
   const env = await stackEnv({ databaseUrl: info.database_url, temporalAddress: info.temporal_address, temporalUiUrl: info.temporal_ui_url, minioEndpoint: info.minio_endpoint,
-    apiPort: Number(new URL(info.base_url).port), python, dataDir });
+    apiPort: Number(new URL(info.base_url).port), python, analysisPython, dataDir });
   return { info, env, binaries: { temporal } };
 }
 
@@ -160,8 +162,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   try {
     await ensurePrerequisites(await stackPrerequisites({ ...process.env, ...opts.serviceEnv }, !pgEnv.DATABASE_URL), say);
     const cluster = opts.topology === 'cluster';
-    const [temporalBin, minioBin, python, , clusterBins] = await Promise.all([
-      resolveBinary('temporal', say), resolveBinary('minio', say), ensureRuntime(say), ensureSandboxTool(say, { ...process.env, ...opts.serviceEnv }),
+    const [temporalBin, minioBin, python, analysisPython, , clusterBins] = await Promise.all([
+      resolveBinary('temporal', say), resolveBinary('minio', say), ensureRuntime(say), ensureAnalysisEnv(say), ensureSandboxTool(say, { ...process.env, ...opts.serviceEnv }),
       cluster ? Promise.all([resolveBinary('temporal-server', say), resolveBinary('temporal-sql-tool', say)]) : undefined,
     ]);
     await assertPortsFree([
@@ -200,7 +202,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         : restartable('temporal', temporal.proc!, { stopSignal: 'SIGTERM', ready: () => temporalServes(temporal.address), respawn: respawnWith(sup) }),
     };
     if (pg.server) dependencies.postgres = restartable('postgres', pg.server.proc, { stopSignal: 'SIGINT', ready: pg.server.ready, respawn: respawnWith(sup) });
-    const env = await stackEnv({ databaseUrl: pg.url, temporalAddress: temporal.address, temporalUiUrl: temporal.uiUrl, minioEndpoint: minio.endpoint, apiPort: opts.ports.api, python, dataDir: opts.dataDir });
+    const env = await stackEnv({ databaseUrl: pg.url, temporalAddress: temporal.address, temporalUiUrl: temporal.uiUrl, minioEndpoint: minio.endpoint, apiPort: opts.ports.api, python, analysisPython, dataDir: opts.dataDir });
     const baseUrl = env.SILICO_BASE_URL!;
     Object.assign(env, opts.serviceEnv);
     const db = createDb(pg.url, { poolMax: 2 });

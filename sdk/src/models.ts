@@ -46,7 +46,13 @@ export type ExperimentStatus = Experiment['status'];
 /** POST /experiment-plans (the proposal). */
 export type ExperimentPlanParams = RequestBody<'experiment_prepare'>;
 /** One arm of a study as proposed. */
-export type ExperimentArmParams = ExperimentPlanParams['arms'][number];
+export type ExperimentArmParams = NonNullable<ExperimentPlanParams['arms']>[number];
+/** The lab a sensitivity or calibration study varies. */
+export type StudyLabParams = NonNullable<ExperimentPlanParams['lab']>;
+/** A sensitivity study: parameters with ranges, outputs, Sobol' or Morris, a base sample. */
+export type SensitivityParams = NonNullable<ExperimentPlanParams['sensitivity']>;
+/** A calibration: parameters with bounds, a dataset version's observations, a loss, an optimizer, a budget. */
+export type CalibrationParams = NonNullable<ExperimentPlanParams['calibration']>;
 /** PATCH /experiments/{id}: any of these (at least one). Deletes nothing. */
 export type ExperimentUpdateParams = RequestBody<'experiment_update'>;
 /** POST /experiment-plans: the whole proposal, priced and digested, to approve before POST /experiments. */
@@ -63,6 +69,12 @@ export type ExperimentRun = ExperimentArm['runs'][number];
 export type RunTotals = Experiment['run_totals'];
 /** The comparison across arms, from completed attached runs only (descriptive). */
 export type Comparison = Experiment['comparison'];
+/** What a sensitivity or calibration study found (null until it ends, and for a study of arms). */
+export type StudyAnalysis = Experiment['analysis'];
+/** A sensitivity study's indices, per output. */
+export type SensitivityAnalysis = Extract<NonNullable<StudyAnalysis>, { kind: 'sensitivity' }>;
+/** A calibration's best parameters, loss curve, fit and intervals. */
+export type CalibrationAnalysis = Extract<NonNullable<StudyAnalysis>, { kind: 'calibration' }>;
 /** One arm's summary of one numeric scalar output. */
 export type OutputMetrics = NonNullable<Comparison['arms'][number]['metrics']>[string];
 /** A descriptive Welch t-test of arm 0 against arm 1. */

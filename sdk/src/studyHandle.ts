@@ -7,7 +7,7 @@
 import type { RequestOptions } from './core/http.ts';
 import { sleep } from './core/retry.ts';
 import { StudyTimeout } from './errors.ts';
-import { isStudyFinished, type Comparison, type Experiment, type RunTotals } from './models.ts';
+import { isStudyFinished, type Comparison, type Experiment, type RunTotals, type StudyAnalysis } from './models.ts';
 import type { WithEnvelope } from './types.ts';
 import type { Experiments } from './resources/experiments.ts';
 
@@ -60,6 +60,14 @@ export class StudyHandle {
       if (left <= 0) throw new StudyTimeout(this, study, options.timeoutMs ?? 0);
       await sleep(Math.min(interval, left, MAX_TIMER_MS), options.signal);
     }
+  }
+
+  /**
+   * What a sensitivity or calibration study found: waits for the study to end (with
+   * `options` as `wait` takes them), then its analysis (null for a study of arms).
+   */
+  async analysis(options: StudyWaitOptions = {}): Promise<StudyAnalysis> {
+    return (await this.wait(options)).analysis;
   }
 
   /** The comparison across arms as it stands now (completed runs only; final once the study has finished). */

@@ -1,6 +1,7 @@
 import type { Db } from './knex.ts';
 import { keysetPage, type KeysetPage } from './pagination.ts';
 import { TERMINAL, type NewRun, type RunStatus } from './runs.ts';
+import type { StudyDesign } from '../studyDesign.ts';
 
 export type ExperimentStatus = 'running' | 'completed' | 'closed';
 
@@ -41,6 +42,10 @@ export interface ExperimentRow {
   workspace_ids: string[];
   reserved_micros: number;
   artifacts: ExperimentArtifact[];
+  /** `arms` compared, or a study that answers a question (migration 040). */
+  kind: 'arms' | StudyDesign['kind'];
+  design: StudyDesign | null;
+  analysis: Record<string, unknown> | null;
   created_at: Date;
   updated_at: Date;
   completed_at: Date | null;
@@ -70,13 +75,23 @@ export interface ExperimentRunRow {
  */
 export async function acceptExperiment(
   db: Db,
-  e: Pick<ExperimentRow, 'id' | 'account_id' | 'name' | 'goal' | 'arms' | 'workspace_ids' | 'reserved_micros'> & { plan_id: string },
+  e: Pick<ExperimentRow, 'id' | 'account_id' | 'name' | 'goal' | 'arms' | 'workspace_ids' | 'reserved_micros'> & { plan_id: string; design?: StudyDesign },
   runs: Array<{ run: NewRun; arm_index: number; replicate: number }>,
 ): Promise<ExperimentRow> {
-  const { rows } = await db.raw('SELECT * FROM silico_accept_experiment(?::jsonb, ?::jsonb, ?)', [
-    JSON.stringify(e), JSON.stringify(runs.map((r) => ({ ...r, run: { ...r.run, status: 'queued' } }))), e.plan_id,
-  ]);
-  return rows[0] as ExperimentRow;
+  const accept = async (trx: Db): Promise<ExperimentRow> => {
+    const { rows } = await trx.raw('SELECT * FROM silico_accept_experiment(?::jsonb, ?::jsonb, ?)', [
+      JSON.stringify({ ...e, design: undefined }), JSON.stringify(runs.map((r) => ({ ...r, run: { ...r.run, status: 'queued' } }))), e.plan_id,
+    ]);
+    return rows[0] as ExperimentRow;
+  };
+  if (!e.design) return accept(db);
+  // A study that answers a question keeps its kind and design with its acceptance.
+  const design = e.design;
+  return db.transaction(async (trx) => {
+    await accept(trx);
+    const [row] = await trx('experiments').where({ id: e.id }).update({ kind: design.kind, design: JSON.stringify(design) }).returning('*');
+    return row as ExperimentRow;
+  });
 }
 
 /** Undoes an acceptance whose workflow could not start (silico_unaccept_experiment); false once any run left the queue. */

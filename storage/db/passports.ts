@@ -6,8 +6,8 @@ export interface PassportKeyRow { key_id: string; alg: 'Ed25519'; public_key_pem
 
 /** One stored passport: who owns it, what it is about, and its JSON text exactly as signed. */
 export interface PassportRow {
-  id: string; account_id: string; subject_kind: 'run' | 'workspace_revision'; run_id: string | null;
-  workspace_id: string | null; revision_id: string | null; key_id: string; document: string; created_at: Date;
+  id: string; account_id: string; subject_kind: 'run' | 'workspace_revision' | 'experiment'; run_id: string | null;
+  workspace_id: string | null; revision_id: string | null; experiment_id: string | null; key_id: string; document: string; created_at: Date;
 }
 
 /** Every key, oldest first: retired ones too, so passports they signed stay verifiable. */

@@ -190,7 +190,7 @@ test('after `passport-keys rotate` a passport signed before still verifies (SDK,
   assert.equal(cli.code, 0, cli.stdout + cli.stderr);
 });
 
-test('another account\'s run, revision and passport are 404 exactly like missing ones; parameter combinations other than the three are 422 naming them', async () => {
+test('another account\'s run, study, revision and passport are 404 exactly like missing ones; parameter combinations other than the four are 422 naming them', async () => {
   const same = async (theirs: string, missing: string) => {
     const [a, b] = [await passport(theirs, stranger.key), await passport(missing, stranger.key)];
     assert.equal(a.status, 404, a.text);
@@ -200,6 +200,7 @@ test('another account\'s run, revision and passport are 404 exactly like missing
   };
   assert.equal((await same(`run_id=${second.id}`, `run_id=${crypto.randomUUID()}`)).code, 'run_not_found');
   assert.equal((await same(`passport_id=${kept.passport_id}`, 'passport_id=pp_01jzzzzzzzzzzzzzzzzzzzzzzz')).code, 'passport_not_found');
+  assert.equal((await same('experiment_id=exp_01jzzzzzzzzzzzzzzzzzzzzzzz', 'experiment_id=exp_missing')).code, 'experiment_not_found');
   const ws = await workspaceOfLab(owner.key, 'Passport 404', LAB);
   assert.equal((await same(`workspace_id=${ws.workspace_id}&revision_id=${ws.revision_id}`, `workspace_id=${crypto.randomUUID()}&revision_id=${ws.revision_id}`)).code, 'workspace_not_found');
   assert.equal(errorOf(await passport(`workspace_id=${ws.workspace_id}&revision_id=${crypto.randomUUID()}`)).code, 'revision_not_found');
@@ -207,6 +208,7 @@ test('another account\'s run, revision and passport are 404 exactly like missing
   for (const [query, param] of [
     ['', null], [`run_id=${second.id}&passport_id=${kept.passport_id}`, 'run_id,passport_id'], [`workspace_id=${ws.workspace_id}`, 'workspace_id'],
     [`revision_id=${ws.revision_id}`, 'revision_id'], [`run_id=${second.id}&workspace_id=${ws.workspace_id}&revision_id=${ws.revision_id}`, 'run_id,workspace_id,revision_id'],
+    [`run_id=${second.id}&experiment_id=exp_x`, 'run_id,experiment_id'],
   ] as const) {
     const res = await passport(query);
     assert.equal(res.status, 422, `${query}: ${res.text}`);
@@ -215,7 +217,7 @@ test('another account\'s run, revision and passport are 404 exactly like missing
     assert.equal(e.code, 'parameter_invalid_combination');
     assert.equal(e.param, param);
     assert.deepEqual(e.details.given, param ? param.split(',') : []);
-    assert.deepEqual(e.details.accepted, [['run_id'], ['workspace_id', 'revision_id'], ['passport_id']]);
+    assert.deepEqual(e.details.accepted, [['run_id'], ['experiment_id'], ['workspace_id', 'revision_id'], ['passport_id']]);
   }
 });
 

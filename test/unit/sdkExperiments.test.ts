@@ -143,11 +143,11 @@ sweep:
 `);
   assert.equal(study.name, 'Rate sweep');
   assert.equal(study.goal, 'Does the rate move the final size?');
-  assert.deepEqual(study.arms.map((a) => a.label), [
+  assert.deepEqual(study.arms!.map((a) => a.label), [
     'growth_rate=0.05,noise=0.01', 'growth_rate=0.05,noise=0.1', 'growth_rate=0.1,noise=0.01',
     'growth_rate=0.1,noise=0.1', 'growth_rate=0.2,noise=0.01', 'growth_rate=0.2,noise=0.1',
   ]);
-  assert.deepEqual(study.arms[3], {
+  assert.deepEqual(study.arms![3], {
     label: 'growth_rate=0.1,noise=0.1', workspace_id: 'w1', revision_id: 'r1', compute_profile_id: 'cpu-small', replicates: 3, seed: 7,
     inputs: { noise: 0.1, fail: false, growth_rate: 0.1 },
   });
@@ -176,9 +176,37 @@ arms:
   assert.equal('goal' in study, false);
 });
 
+test('a sensitivity or calibration block makes a study of one lab: the top-level lab keys become its lab', () => {
+  const study = studyFromYaml(`
+name: SIR sensitivity
+goal: Which rate matters?
+workspace_id: w1
+revision_id: r1
+compute_profile_id: cpu-small
+inputs: {population: 10000}
+sensitivity:
+  method: sobol
+  base_sample: 64
+  parameters:
+    - {input: beta, low: 0.2, high: 0.6}
+  outputs:
+    - {output: recovered, summary: final}
+`);
+  assert.deepEqual(study, {
+    name: 'SIR sensitivity', goal: 'Which rate matters?',
+    lab: { workspace_id: 'w1', revision_id: 'r1', compute_profile_id: 'cpu-small', inputs: { population: 10000 } },
+    sensitivity: { method: 'sobol', base_sample: 64, parameters: [{ input: 'beta', low: 0.2, high: 0.6 }], outputs: [{ output: 'recovered', summary: 'final' }] },
+  });
+  const calibration = studyFromYaml('name: Fit\nworkspace_id: w1\nrevision_id: r1\ncalibration: {dataset_id: ds_1, budget: 60, batch_size: 6}\n');
+  assert.deepEqual(calibration, { name: 'Fit', lab: { workspace_id: 'w1', revision_id: 'r1' }, calibration: { dataset_id: 'ds_1', budget: 60, batch_size: 6 } });
+});
+
 test('a study file that cannot describe a study is a usage error naming what is wrong', () => {
   const cases: Array<[string, RegExp]> = [
-    ['name: x\nworkspace_id: w\n', /exactly one of arms .* and sweep/],
+    ['name: x\nworkspace_id: w\n', /exactly one of arms .*, sweep .*, sensitivity or calibration/],
+    ['name: x\nsensitivity: {method: sobol}\ncalibration: {budget: 2}\n', /exactly one of arms/],
+    ['name: x\nsensitivity: [1]\n', /sensitivity must be a mapping/],
+    ['name: x\nreplicates: 3\nsensitivity: {method: sobol}\n', /replicates belong to arms/],
     ['name: x\narms: [{label: a}]\nsweep: {g: [1]}\n', /exactly one of arms/],
     ['arms: [{label: a}]\n', /needs a name/],
     ['name: x\nreplicate: 3\narms: [{label: a}]\n', /unknown key\(s\) replicate/],

@@ -4,6 +4,7 @@ import { useLoad } from '../hooks.ts';
 import { ErrorNotice } from '../components/ErrorNotice.tsx';
 import { ComparisonChart } from '../components/ComparisonChart.tsx';
 import { ArmsOverTime } from '../components/ArmsOverTime.tsx';
+import { StudyAnalysis } from '../components/StudyAnalysis.tsx';
 import { bytes, usd, valueText, when } from '../format.ts';
 
 /** An experiment's arms side by side, their runs, and the comparison of every output once runs completed. */
@@ -25,15 +26,20 @@ export function ExperimentPage({ id }: { id: string }) {
             <h3>{a.label}</h3>
             <p><code>{a.resolved_ref}</code></p>
             <p>Inputs <code>{JSON.stringify(a.inputs)}</code></p>
-            <p>{a.replicates} replicates on {a.compute_profile}</p>
+            <p>{e.kind === 'arms' ? `${a.replicates} replicates` : `${a.runs.length} runs, one per parameter set`} on {a.compute_profile}</p>
             <ul class="runs">
-              {a.runs.map((r) => <li key={r.run_id}><a href={`/console/runs/${r.run_id}`}>replicate {r.replicate}</a> · seed {r.seed} · <span class={`status ${r.status}`}>{r.status}</span></li>)}
+              {a.runs.map((r) => <li key={r.run_id}><a href={`/console/runs/${r.run_id}`}>{e.kind === 'arms' ? 'replicate' : 'run'} {r.replicate}</a> · seed {r.seed} · <span class={`status ${r.status}`}>{r.status}</span></li>)}
             </ul>
           </section>
         ))}
       </div>
-      <h2>Arms over time</h2>
-      <ArmsOverTime experiment={e} />
+      {e.kind !== 'arms' ? (
+        <>
+          <h2>{e.kind === 'sensitivity' ? 'Sensitivity' : 'Calibration'}</h2>
+          {e.analysis ? <StudyAnalysis analysis={e.analysis} /> : <p>The analysis is stored when the study's runs have ended ({e.run_totals.completed} of {e.run_totals.total} completed so far).</p>}
+        </>
+      ) : null}
+      {e.kind === 'arms' ? <><h2>Arms over time</h2><ArmsOverTime experiment={e} /></> : null}
       <h2>Comparison</h2>
       {e.comparison.outputs.length ? e.comparison.outputs.map((o) => <ComparisonChart key={o} comparison={e.comparison} output={o} />) : <p>No numeric output to compare yet.</p>}
       {e.comparison.tests.length ? (

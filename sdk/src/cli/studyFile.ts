@@ -12,6 +12,11 @@
  *   sweep:
  *     growth_rate: [0.05, 0.1]
  *     noise: [0.01, 0.1]         # 4 arms; swept values win over shared inputs
+ *
+ * Or, for one lab (the top-level workspace_id, revision_id, compute_profile_id,
+ * max_runtime_seconds, seed and inputs), a question: a `sensitivity:` block (parameters
+ * with ranges, outputs, method, base_sample) or a `calibration:` block (parameters with
+ * bounds, dataset_id, observations, loss, optimizer, budget, batch_size), as in the API.
  */
 import { parse } from 'yaml';
 import type { ExperimentArmParams, ExperimentPlanParams } from '../models.ts';
@@ -19,7 +24,10 @@ import { UsageError } from './output.ts';
 
 /** Top-level keys that are defaults for every arm. */
 const ARM_DEFAULTS = ['workspace_id', 'revision_id', 'compute_profile_id', 'max_runtime_seconds', 'replicates', 'seed', 'fixed_seed', 'inputs'] as const;
-const TOP_LEVEL = new Set<string>(['name', 'goal', 'arms', 'sweep', ...ARM_DEFAULTS]);
+const QUESTIONS = ['sensitivity', 'calibration'] as const;
+const TOP_LEVEL = new Set<string>(['name', 'goal', 'arms', 'sweep', ...QUESTIONS, ...ARM_DEFAULTS]);
+/** The top-level keys that describe the lab of a sensitivity or calibration study. */
+const LAB_KEYS = ['workspace_id', 'revision_id', 'compute_profile_id', 'max_runtime_seconds', 'seed', 'inputs'] as const;
 
 type Doc = Record<string, unknown>;
 
@@ -67,7 +75,16 @@ export function studyFromYaml(text: string, file = 'study file'): ExperimentPlan
   if (typeof doc.name !== 'string' || !doc.name.trim()) throw new UsageError(`${file} needs a name`);
   if (doc.goal !== undefined && typeof doc.goal !== 'string') throw new UsageError(`${file}: goal must be text`);
   if (doc.inputs !== undefined && !isObject(doc.inputs)) throw new UsageError(`${file}: inputs must be a mapping of input name to value`);
-  if ((doc.arms === undefined) === (doc.sweep === undefined)) throw new UsageError(`${file} needs exactly one of arms (a list) and sweep (input name → values)`);
+  const kinds = (['arms', 'sweep', ...QUESTIONS] as const).filter((k) => doc[k] !== undefined);
+  if (kinds.length !== 1) throw new UsageError(`${file} needs exactly one of arms (a list), sweep (input name → values), sensitivity or calibration`);
+  const question = QUESTIONS.find((q) => q === kinds[0]);
+  if (question) {
+    if (!isObject(doc[question])) throw new UsageError(`${file}: ${question} must be a mapping`);
+    const armOnly = ARM_DEFAULTS.filter((k) => doc[k] !== undefined && !(LAB_KEYS as readonly string[]).includes(k));
+    if (armOnly.length) throw new UsageError(`${file}: ${armOnly.join(', ')} belong to arms; a ${question} study runs each parameter set once`);
+    const lab = Object.fromEntries(LAB_KEYS.filter((k) => doc[k] !== undefined).map((k) => [k, doc[k]]));
+    return { name: doc.name, ...(doc.goal !== undefined ? { goal: doc.goal } : {}), lab, [question]: doc[question] } as unknown as ExperimentPlanParams;
+  }
 
   const defaults: Doc = {};
   for (const k of ARM_DEFAULTS) if (doc[k] !== undefined) defaults[k] = doc[k];

@@ -192,8 +192,8 @@ export type paths = {
         get?: never;
         put?: never;
         /**
-         * Preflight every arm exactly as a lone run and digest the whole proposal with its whole-study price; nothing is queued or reserved
-         * @description Preflight every arm exactly as a lone run and digest the whole proposal with its whole-study price; nothing is queued or reserved.
+         * Plan a study: arms compared (each preflighted exactly as a lone run), or one lab's sensitivity to its parameters or its calibration to a dataset version; digest the whole proposal with its whole-study price
+         * @description Plan a study: arms compared (each preflighted exactly as a lone run), or one lab's sensitivity to its parameters or its calibration to a dataset version; digest the whole proposal with its whole-study price. Nothing is queued or reserved.
          *
          *     Scope: `runs:write`.
          */
@@ -677,7 +677,7 @@ export type paths = {
         };
         /**
          * Return a signed per-check evidence passport for exactly one owned subject (not a validity score)
-         * @description Return a signed per-check evidence passport for exactly one owned subject (not a validity score). With run_id, or workspace_id and revision_id, a new passport is built from evidence re-derived now (artifacts re-hashed from the store); with passport_id, a stored one is returned exactly as signed.
+         * @description Return a signed per-check evidence passport for exactly one owned subject (not a validity score). With run_id, experiment_id (a study: its design, dataset version, every run and the analysis libraries), or workspace_id and revision_id, a new passport is built from evidence re-derived now (artifacts re-hashed from the store); with passport_id, a stored one is returned exactly as signed.
          *
          *     Scope: `passports:read`.
          */
@@ -2356,7 +2356,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    arms: {
+                    /** @description Arms to compare (a study of arms). */
+                    arms?: {
                         compute_profile_id?: string;
                         /** @description Every replicate runs with `seed` itself (to check reproducibility). */
                         fixed_seed?: boolean;
@@ -2372,8 +2373,97 @@ export interface operations {
                         /** Format: uuid */
                         workspace_id: string;
                     }[];
+                    calibration?: {
+                        /** @description Parameter sets asked for at once (a CMA-ES generation). */
+                        batch_size: number;
+                        /** @description The most runs the study makes (and reserves). */
+                        budget: number;
+                        /** @description A registered dataset version holding the observation table (a `table` member, CSV with a `t` column). */
+                        dataset_id: string;
+                        /**
+                         * @description Sum of squared residuals, or the Gaussian negative log-likelihood (with `noise_sd`, or σ estimated with the parameters).
+                         * @enum {unknown}
+                         */
+                        loss: "sum_of_squares" | "gaussian_nll";
+                        /** @description σ of the Gaussian likelihood (gaussian_nll only); absent: estimated. */
+                        noise_sd?: number;
+                        observations: {
+                            /** @description Its column in the table (default: the output's name). */
+                            column?: string;
+                            /** @description An output the lab declares. */
+                            output: string;
+                        }[];
+                        /**
+                         * @description Optuna's CMA-ES sampler (one generation per batch) or its TPE sampler, by ask-and-tell.
+                         * @enum {unknown}
+                         */
+                        optimizer: "cmaes" | "tpe";
+                        parameters: {
+                            high: number;
+                            /** @description A number input the lab declares. */
+                            input: string;
+                            low: number;
+                        }[];
+                        /** @description Which table member, when the version has several. */
+                        sample_id?: string;
+                        /** @description The optimizer's seed (chosen at plan time when absent). */
+                        seed?: number;
+                        /** @description Stop before the budget once the best loss improved by less than relative_tolerance over patience_batches batches. */
+                        stop?: {
+                            patience_batches: number;
+                            relative_tolerance: number;
+                        };
+                    };
                     goal?: string;
+                    /** @description The lab a sensitivity or calibration study varies. */
+                    lab?: {
+                        compute_profile_id?: string;
+                        /** @description Inputs every run receives; the varied parameters are set over them. */
+                        inputs?: Record<string, unknown>;
+                        max_runtime_seconds?: number;
+                        /** Format: uuid */
+                        revision_id: string;
+                        /** @description The seed every run of the study uses (chosen at plan time when absent). */
+                        seed?: number;
+                        /** Format: uuid */
+                        workspace_id: string;
+                    };
                     name: string;
+                    sensitivity?: {
+                        /** @description N: Sobol' takes N(D + 2) runs (N a power of 2); Morris takes N trajectories of D + 1 runs. */
+                        base_sample: number;
+                        /**
+                         * @description `sobol`: Saltelli sampling and Sobol' first-order and total indices; `morris`: elementary effects (SALib).
+                         * @enum {unknown}
+                         */
+                        method: "sobol" | "morris";
+                        /** @description Morris grid levels (even; default 4). */
+                        num_levels?: number;
+                        outputs: {
+                            /** @description An output the lab declares. */
+                            output: string;
+                            /**
+                             * @description How an output becomes one number: `value` for a number output; for a time series its `final` value, its `max`, the `mean` of its points, or the `time_of_max`.
+                             * @enum {unknown}
+                             */
+                            summary?: "value" | "final" | "max" | "mean" | "time_of_max";
+                        }[];
+                        parameters: {
+                            /**
+                             * @description uniform over [low, high] (default), or a normal of `mean` and `sd` truncated to [low, high] (Sobol' only).
+                             * @enum {unknown}
+                             */
+                            distribution?: "uniform" | "normal";
+                            high: number;
+                            /** @description A number input the lab declares. */
+                            input: string;
+                            low: number;
+                            mean?: number;
+                            sd?: number;
+                        }[];
+                        /** @description Seed of the sample and of the bootstrap behind the intervals (chosen at plan time when absent). */
+                        seed?: number;
+                    };
                 };
             };
         };
@@ -2418,6 +2508,83 @@ export interface operations {
                             /** Format: uuid */
                             workspace_id: string;
                         }[];
+                        /** @description What the study varies and how (sensitivity or calibration), as approved; null for a study of arms. */
+                        design: null | {
+                            base_sample: number;
+                            /** @constant */
+                            kind: "sensitivity";
+                            /** @enum {unknown} */
+                            method: "sobol" | "morris";
+                            num_levels: number;
+                            num_resamples: number;
+                            outputs: {
+                                output: string;
+                                /**
+                                 * @description How an output becomes one number: `value` for a number output; for a time series its `final` value, its `max`, the `mean` of its points, or the `time_of_max`.
+                                 * @enum {unknown}
+                                 */
+                                summary: "value" | "final" | "max" | "mean" | "time_of_max";
+                                units: string | null;
+                                value_type: string;
+                            }[];
+                            parameters: {
+                                /** @enum {unknown} */
+                                distribution: "uniform" | "normal";
+                                high: number;
+                                low: number;
+                                mean?: number;
+                                name: string;
+                                sd?: number;
+                            }[];
+                            run_count: number;
+                            seed: number;
+                        } | {
+                            batch_size: number;
+                            budget: number;
+                            dataset: {
+                                dataset_id: string;
+                                /** @description 64 lowercase hex characters */
+                                manifest_sha256: string;
+                                member: {
+                                    /** Format: uuid */
+                                    file_id: string;
+                                    sample_id: string;
+                                    /** @description 64 lowercase hex characters */
+                                    sha256: string;
+                                };
+                                name: string;
+                                version: number;
+                            };
+                            /** @constant */
+                            kind: "calibration";
+                            /** @enum {unknown} */
+                            loss: "sum_of_squares" | "gaussian_nll";
+                            noise_sd: number | null;
+                            observations: {
+                                column: string;
+                                output: string;
+                                t: number[];
+                                units: string | null;
+                                y: number[];
+                            }[];
+                            /** @enum {unknown} */
+                            optimizer: "cmaes" | "tpe";
+                            parameters: {
+                                /** @enum {unknown} */
+                                distribution: "uniform" | "normal";
+                                high: number;
+                                low: number;
+                                mean?: number;
+                                name: string;
+                                sd?: number;
+                            }[];
+                            run_count: number;
+                            seed: number;
+                            stop: null | {
+                                patience_batches: number;
+                                relative_tolerance: number;
+                            };
+                        };
                         /** @description The exact object `plan_sha256` digests (RFC 8785 canonical JSON), to recompute it. */
                         digest_input: {
                             /** @description identifier (acct_...) */
@@ -2440,6 +2607,11 @@ export interface operations {
                         }[];
                         /** @description Empty when none was given. */
                         goal: string;
+                        /**
+                         * @description `arms`: arms compared; `sensitivity`: which parameters matter; `calibration`: which values explain a dataset.
+                         * @enum {unknown}
+                         */
+                        kind: "arms" | "sensitivity" | "calibration";
                         links: Record<string, unknown>;
                         name: string;
                         next_actions: {
@@ -2518,7 +2690,7 @@ export interface operations {
                                 file_id: string;
                                 file_name: string;
                                 /** @enum {unknown} */
-                                format: "csv" | "svg";
+                                format: "csv" | "svg" | "json";
                                 /** @description Lowercase hex SHA-256 of the bytes: verify a download against it. */
                                 sha256: string;
                                 size_bytes: number;
@@ -2540,6 +2712,11 @@ export interface operations {
                             goal: string;
                             /** @description identifier (exp_...) */
                             id: string;
+                            /**
+                             * @description `arms`: arms compared; `sensitivity`: which parameters matter; `calibration`: which values explain a dataset.
+                             * @enum {unknown}
+                             */
+                            kind: "arms" | "sensitivity" | "calibration";
                             name: string;
                             /** @constant */
                             object: "experiment";
@@ -2626,6 +2803,102 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description What the study found, stored when it ends (null before, and for a study of arms). Descriptive: no statement of scientific validity. */
+                        analysis: null | {
+                            /** @description Every sampled run completed; indices exist only then. */
+                            complete: boolean;
+                            /** @constant */
+                            descriptive: true;
+                            /** @constant */
+                            kind: "sensitivity";
+                            /** @description The analysis libraries that answered, by distribution name. */
+                            library_versions: {
+                                [key: string]: string;
+                            };
+                            /** @enum {unknown} */
+                            method: "sobol" | "morris";
+                            note: string;
+                            outputs: {
+                                /** @description Per parameter: Sobol' S1 and ST with their 95% confidence half-widths, or Morris's μ, μ*, σ and μ*'s half-width. */
+                                indices: ({
+                                    parameter: string;
+                                    S1: number | null;
+                                    S1_conf: number | null;
+                                    ST: number | null;
+                                    ST_conf: number | null;
+                                } | {
+                                    mu: number | null;
+                                    mu_star: number | null;
+                                    mu_star_conf: number | null;
+                                    parameter: string;
+                                    sigma: number | null;
+                                })[];
+                                /** @description The output and its summary, as `name` or `name.summary`. */
+                                output: string;
+                                /** @description Parameters by influence: total index (Sobol') or μ* (Morris), largest first. */
+                                ranking: string[];
+                                units: string | null;
+                            }[];
+                            runs_completed: number;
+                        } | {
+                            /** @description The evaluated set of least loss; null when no run completed. */
+                            best: null | {
+                                loss: number;
+                                parameters: {
+                                    [key: string]: number;
+                                };
+                                /** Format: uuid */
+                                run_id: string;
+                            };
+                            /** @constant */
+                            descriptive: true;
+                            /** @description The best run's series at the observation times, beside the observations. */
+                            fitted: {
+                                fitted: number[];
+                                observed: number[];
+                                output: string;
+                                t: number[];
+                                units: string | null;
+                            }[];
+                            /** @constant */
+                            kind: "calibration";
+                            /** @description The analysis libraries that answered, by distribution name. */
+                            library_versions: {
+                                [key: string]: string;
+                            };
+                            /** @description Each evaluated set in the order asked: its loss (null when its run failed) and the best so far. */
+                            loss_curve: {
+                                batch: number;
+                                best_loss: number | null;
+                                loss: number | null;
+                                run: number;
+                            }[];
+                            note: string;
+                            runs_told: number;
+                            /**
+                             * @description Why no further batch was asked for.
+                             * @enum {unknown}
+                             */
+                            stopped: "budget" | "converged" | "closed" | "no_runs";
+                            uncertainty: {
+                                /** @constant */
+                                descriptive: true;
+                                intervals: null | {
+                                    [key: string]: {
+                                        estimate: number;
+                                        high: number;
+                                        low: number;
+                                        sd: number;
+                                    };
+                                };
+                                /** @constant */
+                                level: 0.95;
+                                /** @constant */
+                                method: "linearised_joint_region";
+                                note: string;
+                                residual_sd?: number;
+                            };
+                        };
                         arm_labels: string[];
                         arms: {
                             compute_profile: string;
@@ -2682,7 +2955,7 @@ export interface operations {
                             file_id: string;
                             file_name: string;
                             /** @enum {unknown} */
-                            format: "csv" | "svg";
+                            format: "csv" | "svg" | "json";
                             /** @description Lowercase hex SHA-256 of the bytes: verify a download against it. */
                             sha256: string;
                             size_bytes: number;
@@ -2744,6 +3017,83 @@ export interface operations {
                         credits_reserved: number;
                         /** @description US dollars charged so far for its ended runs (detached ones included). */
                         credits_settled: number;
+                        /** @description What the study varies and how (sensitivity or calibration), as approved; null for a study of arms. */
+                        design: null | {
+                            base_sample: number;
+                            /** @constant */
+                            kind: "sensitivity";
+                            /** @enum {unknown} */
+                            method: "sobol" | "morris";
+                            num_levels: number;
+                            num_resamples: number;
+                            outputs: {
+                                output: string;
+                                /**
+                                 * @description How an output becomes one number: `value` for a number output; for a time series its `final` value, its `max`, the `mean` of its points, or the `time_of_max`.
+                                 * @enum {unknown}
+                                 */
+                                summary: "value" | "final" | "max" | "mean" | "time_of_max";
+                                units: string | null;
+                                value_type: string;
+                            }[];
+                            parameters: {
+                                /** @enum {unknown} */
+                                distribution: "uniform" | "normal";
+                                high: number;
+                                low: number;
+                                mean?: number;
+                                name: string;
+                                sd?: number;
+                            }[];
+                            run_count: number;
+                            seed: number;
+                        } | {
+                            batch_size: number;
+                            budget: number;
+                            dataset: {
+                                dataset_id: string;
+                                /** @description 64 lowercase hex characters */
+                                manifest_sha256: string;
+                                member: {
+                                    /** Format: uuid */
+                                    file_id: string;
+                                    sample_id: string;
+                                    /** @description 64 lowercase hex characters */
+                                    sha256: string;
+                                };
+                                name: string;
+                                version: number;
+                            };
+                            /** @constant */
+                            kind: "calibration";
+                            /** @enum {unknown} */
+                            loss: "sum_of_squares" | "gaussian_nll";
+                            noise_sd: number | null;
+                            observations: {
+                                column: string;
+                                output: string;
+                                t: number[];
+                                units: string | null;
+                                y: number[];
+                            }[];
+                            /** @enum {unknown} */
+                            optimizer: "cmaes" | "tpe";
+                            parameters: {
+                                /** @enum {unknown} */
+                                distribution: "uniform" | "normal";
+                                high: number;
+                                low: number;
+                                mean?: number;
+                                name: string;
+                                sd?: number;
+                            }[];
+                            run_count: number;
+                            seed: number;
+                            stop: null | {
+                                patience_batches: number;
+                                relative_tolerance: number;
+                            };
+                        };
                         detached_runs: {
                             /** @description Label of the arm it ran for. */
                             arm: string;
@@ -2771,6 +3121,11 @@ export interface operations {
                         goal: string;
                         /** @description identifier (exp_...) */
                         id: string;
+                        /**
+                         * @description `arms`: arms compared; `sensitivity`: which parameters matter; `calibration`: which values explain a dataset.
+                         * @enum {unknown}
+                         */
+                        kind: "arms" | "sensitivity" | "calibration";
                         links: Record<string, unknown>;
                         name: string;
                         next_actions: {
@@ -2851,6 +3206,102 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description What the study found, stored when it ends (null before, and for a study of arms). Descriptive: no statement of scientific validity. */
+                        analysis: null | {
+                            /** @description Every sampled run completed; indices exist only then. */
+                            complete: boolean;
+                            /** @constant */
+                            descriptive: true;
+                            /** @constant */
+                            kind: "sensitivity";
+                            /** @description The analysis libraries that answered, by distribution name. */
+                            library_versions: {
+                                [key: string]: string;
+                            };
+                            /** @enum {unknown} */
+                            method: "sobol" | "morris";
+                            note: string;
+                            outputs: {
+                                /** @description Per parameter: Sobol' S1 and ST with their 95% confidence half-widths, or Morris's μ, μ*, σ and μ*'s half-width. */
+                                indices: ({
+                                    parameter: string;
+                                    S1: number | null;
+                                    S1_conf: number | null;
+                                    ST: number | null;
+                                    ST_conf: number | null;
+                                } | {
+                                    mu: number | null;
+                                    mu_star: number | null;
+                                    mu_star_conf: number | null;
+                                    parameter: string;
+                                    sigma: number | null;
+                                })[];
+                                /** @description The output and its summary, as `name` or `name.summary`. */
+                                output: string;
+                                /** @description Parameters by influence: total index (Sobol') or μ* (Morris), largest first. */
+                                ranking: string[];
+                                units: string | null;
+                            }[];
+                            runs_completed: number;
+                        } | {
+                            /** @description The evaluated set of least loss; null when no run completed. */
+                            best: null | {
+                                loss: number;
+                                parameters: {
+                                    [key: string]: number;
+                                };
+                                /** Format: uuid */
+                                run_id: string;
+                            };
+                            /** @constant */
+                            descriptive: true;
+                            /** @description The best run's series at the observation times, beside the observations. */
+                            fitted: {
+                                fitted: number[];
+                                observed: number[];
+                                output: string;
+                                t: number[];
+                                units: string | null;
+                            }[];
+                            /** @constant */
+                            kind: "calibration";
+                            /** @description The analysis libraries that answered, by distribution name. */
+                            library_versions: {
+                                [key: string]: string;
+                            };
+                            /** @description Each evaluated set in the order asked: its loss (null when its run failed) and the best so far. */
+                            loss_curve: {
+                                batch: number;
+                                best_loss: number | null;
+                                loss: number | null;
+                                run: number;
+                            }[];
+                            note: string;
+                            runs_told: number;
+                            /**
+                             * @description Why no further batch was asked for.
+                             * @enum {unknown}
+                             */
+                            stopped: "budget" | "converged" | "closed" | "no_runs";
+                            uncertainty: {
+                                /** @constant */
+                                descriptive: true;
+                                intervals: null | {
+                                    [key: string]: {
+                                        estimate: number;
+                                        high: number;
+                                        low: number;
+                                        sd: number;
+                                    };
+                                };
+                                /** @constant */
+                                level: 0.95;
+                                /** @constant */
+                                method: "linearised_joint_region";
+                                note: string;
+                                residual_sd?: number;
+                            };
+                        };
                         arm_labels: string[];
                         arms: {
                             compute_profile: string;
@@ -2907,7 +3358,7 @@ export interface operations {
                             file_id: string;
                             file_name: string;
                             /** @enum {unknown} */
-                            format: "csv" | "svg";
+                            format: "csv" | "svg" | "json";
                             /** @description Lowercase hex SHA-256 of the bytes: verify a download against it. */
                             sha256: string;
                             size_bytes: number;
@@ -2969,6 +3420,83 @@ export interface operations {
                         credits_reserved: number;
                         /** @description US dollars charged so far for its ended runs (detached ones included). */
                         credits_settled: number;
+                        /** @description What the study varies and how (sensitivity or calibration), as approved; null for a study of arms. */
+                        design: null | {
+                            base_sample: number;
+                            /** @constant */
+                            kind: "sensitivity";
+                            /** @enum {unknown} */
+                            method: "sobol" | "morris";
+                            num_levels: number;
+                            num_resamples: number;
+                            outputs: {
+                                output: string;
+                                /**
+                                 * @description How an output becomes one number: `value` for a number output; for a time series its `final` value, its `max`, the `mean` of its points, or the `time_of_max`.
+                                 * @enum {unknown}
+                                 */
+                                summary: "value" | "final" | "max" | "mean" | "time_of_max";
+                                units: string | null;
+                                value_type: string;
+                            }[];
+                            parameters: {
+                                /** @enum {unknown} */
+                                distribution: "uniform" | "normal";
+                                high: number;
+                                low: number;
+                                mean?: number;
+                                name: string;
+                                sd?: number;
+                            }[];
+                            run_count: number;
+                            seed: number;
+                        } | {
+                            batch_size: number;
+                            budget: number;
+                            dataset: {
+                                dataset_id: string;
+                                /** @description 64 lowercase hex characters */
+                                manifest_sha256: string;
+                                member: {
+                                    /** Format: uuid */
+                                    file_id: string;
+                                    sample_id: string;
+                                    /** @description 64 lowercase hex characters */
+                                    sha256: string;
+                                };
+                                name: string;
+                                version: number;
+                            };
+                            /** @constant */
+                            kind: "calibration";
+                            /** @enum {unknown} */
+                            loss: "sum_of_squares" | "gaussian_nll";
+                            noise_sd: number | null;
+                            observations: {
+                                column: string;
+                                output: string;
+                                t: number[];
+                                units: string | null;
+                                y: number[];
+                            }[];
+                            /** @enum {unknown} */
+                            optimizer: "cmaes" | "tpe";
+                            parameters: {
+                                /** @enum {unknown} */
+                                distribution: "uniform" | "normal";
+                                high: number;
+                                low: number;
+                                mean?: number;
+                                name: string;
+                                sd?: number;
+                            }[];
+                            run_count: number;
+                            seed: number;
+                            stop: null | {
+                                patience_batches: number;
+                                relative_tolerance: number;
+                            };
+                        };
                         detached_runs: {
                             /** @description Label of the arm it ran for. */
                             arm: string;
@@ -2996,6 +3524,11 @@ export interface operations {
                         goal: string;
                         /** @description identifier (exp_...) */
                         id: string;
+                        /**
+                         * @description `arms`: arms compared; `sensitivity`: which parameters matter; `calibration`: which values explain a dataset.
+                         * @enum {unknown}
+                         */
+                        kind: "arms" | "sensitivity" | "calibration";
                         links: Record<string, unknown>;
                         name: string;
                         next_actions: {
@@ -3083,6 +3616,102 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description What the study found, stored when it ends (null before, and for a study of arms). Descriptive: no statement of scientific validity. */
+                        analysis: null | {
+                            /** @description Every sampled run completed; indices exist only then. */
+                            complete: boolean;
+                            /** @constant */
+                            descriptive: true;
+                            /** @constant */
+                            kind: "sensitivity";
+                            /** @description The analysis libraries that answered, by distribution name. */
+                            library_versions: {
+                                [key: string]: string;
+                            };
+                            /** @enum {unknown} */
+                            method: "sobol" | "morris";
+                            note: string;
+                            outputs: {
+                                /** @description Per parameter: Sobol' S1 and ST with their 95% confidence half-widths, or Morris's μ, μ*, σ and μ*'s half-width. */
+                                indices: ({
+                                    parameter: string;
+                                    S1: number | null;
+                                    S1_conf: number | null;
+                                    ST: number | null;
+                                    ST_conf: number | null;
+                                } | {
+                                    mu: number | null;
+                                    mu_star: number | null;
+                                    mu_star_conf: number | null;
+                                    parameter: string;
+                                    sigma: number | null;
+                                })[];
+                                /** @description The output and its summary, as `name` or `name.summary`. */
+                                output: string;
+                                /** @description Parameters by influence: total index (Sobol') or μ* (Morris), largest first. */
+                                ranking: string[];
+                                units: string | null;
+                            }[];
+                            runs_completed: number;
+                        } | {
+                            /** @description The evaluated set of least loss; null when no run completed. */
+                            best: null | {
+                                loss: number;
+                                parameters: {
+                                    [key: string]: number;
+                                };
+                                /** Format: uuid */
+                                run_id: string;
+                            };
+                            /** @constant */
+                            descriptive: true;
+                            /** @description The best run's series at the observation times, beside the observations. */
+                            fitted: {
+                                fitted: number[];
+                                observed: number[];
+                                output: string;
+                                t: number[];
+                                units: string | null;
+                            }[];
+                            /** @constant */
+                            kind: "calibration";
+                            /** @description The analysis libraries that answered, by distribution name. */
+                            library_versions: {
+                                [key: string]: string;
+                            };
+                            /** @description Each evaluated set in the order asked: its loss (null when its run failed) and the best so far. */
+                            loss_curve: {
+                                batch: number;
+                                best_loss: number | null;
+                                loss: number | null;
+                                run: number;
+                            }[];
+                            note: string;
+                            runs_told: number;
+                            /**
+                             * @description Why no further batch was asked for.
+                             * @enum {unknown}
+                             */
+                            stopped: "budget" | "converged" | "closed" | "no_runs";
+                            uncertainty: {
+                                /** @constant */
+                                descriptive: true;
+                                intervals: null | {
+                                    [key: string]: {
+                                        estimate: number;
+                                        high: number;
+                                        low: number;
+                                        sd: number;
+                                    };
+                                };
+                                /** @constant */
+                                level: 0.95;
+                                /** @constant */
+                                method: "linearised_joint_region";
+                                note: string;
+                                residual_sd?: number;
+                            };
+                        };
                         arm_labels: string[];
                         arms: {
                             compute_profile: string;
@@ -3139,7 +3768,7 @@ export interface operations {
                             file_id: string;
                             file_name: string;
                             /** @enum {unknown} */
-                            format: "csv" | "svg";
+                            format: "csv" | "svg" | "json";
                             /** @description Lowercase hex SHA-256 of the bytes: verify a download against it. */
                             sha256: string;
                             size_bytes: number;
@@ -3201,6 +3830,83 @@ export interface operations {
                         credits_reserved: number;
                         /** @description US dollars charged so far for its ended runs (detached ones included). */
                         credits_settled: number;
+                        /** @description What the study varies and how (sensitivity or calibration), as approved; null for a study of arms. */
+                        design: null | {
+                            base_sample: number;
+                            /** @constant */
+                            kind: "sensitivity";
+                            /** @enum {unknown} */
+                            method: "sobol" | "morris";
+                            num_levels: number;
+                            num_resamples: number;
+                            outputs: {
+                                output: string;
+                                /**
+                                 * @description How an output becomes one number: `value` for a number output; for a time series its `final` value, its `max`, the `mean` of its points, or the `time_of_max`.
+                                 * @enum {unknown}
+                                 */
+                                summary: "value" | "final" | "max" | "mean" | "time_of_max";
+                                units: string | null;
+                                value_type: string;
+                            }[];
+                            parameters: {
+                                /** @enum {unknown} */
+                                distribution: "uniform" | "normal";
+                                high: number;
+                                low: number;
+                                mean?: number;
+                                name: string;
+                                sd?: number;
+                            }[];
+                            run_count: number;
+                            seed: number;
+                        } | {
+                            batch_size: number;
+                            budget: number;
+                            dataset: {
+                                dataset_id: string;
+                                /** @description 64 lowercase hex characters */
+                                manifest_sha256: string;
+                                member: {
+                                    /** Format: uuid */
+                                    file_id: string;
+                                    sample_id: string;
+                                    /** @description 64 lowercase hex characters */
+                                    sha256: string;
+                                };
+                                name: string;
+                                version: number;
+                            };
+                            /** @constant */
+                            kind: "calibration";
+                            /** @enum {unknown} */
+                            loss: "sum_of_squares" | "gaussian_nll";
+                            noise_sd: number | null;
+                            observations: {
+                                column: string;
+                                output: string;
+                                t: number[];
+                                units: string | null;
+                                y: number[];
+                            }[];
+                            /** @enum {unknown} */
+                            optimizer: "cmaes" | "tpe";
+                            parameters: {
+                                /** @enum {unknown} */
+                                distribution: "uniform" | "normal";
+                                high: number;
+                                low: number;
+                                mean?: number;
+                                name: string;
+                                sd?: number;
+                            }[];
+                            run_count: number;
+                            seed: number;
+                            stop: null | {
+                                patience_batches: number;
+                                relative_tolerance: number;
+                            };
+                        };
                         detached_runs: {
                             /** @description Label of the arm it ran for. */
                             arm: string;
@@ -3228,6 +3934,11 @@ export interface operations {
                         goal: string;
                         /** @description identifier (exp_...) */
                         id: string;
+                        /**
+                         * @description `arms`: arms compared; `sensitivity`: which parameters matter; `calibration`: which values explain a dataset.
+                         * @enum {unknown}
+                         */
+                        kind: "arms" | "sensitivity" | "calibration";
                         links: Record<string, unknown>;
                         name: string;
                         next_actions: {
@@ -5322,6 +6033,7 @@ export interface operations {
     passport_get: {
         parameters: {
             query?: {
+                experiment_id?: string | null;
                 passport_id?: string | null;
                 revision_id?: string | null;
                 run_id?: string | null;
@@ -5376,7 +6088,7 @@ export interface operations {
                             /** @description base64 Ed25519 signature of the RFC 8785 canonical JSON of the passport without `signature` */
                             value: string;
                         };
-                        /** @description What the passport is of: a run, or a workspace revision (digests as they were when it was built). */
+                        /** @description What the passport is of: a run, a study, or a workspace revision (digests as they were when it was built). */
                         subject: {
                             /** @constant */
                             kind: "run";
@@ -5392,6 +6104,14 @@ export interface operations {
                             tree_sha256: string | null;
                             /** Format: uuid */
                             workspace_id: string;
+                        } | {
+                            /** @description SHA-256 of the RFC 8785 canonical JSON of the approved design (null for a study of arms). */
+                            design_sha256: string | null;
+                            experiment_id: string;
+                            /** @constant */
+                            kind: "experiment";
+                            /** @enum {unknown} */
+                            study_kind: "arms" | "sensitivity" | "calibration";
                         };
                         warnings: Record<string, unknown>[];
                     };
@@ -6569,7 +7289,7 @@ export interface operations {
                                         };
                                         key_id: string | null;
                                         signature_valid: boolean;
-                                        /** @description What the passport is of: a run, or a workspace revision (digests as they were when it was built). */
+                                        /** @description What the passport is of: a run, a study, or a workspace revision (digests as they were when it was built). */
                                         subject: {
                                             /** @constant */
                                             kind: "run";
@@ -6585,6 +7305,14 @@ export interface operations {
                                             tree_sha256: string | null;
                                             /** Format: uuid */
                                             workspace_id: string;
+                                        } | {
+                                            /** @description SHA-256 of the RFC 8785 canonical JSON of the approved design (null for a study of arms). */
+                                            design_sha256: string | null;
+                                            experiment_id: string;
+                                            /** @constant */
+                                            kind: "experiment";
+                                            /** @enum {unknown} */
+                                            study_kind: "arms" | "sensitivity" | "calibration";
                                         };
                                     } | {
                                         name: string;
@@ -6908,7 +7636,7 @@ export interface operations {
                                         };
                                         key_id: string | null;
                                         signature_valid: boolean;
-                                        /** @description What the passport is of: a run, or a workspace revision (digests as they were when it was built). */
+                                        /** @description What the passport is of: a run, a study, or a workspace revision (digests as they were when it was built). */
                                         subject: {
                                             /** @constant */
                                             kind: "run";
@@ -6924,6 +7652,14 @@ export interface operations {
                                             tree_sha256: string | null;
                                             /** Format: uuid */
                                             workspace_id: string;
+                                        } | {
+                                            /** @description SHA-256 of the RFC 8785 canonical JSON of the approved design (null for a study of arms). */
+                                            design_sha256: string | null;
+                                            experiment_id: string;
+                                            /** @constant */
+                                            kind: "experiment";
+                                            /** @enum {unknown} */
+                                            study_kind: "arms" | "sensitivity" | "calibration";
                                         };
                                     } | {
                                         name: string;
@@ -7160,7 +7896,7 @@ export interface operations {
                                         };
                                         key_id: string | null;
                                         signature_valid: boolean;
-                                        /** @description What the passport is of: a run, or a workspace revision (digests as they were when it was built). */
+                                        /** @description What the passport is of: a run, a study, or a workspace revision (digests as they were when it was built). */
                                         subject: {
                                             /** @constant */
                                             kind: "run";
@@ -7176,6 +7912,14 @@ export interface operations {
                                             tree_sha256: string | null;
                                             /** Format: uuid */
                                             workspace_id: string;
+                                        } | {
+                                            /** @description SHA-256 of the RFC 8785 canonical JSON of the approved design (null for a study of arms). */
+                                            design_sha256: string | null;
+                                            experiment_id: string;
+                                            /** @constant */
+                                            kind: "experiment";
+                                            /** @enum {unknown} */
+                                            study_kind: "arms" | "sensitivity" | "calibration";
                                         };
                                     } | {
                                         name: string;
@@ -7332,7 +8076,7 @@ export interface operations {
                                         };
                                         key_id: string | null;
                                         signature_valid: boolean;
-                                        /** @description What the passport is of: a run, or a workspace revision (digests as they were when it was built). */
+                                        /** @description What the passport is of: a run, a study, or a workspace revision (digests as they were when it was built). */
                                         subject: {
                                             /** @constant */
                                             kind: "run";
@@ -7348,6 +8092,14 @@ export interface operations {
                                             tree_sha256: string | null;
                                             /** Format: uuid */
                                             workspace_id: string;
+                                        } | {
+                                            /** @description SHA-256 of the RFC 8785 canonical JSON of the approved design (null for a study of arms). */
+                                            design_sha256: string | null;
+                                            experiment_id: string;
+                                            /** @constant */
+                                            kind: "experiment";
+                                            /** @enum {unknown} */
+                                            study_kind: "arms" | "sensitivity" | "calibration";
                                         };
                                     } | {
                                         name: string;
@@ -7785,7 +8537,7 @@ export interface operations {
                                         };
                                         key_id: string | null;
                                         signature_valid: boolean;
-                                        /** @description What the passport is of: a run, or a workspace revision (digests as they were when it was built). */
+                                        /** @description What the passport is of: a run, a study, or a workspace revision (digests as they were when it was built). */
                                         subject: {
                                             /** @constant */
                                             kind: "run";
@@ -7801,6 +8553,14 @@ export interface operations {
                                             tree_sha256: string | null;
                                             /** Format: uuid */
                                             workspace_id: string;
+                                        } | {
+                                            /** @description SHA-256 of the RFC 8785 canonical JSON of the approved design (null for a study of arms). */
+                                            design_sha256: string | null;
+                                            experiment_id: string;
+                                            /** @constant */
+                                            kind: "experiment";
+                                            /** @enum {unknown} */
+                                            study_kind: "arms" | "sensitivity" | "calibration";
                                         };
                                     } | {
                                         name: string;
@@ -8032,7 +8792,7 @@ export interface operations {
                                     };
                                     key_id: string | null;
                                     signature_valid: boolean;
-                                    /** @description What the passport is of: a run, or a workspace revision (digests as they were when it was built). */
+                                    /** @description What the passport is of: a run, a study, or a workspace revision (digests as they were when it was built). */
                                     subject: {
                                         /** @constant */
                                         kind: "run";
@@ -8048,6 +8808,14 @@ export interface operations {
                                         tree_sha256: string | null;
                                         /** Format: uuid */
                                         workspace_id: string;
+                                    } | {
+                                        /** @description SHA-256 of the RFC 8785 canonical JSON of the approved design (null for a study of arms). */
+                                        design_sha256: string | null;
+                                        experiment_id: string;
+                                        /** @constant */
+                                        kind: "experiment";
+                                        /** @enum {unknown} */
+                                        study_kind: "arms" | "sensitivity" | "calibration";
                                     };
                                 } | {
                                     name: string;

@@ -36,6 +36,7 @@ import * as appendRunEvents from './036_append_run_events.ts';
 import * as sessionFailed from './037_session_failed.ts';
 import * as terminalEventLast from './038_terminal_event_last.ts';
 import * as mcpTasks from './039_mcp_tasks.ts';
+import * as studyKinds from './040_study_kinds.ts';
 import * as biologyResources from './025_biology_resources.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
@@ -81,6 +82,7 @@ const migrations: Record<string, Migration> = {
   '037_session_failed': sessionFailed,
   '038_terminal_event_last': terminalEventLast,
   '039_mcp_tasks': mcpTasks,
+  '040_study_kinds': studyKinds,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -23,6 +23,50 @@ function seedsText(seeds: number[]): string {
   return seeds.join(',');
 }
 
+/** What a sensitivity or calibration plan varies and how, for people. */
+function designText(d: NonNullable<ExperimentPlan['design']>): string[] {
+  const params = table(d.parameters.map((p) => ({
+    parameter: p.name, low: num(p.low), high: num(p.high), distribution: p.distribution === 'normal' ? `normal(${num(p.mean)}, ${num(p.sd)}) in bounds` : 'uniform',
+  })), ['parameter', 'low', 'high', 'distribution']);
+  if (d.kind === 'sensitivity') {
+    return [
+      `question  sensitivity: ${d.method === 'sobol' ? 'Sobol\' indices (Saltelli sample)' : 'Morris elementary effects'}, base sample ${d.base_sample}, seed ${d.seed}`,
+      params,
+      `outputs   ${d.outputs.map((o) => (o.summary === 'value' ? o.output : `${o.output} (${o.summary})`)).join(', ')}`,
+    ];
+  }
+  return [
+    `question  calibration: ${d.optimizer === 'cmaes' ? 'CMA-ES' : 'TPE'} (Optuna, seed ${d.seed}), ${d.loss}${d.noise_sd ? ` (σ ${num(d.noise_sd)})` : ''}, batches of ${d.batch_size}, at most ${d.budget} runs`,
+    params,
+    `data      ${d.dataset.name} version ${d.dataset.version} (${d.dataset.dataset_id}): ${d.observations.map((o) => `${o.output} at ${o.t.length} times`).join(', ')}`,
+  ];
+}
+
+/** What a finished sensitivity or calibration study found, for people. */
+export function analysisText(a: NonNullable<Experiment['analysis']>): string {
+  const lines: string[] = [];
+  if (a.kind === 'sensitivity') {
+    lines.push(`analysis  sensitivity (${a.method}, descriptive): ${a.runs_completed} runs completed`);
+    for (const o of a.outputs) {
+      lines.push('', `${o.output}${o.units ? ` (${o.units})` : ''}  ranked: ${o.ranking.join(' > ')}`);
+      lines.push(table(o.indices.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'number' ? num(v) : v ?? '-']))),
+        a.method === 'sobol' ? ['parameter', 'S1', 'S1_conf', 'ST', 'ST_conf'] : ['parameter', 'mu', 'mu_star', 'sigma', 'mu_star_conf']));
+    }
+  } else {
+    lines.push(`analysis  calibration (descriptive): ${a.runs_told} runs told, stopped: ${a.stopped}`);
+    if (a.best) {
+      const iv = a.uncertainty.intervals;
+      lines.push(`best      loss ${num(a.best.loss)} (run ${a.best.run_id})`);
+      lines.push(table(Object.entries(a.best.parameters).map(([name, v]) => ({
+        parameter: name, best: num(v), interval95: iv?.[name] ? `[${num(iv[name].low)}, ${num(iv[name].high)}]` : '-',
+      })), ['parameter', 'best', 'interval95']));
+      lines.push(`intervals ${a.uncertainty.note}`);
+    }
+  }
+  lines.push('', `note: ${a.note}`);
+  return lines.join('\n');
+}
+
 function planText(plan: ExperimentPlan): string {
   const arms = plan.arms.map((a) => ({
     label: a.label, runs: a.replicates, seeds: seedsText(a.seeds), lab: a.resolved_ref, profile: a.compute_profile,
@@ -31,7 +75,9 @@ function planText(plan: ExperimentPlan): string {
   const lines = [
     `study     ${plan.name} (${plan.status})${plan.goal ? `\ngoal      ${plan.goal}` : ''}`,
     `plan      ${plan.plan_id}`,
-    table(arms, ['label', 'runs', 'seeds', 'lab', 'profile', 'max_s', 'max_usd_per_run']),
+    ...(plan.design
+      ? [`lab       ${plan.arms[0]!.resolved_ref} on ${plan.arms[0]!.compute_profile}, at most ${plan.arms[0]!.max_runtime_seconds} s and ${usd(plan.arms[0]!.estimated_max_usd_per_run)} a run`, ...designText(plan.design)]
+      : [table(arms, ['label', 'runs', 'seeds', 'lab', 'profile', 'max_s', 'max_usd_per_run'])]),
   ];
   for (const f of plan.findings) lines.push(`${f.severity.padEnd(9)} ${f.code}: ${f.message}${f.path ? ` (${f.path})` : ''}`);
   lines.push(
@@ -80,7 +126,7 @@ export function studyText(e: Experiment): string {
     `credits   ${usd(e.credits_reserved)} reserved, ${usd(e.credits_settled)} settled`,
     ...(failed.length ? ['runs that did not complete:', ...failed] : []),
     '',
-    comparisonText(e.comparison),
+    e.analysis ? analysisText(e.analysis) : comparisonText(e.comparison),
     ...(e.artifacts.length ? ['', 'files:', ...e.artifacts.map((a) => `  ${a.file_name}  ${a.size_bytes} bytes  sha256 ${a.sha256}  ${a.download_url}`)] : []),
   ].join('\n');
 }

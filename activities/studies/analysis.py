@@ -1,0 +1,154 @@
+"""The numerical side of studies, run in the service's analysis environment
+(activities/studies/analysis.lock), never in a lab's. One command per call: a JSON
+request on stdin, a JSON answer on stdout (activities/studies/analysis.ts).
+
+  sample    the parameter sets of a sensitivity study (SALib's Saltelli/Sobol' or Morris sampler)
+  analyze   its indices from the outputs of those runs (SALib's analyzers)
+  ask       the next batch of a calibration (Optuna ask-and-tell, rebuilt from every trial told)
+  fit       a calibration's uncertainty: intervals from the local linearisation of the fit
+  versions  the versions of the libraries that answer (for a study's passport)
+
+Every random stream is seeded from the request, so equal requests give equal answers.
+"""
+import json
+import sys
+import warnings
+
+import numpy as np
+
+warnings.filterwarnings("ignore")
+
+
+def problem(parameters):
+    """SALib's problem: names, bounds and distributions ('unif', or 'truncnorm' within the bounds)."""
+    bounds, dists = [], []
+    for p in parameters:
+        if p.get("distribution", "uniform") == "normal":
+            bounds.append([p["low"], p["high"], p["mean"], p["sd"]])
+            dists.append("truncnorm")
+        else:
+            bounds.append([p["low"], p["high"]])
+            dists.append("unif")
+    return {"num_vars": len(parameters), "names": [p["name"] for p in parameters], "bounds": bounds, "dists": dists}
+
+
+def sample(req):
+    prob = problem(req["parameters"])
+    if req["method"] == "sobol":
+        from SALib.sample import sobol
+
+        x = sobol.sample(prob, req["base_sample"], calc_second_order=False, scramble=True, seed=req["seed"])
+    else:
+        from SALib.sample import morris
+
+        x = morris.sample(prob, req["base_sample"], num_levels=req["num_levels"], seed=req["seed"])
+    return {"points": x.tolist()}
+
+
+def finite(values):
+    return [None if v is None or not np.isfinite(v) else float(v) for v in values]
+
+
+def analyze(req):
+    prob = problem(req["parameters"])
+    out = {}
+    for name, ys in req["outputs"].items():
+        y = np.asarray(ys, dtype=float)
+        if req["method"] == "sobol":
+            from SALib.analyze import sobol
+
+            si = sobol.analyze(prob, y, calc_second_order=False, num_resamples=req["num_resamples"], conf_level=0.95, seed=req["seed"])
+            out[name] = {k: finite(si[k]) for k in ("S1", "S1_conf", "ST", "ST_conf")}
+        else:
+            from SALib.analyze import morris
+
+            x = np.asarray(req["points"], dtype=float)
+            si = morris.analyze(prob, x, y, num_resamples=req["num_resamples"], conf_level=0.95, num_levels=req["num_levels"], seed=req["seed"])
+            out[name] = {k: finite(si[k]) for k in ("mu", "mu_star", "sigma", "mu_star_conf")}
+    return {"indices": out}
+
+
+def ask(req):
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    dists = {p["name"]: optuna.distributions.FloatDistribution(p["low"], p["high"]) for p in req["parameters"]}
+    # A fresh sampler per batch, seeded by the batch: the asked sets depend only on the
+    # trials told so far and the seed, wherever and however often this is called.
+    seed = req["seed"] + req["batch"]
+    n = req["batch_size"]
+    if req["optimizer"] == "cmaes":
+        sampler = optuna.samplers.CmaEsSampler(seed=seed, popsize=req.get("popsize", n), n_startup_trials=0, warn_independent_sampling=False)
+    else:
+        sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True, n_startup_trials=max(n, 2 * len(dists)))
+    study = optuna.create_study(sampler=sampler, direction="minimize")
+    for t in req["trials"]:
+        # The sampler's own state (CMA-ES keeps its optimizer here) travels with each trial.
+        ok = t["value"] is not None
+        study.add_trial(optuna.trial.create_trial(
+            params=t["params"], distributions=dists, system_attrs=t["attrs"],
+            state=optuna.trial.TrialState.COMPLETE if ok else optuna.trial.TrialState.FAIL, value=t["value"] if ok else None,
+        ))
+    asked = []
+    for _ in range(n):
+        trial = study.ask(dists)
+        asked.append({"params": trial.params, "attrs": dict(study._storage.get_trial(trial._trial_id).system_attrs)})
+    return {"asked": asked}
+
+
+def fit(req):
+    """
+    Intervals for the best parameters from the local linearisation of the model around
+    them (Gauss-Newton): the Jacobian of the fitted values is the least-squares slope of
+    the evaluated sets nearest the best, the residual variance is the fit's own (or the
+    stated noise), and each interval is the projection of the joint confidence region
+    (so all hold together at the stated level). Descriptive: it assumes the model is
+    locally linear and the noise Gaussian and independent.
+    """
+    from scipy import stats
+
+    names = [p["name"] for p in req["parameters"]]
+    span = np.array([p["high"] - p["low"] for p in req["parameters"]], dtype=float)
+    trials = [t for t in req["trials"] if t["fitted"] is not None]
+    x = np.array([[t["params"][n] for n in names] for t in trials], dtype=float)
+    f = np.array([t["fitted"] for t in trials], dtype=float)
+    y = np.asarray(req["observed"], dtype=float)
+    n, p = len(y), len(names)
+    best = int(np.argmin([t["loss"] for t in trials]))
+    nearest = np.argsort(np.linalg.norm((x - x[best]) / span, axis=1))[: max(3 * p, 8)]
+    none = {"method": "linearised_joint_region", "level": 0.95, "intervals": None, "descriptive": True}
+    if n <= p or len(nearest) <= p:
+        return {**none, "note": "Too few observations or evaluated sets to state an interval."}
+    design = np.column_stack([np.ones(len(nearest)), x[nearest] - x[best]])
+    coef, _, rank, _ = np.linalg.lstsq(design, f[nearest], rcond=None)
+    if rank < p + 1:
+        return {**none, "note": "The evaluated sets near the best do not span every parameter."}
+    jac = coef[1:].T
+    resid = y - f[best]
+    noise = req.get("noise_sd")
+    variance = noise**2 if noise else float(resid @ resid) / (n - p)
+    jtj = jac.T @ jac
+    if np.linalg.cond(jtj) > 1e12:
+        return {**none, "note": "The parameters are not identifiable from these observations near the best (a flat direction)."}
+    centre = x[best] + np.linalg.solve(jtj, jac.T @ resid)
+    sd = np.sqrt(np.diag(variance * np.linalg.inv(jtj)))
+    half = sd * np.sqrt(p * (stats.chi2.ppf(0.95, p) / p if noise else stats.f.ppf(0.95, p, n - p)))
+    return {
+        **none,
+        "intervals": {name: {"estimate": float(centre[i]), "low": float(centre[i] - half[i]), "high": float(centre[i] + half[i]), "sd": float(sd[i])} for i, name in enumerate(names)},
+        "residual_sd": float(np.sqrt(variance)),
+        "note": "Simultaneous 95% intervals: the projections of the joint confidence region of the Gauss-Newton linearisation at the best set (its Jacobian fitted to the nearest evaluated sets). They assume a locally linear model and independent Gaussian noise.",
+    }
+
+
+def versions(_req):
+    from importlib.metadata import version
+
+    return {"versions": {d: version(d) for d in ("SALib", "optuna", "cmaes", "numpy", "scipy")}}
+
+
+COMMANDS = {"sample": sample, "analyze": analyze, "ask": ask, "fit": fit, "versions": versions}
+
+if __name__ == "__main__":
+    request = json.load(sys.stdin)
+    json.dump(COMMANDS[sys.argv[1]](request), sys.stdout)

@@ -1,0 +1,172 @@
+import { Context } from '@temporalio/activity';
+import { parse as parseCsv } from 'csv-parse/sync';
+import type { Db } from '../../storage/db/knex.ts';
+import type { ObjectStore } from '../../storage/objects.ts';
+import { blobKey } from '../../storage/objects.ts';
+import { completeExperiment, getExperiment, type ExperimentRow } from '../../storage/db/experiments.ts';
+import { getRun, listArtifacts } from '../../storage/db/runs.ts';
+import { assignBatch, runsAwaitingPoints, setStudyAnalysis, studyPoints, tellPoints, unassignedRuns, type StudyPoint } from '../../storage/db/studies.ts';
+import { cancelQueuedRun } from '../../storage/runLifecycle.ts';
+import { outputKey, type CalibrationDesign, type SensitivityDesign, type StudyDesign } from '../../storage/studyDesign.ts';
+import { storeStudyArtifacts } from '../../storage/studyArtifacts.ts';
+import type { Analysis } from './analysis.ts';
+import { calibrationLoss, converged, summarise, type Series } from './outcomes.ts';
+import { calibrationAnalysis, sensitivityAnalysis } from './findings.ts';
+
+type Asked = Array<{ params: Record<string, number>; attrs: Record<string, unknown> }>;
+
+/**
+ * Runs an activity's work heartbeating every few seconds while it is alive, so a worker
+ * that dies mid-batch is noticed within the heartbeat timeout and the work retried
+ * elsewhere; a cancel reaches the work as `signal` (it stops the analysis process).
+ */
+async function alive<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  ctx.heartbeat();
+  const timer = setInterval(() => ctx.heartbeat(), 5_000);
+  try {
+    return await work(ctx.cancellationSignal);
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** A study's activities on the control queue: ask a batch, tell its results, store what it found. */
+export function createStudyActivities(deps: { db: Db; objects: ObjectStore; analysis: Analysis; maxConcurrentRuns: number }) {
+  const { db, objects, analysis } = deps;
+
+  async function studyOf(experimentId: string): Promise<ExperimentRow & { design: StudyDesign }> {
+    const e = await getExperiment(db, experimentId);
+    if (!e?.design) throw new Error(`no study ${experimentId} with a design`);
+    return e as ExperimentRow & { design: StudyDesign };
+  }
+
+  /** The run's time series of each named output, from its CSV artifacts in the object store. */
+  async function seriesOf(runId: string, outputs: string[]): Promise<Map<string, Series>> {
+    const out = new Map<string, Series>();
+    const artifacts = (await listArtifacts(db, runId)).filter((a) => a.format === 'csv' && outputs.includes(a.role));
+    for (const a of artifacts) {
+      const rows: string[][] = parseCsv(await objects.getBytes(blobKey(a.sha256)), { from_line: 2, skip_empty_lines: true });
+      const t: number[] = [];
+      const y: number[] = [];
+      for (const [tt, v] of rows) {
+        if (v === '' || v === undefined) continue;
+        t.push(Number(tt));
+        y.push(Number(v));
+      }
+      out.set(a.role, { t, y });
+    }
+    return out;
+  }
+
+  /** The best loss after each batch, in batch order (told points only). */
+  function bestByBatch(points: StudyPoint[]): number[] {
+    const batches = [...new Set(points.map((p) => p.batch))].sort((a, b) => a - b);
+    let best = Infinity;
+    return batches.map((b) => {
+      for (const p of points) if (p.batch === b && typeof p.outcome?.loss === 'number') best = Math.min(best, p.outcome.loss);
+      return best;
+    });
+  }
+
+  return {
+    /** The study's owner, its lab's reference and how many runs it may keep in flight. */
+    async studySchedule(experimentId: string): Promise<{ account: string; ref: string; window: number }> {
+      const e = await studyOf(experimentId);
+      return { account: e.account_id, ref: e.arms[0]!.resolved_ref, window: Math.max(1, deps.maxConcurrentRuns) };
+    },
+
+    /**
+     * The run ids of batch `batch`, each given its parameter set: the sets given before
+     * when this batch was asked already; else asked now (the whole sample of a
+     * sensitivity study at once; the optimizer's next sets for a calibration, from every
+     * trial told so far) and given to waiting runs. None when the study is done: closed,
+     * its runs all given, or (a calibration) converged.
+     */
+    async studyAsk(experimentId: string, batch: number): Promise<{ runIds: string[] }> {
+      return alive((signal) => ask(experimentId, batch, signal));
+    },
+
+    /**
+     * Records what each run of the batch gave: a sensitivity study's output numbers, or a
+     * calibration's fitted values and loss; a run that did not complete tells its status.
+     */
+    async studyTell(experimentId: string, batch: number): Promise<void> {
+      return alive(() => tell(experimentId, batch));
+    },
+
+    /**
+     * Ends the study: runs never given a parameter set end as cancelled (nothing charged,
+     * their reservations released), the analysis of what was found is stored with its
+     * files, and the study is marked completed once every run has ended.
+     */
+    async finishStudy(experimentId: string): Promise<void> {
+      return alive((signal) => finish(experimentId, signal));
+    },
+  };
+
+  async function ask(experimentId: string, batch: number, signal: AbortSignal): Promise<{ runIds: string[] }> {
+    const e = await studyOf(experimentId);
+    const points = await studyPoints(db, experimentId);
+    const given = points.filter((p) => p.batch === batch);
+    if (given.length) return { runIds: given.map((p) => p.run_id) };
+    const waiting = await runsAwaitingPoints(db, experimentId);
+    if (e.status === 'closed' || !waiting) return { runIds: [] };
+    const d = e.design;
+    let asked: Asked;
+    if (d.kind === 'sensitivity') {
+      if (points.length) return { runIds: [] };
+      const { points: sample } = await analysis<{ points: number[][] }>('sample', {
+        method: d.method, parameters: d.parameters, base_sample: d.base_sample, num_levels: d.num_levels, seed: d.seed,
+      }, signal);
+      asked = sample.map((row) => ({ params: Object.fromEntries(d.parameters.map((p, i) => [p.name, row[i]!])), attrs: {} }));
+    } else {
+      if (converged(d.stop, bestByBatch(points))) return { runIds: [] };
+      ({ asked } = await analysis<{ asked: Asked }>('ask', {
+        optimizer: d.optimizer, parameters: d.parameters, seed: d.seed, batch, batch_size: Math.min(d.batch_size, waiting), popsize: d.batch_size,
+        trials: points.filter((p) => p.outcome).map((p) => ({ params: p.params, attrs: p.attrs, value: typeof p.outcome!.loss === 'number' ? p.outcome!.loss : null })),
+      }, signal));
+    }
+    const assigned = await assignBatch(db, experimentId, batch, asked, e.arms[0]!.inputs);
+    return { runIds: assigned.map((a) => a.run_id) };
+  }
+
+  async function tell(experimentId: string, batch: number): Promise<void> {
+    const e = await studyOf(experimentId);
+    const d = e.design;
+    const told: Array<{ idx: number; outcome: Record<string, unknown> }> = [];
+    for (const p of (await studyPoints(db, experimentId)).filter((x) => x.batch === batch && !x.outcome)) {
+      if (p.status !== 'completed') {
+        told.push({ idx: p.idx, outcome: { failed: p.status } });
+        continue;
+      }
+      const run = (await getRun(db, p.run_id))!;
+      if (d.kind === 'sensitivity') {
+        const series = await seriesOf(p.run_id, d.outputs.filter((o) => o.summary !== 'value').map((o) => o.output));
+        told.push({ idx: p.idx, outcome: Object.fromEntries(d.outputs.map((o) => [outputKey(o), summarise(o.summary, run.outputs?.[o.output], series.get(o.output))])) });
+      } else {
+        const fit = calibrationLoss(d, await seriesOf(p.run_id, d.observations.map((o) => o.output)));
+        told.push({ idx: p.idx, outcome: fit ?? { failed: 'no_series' } });
+      }
+    }
+    await tellPoints(db, experimentId, told);
+  }
+
+  async function finish(experimentId: string, signal: AbortSignal): Promise<void> {
+    for (const runId of await unassignedRuns(db, experimentId)) await cancelQueuedRun(db, runId);
+    const e = await studyOf(experimentId);
+    const points = await studyPoints(db, experimentId);
+    const call: Analysis = (command, request) => analysis(command, request, signal);
+    const { versions } = await call<{ versions: Record<string, string> }>('versions', {});
+    const found = e.design.kind === 'sensitivity'
+      ? await sensitivityAnalysis(call, e.design as SensitivityDesign, points, versions)
+      : await calibrationAnalysis(call, e.design as CalibrationDesign, points, versions, {
+        closed: e.status === 'closed', converged: converged((e.design as CalibrationDesign).stop, bestByBatch(points)),
+      });
+    await setStudyAnalysis(db, experimentId, found);
+    await storeStudyArtifacts({ db, objects }, e, found);
+    await completeExperiment(db, experimentId);
+  }
+}
+
+export type StudyActivities = ReturnType<typeof createStudyActivities>;

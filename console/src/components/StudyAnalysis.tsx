@@ -1,0 +1,123 @@
+/**
+ * What a sensitivity or calibration study found, drawn by Observable Plot (loaded with
+ * these charts only): each output's indices per parameter with their 95% intervals; or
+ * the best fit over the observations and the loss of every evaluated set, with the best
+ * parameters and their intervals in a table.
+ */
+import { useEffect, useRef } from 'preact/hooks';
+import type { CalibrationAnalysis, SensitivityAnalysis, StudyAnalysis as Analysis } from '@silico/sdk';
+import { valueText } from '../format.ts';
+
+type PlotOptions = Record<string, unknown>;
+
+/** One Observable Plot chart, drawn into its figure once the library has loaded. */
+function PlotFigure({ label, title, caption, options }: { label: string; title: string; caption: string; options: (Plot: typeof import('@observablehq/plot')) => PlotOptions }) {
+  const box = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    let chart: Element | null = null;
+    let gone = false;
+    void import('@observablehq/plot').then((Plot) => {
+      if (gone || !box.current) return;
+      chart = Plot.plot(options(Plot) as never);
+      box.current.replaceChildren(chart);
+    });
+    return () => { gone = true; chart?.remove(); };
+  }, [label]);
+  return (
+    <figure class="chart" data-chart={title}>
+      <h3>{title}</h3>
+      <div ref={box} role="img" aria-label={label} />
+      <figcaption class="hint">{caption}</figcaption>
+    </figure>
+  );
+}
+
+function Sensitivity({ a }: { a: SensitivityAnalysis }) {
+  if (!a.complete) return <p>{a.note}</p>;
+  const sobol = a.method === 'sobol';
+  return (
+    <>
+      {a.outputs.map((o) => {
+        const rows = o.indices.flatMap((r: any) => (sobol ? [['S1', r.S1, r.S1_conf], ['ST', r.ST, r.ST_conf]] : [['μ*', r.mu_star, r.mu_star_conf]])
+          .filter(([, v]) => typeof v === 'number').map(([index, v, c]) => ({ parameter: r.parameter as string, index: index as string, value: v as number, lo: (v as number) - ((c as number) ?? 0), hi: (v as number) + ((c as number) ?? 0) })));
+        return (
+          <section key={o.output} aria-label={`Indices of ${o.output}`}>
+            <PlotFigure
+              title={o.output}
+              label={`${o.output}: ${rows.map((r) => `${r.parameter} ${r.index} ${valueText(r.value)}`).join('; ')}; ranked ${o.ranking.join(' > ')}`}
+              caption={`Ranked by ${sobol ? 'total index' : 'μ*'}: ${o.ranking.join(' > ')}. ${a.note}`}
+              options={(Plot) => ({
+                marginLeft: 60, width: 640, height: 80 + 50 * o.indices.length,
+                x: { label: sobol ? 'index (95% interval)' : 'μ* (95% interval)', grid: true }, y: { label: null }, fy: { label: null }, color: { legend: true },
+                marks: [
+                  Plot.barX(rows, { y: 'index', x: 'value', fy: 'parameter', fill: 'index', ariaHidden: 'true' }),
+                  Plot.ruleY(rows, { y: 'index', x1: 'lo', x2: 'hi', fy: 'parameter', stroke: '#333', ariaHidden: 'true' }),
+                  Plot.ruleX([0]),
+                ],
+              })}
+            />
+            <table>
+              <caption>Indices of {o.output}</caption>
+              <thead><tr><th scope="col">Parameter</th>{(sobol ? ['S1', '± (95%)', 'ST', '± (95%)'] : ['μ', 'μ*', 'σ', 'μ* ± (95%)']).map((h) => <th key={h} scope="col">{h}</th>)}</tr></thead>
+              <tbody>{o.indices.map((r: any) => (
+                <tr key={r.parameter}><th scope="row">{r.parameter}</th>{(sobol ? [r.S1, r.S1_conf, r.ST, r.ST_conf] : [r.mu, r.mu_star, r.sigma, r.mu_star_conf]).map((v: number | null, i: number) => <td key={i}>{valueText(v)}</td>)}</tr>
+              ))}</tbody>
+            </table>
+          </section>
+        );
+      })}
+    </>
+  );
+}
+
+function Calibration({ a }: { a: CalibrationAnalysis }) {
+  if (!a.best) return <p>{a.note}</p>;
+  const intervals = a.uncertainty.intervals;
+  const losses = a.loss_curve.filter((p) => p.loss !== null);
+  return (
+    <>
+      <table>
+        <caption>Best parameters (loss {valueText(a.best.loss)}; stopped: {a.stopped})</caption>
+        <thead><tr><th scope="col">Parameter</th><th scope="col">Best</th><th scope="col">95% interval</th></tr></thead>
+        <tbody>{Object.entries(a.best.parameters).map(([name, v]) => (
+          <tr key={name}><th scope="row">{name}</th><td>{valueText(v)}</td><td>{intervals?.[name] ? `${valueText(intervals[name].low)} to ${valueText(intervals[name].high)}` : '-'}</td></tr>
+        ))}</tbody>
+      </table>
+      <p class="hint">{a.uncertainty.note}</p>
+      {a.fitted.map((s) => {
+        const points = s.t.map((t, i) => ({ t, observed: s.observed[i]!, fitted: s.fitted[i]! }));
+        return (
+          <PlotFigure
+            key={s.output}
+            title={`${s.output}: fit over the observations`}
+            label={`${s.output}${s.units ? ` (${s.units})` : ''}: ${points.length} observations and the best fit`}
+            caption={a.note}
+            options={(Plot) => ({
+              width: 640, height: 300, x: { label: 'time', grid: true }, y: { label: s.units ? `${s.output} (${s.units})` : s.output, grid: true },
+              marks: [
+                Plot.dot(points, { x: 't', y: 'observed', fill: '#0072B2', r: 3, ariaHidden: 'true', title: (d: { t: number; observed: number }) => `observed ${d.observed} at ${d.t}` }),
+                Plot.line(points, { x: 't', y: 'fitted', stroke: '#D55E00', strokeWidth: 2, ariaHidden: 'true' }),
+              ],
+            })}
+          />
+        );
+      })}
+      <PlotFigure
+        title="Loss of each evaluated set"
+        label={`${losses.length} evaluated sets; best loss ${valueText(a.best.loss)}`}
+        caption="Each set's loss in the order asked (dots) and the best so far (line)."
+        options={(Plot) => ({
+          width: 640, height: 260, x: { label: 'evaluated set', grid: true }, y: { label: 'loss', grid: true },
+          marks: [
+            Plot.dot(losses, { x: 'run', y: 'loss', fill: '#999', r: 2, ariaHidden: 'true' }),
+            Plot.line(losses, { x: 'run', y: 'best_loss', stroke: '#D55E00', curve: 'step-after', ariaHidden: 'true' }),
+          ],
+        })}
+      />
+    </>
+  );
+}
+
+export function StudyAnalysis({ analysis }: { analysis: NonNullable<Analysis> }) {
+  return analysis.kind === 'sensitivity' ? <Sensitivity a={analysis} /> : <Calibration a={analysis} />;
+}

@@ -1,0 +1,83 @@
+import type { Db } from './knex.ts';
+import type { RunStatus } from './runs.ts';
+import { digestJson } from '../digest.ts';
+
+/** One parameter set a study asked for (migration 040), with the run executing it. */
+export interface StudyPoint {
+  idx: number;
+  batch: number;
+  run_id: string;
+  params: Record<string, number>;
+  /** The optimizer's own attributes of this trial (CMA-ES keeps its state there). */
+  attrs: Record<string, unknown>;
+  /** What the run told: the study's numbers for it (loss and fitted values, or output summaries); null until told. */
+  outcome: Record<string, unknown> | null;
+  status: RunStatus;
+}
+
+/** Every point of a study in the order asked, with its run's status. */
+export async function studyPoints(db: Db, experimentId: string): Promise<StudyPoint[]> {
+  return db('experiment_points as p').join('runs as r', 'r.id', 'p.run_id').where('p.experiment_id', experimentId).orderBy('p.idx')
+    .select('p.idx', 'p.batch', 'p.run_id', 'p.params', 'p.attrs', 'p.outcome', 'r.status');
+}
+
+/**
+ * Gives a batch its parameter sets, once: each set goes to the next of the study's runs
+ * still waiting for one (queued, in start order), whose inputs become the study's fixed
+ * inputs with the set over them. When the batch was given before (a retried activity),
+ * that assignment stands and is returned; a study whose waiting runs ran out (closed, or
+ * its budget spent) assigns fewer, or none.
+ */
+export async function assignBatch(
+  db: Db, experimentId: string, batch: number, asked: Array<{ params: Record<string, number>; attrs: Record<string, unknown> }>, baseInputs: Record<string, unknown>,
+): Promise<Array<{ idx: number; run_id: string }>> {
+  return db.transaction(async (trx) => {
+    await trx('experiments').where({ id: experimentId }).forUpdate().first('id');
+    const given = await trx('experiment_points').where({ experiment_id: experimentId, batch }).orderBy('idx').select('idx', 'run_id');
+    if (given.length) return given;
+    const waiting: string[] = await trx('experiment_runs as x').join('runs as r', 'r.id', 'x.run_id')
+      .where({ 'x.experiment_id': experimentId, 'r.status': 'queued' }).whereNull('x.detached_at')
+      .whereNotExists(trx('experiment_points as p').whereRaw('p.run_id = x.run_id').select(trx.raw('1')))
+      .orderBy('x.position').limit(asked.length).pluck('x.run_id');
+    const first = Number((await trx('experiment_points').where({ experiment_id: experimentId }).max<{ max: number | null }>('idx as max').first())?.max ?? -1) + 1;
+    const rows = waiting.map((runId, i) => ({ experiment_id: experimentId, idx: first + i, batch, run_id: runId, params: JSON.stringify(asked[i]!.params), attrs: JSON.stringify(asked[i]!.attrs) }));
+    for (const [i, runId] of waiting.entries()) {
+      const inputs = { ...baseInputs, ...asked[i]!.params };
+      await trx('runs').where({ id: runId, status: 'queued' }).update({
+        inputs: JSON.stringify(inputs), inputs_sha256: digestJson(inputs),
+        metadata: trx.raw(`metadata || ?::jsonb`, [JSON.stringify({ study_point: String(first + i), study_batch: String(batch) })]),
+      });
+    }
+    if (rows.length) await trx('experiment_points').insert(rows);
+    return rows.map((r) => ({ idx: r.idx, run_id: r.run_id }));
+  });
+}
+
+/** Records what each run of a batch told (idempotent: a told point keeps its first outcome). */
+export async function tellPoints(db: Db, experimentId: string, told: Array<{ idx: number; outcome: Record<string, unknown> }>): Promise<void> {
+  await db.transaction(async (trx) => {
+    for (const t of told) {
+      await trx('experiment_points').where({ experiment_id: experimentId, idx: t.idx }).whereNull('told_at').update({ outcome: JSON.stringify(t.outcome), told_at: trx.fn.now() });
+    }
+  });
+}
+
+/** How many of the study's runs still wait for a parameter set. */
+export async function runsAwaitingPoints(db: Db, experimentId: string): Promise<number> {
+  const row = await db('experiment_runs as x').join('runs as r', 'r.id', 'x.run_id')
+    .where({ 'x.experiment_id': experimentId, 'r.status': 'queued' }).whereNull('x.detached_at')
+    .whereNotExists(db('experiment_points as p').whereRaw('p.run_id = x.run_id').select(db.raw('1')))
+    .count<{ n: string }>('* as n').first();
+  return Number(row?.n ?? 0);
+}
+
+/** Runs of the study never given a parameter set (ended as cancelled when the study stops). */
+export async function unassignedRuns(db: Db, experimentId: string): Promise<string[]> {
+  return db('experiment_runs as x').where({ 'x.experiment_id': experimentId })
+    .whereNotExists(db('experiment_points as p').whereRaw('p.run_id = x.run_id').select(db.raw('1'))).orderBy('x.position').pluck('x.run_id');
+}
+
+export async function setStudyAnalysis(db: Db, experimentId: string, analysis: Record<string, unknown>): Promise<void> {
+  await db('experiments').where({ id: experimentId }).update({ analysis: JSON.stringify(analysis), updated_at: db.fn.now() });
+}
+

@@ -1,0 +1,78 @@
+import type { Db } from './db/knex.ts';
+import type { ObjectStore } from './objects.ts';
+import type { ExperimentArtifact } from './db/experiments.ts';
+import { renderVegaLite, storeExperimentFiles } from './experimentArtifacts.ts';
+
+type Found = Record<string, any>;
+
+/** Sensitivity: per output, each parameter's indices (S1 and ST, or μ*) with their 95% half-widths. */
+function sensitivitySpec(found: Found, title: string): unknown {
+  const sobol = found.method === 'sobol';
+  const values = (found.outputs as Found[]).flatMap((o) => (o.indices as Found[]).flatMap((r) => (sobol
+    ? [['S1', r.S1, r.S1_conf], ['ST', r.ST, r.ST_conf]]
+    : [['μ*', r.mu_star, r.mu_star_conf]]).filter(([, v]) => typeof v === 'number').map(([index, v, c]) => ({
+    output: o.output, parameter: r.parameter, index, value: v, low: v - (c ?? 0), high: v + (c ?? 0),
+  }))));
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    title: { text: title, subtitle: sobol ? 'Sobol\' first-order (S1) and total (ST) indices, 95% bootstrap intervals (descriptive)' : 'Morris μ* with 95% bootstrap intervals (descriptive)' },
+    data: { values },
+    facet: { row: { field: 'output', type: 'nominal', title: null } },
+    resolve: { scale: { y: 'independent' } },
+    spec: {
+      width: 360, height: 160,
+      layer: [
+        { mark: 'bar', encoding: { x: { field: 'parameter', type: 'nominal' }, xOffset: { field: 'index' }, y: { field: 'value', type: 'quantitative', title: 'index' }, color: { field: 'index', type: 'nominal' } } },
+        { mark: 'rule', encoding: { x: { field: 'parameter', type: 'nominal' }, xOffset: { field: 'index' }, y: { field: 'low', type: 'quantitative' }, y2: { field: 'high' } } },
+      ],
+    },
+  };
+}
+
+/** Calibration: each observed output with the best fit over it, and the loss of every evaluated set. */
+function calibrationSpec(found: Found, title: string): unknown {
+  const points = (found.fitted as Found[]).flatMap((s) => (s.t as number[]).map((t, i) => ({
+    output: s.units ? `${s.output} (${s.units})` : s.output, t, observed: s.observed[i], fitted: s.fitted[i],
+  })));
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    title: { text: title, subtitle: 'Observations and the best fit; the loss of each evaluated set (descriptive)' },
+    vconcat: [
+      {
+        data: { values: points },
+        facet: { row: { field: 'output', type: 'nominal', title: null } },
+        resolve: { scale: { y: 'independent' } },
+        spec: {
+          width: 420, height: 160,
+          layer: [
+            { mark: { type: 'point', filled: true }, encoding: { x: { field: 't', type: 'quantitative', title: 'time' }, y: { field: 'observed', type: 'quantitative', title: 'value' } } },
+            { mark: { type: 'line', color: '#d62728' }, encoding: { x: { field: 't', type: 'quantitative' }, y: { field: 'fitted', type: 'quantitative' } } },
+          ],
+        },
+      },
+      {
+        data: { values: (found.loss_curve as Found[]).filter((p) => p.loss !== null) },
+        width: 420, height: 140,
+        layer: [
+          { mark: { type: 'point', opacity: 0.5 }, encoding: { x: { field: 'run', type: 'quantitative', title: 'evaluated set' }, y: { field: 'loss', type: 'quantitative', title: 'loss', scale: { zero: false } } } },
+          { mark: { type: 'line', interpolate: 'step-after' }, encoding: { x: { field: 'run', type: 'quantitative' }, y: { field: 'best_loss', type: 'quantitative' } } },
+        ],
+      },
+    ],
+  };
+}
+
+/**
+ * A finished study's files: `analysis.json` (what it found, as its record states it) and
+ * its chart, `analysis.svg` (indices, or the fit and its loss curve) when there is
+ * something to draw. Listed on the study like a comparison's files.
+ */
+export async function storeStudyArtifacts(deps: { db: Db; objects: ObjectStore }, e: { id: string; account_id: string; name: string }, found: Found): Promise<ExperimentArtifact[]> {
+  const files = [{ file_name: 'analysis.json', content_type: 'application/json', format: 'json', bytes: Buffer.from(`${JSON.stringify(found, null, 2)}\n`) }];
+  const drawable = found.kind === 'sensitivity' ? found.outputs.length > 0 : found.best !== null;
+  if (drawable) {
+    const svg = await renderVegaLite(found.kind === 'sensitivity' ? sensitivitySpec(found, e.name) : calibrationSpec(found, e.name));
+    files.push({ file_name: 'analysis.svg', content_type: 'image/svg+xml', format: 'svg', bytes: Buffer.from(svg) });
+  }
+  return storeExperimentFiles(deps, e, files, 'study_analysis');
+}

@@ -1,0 +1,37 @@
+import { proxyLocalActivities, proxyActivities, continueAsNew, workflowInfo } from '@temporalio/workflow';
+import type { StudyActivities } from '../activities/studies/studies.ts';
+import { runChildren } from './childRuns.ts';
+
+const local = proxyLocalActivities<StudyActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 20 } });
+// Asking, telling and finishing call the analysis environment (a Python process): regular
+// activities that heartbeat while they work, so one lost with its worker is retried within
+// the heartbeat timeout rather than at the end of its start-to-close.
+const control = proxyActivities<StudyActivities>({ startToCloseTimeout: '10 minutes', heartbeatTimeout: '20 seconds', retry: { maximumAttempts: 20 } });
+
+/** Past this many events the workflow continues as new between batches. */
+export const STUDY_HISTORY_BOUND = 4000;
+
+/**
+ * A study that answers a question (sensitivity or calibration), workflow id
+ * `experiment-<id>`: asks for a batch of parameter sets (each given to one of the study's
+ * accepted runs, in Postgres, before any starts), runs them as child run workflows within
+ * the account's concurrency, tells their results, and repeats until the design, the
+ * budget, a convergence rule or closing the study stops it; then stores the analysis.
+ * The optimizer's state lives in Postgres between batches (experiment_points), so a
+ * continued-as-new or replayed workflow asks exactly what it asked before.
+ */
+export async function studyWorkflow(args: { experimentId: string; batch?: number; historyBound?: number }): Promise<string> {
+  const { account, ref, window } = await local.studySchedule(args.experimentId);
+  const bound = args.historyBound ?? STUDY_HISTORY_BOUND;
+  for (let batch = args.batch ?? 0; ; batch++) {
+    const { runIds } = await control.studyAsk(args.experimentId, batch);
+    if (!runIds.length) break;
+    await runChildren(account, runIds.map((runId) => ({ runId, ref })), window);
+    await control.studyTell(args.experimentId, batch);
+    if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > bound) {
+      await continueAsNew<typeof studyWorkflow>({ ...args, batch: batch + 1 });
+    }
+  }
+  await control.finishStudy(args.experimentId);
+  return 'completed';
+}
