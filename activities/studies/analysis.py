@@ -4,9 +4,9 @@ request on stdin, a JSON answer on stdout (activities/studies/analysis.ts).
 
   sample    the parameter sets of a sensitivity study (SALib's Saltelli/Sobol' or Morris sampler)
   analyze   its indices from the outputs of those runs (SALib's analyzers)
-  ask       the next batch of a calibration (Optuna ask-and-tell, rebuilt from every trial told)
+  ask       the next batch of a calibration (CMA-ES resumed from its state; Optuna's TPE rebuilt from every trial told)
   fit       a calibration's uncertainty: intervals from the local linearisation of the fit
-  versions  the versions of the libraries that answer (for a study's passport)
+  versions  the versions of the libraries that answer (analyze and fit say them too)
 
 Every random stream is seeded from the request, so equal requests give equal answers.
 """
@@ -65,35 +65,65 @@ def analyze(req):
             x = np.asarray(req["points"], dtype=float)
             si = morris.analyze(prob, x, y, num_resamples=req["num_resamples"], conf_level=0.95, num_levels=req["num_levels"], seed=req["seed"])
             out[name] = {k: finite(si[k]) for k in ("mu", "mu_star", "sigma", "mu_star_conf")}
-    return {"indices": out}
+    return {"indices": out, **versions(req)}
 
 
 def ask(req):
+    """The next batch of a calibration: CMA-ES or TPE, each resumed from what Postgres holds."""
+    return ask_cmaes(req) if req["optimizer"] == "cmaes" else ask_tpe(req)
+
+
+def ask_cmaes(req):
+    """
+    CMA-ES (the cmaes library, the engine behind Optuna's CMA-ES sampler) on the unit cube
+    of the bounds, one generation per batch. Its whole state (mean, covariance, step size,
+    random stream) is pickled into the first set of each batch, so the next batch unpickles
+    the last one, tells it that batch's losses and asks: the work per batch does not grow
+    with the trials before it. A failed run counts as the batch's worst loss.
+    """
+    import pickle
+
+    from cmaes import CMA
+
+    lows = np.array([p["low"] for p in req["parameters"]], dtype=float)
+    spans = np.array([p["high"] - p["low"] for p in req["parameters"]], dtype=float)
+    d = len(lows)
+    last = req.get("last_batch")
+    if last is None:
+        opt = CMA(mean=np.full(d, 0.5), sigma=1 / 6, bounds=np.tile([0.0, 1.0], (d, 1)), seed=req["seed"], population_size=req["popsize"])
+    else:
+        opt = pickle.loads(bytes.fromhex(last["state"]))
+        values = [v for v in last["values"] if v is not None]
+        worst = max(values) if values else 1e300
+        told = [((np.array([x[p["name"]] for p in req["parameters"]]) - lows) / spans, worst if v is None else v) for x, v in zip(last["params"], last["values"])]
+        if len(told) == opt.population_size:
+            opt.tell(told)
+    xs = [opt.ask() for _ in range(req["batch_size"])]
+    state = pickle.dumps(opt).hex()
+    return {"asked": [
+        {"params": {p["name"]: float(lows[i] + x[i] * spans[i]) for i, p in enumerate(req["parameters"])}, "attrs": {"cma": state} if k == 0 else {}}
+        for k, x in enumerate(xs)
+    ]}
+
+
+def ask_tpe(req):
+    """Optuna's TPE sampler by ask-and-tell, its study rebuilt from every trial told (its only state)."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     dists = {p["name"]: optuna.distributions.FloatDistribution(p["low"], p["high"]) for p in req["parameters"]}
     # A fresh sampler per batch, seeded by the batch: the asked sets depend only on the
     # trials told so far and the seed, wherever and however often this is called.
-    seed = req["seed"] + req["batch"]
     n = req["batch_size"]
-    if req["optimizer"] == "cmaes":
-        sampler = optuna.samplers.CmaEsSampler(seed=seed, popsize=req.get("popsize", n), n_startup_trials=0, warn_independent_sampling=False)
-    else:
-        sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True, n_startup_trials=max(n, 2 * len(dists)))
+    sampler = optuna.samplers.TPESampler(seed=req["seed"] + req["batch"], constant_liar=True, n_startup_trials=max(n, 2 * len(dists)))
     study = optuna.create_study(sampler=sampler, direction="minimize")
     for t in req["trials"]:
-        # The sampler's own state (CMA-ES keeps its optimizer here) travels with each trial.
         ok = t["value"] is not None
         study.add_trial(optuna.trial.create_trial(
-            params=t["params"], distributions=dists, system_attrs=t["attrs"],
+            params=t["params"], distributions=dists,
             state=optuna.trial.TrialState.COMPLETE if ok else optuna.trial.TrialState.FAIL, value=t["value"] if ok else None,
         ))
-    asked = []
-    for _ in range(n):
-        trial = study.ask(dists)
-        asked.append({"params": trial.params, "attrs": dict(study._storage.get_trial(trial._trial_id).system_attrs)})
-    return {"asked": asked}
+    return {"asked": [{"params": study.ask(dists).params, "attrs": {}} for _ in range(n)]}
 
 
 def fit(req):
@@ -116,7 +146,7 @@ def fit(req):
     n, p = len(y), len(names)
     best = int(np.argmin([t["loss"] for t in trials]))
     nearest = np.argsort(np.linalg.norm((x - x[best]) / span, axis=1))[: max(3 * p, 8)]
-    none = {"method": "linearised_joint_region", "level": 0.95, "intervals": None, "descriptive": True}
+    none = {"method": "linearised_joint_region", "level": 0.95, "intervals": None, "descriptive": True, **versions(req)}
     if n <= p or len(nearest) <= p:
         return {**none, "note": "Too few observations or evaluated sets to state an interval."}
     design = np.column_stack([np.ones(len(nearest)), x[nearest] - x[best]])

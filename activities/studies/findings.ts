@@ -3,6 +3,8 @@ import { outputKey, type CalibrationDesign, type SensitivityDesign } from '../..
 import type { Analysis } from './analysis.ts';
 
 type Indices = Record<string, Record<string, Array<number | null>>>;
+/** The analysis libraries' versions, as `analyze`, `fit` and `versions` say them. */
+type Versions = { versions: Record<string, string> };
 
 /**
  * What a sensitivity study found: SALib's indices for each output over the whole sample,
@@ -10,21 +12,19 @@ type Indices = Record<string, Record<string, Array<number | null>>>;
  * every sampled run: a study with a run that did not complete (or closed early) states
  * none and says why.
  */
-export async function sensitivityAnalysis(analysis: Analysis, d: SensitivityDesign, points: StudyPoint[], versions: Record<string, string>): Promise<Record<string, unknown>> {
+export async function sensitivityAnalysis(analysis: Analysis, d: SensitivityDesign, points: StudyPoint[]): Promise<Record<string, unknown>> {
   const told = points.filter((p) => p.outcome && !p.outcome.failed);
   const keys = d.outputs.map(outputKey);
   const complete = points.length === d.run_count && told.length === d.run_count
     && told.every((p) => keys.every((k) => typeof p.outcome![k] === 'number'));
-  const base = {
-    kind: 'sensitivity', method: d.method, complete, runs_completed: told.length, library_versions: versions, descriptive: true,
-  };
+  const base = { kind: 'sensitivity', method: d.method, complete, runs_completed: told.length, descriptive: true };
   if (!complete) {
     return {
-      ...base, outputs: [],
+      ...base, outputs: [], library_versions: (await analysis<Versions>('versions', {})).versions,
       note: `Indices need every one of the ${d.run_count} sampled runs to give every output; ${told.length} did. No index is stated from a partial sample.`,
     };
   }
-  const { indices } = await analysis<{ indices: Indices }>('analyze', {
+  const { indices, versions } = await analysis<{ indices: Indices } & Versions>('analyze', {
     method: d.method, parameters: d.parameters, base_sample: d.base_sample, num_levels: d.num_levels, num_resamples: d.num_resamples, seed: d.seed,
     points: points.map((p) => d.parameters.map((q) => p.params[q.name]!)),
     outputs: Object.fromEntries(keys.map((k) => [k, points.map((p) => p.outcome![k] as number)])),
@@ -33,6 +33,7 @@ export async function sensitivityAnalysis(analysis: Analysis, d: SensitivityDesi
   const rankBy = d.method === 'sobol' ? 'ST' : 'mu_star';
   return {
     ...base,
+    library_versions: versions,
     outputs: d.outputs.map((o) => {
       const si = indices[outputKey(o)]!;
       const rows: Array<Record<string, string | number | null>> = d.parameters.map((p, i) => ({ parameter: p.name, ...Object.fromEntries(fields.map((f) => [f, si[f]![i] ?? null])) }));
@@ -51,7 +52,7 @@ export async function sensitivityAnalysis(analysis: Analysis, d: SensitivityDesi
  * intervals from the linearised fit (analysis.py `fit`), all descriptive.
  */
 export async function calibrationAnalysis(
-  analysis: Analysis, d: CalibrationDesign, points: StudyPoint[], versions: Record<string, string>, how: { closed: boolean; converged: boolean },
+  analysis: Analysis, d: CalibrationDesign, points: StudyPoint[], how: { closed: boolean; converged: boolean },
 ): Promise<Record<string, unknown>> {
   const told = points.filter((p) => p.outcome);
   let best: StudyPoint | undefined;
@@ -65,10 +66,10 @@ export async function calibrationAnalysis(
     return { run: i + 1, batch: p.batch, loss, best_loss: bestLoss };
   });
   const stopped = how.closed ? 'closed' : how.converged ? 'converged' : told.length ? 'budget' : 'no_runs';
-  const base = { kind: 'calibration', stopped, runs_told: told.length, loss_curve: lossCurve, library_versions: versions, descriptive: true };
+  const base = { kind: 'calibration', stopped, runs_told: told.length, loss_curve: lossCurve, descriptive: true };
   if (!best) {
     return {
-      ...base, best: null, fitted: [],
+      ...base, best: null, fitted: [], library_versions: (await analysis<Versions>('versions', {})).versions,
       uncertainty: { method: 'linearised_joint_region', level: 0.95, intervals: null, descriptive: true, note: 'No run completed: nothing to state.' },
       note: 'No parameter set was evaluated.',
     };
@@ -80,7 +81,7 @@ export async function calibrationAnalysis(
     at += o.t.length;
     return { output: o.output, units: o.units, t: o.t, observed: o.y, fitted: f };
   });
-  const uncertainty = await analysis<Record<string, unknown>>('fit', {
+  const { versions, ...uncertainty } = await analysis<Record<string, unknown> & Versions>('fit', {
     parameters: d.parameters, observed: d.observations.flatMap((o) => o.y), noise_sd: d.noise_sd,
     trials: told.filter((p) => typeof p.outcome!.loss === 'number').map((p) => ({ params: p.params, loss: p.outcome!.loss, fitted: p.outcome!.fitted })),
   });
@@ -89,6 +90,7 @@ export async function calibrationAnalysis(
     best: { run_id: best.run_id, parameters: best.params, loss: bestLoss },
     fitted,
     uncertainty,
-    note: `The best of ${told.length} evaluated parameter sets (${d.optimizer === 'cmaes' ? 'CMA-ES' : 'TPE'}, Optuna, seed ${d.seed}) against ${d.dataset.name} version ${d.dataset.version}. A fit to these observations, not a validation of the model.`,
+    library_versions: versions,
+    note: `The best of ${told.length} evaluated parameter sets (${d.optimizer === 'cmaes' ? 'CMA-ES' : 'Optuna\'s TPE'}, seed ${d.seed}) against ${d.dataset.name} version ${d.dataset.version}. A fit to these observations, not a validation of the model.`,
   };
 }

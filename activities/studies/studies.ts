@@ -1,5 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { parse as parseCsv } from 'csv-parse/sync';
+import pLimit from 'p-limit';
 import type { Db } from '../../storage/db/knex.ts';
 import type { ObjectStore } from '../../storage/objects.ts';
 import { blobKey } from '../../storage/objects.ts';
@@ -14,6 +15,9 @@ import { calibrationLoss, converged, summarise, type Series } from './outcomes.t
 import { calibrationAnalysis, sensitivityAnalysis } from './findings.ts';
 
 type Asked = Array<{ params: Record<string, number>; attrs: Record<string, unknown> }>;
+
+/** Runs whose outcomes one tell reads at once. */
+const TELL_CONCURRENCY = 8;
 
 /**
  * Runs an activity's work heartbeating every few seconds while it is alive, so a worker
@@ -122,9 +126,15 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
       asked = sample.map((row) => ({ params: Object.fromEntries(d.parameters.map((p, i) => [p.name, row[i]!])), attrs: {} }));
     } else {
       if (converged(d.stop, bestByBatch(points))) return { runIds: [] };
+      const told = points.filter((p) => p.outcome);
+      const lossOf = (p: StudyPoint) => (typeof p.outcome!.loss === 'number' ? p.outcome!.loss : null);
+      // CMA-ES resumes from the state kept with its last batch's first set; TPE from every trial.
+      const lastBatch = told.length ? told.filter((p) => p.batch === told.at(-1)!.batch) : [];
       ({ asked } = await analysis<{ asked: Asked }>('ask', {
         optimizer: d.optimizer, parameters: d.parameters, seed: d.seed, batch, batch_size: Math.min(d.batch_size, waiting), popsize: d.batch_size,
-        trials: points.filter((p) => p.outcome).map((p) => ({ params: p.params, attrs: p.attrs, value: typeof p.outcome!.loss === 'number' ? p.outcome!.loss : null })),
+        ...(d.optimizer === 'cmaes'
+          ? { last_batch: lastBatch.length ? { state: lastBatch[0]!.attrs.cma, params: lastBatch.map((p) => p.params), values: lastBatch.map(lossOf) } : null }
+          : { trials: told.map((p) => ({ params: p.params, value: lossOf(p) })) }),
       }, signal));
     }
     const assigned = await assignBatch(db, experimentId, batch, asked, e.arms[0]!.inputs);
@@ -134,21 +144,19 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
   async function tell(experimentId: string, batch: number): Promise<void> {
     const e = await studyOf(experimentId);
     const d = e.design;
-    const told: Array<{ idx: number; outcome: Record<string, unknown> }> = [];
-    for (const p of (await studyPoints(db, experimentId)).filter((x) => x.batch === batch && !x.outcome)) {
-      if (p.status !== 'completed') {
-        told.push({ idx: p.idx, outcome: { failed: p.status } });
-        continue;
-      }
-      const run = (await getRun(db, p.run_id))!;
+    // A few runs' series read side by side: one after another, a batch's reads are a round
+    // trip each to Postgres and the object store while the next batch waits.
+    const limit = pLimit(TELL_CONCURRENCY);
+    const pending = (await studyPoints(db, experimentId)).filter((x) => x.batch === batch && !x.outcome);
+    const told = await Promise.all(pending.map((p) => limit(async (): Promise<{ idx: number; outcome: Record<string, unknown> }> => {
+      if (p.status !== 'completed') return { idx: p.idx, outcome: { failed: p.status } };
       if (d.kind === 'sensitivity') {
-        const series = await seriesOf(p.run_id, d.outputs.filter((o) => o.summary !== 'value').map((o) => o.output));
-        told.push({ idx: p.idx, outcome: Object.fromEntries(d.outputs.map((o) => [outputKey(o), summarise(o.summary, run.outputs?.[o.output], series.get(o.output))])) });
-      } else {
-        const fit = calibrationLoss(d, await seriesOf(p.run_id, d.observations.map((o) => o.output)));
-        told.push({ idx: p.idx, outcome: fit ?? { failed: 'no_series' } });
+        const [run, series] = await Promise.all([getRun(db, p.run_id), seriesOf(p.run_id, d.outputs.filter((o) => o.summary !== 'value').map((o) => o.output))]);
+        return { idx: p.idx, outcome: Object.fromEntries(d.outputs.map((o) => [outputKey(o), summarise(o.summary, run!.outputs?.[o.output], series.get(o.output))])) };
       }
-    }
+      const fit = calibrationLoss(d, await seriesOf(p.run_id, d.observations.map((o) => o.output)));
+      return { idx: p.idx, outcome: fit ?? { failed: 'no_series' } };
+    })));
     await tellPoints(db, experimentId, told);
   }
 
@@ -157,10 +165,9 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
     const e = await studyOf(experimentId);
     const points = await studyPoints(db, experimentId);
     const call: Analysis = (command, request) => analysis(command, request, signal);
-    const { versions } = await call<{ versions: Record<string, string> }>('versions', {});
     const found = e.design.kind === 'sensitivity'
-      ? await sensitivityAnalysis(call, e.design as SensitivityDesign, points, versions)
-      : await calibrationAnalysis(call, e.design as CalibrationDesign, points, versions, {
+      ? await sensitivityAnalysis(call, e.design as SensitivityDesign, points)
+      : await calibrationAnalysis(call, e.design as CalibrationDesign, points, {
         closed: e.status === 'closed', converged: converged((e.design as CalibrationDesign).stop, bestByBatch(points)),
       });
     await setStudyAnalysis(db, experimentId, found);

@@ -29,6 +29,7 @@ import { startStack, type Stack } from '../../deploy/local/stack.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { createHttpClient } from './httpClient.ts';
 import { labWorkspace } from './labWorkspace.ts';
+import { createDb } from '../../storage/db/knex.ts';
 
 const N = Number(process.env.BENCH_RUNS ?? 200);
 const BATCH = Number(process.env.BENCH_BATCH ?? 20);
@@ -39,6 +40,28 @@ const LAB = path.join(REPO_ROOT, 'labs/microbial-growth');
 const TRUTH = { growth_rate: 0.4, initial_substrate: 8 };
 
 type Http = ReturnType<typeof createHttpClient>;
+type Db = ReturnType<typeof createDb>;
+
+/**
+ * Where a study's wall time went, batch by batch, from its runs' own timestamps: how long
+ * each batch's runs took from the first slot taken to the last run settled, and the pause
+ * from there to the next batch's first slot (telling, asking, starting its runs); then the
+ * end, from the last run settled to the study completed (the analysis and its files).
+ */
+async function profile(db: Db, experimentId: string): Promise<string> {
+  const rows: Array<{ batch: number; running: Date; ended: Date }> = await db('experiment_points as p').join('runs as r', 'r.id', 'p.run_id').where('p.experiment_id', experimentId)
+    .select('p.batch', 'r.finished_at as ended', db.raw(`(SELECT e.at FROM run_events e WHERE e.run_id = r.id AND e.type = 'state_changed' AND e.data->>'status' = 'running' ORDER BY e.seq LIMIT 1) AS running`));
+  const e = await db('experiments').where({ id: experimentId }).first('created_at', 'completed_at');
+  const batches = [...new Set(rows.map((r) => r.batch))].sort((a, b) => a - b).map((b) => {
+    const of = rows.filter((r) => r.batch === b);
+    return { first: Math.min(...of.map((r) => r.running.getTime())), last: Math.max(...of.map((r) => r.ended.getTime())) };
+  });
+  const spans = batches.map((b) => b.last - b.first);
+  const pauses = batches.slice(1).map((b, i) => b.first - batches[i]!.last);
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+  return `first slot +${batches[0]!.first - e.created_at.getTime()} ms; batches ${(sum(spans) / 1000).toFixed(1)} s (median ${median(spans)} ms); `
+    + `pauses between batches ${(sum(pauses) / 1000).toFixed(1)} s (median ${median(pauses)} ms); end ${e.completed_at.getTime() - batches.at(-1)!.last} ms`;
+}
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -95,6 +118,7 @@ async function main(): Promise<void> {
     const base = stack.info.base_url.replace('//localhost:', '//127.0.0.1:');
     http = createHttpClient(base, { Authorization: `Bearer ${stack.info.api_key}` });
     const h = http;
+    const db = createDb(stack.info.database_url, { poolMax: 2 });
     const ws = await labWorkspace(h, LAB, 'bench calibration');
     const lab = { workspace_id: ws.workspace_id, revision_id: ws.revision_id, compute_profile_id: 'cpu-small', max_runtime_seconds: 60 };
     const datasetId = await observations(h, base, stack.info.api_key, lab);
@@ -121,7 +145,7 @@ async function main(): Promise<void> {
       if (done.run_totals.completed !== n) throw new Error(`study ${e.id}: ${JSON.stringify(done.run_totals)}`);
       const sets: Array<Record<string, number>> = [];
       for (const r of done.arms[0].runs) sets.push((await h.json('GET', `/runs/${r.run_id}`)).inputs);
-      return { seconds, sets, batches: Math.ceil(n / Math.min(BATCH, n)) };
+      return { seconds, sets, batches: Math.ceil(n / Math.min(BATCH, n)), detail: await profile(db, e.id) };
     };
     /** The same parameter sets as lone runs, the client keeping `C` in flight. */
     const lones = async (sets: Array<Record<string, number>>) => {
@@ -154,8 +178,10 @@ async function main(): Promise<void> {
       }
       ratios.push(s.seconds / l.seconds);
       console.log(`round ${round} (${first} first): study ${s.seconds.toFixed(2)} s (${s.batches} batches), lone ${l.seconds.toFixed(2)} s, ratio ${(s.seconds / l.seconds).toFixed(3)}`);
+      console.log(`  study: ${s.detail}`);
     }
     console.log(`wall-time ratio (study / lone, median of ${ROUNDS} rounds): ${median(ratios).toFixed(3)}  goal <= 1.15`);
+    await db.destroy();
   } catch (err) {
     console.error(err);
     process.exitCode = 1;

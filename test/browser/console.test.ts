@@ -422,6 +422,59 @@ test('a run page overlays another run of the same release (both series, each in 
   await page.close();
 });
 
+test('a sensitivity study\'s page draws its indices per parameter with a table; a calibration\'s draws the fit over the data and the loss of every set', async () => {
+  const ws = await workspaceOfLab(owner.key, 'Growth questions', path.join(REPO_ROOT, 'labs/microbial-growth'));
+  const lab = { workspace_id: ws.workspace_id, revision_id: ws.revision_id, max_runtime_seconds: 60 };
+  const open = async (body: Record<string, unknown>) => {
+    const plan = await call('POST', '/experiment-plans', { key: owner.key, body: { lab, ...body } });
+    assert.equal(plan.body.status, 'ready', plan.text);
+    const study = await call('POST', '/experiments', { key: owner.key, body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
+    assert.ok(study.status < 300, study.text);
+    return study.body.id as string;
+  };
+  const sensitivity = await open({
+    name: 'Which input moves the peak', sensitivity: {
+      method: 'morris', base_sample: 2, seed: 5, parameters: [{ input: 'growth_rate', low: 0.2, high: 0.6 }, { input: 'initial_substrate', low: 4, high: 12 }],
+      outputs: [{ output: 'biomass', summary: 'max' }],
+    },
+  });
+  // Observations of the lab's own logistic curve (K = X0 + 0.5 S0) at r = 0.4, S0 = 8.
+  const table = `t,biomass\n${[2, 4, 6, 8, 10, 12].map((t) => `${t},${4.1 / (1 + 40 * Math.exp(-0.4 * t))}`).join('\n')}\n`;
+  const form = new FormData();
+  form.append('file', new Blob([table]), 'obs.csv');
+  const file = await (await fetch(`${BASE_URL}/files`, { method: 'POST', headers: { Authorization: `Bearer ${owner.key}` }, body: form })).json() as any;
+  const ds = await call('POST', '/datasets', { key: owner.key, body: {
+    name: 'growth-obs', source: 'console test', license: 'CC0-1.0', attribution: 'console.test', annotation_version: 'v1',
+    members: [{ file_id: file.file_id, sha256: file.sha256, size_bytes: file.size_bytes, sample_id: 's1', group_id: 'g1', role: 'table', split: 'train' }],
+  } });
+  await until(60_000, async () => ((await call('GET', `/datasets/${ds.body.dataset_id}`, { key: owner.key })).body.status === 'registered' ? true : undefined));
+  const calibration = await open({
+    name: 'Growth fit', calibration: {
+      parameters: [{ input: 'growth_rate', low: 0.2, high: 0.6 }], dataset_id: ds.body.dataset_id, observations: [{ output: 'biomass' }],
+      loss: 'sum_of_squares', optimizer: 'tpe', budget: 6, batch_size: 3, seed: 2,
+    },
+  });
+  for (const id of [sensitivity, calibration]) await until(240_000, async () => ((await call('GET', `/experiments/${id}`, { key: owner.key })).body.completed_at ? true : undefined));
+
+  const page = await signedIn();
+  await page.goto(`${ORIGIN}/console/experiments/${sensitivity}`);
+  await page.getByRole('heading', { name: 'Sensitivity' }).waitFor();
+  await page.locator('figure.chart[data-chart="biomass.max"] svg').first().waitFor({ timeout: 60_000 });
+  const rows = await page.getByRole('table', { name: 'Indices of biomass.max' }).locator('tbody th').allTextContents();
+  assert.deepEqual(rows.sort(), ['growth_rate', 'initial_substrate']);
+  assert.match(await page.locator('figure.chart[data-chart="biomass.max"] figcaption').textContent() ?? '', /Ranked by μ\*/);
+  await accessible(page, 'study-sensitivity');
+
+  await page.goto(`${ORIGIN}/console/experiments/${calibration}`);
+  await page.getByRole('heading', { name: 'Calibration' }).waitFor();
+  await page.locator('figure.chart[data-chart="biomass: fit over the observations"] svg').first().waitFor({ timeout: 60_000 });
+  await page.locator('figure.chart[data-chart="Loss of each evaluated set"] svg').first().waitFor();
+  const best = await page.getByRole('table', { name: /^Best parameters/ }).locator('tbody th').allTextContents();
+  assert.deepEqual(best, ['growth_rate']);
+  await accessible(page, 'study-calibration');
+  await page.close();
+});
+
 test('a hosted lab shows its status, exact release and every deployment check; the labs are paged and filtered', async () => {
   const hosted = await hostedLabOwner();
   try {

@@ -36,7 +36,7 @@ function designText(d: NonNullable<ExperimentPlan['design']>): string[] {
     ];
   }
   return [
-    `question  calibration: ${d.optimizer === 'cmaes' ? 'CMA-ES' : 'TPE'} (Optuna, seed ${d.seed}), ${d.loss}${d.noise_sd ? ` (σ ${num(d.noise_sd)})` : ''}, batches of ${d.batch_size}, at most ${d.budget} runs`,
+    `question  calibration: ${d.optimizer === 'cmaes' ? 'CMA-ES (cmaes)' : 'TPE (Optuna)'}, seed ${d.seed}, ${d.loss}${d.noise_sd ? ` (σ ${num(d.noise_sd)})` : ''}, batches of ${d.batch_size}, at most ${d.budget} runs`,
     params,
     `data      ${d.dataset.name} version ${d.dataset.version} (${d.dataset.dataset_id}): ${d.observations.map((o) => `${o.output} at ${o.t.length} times`).join(', ')}`,
   ];
