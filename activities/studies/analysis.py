@@ -1,6 +1,10 @@
 """The numerical side of studies, run in the service's analysis environment
-(activities/studies/analysis.lock), never in a lab's. One command per call: a JSON
-request on stdin, a JSON answer on stdout (activities/studies/analysis.ts).
+(activities/studies/analysis.lock), never in a lab's. `analysis.py COMMAND` answers one
+request (JSON on stdin, JSON on stdout); `analysis.py serve` stays up for a worker
+(activities/studies/analysis.ts), answering one request per line, `{"id", "command",
+"request"}` in and `{"id", "answer"}` or `{"id", "error"}` out, with the libraries
+imported once: importing them (scipy, through SALib and cmaes) costs more than any
+answer.
 
   sample    the parameter sets of a sensitivity study (SALib's Saltelli/Sobol' or Morris sampler)
   analyze   its indices from the outputs of those runs (SALib's analyzers)
@@ -179,6 +183,29 @@ def versions(_req):
 
 COMMANDS = {"sample": sample, "analyze": analyze, "ask": ask, "fit": fit, "versions": versions}
 
+def serve():
+    import traceback
+
+    import cmaes  # noqa: F401  (imported once, here, for every request after)
+    import optuna  # noqa: F401
+    import SALib.analyze.morris  # noqa: F401
+    import SALib.analyze.sobol  # noqa: F401
+    import SALib.sample.morris  # noqa: F401
+    import SALib.sample.sobol  # noqa: F401
+    import scipy.stats  # noqa: F401
+
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        message = json.loads(line)
+        try:
+            out = {"id": message["id"], "answer": COMMANDS[message["command"]](message["request"])}
+        except Exception:  # the request's own failure, reported to its caller; the server goes on
+            out = {"id": message["id"], "error": traceback.format_exc(limit=5)}
+        print(json.dumps(out), flush=True)
+
+
 if __name__ == "__main__":
-    request = json.load(sys.stdin)
-    json.dump(COMMANDS[sys.argv[1]](request), sys.stdout)
+    if sys.argv[1] == "serve":
+        serve()
+    else:
+        json.dump(COMMANDS[sys.argv[1]](json.load(sys.stdin)), sys.stdout)
