@@ -458,7 +458,7 @@ test('a sensitivity study\'s page draws its indices per parameter with a table; 
 
   const page = await signedIn();
   await page.goto(`${ORIGIN}/console/experiments/${sensitivity}`);
-  await page.getByRole('heading', { name: 'Sensitivity' }).waitFor();
+  await page.getByRole('heading', { name: 'Sensitivity', level: 2 }).waitFor();
   await page.locator('figure.chart[data-chart="biomass.max"] svg').first().waitFor({ timeout: 60_000 });
   const rows = await page.getByRole('table', { name: 'Indices of biomass.max' }).locator('tbody th').allTextContents();
   assert.deepEqual(rows.sort(), ['growth_rate', 'initial_substrate']);
@@ -466,7 +466,7 @@ test('a sensitivity study\'s page draws its indices per parameter with a table; 
   await accessible(page, 'study-sensitivity');
 
   await page.goto(`${ORIGIN}/console/experiments/${calibration}`);
-  await page.getByRole('heading', { name: 'Calibration' }).waitFor();
+  await page.getByRole('heading', { name: 'Calibration', level: 2 }).waitFor();
   await page.locator('figure.chart[data-chart="biomass: fit over the observations"] svg').first().waitFor({ timeout: 60_000 });
   await page.locator('figure.chart[data-chart="Loss of each evaluated set"] svg').first().waitFor();
   const best = await page.getByRole('table', { name: /^Best parameters/ }).locator('tbody th').allTextContents();

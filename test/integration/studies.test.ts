@@ -234,6 +234,33 @@ test('a study killed mid-batch (kill -9 of its worker) finishes with each parame
   assert.equal(done.analysis.runs_told, 12);
 });
 
+test('closing a calibration stops it between batches and keeps what it found; the runs never given a set end cancelled, charged nothing', { timeout: 600_000 }, async () => {
+  const { study } = await openStudy(owner.key, {
+    name: 'Closed calibration', lab: lab(growth),
+    calibration: {
+      parameters: [{ input: 'growth_rate', low: 0.2, high: 0.6 }], dataset_id: (await observations()).datasetId,
+      observations: [{ output: 'biomass' }], loss: 'sum_of_squares', optimizer: 'cmaes', budget: 40, batch_size: 4, seed: 9,
+    },
+  });
+  await until(120_000, async () => ((await call('GET', `/experiments/${study.id}`, { key: owner.key })).body.run_totals.completed >= 4 ? true : undefined));
+  const closed = await call('PATCH', `/experiments/${study.id}`, { key: owner.key, body: { status: 'closed' } });
+  assert.equal(closed.status, 200, closed.text);
+  const done = await waitForStudy(owner.key, study.id);
+  assert.equal(done.status, 'closed');
+  const a = done.analysis;
+  assert.equal(a.stopped, 'closed');
+  assert.ok(a.runs_told >= 4 && a.runs_told < 40, `told ${a.runs_told}`);
+  assert.equal(a.loss_curve.length, a.runs_told);
+  assert.ok(a.best, 'what it found is kept');
+  // A set given but not yet started when the study closed is cancelled with the rest.
+  const ran = a.loss_curve.filter((p: any) => p.loss !== null).length;
+  assert.ok(ran >= 4);
+  assert.equal(done.run_totals.completed, ran);
+  assert.equal(done.run_totals.cancelled, 40 - ran);
+  const never = done.arms[0].runs.filter((r: any) => r.status === 'cancelled');
+  assert.ok(never.every((r: any) => r.credits_settled === 0), 'a run never given a set is charged nothing');
+});
+
 test('a study the balance cannot cover is refused whole with 402: no run, no study', async () => {
   const poor = await newAccount({ usd: 0.001 });
   const ws = await workspaceOfLab(poor.key, 'Growth', GROWTH);

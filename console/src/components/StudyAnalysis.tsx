@@ -52,7 +52,7 @@ function Sensitivity({ a }: { a: SensitivityAnalysis }) {
                 marks: [
                   Plot.barX(rows, { y: 'index', x: 'value', fy: 'parameter', fill: 'index', ariaHidden: 'true' }),
                   Plot.ruleY(rows, { y: 'index', x1: 'lo', x2: 'hi', fy: 'parameter', stroke: '#333', ariaHidden: 'true' }),
-                  Plot.ruleX([0]),
+                  Plot.ruleX([0], { ariaHidden: 'true' }),
                 ],
               })}
             />

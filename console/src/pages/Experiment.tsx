@@ -19,11 +19,11 @@ export function ExperimentPage({ id }: { id: string }) {
       {e.goal ? <p>{e.goal}</p> : null}
       <p>{e.status} · {e.run_totals.completed}/{e.run_totals.total} runs completed · created {when(e.created_at)}{e.completed_at ? <> · completed {when(e.completed_at)}</> : null} · charged {usd(e.credits_settled)}</p>
       <button type="button" class="secondary" onClick={x.reload}>Refresh</button>
-      <h2>Arms</h2>
+      <h2>{e.kind === 'arms' ? 'Arms' : 'Runs'}</h2>
       <div class="arms">
         {e.arms.map((a) => (
-          <section key={a.label} class="card" aria-label={`Arm ${a.label}`}>
-            <h3>{a.label}</h3>
+          <section key={a.label} class="card" aria-label={e.kind === 'arms' ? `Arm ${a.label}` : 'The lab varied'}>
+            <h3>{e.kind === 'arms' ? a.label : 'The lab varied'}</h3>
             <p><code>{a.resolved_ref}</code></p>
             <p>Inputs <code>{JSON.stringify(a.inputs)}</code></p>
             <p>{e.kind === 'arms' ? `${a.replicates} replicates` : `${a.runs.length} runs, one per parameter set`} on {a.compute_profile}</p>
