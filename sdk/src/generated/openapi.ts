@@ -2394,7 +2394,7 @@ export interface operations {
                             output: string;
                         }[];
                         /**
-                         * @description Optuna's CMA-ES sampler (one generation per batch) or its TPE sampler, by ask-and-tell.
+                         * @description CMA-ES (the cmaes library, the engine of Optuna's CMA-ES sampler; one generation per batch) or Optuna's TPE sampler, by ask-and-tell.
                          * @enum {unknown}
                          */
                         optimizer: "cmaes" | "tpe";
