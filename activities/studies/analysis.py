@@ -81,7 +81,7 @@ def ask_cmaes(req):
     """
     CMA-ES (the cmaes library, the engine behind Optuna's CMA-ES sampler) on the unit cube
     of the bounds, one generation per batch. Its whole state (mean, covariance, step size,
-    random stream) is pickled into the first set of each batch, so the next batch unpickles
+    random stream, reseeded per batch) is pickled into the first set of each batch, so the next batch unpickles
     the last one, tells it that batch's losses and asks: the work per batch does not grow
     with the trials before it. A failed run counts as the batch's worst loss.
     """
@@ -97,6 +97,10 @@ def ask_cmaes(req):
         opt = CMA(mean=np.full(d, 0.5), sigma=1 / 6, bounds=np.tile([0.0, 1.0], (d, 1)), seed=req["seed"], population_size=req["popsize"])
     else:
         opt = pickle.loads(bytes.fromhex(last["state"]))
+        # cmaes leaves its random stream out of the pickle and seeds a new one from the OS
+        # on load: reseeded here from the study's seed and the batch, an ask depends only on
+        # the seed and what was told, as the study's replay and retries need.
+        opt.reseed_rng(req["seed"] + req["batch"])
         values = [v for v in last["values"] if v is not None]
         worst = max(values) if values else 1e300
         told = [((np.array([x[p["name"]] for p in req["parameters"]]) - lows) / spans, worst if v is None else v) for x, v in zip(last["params"], last["values"])]
