@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { BASE_URL, call, closeTestDb, errorOf, newAccount, publishFixtureLab, silicoCli, testDb, waitForRun } from '../helpers.ts';
+import { BASE_URL, call, closeTestDb, errorOf, newAccount, publishFixtureLab, silicoCli, testDb, until, waitForRun } from '../helpers.ts';
 import { Silico, passportOf } from '../../sdk/src/index.ts';
 import { sessionWorkflowId } from '../../kernel/workflowNames.ts';
 
@@ -171,7 +171,12 @@ test('evidence of other kinds is read from its record: a file by its digest (a w
   const theirs = (await new Silico({ apiKey: stranger.key, baseUrl: BASE_URL }).files.upload(bytes, { filename: 'series.csv' }));
   const started = await call('POST', '/runs', { key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { ref: 'platform/microbial-growth@1.0.0', inputs: {}, max_runtime_seconds: 60 } });
   assert.equal((await waitForRun(owner.key, started.body.id)).status, 'completed');
-  const issued = await call('GET', `/passports?run_id=${started.body.id}`, { key: owner.key });
+  // A build still going answers 503 with Retry-After (its activities may be waiting out a
+  // worker another file killed); the contract's answer to that is to ask again.
+  const issued = await until(120_000, async () => {
+    const res = await call('GET', `/passports?run_id=${started.body.id}`, { key: owner.key });
+    return res.status === 503 && res.headers.get('retry-after') ? undefined : res;
+  });
   assert.equal(issued.status, 200, issued.text);
   const passportId = passportOf(issued.body).passport_id;
 
