@@ -15,6 +15,14 @@ export interface StudyPoint {
   status: RunStatus;
 }
 
+/** The study's runs (`experiment_runs as x`) not yet given a parameter set. */
+const withoutPoint = <Q extends { whereNotExists(sub: unknown): Q }>(db: Db, q: Q): Q =>
+  q.whereNotExists(db('experiment_points as p').whereRaw('p.run_id = x.run_id').select(db.raw('1')));
+
+/** The study's attached runs still queued and waiting for a parameter set, in start order. */
+const waitingRuns = (db: Db, experimentId: string) => withoutPoint(db, db('experiment_runs as x').join('runs as r', 'r.id', 'x.run_id')
+  .where({ 'x.experiment_id': experimentId, 'r.status': 'queued' }).whereNull('x.detached_at'));
+
 /** Every point of a study in the order asked, with its run's status. */
 export async function studyPoints(db: Db, experimentId: string): Promise<StudyPoint[]> {
   return db('experiment_points as p').join('runs as r', 'r.id', 'p.run_id').where('p.experiment_id', experimentId).orderBy('p.idx')
@@ -35,10 +43,7 @@ export async function assignBatch(
     await trx('experiments').where({ id: experimentId }).forUpdate().first('id');
     const given = await trx('experiment_points').where({ experiment_id: experimentId, batch }).orderBy('idx').select('idx', 'run_id');
     if (given.length) return given;
-    const waiting: string[] = await trx('experiment_runs as x').join('runs as r', 'r.id', 'x.run_id')
-      .where({ 'x.experiment_id': experimentId, 'r.status': 'queued' }).whereNull('x.detached_at')
-      .whereNotExists(trx('experiment_points as p').whereRaw('p.run_id = x.run_id').select(trx.raw('1')))
-      .orderBy('x.position').limit(asked.length).pluck('x.run_id');
+    const waiting: string[] = await waitingRuns(trx, experimentId).orderBy('x.position').limit(asked.length).pluck('x.run_id');
     const first = Number((await trx('experiment_points').where({ experiment_id: experimentId }).max<{ max: number | null }>('idx as max').first())?.max ?? -1) + 1;
     const rows = waiting.map((runId, i) => ({ experiment_id: experimentId, idx: first + i, batch, run_id: runId, params: JSON.stringify(asked[i]!.params), attrs: JSON.stringify(asked[i]!.attrs) }));
     for (const [i, runId] of waiting.entries()) {
@@ -64,17 +69,13 @@ export async function tellPoints(db: Db, experimentId: string, told: Array<{ idx
 
 /** How many of the study's runs still wait for a parameter set. */
 export async function runsAwaitingPoints(db: Db, experimentId: string): Promise<number> {
-  const row = await db('experiment_runs as x').join('runs as r', 'r.id', 'x.run_id')
-    .where({ 'x.experiment_id': experimentId, 'r.status': 'queued' }).whereNull('x.detached_at')
-    .whereNotExists(db('experiment_points as p').whereRaw('p.run_id = x.run_id').select(db.raw('1')))
-    .count<{ n: string }>('* as n').first();
+  const row = await waitingRuns(db, experimentId).count<{ n: string }>('* as n').first();
   return Number(row?.n ?? 0);
 }
 
 /** Runs of the study never given a parameter set (ended as cancelled when the study stops). */
 export async function unassignedRuns(db: Db, experimentId: string): Promise<string[]> {
-  return db('experiment_runs as x').where({ 'x.experiment_id': experimentId })
-    .whereNotExists(db('experiment_points as p').whereRaw('p.run_id = x.run_id').select(db.raw('1'))).orderBy('x.position').pluck('x.run_id');
+  return withoutPoint(db, db('experiment_runs as x').where({ 'x.experiment_id': experimentId })).orderBy('x.position').pluck('x.run_id');
 }
 
 export async function setStudyAnalysis(db: Db, experimentId: string, analysis: Record<string, unknown>): Promise<void> {
