@@ -11,6 +11,7 @@ import { webhookDeliveryWorkflow } from '../../workflows/webhookDelivery.ts';
 import { sessionStateQuery, sessionWorkflow } from '../../workflows/session.ts';
 import { biologyFetchWorkflow, biologySearchWorkflow } from '../../workflows/biology.ts';
 import { experimentWorkflow } from '../../workflows/experiment.ts';
+import { studyWorkflow } from '../../workflows/study.ts';
 import { publicationWorkflow } from '../../workflows/publication.ts';
 import { datasetRegistrationWorkflow } from '../../workflows/datasetRegistration.ts';
 import { runWorkflow } from '../../workflows/run.ts';
@@ -228,6 +229,36 @@ test('experimentWorkflow cancelled with a run in flight ends cancelled: that run
   assert.deepEqual(settled, [{ runId: runIds[0], status: 'cancelled' }], 'the run in flight ended cancelled; the next never started');
   assert.equal(calls.filter((c) => c === 'executeLab').length, 1);
   assert.ok(!calls.includes('finishExperiment'));
+});
+
+test('studyWorkflow fails when its schedule cannot be read, asking for nothing', async () => {
+  const { outcome, status, calls } = await close(studyWorkflow, [{ experimentId: `exp_${crypto.randomUUID()}` }], { [CONTROL_TASK_QUEUE]: { studySchedule: 'refuse', studyAsk: () => ({ runIds: [] }), finishStudy: () => undefined } });
+  assert.ok(failedWith(outcome, /studySchedule refused/), String(outcome));
+  assert.equal(status, 'FAILED');
+  assert.deepEqual(calls, ['studySchedule']);
+});
+
+test('studyWorkflow cancelled with a batch in flight ends cancelled: its run is cancelled and settled, nothing told, no other batch asked, no analysis', async () => {
+  const profile = `p-${crypto.randomUUID().slice(0, 8)}`;
+  const runIds = [crypto.randomUUID(), crypto.randomUUID()];
+  const settled: Array<{ runId: string; status: string }> = [];
+  const { outcome, status, calls } = await close(studyWorkflow, [{ experimentId: `exp_${crypto.randomUUID()}` }], {
+    [CONTROL_TASK_QUEUE]: {
+      studySchedule: () => ({ account: 'acct_test', ref: 'ns/lab@1', window: 1 }),
+      studyAsk: () => ({ runIds }),
+      studyTell: () => undefined,
+      finishStudy: () => undefined,
+      runSchedule: () => ({ profile, maxRuntimeSeconds: 60, scheduleToStartSeconds: 30 }),
+      acquireSlot: () => 'running',
+      finish: (f: { runId: string; status: string }) => { settled.push({ runId: f.runId, status: f.status }); return f.status; },
+    },
+    [computeTaskQueue(profile)]: { executeLab: 'hold' },
+  }, (c) => c.includes('executeLab'));
+  assert.ok(cancelled(outcome), String(outcome));
+  assert.equal(status, 'CANCELLED');
+  assert.deepEqual(settled, [{ runId: runIds[0], status: 'cancelled' }], 'the run in flight ended cancelled; the next never started');
+  assert.equal(calls.filter((c) => c === 'studyAsk').length, 1);
+  assert.ok(!calls.includes('studyTell') && !calls.includes('finishStudy'));
 });
 
 test('publicationWorkflow fails when a failed packing cannot even be recorded as failed', async () => {

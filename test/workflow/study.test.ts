@@ -9,7 +9,7 @@ import type { Finish } from '../../storage/runLifecycle.ts';
 // studyWorkflow with every activity stubbed (its own and its child runs'): it asks batch
 // after batch until asked for none, runs each batch's runs once, tells each batch once,
 // continues as new past its history bound without asking a batch twice, and finishes once.
-const testEnv = useWorkflowEnvironment();
+const testEnv = useWorkflowEnvironment({ captureHistories: true });
 
 test('a study asks, runs and tells batch after batch, continues as new past its history bound, and finishes once', async () => {
   const env = testEnv();
