@@ -140,8 +140,11 @@ async function main(): Promise<void> {
       if (plan.status !== 'ready') throw new Error(`study plan blocked: ${JSON.stringify(plan.findings)}`);
       const e = await h.json('POST', '/experiments', { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, { 'Idempotency-Key': crypto.randomUUID() });
       let done;
+      const reads: number[] = [];
       for (;;) {
+        const r0 = performance.now();
         done = await h.json('GET', `/experiments/${e.id}`);
+        reads.push(performance.now() - r0);
         if (done.completed_at) break;
         await sleep(POLL_MS);
       }
@@ -149,7 +152,7 @@ async function main(): Promise<void> {
       if (done.run_totals.completed !== n) throw new Error(`study ${e.id}: ${JSON.stringify(done.run_totals)}`);
       const sets: Array<Record<string, number>> = [];
       for (const r of done.arms[0].runs) sets.push((await h.json('GET', `/runs/${r.run_id}`)).inputs);
-      return { seconds, sets, batches: Math.ceil(n / Math.min(BATCH, n)), detail: await profile(db, e.id) };
+      return { seconds, sets, batches: Math.ceil(n / Math.min(BATCH, n)), detail: `${await profile(db, e.id)}; ${reads.length} reads of the study (median ${median(reads).toFixed(1)} ms, max ${Math.max(...reads).toFixed(0)} ms)` };
     };
     /** The same parameter sets as lone runs, the client keeping `C` in flight. */
     const lones = async (sets: Array<Record<string, number>>) => {
