@@ -108,6 +108,34 @@ test('`silico experiment run study.yaml --yes --wait` runs a 2x1 sweep of 2 repl
   assert.deepEqual(JSON.parse(asJson.stdout).comparison, study.comparison);
 });
 
+test('`silico experiment run` with a `sensitivity:` block shows the design and the price before confirming, waits, and prints the indices the study found; `experiment get` shows them too', { timeout: 240_000 }, async () => {
+  const file = path.join(dir, 'sensitivity.yaml');
+  writeFileSync(file, [
+    'name: Which input moves the final size?',
+    `workspace_id: ${ws.workspace_id}`, `revision_id: ${ws.revision_id}`,
+    'compute_profile_id: cpu-small', 'max_runtime_seconds: 60', 'inputs: {noise: 0.05}',
+    'sensitivity:', '  parameters: [{input: growth_rate, low: 0.05, high: 0.2}]', '  outputs: [{output: final_size}]',
+    '  method: morris', '  base_sample: 2', '  seed: 4', '',
+  ].join('\n'));
+  const res = await silico(['experiment', 'run', file, '--yes', '--wait', '--poll-ms', '300'], owner.key);
+  assert.equal(res.code, 0, res.stderr + res.stdout);
+  assert.match(res.stderr, /question {2}sensitivity: Morris elementary effects, base sample 2, seed 4/);
+  assert.match(res.stderr, /growth_rate\s+0\.05\s+0\.2\s+uniform/);
+  assert.match(res.stderr, /outputs {3}final_size/);
+  assert.match(res.stderr, /price\s+at most \$[\d.]+ for 4 runs/, 'r (D + 1) runs');
+  const id = /study\s+(exp_\S+)/.exec(res.stderr)![1]!;
+  const study = (await call('GET', `/experiments/${id}`, { key: owner.key })).body;
+  assert.equal(study.kind, 'sensitivity');
+  assert.equal(study.analysis.runs_completed, 4);
+  const row = study.analysis.outputs[0].indices[0];
+  for (const out of [res.stdout, (await silico(['experiment', 'get', id], owner.key)).stdout]) {
+    assert.match(out, /analysis {2}sensitivity \(morris, descriptive\): 4 runs completed/);
+    assert.match(out, /final_size {2}ranked: growth_rate/);
+    assert.match(out, new RegExp(`growth_rate\\s+${String(Number(row.mu.toPrecision(6))).replaceAll('.', '\\.')}\\s+${String(Number(row.mu_star.toPrecision(6))).replaceAll('.', '\\.')}\\s`), out);
+    assert.match(out, /note: /);
+  }
+});
+
 test('an SDK StudyHandle times out with itself in the error, then waits the study to the end reporting progress; comparison() is the study\'s', { timeout: 240_000 }, async () => {
   const client = new Silico({ apiKey: owner.key, baseUrl: BASE_URL });
   let price = 0;
