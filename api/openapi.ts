@@ -83,12 +83,12 @@ export function buildOpenApi(baseUrl: string): Record<string, unknown> {
     (paths[route.path] ??= {})[route.method.toLowerCase()] = {
       operationId: tool.name,
       summary: tool.description.split('. ')[0]!.replace(/\.$/, ''),
-      description: `${tool.description}\n\nScope: \`${tool.scope === 'any' ? 'any valid API key' : tool.scope}\`.` +
+      description: `${tool.description}\n\n${route.signed ? 'No API key: signed by the payment provider (`Stripe-Signature`).' : `Scope: \`${tool.scope === 'any' ? 'any valid API key' : tool.scope}\`.`}` +
         (route.gateway ? ' Requires managed operations (the agent gateway) for the account.' : '') +
         (implemented ? '' : '\n\n**Not implemented yet**: answers 501 `not_implemented`.') +
         (route.addition ? '\n\n**An addition to the spec**: this route is not in the service contract\'s route table.' : ''),
       tags: [route.group],
-      security: [{ apiKey: [] }],
+      security: route.signed ? [] : [{ apiKey: [] }],
       'x-required-scope': tool.scope,
       'x-mcp-tool': route.restOnly ? null : tool.name,
       'x-implemented': implemented,

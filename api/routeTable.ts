@@ -28,6 +28,11 @@ export interface RouteDef {
   no422?: boolean;
   /** Not in the spec's route table: a route of ours (OpenAPI marks it `x-spec-addition`). */
   addition?: boolean;
+  /**
+   * Called by the payment provider, not with an API key: the operation authenticates the
+   * request by the provider's signature over the raw body, which it reads itself.
+   */
+  signed?: boolean;
 }
 
 const r = (method: Method, path: string, tool: string, group: string, extra: Partial<RouteDef> = {}): RouteDef =>
@@ -95,6 +100,10 @@ export const ROUTES: readonly RouteDef[] = [
   r('GET', '/webhook-events', 'webhook_event_list', 'webhooks', { addition: true }),
   r('GET', '/webhook-deliveries', 'webhook_delivery_list', 'webhooks', { addition: true }),
   r('POST', '/webhook-deliveries/{delivery_id}/replay', 'webhook_delivery_replay', 'webhooks', { addition: true, notFound: true }),
+  r('POST', '/purchases', 'purchase_create', 'purchases', { addition: true, restOnly: true, idempotency: 'required', success: 201 }),
+  r('GET', '/purchases', 'purchase_list', 'purchases', { addition: true, restOnly: true }),
+  r('GET', '/purchases/{purchase_id}', 'purchase_get', 'purchases', { addition: true, restOnly: true, notFound: true }),
+  r('POST', '/payment-events/stripe', 'payment_event_receive', 'purchases', { addition: true, restOnly: true, signed: true }),
   r('POST', '/sessions', 'session_create', 'sessions', { idempotency: 'optional' }),
   r('GET', '/sessions', 'session_list', 'sessions'),
   r('GET', '/sessions/{session_id}', 'session_get', 'sessions', { notFound: true }),

@@ -88,7 +88,8 @@ export function buildRouter(deps: Deps, table: RouteTable = { routes: ROUTES, to
   for (const route of table.routes) {
     const tool = table.tools.get(route.tool);
     if (!tool) throw new Error(`route ${route.method} ${route.path} names unknown tool ${route.tool}`);
-    const chain: Middleware[] = [requireCaller(), authorize(route, tool)];
+    // A signed route is the payment provider's: no key, and the operation reads the raw body.
+    const chain: Middleware[] = route.signed ? [] : [requireCaller(), authorize(route, tool)];
     if (jsonBodySchema(tool)) chain.push(jsonBody(deps.config.limits.bodyBytes));
     chain.push(validateInput(tool));
     if (route.idempotency) chain.push(idempotency(deps.db, route, deps.config.limits));

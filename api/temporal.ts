@@ -1,5 +1,5 @@
 import { Client, Connection, isGrpcDeadlineError, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowStartOptions } from '@temporalio/client';
-import type { UpdateDefinition, Workflow, WorkflowResultType } from '@temporalio/common';
+import type { SignalDefinition, UpdateDefinition, Workflow, WorkflowResultType } from '@temporalio/common';
 import { DependencyUnavailable } from '../storage/dependencies.ts';
 import protoPkg from '@temporalio/proto';
 import { computeTaskQueue } from '../kernel/workflowNames.ts';
@@ -39,6 +39,12 @@ export interface TemporalGateway {
    * lost) the same update: Temporal answers it with the first one's outcome.
    */
   executeUpdate<R, Args extends unknown[]>(workflowId: string, update: UpdateDefinition<R, Args>, args: Args, opts?: { updateId?: string }): Promise<R>;
+  /**
+   * Sends a signal (by its definition) to the workflow of `options.workflowId`, starting it
+   * first when no run of that id is open (one that ended is started anew), within the call
+   * deadline; Temporal refusing or not answering is DependencyUnavailable('temporal').
+   */
+  signalWithStart<W extends Workflow, SA extends unknown[]>(workflow: W, signal: SignalDefinition<SA>, signalArgs: SA, options: WorkflowStartOptions<W>): Promise<void>;
   ping(): Promise<boolean>;
   /** True when at least one worker polled the profile's task queue recently (cached 5 s). */
   hasComputeWorker(profileId: string): Promise<boolean>;
@@ -138,6 +144,12 @@ export function createTemporalGateway(cfg: { address: string; namespace: string;
         result = await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.getHandle(workflowId).executeUpdate(def, { args: args as unknown as [unknown], ...(opts.updateId ? { updateId: opts.updateId } : {}) }));
       });
       return result!;
+    },
+    async signalWithStart(workflow, signal, signalArgs, options) {
+      await bounded(async (c, cl) => {
+        // The client's options type splits on whether the workflow takes arguments, which a generic W cannot resolve.
+        await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.signalWithStart(workflow, { ...options, signal, signalArgs } as never));
+      });
     },
     async ping() {
       const c = await connection();

@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { createDb, migrate, type Db } from '../storage/db/knex.ts';
 import { addTeamMember, createAccount, findAccountByNamespace, listAccounts, ownerPrincipal, removeTeamMember, setFeature, setGateway, teamMembers, type AccountRow } from '../storage/db/accounts.ts';
 import { setLabListing } from '../storage/db/labs.ts';
-import { createKey, getKey, listKeys, revokeKey, rotateKey, SCOPES } from '../storage/db/apiKeys.ts';
+import { createKey, getKey, KEY_SCOPES, listKeys, revokeKey, rotateKey, SCOPES } from '../storage/db/apiKeys.ts';
 import { getBalances, grantCompute, microsToUsd, usdToMicros } from '../storage/ledger.ts';
 import { isoTime, newUuid } from '../storage/ids.ts';
 import { REPO_ROOT } from './local/bootstrap.ts';
@@ -53,7 +53,7 @@ A grant (a workflow grant) lets the account's automated pipeline publish plans o
 lab whose version is in RANGE (semver, default *) with POST /v1/publications
 {plan_id, grant_id} instead of approving each plan's digest.
 
-scopes: ${SCOPES.join(', ')}`;
+scopes: ${SCOPES.join(', ')} (all), and compute:buy (buying compute: only when named)`;
 
 class UsageError extends Error {}
 
@@ -168,7 +168,7 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
     case 'keys create': {
       const a = await account(db, v.account);
       const scopes = !v.scopes || v.scopes === 'all' ? [...SCOPES] : v.scopes.split(',').map((s) => s.trim()).filter(Boolean);
-      const bad = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
+      const bad = scopes.filter((s) => !(KEY_SCOPES as readonly string[]).includes(s));
       if (bad.length) throw new UsageError(`unknown scopes: ${bad.join(', ')}`);
       const issued = await createKey(db, { accountId: a.id, principalId: await ownerPrincipal(db, a.id), scopes, expiresAt: expiry(v), name: v.name });
       return { api_key: issued.secret, ...keyView(issued.key), note: 'The key is shown once; store it now.' };

@@ -20,6 +20,8 @@ import { createPublicationActivities } from '../activities/publication.ts';
 import { createDatasetActivities } from '../activities/datasets.ts';
 import { createExperimentActivities } from '../activities/experiments.ts';
 import { createStudyActivities } from '../activities/studies/studies.ts';
+import { createPurchaseActivities } from '../activities/purchases.ts';
+import { paymentProvider } from '../kernel/payments.ts';
 import { createAnalysis } from '../activities/studies/analysis.ts';
 import { createHostingActivities } from '../activities/hosting.ts';
 import { createInvocationActivities, type Deployments } from '../activities/invocations.ts';
@@ -86,6 +88,7 @@ async function main(): Promise<void> {
       ...invocations,
       ...createPassportActivities({ db, objects, keysDir: config.passports.keysDir }),
       ...createSessionActivities({ db }),
+      ...createPurchaseActivities({ db, provider: paymentProvider(config.payments) }),
       ...createWebhookActivities({ db, config: config.webhooks, secrets: config.secrets }),
       // Biology sources, paced by counters every worker shares.
       ...createBiologyActivities({ db, objects, config: config.biology, counters: createCounters(sourcePacing) }),

@@ -61,6 +61,8 @@ export interface Config {
    * SILICO_SECRETS_KEY_PREVIOUS, comma-separated).
    */
   secrets: SecretsKeyring;
+  /** Buying compute through the payment provider (Stripe). */
+  payments: PaymentsConfig;
   sessions: {
     /** Past this many history events a session's workflow continues as a new run (SILICO_SESSION_HISTORY_BOUND). */
     historyBound: number;
@@ -80,6 +82,19 @@ export interface Config {
     /** Port of the worker's `/healthz` and `/readyz` (deploy/workerHealth.ts); null: none. */
     healthPort: number | null;
   };
+}
+
+export interface PaymentsConfig {
+  /** The provider's secret key (SILICO_STRIPE_SECRET_KEY); null: buying is not offered (503). */
+  stripeSecretKey: string | null;
+  /** The secret the provider signs its events with (SILICO_STRIPE_WEBHOOK_SECRET); null: events are refused. */
+  stripeWebhookSecret: string | null;
+  /** Another address of the provider's API (SILICO_STRIPE_API_BASE, local stack only: its stripe-mock); null: Stripe's own. */
+  stripeApiBase: string | null;
+  /** How long a checkout may be paid before the purchase expires (SILICO_PURCHASE_EXPIRY_SECONDS). */
+  purchaseExpirySeconds: number;
+  /** Where the provider's checkout page sends the buyer back to (SILICO_PURCHASE_RETURN_URL). */
+  returnUrl: string;
 }
 
 export type BiologySourceId = 'uniprot' | 'pdb' | 'ncbi_nucleotide';
@@ -169,7 +184,7 @@ export const LOCAL_STACK_MARKER = 'SILICO_LOCAL_STACK';
  * fixtures (its biology fixture server, webhook receivers on loopback). Outside the local
  * stack a process that has one set (to anything but empty or `0`) refuses to start.
  */
-export const LOCAL_STACK_ONLY = ['SILICO_WEBHOOK_ALLOW_PRIVATE', 'SILICO_BIOLOGY_ALLOW_PRIVATE'] as const;
+export const LOCAL_STACK_ONLY = ['SILICO_WEBHOOK_ALLOW_PRIVATE', 'SILICO_BIOLOGY_ALLOW_PRIVATE', 'SILICO_STRIPE_API_BASE'] as const;
 
 /** Whether the environment is the local stack's (its marker set). */
 export function isLocalStack(env: NodeJS.ProcessEnv = process.env): boolean {
@@ -234,6 +249,17 @@ export function sandboxSettings(env: NodeJS.ProcessEnv = process.env): Config['s
   };
 }
 
+/** Buying compute: the provider's keys, and the mock provider's address in the local stack alone. */
+export function paymentsConfig(env: NodeJS.ProcessEnv, apiPort: number): PaymentsConfig {
+  return {
+    stripeSecretKey: env.SILICO_STRIPE_SECRET_KEY || null,
+    stripeWebhookSecret: env.SILICO_STRIPE_WEBHOOK_SECRET || null,
+    stripeApiBase: isLocalStack(env) ? env.SILICO_STRIPE_API_BASE || null : null,
+    purchaseExpirySeconds: int(env, 'SILICO_PURCHASE_EXPIRY_SECONDS', 24 * 3600),
+    returnUrl: str(env, 'SILICO_PURCHASE_RETURN_URL', `http://localhost:${apiPort}/console/`),
+  };
+}
+
 /** Builds the configuration from an environment (defaults match `npm start`). */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // A deployment with a test-only setting fails at start, naming it, rather than run loosened.
@@ -290,6 +316,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     sandbox: sandboxSettings(env),
     sessions: { historyBound: int(env, 'SILICO_SESSION_HISTORY_BOUND', 2000) },
+    payments: paymentsConfig(env, apiPort),
     passports: {
       keysDir: passportKeysDir(env),
       buildTimeoutMs: int(env, 'SILICO_PASSPORT_BUILD_TIMEOUT_SECONDS', 60) * 1000,

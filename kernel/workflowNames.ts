@@ -80,3 +80,8 @@ export function biologyFetchWorkflowId(fetchId: string): string {
 export function sessionWorkflowId(sessionId: string): string {
   return `session-${sessionId}`;
 }
+
+/** Workflow id of a purchase of compute (every run of it: a late event starts another). */
+export function purchaseWorkflowId(purchaseId: string): string {
+  return `purchase-${purchaseId}`;
+}

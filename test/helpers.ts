@@ -419,7 +419,10 @@ export interface CliResult { code: number | null; stdout: string; stderr: string
  * Runs the `silico` CLI against this stack with a clean environment (only PATH and HOME
  * of ours), `SILICO_API_KEY` from `key`, and config kept in `configDir`.
  */
-export function silicoCli(args: string[], opts: { key?: string; configDir: string; cwd?: string; env?: Record<string, string>; onStderr?: (text: string, child: ChildProcess) => void }): Promise<CliResult> {
+export function silicoCli(args: string[], opts: {
+  key?: string; configDir: string; cwd?: string; env?: Record<string, string>;
+  onStderr?: (text: string, child: ChildProcess) => void; onStdout?: (text: string, child: ChildProcess) => void;
+}): Promise<CliResult> {
   const child = spawn(process.execPath, [path.join(REPO_ROOT, 'sdk/bin/silico.js'), ...args], {
     cwd: opts.cwd ?? REPO_ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', SILICO_CONFIG_DIR: opts.configDir, SILICO_BASE_URL: BASE_URL, ...(opts.key ? { SILICO_API_KEY: opts.key } : {}), ...opts.env },
@@ -427,7 +430,10 @@ export function silicoCli(args: string[], opts: { key?: string; configDir: strin
   });
   let stdout = '';
   let stderr = '';
-  child.stdout!.on('data', (b: Buffer) => { stdout += b.toString(); });
+  child.stdout!.on('data', (b: Buffer) => {
+    stdout += b.toString();
+    opts.onStdout?.(stdout, child);
+  });
   child.stderr!.on('data', (b: Buffer) => {
     stderr += b.toString();
     opts.onStderr?.(stderr, child);

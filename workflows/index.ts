@@ -11,3 +11,4 @@ export { invocationWorkflow } from './invocation.ts';
 export { biologySearchWorkflow, biologyFetchWorkflow } from './biology.ts';
 export { sessionWorkflow } from './session.ts';
 export { webhookDeliveryWorkflow } from './webhookDelivery.ts';
+export { purchaseWorkflow } from './purchase.ts';

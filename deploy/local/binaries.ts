@@ -17,6 +17,8 @@ export const BINARIES = {
   // above embeds (1.29.1), as its own services on Postgres, and its schema tool.
   'temporal-server': { module: 'go.temporal.io/server/cmd/server', version: 'v1.29.1', envVar: 'TEMPORAL_SERVER_BIN' },
   'temporal-sql-tool': { module: 'go.temporal.io/server/cmd/tools/sql', version: 'v1.29.1', envVar: 'TEMPORAL_SQL_TOOL_BIN' },
+  // The payment provider's own mock server, for the local stack when no provider key is set.
+  'stripe-mock': { module: 'github.com/stripe/stripe-mock', version: 'v0.203.0', envVar: 'STRIPE_MOCK_BIN' },
   // Validates deploy/k8s offline (test/unit/manifests.test.ts).
   kubeconform: { module: 'github.com/yannh/kubeconform/cmd/kubeconform', version: 'v0.7.0', envVar: 'KUBECONFORM_BIN' },
 } as const;

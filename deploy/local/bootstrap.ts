@@ -6,7 +6,7 @@ import type { Db } from '../../storage/db/knex.ts';
 import { migrate } from '../../storage/db/knex.ts';
 import type { ObjectStore } from '../../storage/objects.ts';
 import { createAccount, findAccountByNamespace, ownerPrincipal } from '../../storage/db/accounts.ts';
-import { createKey, findKeyBySecret, SCOPES } from '../../storage/db/apiKeys.ts';
+import { createKey, findKeyBySecret, KEY_SCOPES } from '../../storage/db/apiKeys.ts';
 import { grantCompute, usdToMicros } from '../../storage/ledger.ts';
 import { publishSkills } from '../../storage/skills.ts';
 import { publishBuiltinLabs } from './builtinLabs.ts';
@@ -63,7 +63,7 @@ export async function bootstrap(opts: {
     // no usable state file: issue a key below
   }
   if (!apiKey) {
-    const issued = await createKey(db, { accountId: account.id, principalId: await ownerPrincipal(db, account.id), scopes: SCOPES, name: 'local operator' });
+    const issued = await createKey(db, { accountId: account.id, principalId: await ownerPrincipal(db, account.id), scopes: KEY_SCOPES, name: 'local operator' });
     apiKey = issued.secret;
     keyId = issued.key.id;
   }

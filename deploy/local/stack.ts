@@ -10,6 +10,7 @@ import { RESOLVER_LOCK_FILE } from '../../kernel/environments.ts';
 import { startPostgres } from './postgres.ts';
 import { startTemporal } from './temporal.ts';
 import { startMinio } from './minio.ts';
+import { MOCK_SECRET_KEY, startPaymentProvider } from './paymentProvider.ts';
 import { Supervisor, waitFor, assertPortsFree, type LogSink, type Supervised } from './processes.ts';
 import { startTemporalCluster, type TemporalCluster } from './temporalCluster.ts';
 import { restartable, respawnWith, temporalServes, type Dependency, type DependencyName } from './dependencies.ts';
@@ -69,6 +70,9 @@ export interface StackInfo {
   minio_endpoint: string;
   minio_console_url: string;
   database_url: string;
+  /** The mock payment provider's address and the secret its events are signed with (null with a provider key of one's own). */
+  stripe_mock_url: string | null;
+  stripe_webhook_secret: string | null;
 }
 
 export interface Stack {
@@ -141,6 +145,8 @@ export async function runningStack(dataDir: string): Promise<{ info: StackInfo; 
   const [python, analysisPython, temporal] = await Promise.all([ensureRuntime(say), ensureAnalysisEnv(say), resolveBinary('temporal', say)]);
   const env = await stackEnv({ databaseUrl: info.database_url, temporalAddress: info.temporal_address, temporalUiUrl: info.temporal_ui_url, minioEndpoint: info.minio_endpoint,
     apiPort: Number(new URL(info.base_url).port), python, analysisPython, dataDir });
+  if (info.stripe_mock_url) Object.assign(env, { SILICO_STRIPE_SECRET_KEY: MOCK_SECRET_KEY, SILICO_STRIPE_API_BASE: info.stripe_mock_url });
+  if (info.stripe_webhook_secret) env.SILICO_STRIPE_WEBHOOK_SECRET = info.stripe_webhook_secret;
   return { info, env, binaries: { temporal } };
 }
 
@@ -162,9 +168,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   try {
     await ensurePrerequisites(await stackPrerequisites({ ...process.env, ...opts.serviceEnv }, !pgEnv.DATABASE_URL), say);
     const cluster = opts.topology === 'cluster';
-    const [temporalBin, minioBin, python, analysisPython, , clusterBins] = await Promise.all([
+    // Without a provider key of its own, the stack buys from the provider's mock server.
+    const mockPayments = !{ ...process.env, ...opts.serviceEnv }.SILICO_STRIPE_SECRET_KEY;
+    const [temporalBin, minioBin, python, analysisPython, , clusterBins, stripeMockBin] = await Promise.all([
       resolveBinary('temporal', say), resolveBinary('minio', say), ensureRuntime(say), ensureAnalysisEnv(say), ensureSandboxTool(say, { ...process.env, ...opts.serviceEnv }),
       cluster ? Promise.all([resolveBinary('temporal-server', say), resolveBinary('temporal-sql-tool', say)]) : undefined,
+      mockPayments ? resolveBinary('stripe-mock', say) : undefined,
     ]);
     await assertPortsFree([
       { port: opts.ports.api, what: 'api', envVar: 'SILICO_API_PORT' },
@@ -204,6 +213,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     if (pg.server) dependencies.postgres = restartable('postgres', pg.server.proc, { stopSignal: 'SIGINT', ready: pg.server.ready, respawn: respawnWith(sup) });
     const env = await stackEnv({ databaseUrl: pg.url, temporalAddress: temporal.address, temporalUiUrl: temporal.uiUrl, minioEndpoint: minio.endpoint, apiPort: opts.ports.api, python, analysisPython, dataDir: opts.dataDir });
     const baseUrl = env.SILICO_BASE_URL!;
+    if (stripeMockBin) Object.assign(env, await startPaymentProvider(sup, { bin: stripeMockBin, dataDir: opts.dataDir }));
     Object.assign(env, opts.serviceEnv);
     const db = createDb(pg.url, { poolMax: 2 });
     const stateFile = path.join(opts.dataDir, 'local.json');
@@ -277,6 +287,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       minio_endpoint: minio.endpoint,
       minio_console_url: minio.consoleUrl,
       database_url: pg.url,
+      stripe_mock_url: env.SILICO_STRIPE_API_BASE ?? null,
+      stripe_webhook_secret: env.SILICO_STRIPE_WEBHOOK_SECRET ?? null,
     };
     await writeFile(stateFile, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
     return { info, env, supervisor: sup, binaries: { temporal: temporalBin, minio: minioBin }, apis, workers, temporalCluster, dependencies,

@@ -26,6 +26,7 @@ import { Sessions } from './resources/sessions.ts';
 import { Skills } from './resources/skills.ts';
 import { Workspaces } from './resources/workspaces.ts';
 import { Webhooks } from './resources/webhooks.ts';
+import { Purchases } from './resources/purchases.ts';
 
 export const SDK_VERSION = '0.1.0';
 
@@ -79,6 +80,8 @@ export class Silico {
   readonly skills: Skills;
   readonly sessions: Sessions;
   readonly webhooks: Webhooks;
+  /** Buying compute (a key with the compute:buy scope). */
+  readonly purchases: Purchases;
 
   constructor(options: ClientOptions = {}) {
     // No `process` in a browser (the console passes both options).
@@ -116,6 +119,7 @@ export class Silico {
     this.skills = new Skills(http);
     this.sessions = new Sessions(http);
     this.webhooks = new Webhooks(http);
+    this.purchases = new Purchases(http);
   }
 
   /**

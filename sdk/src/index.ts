@@ -43,3 +43,4 @@ export type { HostedInvocations } from './resources/hostedInvocations.ts';
 export type { Account } from './resources/account.ts';
 export type { Skills } from './resources/skills.ts';
 export type { Webhooks, WebhookEndpoint, WebhookEvent, WebhookDelivery } from './resources/webhooks.ts';
+export type { Purchases, Purchase } from './resources/purchases.ts';

@@ -12,7 +12,15 @@ export const SCOPES = [
   'capabilities:read', 'hub:read', 'biology:read', 'packages:publish',
   'workspaces:read', 'workspaces:write', 'runs:read', 'runs:write', 'passports:read',
 ] as const;
-export type Scope = (typeof SCOPES)[number];
+/**
+ * Scopes of our own beyond the spec's: `compute:buy` spends the account holder's money
+ * (purchases), so it is never part of a key unless asked for by name, and no MCP tool
+ * needs it.
+ */
+export const ADDED_SCOPES = ['compute:buy'] as const;
+/** Every scope a key may hold. */
+export const KEY_SCOPES = [...SCOPES, ...ADDED_SCOPES] as const;
+export type Scope = (typeof KEY_SCOPES)[number];
 
 export interface ApiKeyRow {
   id: string;
@@ -47,7 +55,7 @@ export async function createKey(
   input: { accountId: string; principalId: string; scopes: readonly string[]; expiresAt?: Date | null; name?: string; clientId?: string; rotatedFrom?: string },
 ): Promise<IssuedKey> {
   for (const s of input.scopes) {
-    if (!(SCOPES as readonly string[]).includes(s)) throw new Error(`unknown scope ${s}`);
+    if (!(KEY_SCOPES as readonly string[]).includes(s)) throw new Error(`unknown scope ${s}`);
   }
   const secret = newSecret();
   const [key] = await db('api_keys')

@@ -10,6 +10,9 @@ export interface LedgerAudit {
   runs: { accepted: number; terminal: number; open: number };
   reservations: number;
   settlements: number;
+  /** Ledger movements that are not runs': operator grants, confirmed purchases and the refunds taken back. */
+  grants: number;
+  purchases: { paid: number; credited: number; refunds: number };
   problems: {
     /** An account whose balance books differ from the sum of its ledger's entries. */
     balances_off_ledger: number;
@@ -21,6 +24,8 @@ export interface LedgerAudit {
     unbalanced_transactions: number;
     /** A run whose events' seq is not 1, 2, 3, ... without a gap. */
     runs_with_event_gaps: number;
+    /** A purchase credited other than exactly once and exactly its amount when paid (never when not), or whose recovered refunds differ from its refund transactions. */
+    purchases_credited_wrongly: number;
   };
 }
 
@@ -43,6 +48,16 @@ export async function auditLedger(db: Db, accountIds?: string[]): Promise<Ledger
       SELECT t.ref, sum(e.amount_micros) FILTER (WHERE e.book = 'spent') AS spent
       FROM txn t JOIN ledger_entries e ON e.txn_id = t.id WHERE t.kind = 'settle' GROUP BY t.ref
     ),
+    pur AS (SELECT p.* FROM purchases p JOIN acct ON acct.id = p.account_id),
+    pur_credit AS (
+      SELECT t.ref, count(DISTINCT t.id) AS n, sum(e.amount_micros) FILTER (WHERE e.book = 'available') AS micros
+      FROM txn t JOIN ledger_entries e ON e.txn_id = t.id WHERE t.kind = 'purchase' GROUP BY t.ref
+    ),
+    pur_refund AS (
+      SELECT pe.purchase_id, sum(e.amount_micros) FILTER (WHERE e.book = 'funding') AS micros
+      FROM txn t JOIN ledger_entries e ON e.txn_id = t.id JOIN purchase_events pe ON t.ref = 'refund:' || pe.id
+      WHERE t.kind = 'refund' GROUP BY pe.purchase_id
+    ),
     seqs AS (SELECT ev.run_id, count(*) AS n, min(ev.seq) AS lo, max(ev.seq) AS hi FROM run_events ev JOIN run ON run.id = ev.run_id GROUP BY ev.run_id)
     SELECT
       (SELECT count(*) FROM run) AS accepted,
@@ -50,6 +65,14 @@ export async function auditLedger(db: Db, accountIds?: string[]): Promise<Ledger
       (SELECT count(*) FROM run WHERE status IN ('queued', 'running', 'cancelling')) AS open,
       (SELECT count(*) FROM txn WHERE kind = 'reserve') AS reservations,
       (SELECT count(*) FROM txn WHERE kind = 'settle') AS settlements,
+      (SELECT count(*) FROM txn WHERE kind = 'grant') AS grants,
+      (SELECT count(*) FROM pur WHERE status IN ('paid', 'refunded')) AS purchases_paid,
+      (SELECT count(*) FROM txn WHERE kind = 'purchase') AS purchases_credited,
+      (SELECT count(*) FROM txn WHERE kind = 'refund') AS refunds,
+      (SELECT count(*) FROM pur LEFT JOIN pur_credit c ON c.ref = 'purchase:' || pur.id LEFT JOIN pur_refund r ON r.purchase_id = pur.id
+        WHERE (pur.status IN ('paid', 'refunded') AND (c.n IS DISTINCT FROM 1 OR c.micros IS DISTINCT FROM pur.amount_micros OR pur.credited_micros <> pur.amount_micros))
+           OR (pur.status NOT IN ('paid', 'refunded') AND (c.n IS NOT NULL OR pur.credited_micros <> 0))
+           OR coalesce(r.micros, 0) <> pur.recovered_micros) AS purchases_credited_wrongly,
       (SELECT count(*) FROM compute_balances b JOIN acct ON acct.id = b.account_id LEFT JOIN books k ON k.account_id = b.account_id
         WHERE b.available_micros <> coalesce(k.available, 0) OR b.reserved_micros <> coalesce(k.reserved, 0) OR b.spent_micros <> coalesce(k.spent, 0)) AS balances_off_ledger,
       (SELECT count(*) FROM run WHERE status IN ('completed', 'failed', 'cancelled', 'timed_out') AND reserved_micros > 0
@@ -63,12 +86,15 @@ export async function auditLedger(db: Db, accountIds?: string[]): Promise<Ledger
     runs: { accepted: n('accepted'), terminal: n('terminal'), open: n('open') },
     reservations: n('reservations'),
     settlements: n('settlements'),
+    grants: n('grants'),
+    purchases: { paid: n('purchases_paid'), credited: n('purchases_credited'), refunds: n('refunds') },
     problems: {
       balances_off_ledger: n('balances_off_ledger'),
       terminal_runs_unsettled: n('terminal_runs_unsettled'),
       runs_charged_wrongly: n('runs_charged_wrongly'),
       unbalanced_transactions: n('unbalanced_transactions'),
       runs_with_event_gaps: n('runs_with_event_gaps'),
+      purchases_credited_wrongly: n('purchases_credited_wrongly'),
     },
   };
 }

@@ -96,6 +96,7 @@ async function main(): Promise<number> {
       { what: 'studies / hosted invocations accepted', value: `${effects.studies.length} / ${effects.invocations.length}`, fails: false },
       { what: 'work still open after the drain (runs, studies, invocations, deliveries)', value: Object.values(open).join(', '), fails: Object.values(open).some((n) => n > 0) },
       { what: 'reservations / settlements', value: `${ledger.reservations} / ${ledger.settlements}`, fails: false },
+      { what: 'grants / purchases paid (credited) / refunds taken back', value: `${ledger.grants} / ${ledger.purchases.paid} (${ledger.purchases.credited}) / ${ledger.purchases.refunds}`, fails: ledger.purchases.paid !== ledger.purchases.credited },
       ...Object.entries(ledger.problems).map(([k, v]) => ({ what: k.replaceAll('_', ' '), value: v, fails: v > 0 })),
       { what: 'webhook events / deliveries (delivered, pending, dead)', value: `${webhooks.events} / ${webhooks.deliveries} (${webhooks.delivered}, ${webhooks.pending}, ${webhooks.dead})`, fails: webhooks.pending + webhooks.dead > 0 },
       { what: 'webhook events without a delivery', value: webhooks.problems.events_without_delivery, fails: webhooks.problems.events_without_delivery > 0 },

@@ -12,6 +12,7 @@ import { sessionStateQuery, sessionWorkflow } from '../../workflows/session.ts';
 import { biologyFetchWorkflow, biologySearchWorkflow } from '../../workflows/biology.ts';
 import { experimentWorkflow } from '../../workflows/experiment.ts';
 import { studyWorkflow } from '../../workflows/study.ts';
+import { purchaseWorkflow } from '../../workflows/purchase.ts';
 import { publicationWorkflow } from '../../workflows/publication.ts';
 import { datasetRegistrationWorkflow } from '../../workflows/datasetRegistration.ts';
 import { runWorkflow } from '../../workflows/run.ts';
@@ -318,4 +319,20 @@ test('invocationWorkflow fails when the ending of its completed invocation canno
   assert.ok(failedWith(outcome, /finishInvocation refused/), String(outcome));
   assert.equal(status, 'FAILED');
   assert.deepEqual(calls, ['invokeHosted', 'finishInvocation']);
+});
+
+test('purchaseWorkflow fails when its purchase cannot be read, applying and expiring nothing', async () => {
+  const { outcome, status, calls } = await close(purchaseWorkflow, [{ purchaseId: crypto.randomUUID() }], { [q()]: { purchaseState: 'refuse', applyPurchaseEvents: () => ({}), expirePurchase: () => ({}) } });
+  assert.ok(failedWith(outcome, /purchaseState refused/), String(outcome));
+  assert.equal(status, 'FAILED');
+  assert.deepEqual(calls, ['purchaseState']);
+});
+
+test('purchaseWorkflow cancelled while it waits for payment ends cancelled, expiring nothing', async () => {
+  const { outcome, status, calls } = await close(purchaseWorkflow, [{ purchaseId: crypto.randomUUID() }], {
+    [q()]: { purchaseState: () => ({ status: 'pending', expiresAtMs: Date.now() + 3_600_000 }), applyPurchaseEvents: () => ({}), expirePurchase: () => ({}) },
+  }, async (c, handle) => c.includes('purchaseState') && await onTimer(handle));
+  assert.ok(cancelled(outcome), String(outcome));
+  assert.equal(status, 'CANCELLED');
+  assert.deepEqual(calls, ['purchaseState']);
 });

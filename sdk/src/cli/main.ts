@@ -9,6 +9,7 @@ import { invokeCommand } from './commands/invoke.ts';
 import { hostChange, hostPlan, hostRequest, hostStatus } from './commands/host.ts';
 import { bioFetch, bioSearch } from './commands/bio.ts';
 import { sessionComplete, sessionNew, sessionProgress, sessionShow, sessionValidate } from './commands/session.ts';
+import { buy, purchaseGet } from './commands/buy.ts';
 import { webhooksAdd, webhooksDeliveries, webhooksList, webhooksListen, webhooksRemove, webhooksReplay, webhooksRotate } from './commands/webhooks.ts';
 import * as r from './commands/resources.ts';
 import { serveMcpOverStdio } from './mcpBridge.ts';
@@ -320,6 +321,21 @@ export function buildProgram(): Command {
       const { client, out } = connect(cmd);
       return r.filesDownload(client, id, dest, out);
     }));
+
+  program.command('buy <usd>').description('buy compute: prints where to pay, waits for the payment provider to confirm, then prints the credit (a key with the compute:buy scope)')
+    .option('--no-wait', 'print where to pay and return at once')
+    .option('--poll-ms <ms>', 'how often to ask whether it was paid', positiveInt)
+    .action(action(async (cmd, amount: string) => {
+      const { client, out } = connect(cmd);
+      const stop = new AbortController();
+      process.once('SIGINT', () => stop.abort());
+      return buy(client, amount, cmd.opts(), out, stop.signal);
+    }));
+  const purchases = program.command('purchases').description('what was bought');
+  purchases.command('get <purchase_id>').description('one purchase: its status, credit and refunds').action(action(async (cmd, id: string) => {
+    const { client, out } = connect(cmd);
+    return purchaseGet(client, id, out);
+  }));
 
   program.command('account').description('the connected account, this key\'s access, usage and compute').action(action(async (cmd) => {
     const { client, out } = connect(cmd);

@@ -714,6 +714,30 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/payment-events/stripe": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The payment provider's signed events (Stripe: checkout completed, payment succeeded or failed, refunded)
+         * @description The payment provider's signed events (Stripe: checkout completed, payment succeeded or failed, refunded). Authenticated by the Stripe-Signature header over the raw body, not by an API key; an event is applied once, however often it is sent.
+         *
+         *     No API key: signed by the payment provider (`Stripe-Signature`).
+         *
+         *     **An addition to the spec**: this route is not in the service contract's route table.
+         */
+        post: operations["payment_event_receive"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/publication-plans": {
         parameters: {
             query?: never;
@@ -752,6 +776,62 @@ export type paths = {
          *     Scope: `packages:publish`. Requires managed operations (the agent gateway) for the account.
          */
         post: operations["publish_execute"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/purchases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the account's purchases, newest first
+         * @description List the account's purchases, newest first.
+         *
+         *     Scope: `compute:buy`.
+         *
+         *     **An addition to the spec**: this route is not in the service contract's route table.
+         */
+        get: operations["purchase_list"];
+        put?: never;
+        /**
+         * Buy compute: a checkout with the payment provider for an amount in US dollars ($5.00 to $10,000.00, whole cents)
+         * @description Buy compute: a checkout with the payment provider for an amount in US dollars ($5.00 to $10,000.00, whole cents). Answers the purchase with the URL where it is paid; the compute is credited only when the provider confirms payment. Not an MCP tool: an agent never spends a person's money.
+         *
+         *     Scope: `compute:buy`.
+         *
+         *     **An addition to the spec**: this route is not in the service contract's route table.
+         */
+        post: operations["purchase_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/purchases/{purchase_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one purchase: pending, paid, failed, refunded or expired, and what it credited and took back
+         * @description Read one purchase: pending, paid, failed, refunded or expired, and what it credited and took back.
+         *
+         *     Scope: `compute:buy`.
+         *
+         *     **An addition to the spec**: this route is not in the service contract's route table.
+         */
+        get: operations["purchase_get"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -6178,6 +6258,61 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    payment_event_receive: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        effect: "paid" | "failed" | "expired" | "refunded" | "ignored";
+                        event_id: string;
+                        links: Record<string, unknown>;
+                        next_actions: {
+                            arguments: Record<string, unknown>;
+                            description: string;
+                            http: {
+                                method: string;
+                                path: string;
+                            };
+                            tool: string;
+                        }[];
+                        /** @constant */
+                        object: "payment_event";
+                        /**
+                         * Format: uuid
+                         * @description The purchase it concerns; null when none does yet (a refund before its completion is held).
+                         */
+                        purchase_id: string | null;
+                        /** Format: uuid */
+                        request_id: string;
+                        /** @constant */
+                        schema_version: "2026-11-01";
+                        type: string;
+                        warnings: Record<string, unknown>[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            409: components["responses"]["E409"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            500: components["responses"]["E500"];
+            503: components["responses"]["E503"];
+        };
+    };
     publish_prepare: {
         parameters: {
             query?: never;
@@ -6350,6 +6485,271 @@ export interface operations {
             409: components["responses"]["E409"];
             413: components["responses"]["E413"];
             415: components["responses"]["E415"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            500: components["responses"]["E500"];
+            503: components["responses"]["E503"];
+        };
+    };
+    purchase_list: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number;
+                status?: "pending" | "paid" | "failed" | "refunded" | "expired" | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        has_more: boolean;
+                        items: {
+                            /** @description What is bought, in US dollars (whole cents): the compute credited once paid. */
+                            amount_usd: number;
+                            /**
+                             * Format: uri
+                             * @description The payment provider's page where the purchase is paid (null once it has ended).
+                             */
+                            checkout_url: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** @description Compute this purchase added to the account (0 until the provider confirms payment). */
+                            credited_usd: number;
+                            /** Format: date-time */
+                            ended_at: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When an unpaid purchase expires with no credit.
+                             */
+                            expires_at: string;
+                            failure: string | null;
+                            /** @constant */
+                            object: "purchase";
+                            /** Format: date-time */
+                            paid_at: string | null;
+                            /** @constant */
+                            provider: "stripe";
+                            /** Format: uuid */
+                            purchase_id: string;
+                            /** @description Compute taken back for the refund: what was left of the credit. */
+                            recovered_usd: number;
+                            /** @description What the provider refunded of the payment. */
+                            refunded_usd: number;
+                            /**
+                             * @description pending until the payment provider confirms payment (paid), says it failed (failed) or the checkout expires (expired); refunded once refunded in full.
+                             * @enum {unknown}
+                             */
+                            status: "pending" | "paid" | "failed" | "refunded" | "expired";
+                            /** @description Refunded but not taken back, because it was already reserved or spent. */
+                            unrecovered_usd: number;
+                        }[];
+                        links: Record<string, unknown>;
+                        next_actions: {
+                            arguments: Record<string, unknown>;
+                            description: string;
+                            http: {
+                                method: string;
+                                path: string;
+                            };
+                            tool: string;
+                        }[];
+                        next_cursor: string | null;
+                        /** Format: uuid */
+                        request_id: string;
+                        /** @constant */
+                        schema_version: "2026-11-01";
+                        warnings: Record<string, unknown>[];
+                    };
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            500: components["responses"]["E500"];
+            503: components["responses"]["E503"];
+        };
+    };
+    purchase_create: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description A unique key per logical request; reuse it only when retrying the same payload. Kept 24 hours. */
+                "Idempotency-Key": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description US dollars, $5.00 to $10,000.00 in whole cents. */
+                    amount_usd: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Success. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What is bought, in US dollars (whole cents): the compute credited once paid. */
+                        amount_usd: number;
+                        /**
+                         * Format: uri
+                         * @description The payment provider's page where the purchase is paid (null once it has ended).
+                         */
+                        checkout_url: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** @description Compute this purchase added to the account (0 until the provider confirms payment). */
+                        credited_usd: number;
+                        /** Format: date-time */
+                        ended_at: string | null;
+                        /**
+                         * Format: date-time
+                         * @description When an unpaid purchase expires with no credit.
+                         */
+                        expires_at: string;
+                        failure: string | null;
+                        links: Record<string, unknown>;
+                        next_actions: {
+                            arguments: Record<string, unknown>;
+                            description: string;
+                            http: {
+                                method: string;
+                                path: string;
+                            };
+                            tool: string;
+                        }[];
+                        /** @constant */
+                        object: "purchase";
+                        /** Format: date-time */
+                        paid_at: string | null;
+                        /** @constant */
+                        provider: "stripe";
+                        /** Format: uuid */
+                        purchase_id: string;
+                        /** @description Compute taken back for the refund: what was left of the credit. */
+                        recovered_usd: number;
+                        /** @description What the provider refunded of the payment. */
+                        refunded_usd: number;
+                        /** Format: uuid */
+                        request_id: string;
+                        /** @constant */
+                        schema_version: "2026-11-01";
+                        /**
+                         * @description pending until the payment provider confirms payment (paid), says it failed (failed) or the checkout expires (expired); refunded once refunded in full.
+                         * @enum {unknown}
+                         */
+                        status: "pending" | "paid" | "failed" | "refunded" | "expired";
+                        /** @description Refunded but not taken back, because it was already reserved or spent. */
+                        unrecovered_usd: number;
+                        warnings: Record<string, unknown>[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            415: components["responses"]["E415"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            500: components["responses"]["E500"];
+            503: components["responses"]["E503"];
+        };
+    };
+    purchase_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                purchase_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What is bought, in US dollars (whole cents): the compute credited once paid. */
+                        amount_usd: number;
+                        /**
+                         * Format: uri
+                         * @description The payment provider's page where the purchase is paid (null once it has ended).
+                         */
+                        checkout_url: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** @description Compute this purchase added to the account (0 until the provider confirms payment). */
+                        credited_usd: number;
+                        /** Format: date-time */
+                        ended_at: string | null;
+                        /**
+                         * Format: date-time
+                         * @description When an unpaid purchase expires with no credit.
+                         */
+                        expires_at: string;
+                        failure: string | null;
+                        links: Record<string, unknown>;
+                        next_actions: {
+                            arguments: Record<string, unknown>;
+                            description: string;
+                            http: {
+                                method: string;
+                                path: string;
+                            };
+                            tool: string;
+                        }[];
+                        /** @constant */
+                        object: "purchase";
+                        /** Format: date-time */
+                        paid_at: string | null;
+                        /** @constant */
+                        provider: "stripe";
+                        /** Format: uuid */
+                        purchase_id: string;
+                        /** @description Compute taken back for the refund: what was left of the credit. */
+                        recovered_usd: number;
+                        /** @description What the provider refunded of the payment. */
+                        refunded_usd: number;
+                        /** Format: uuid */
+                        request_id: string;
+                        /** @constant */
+                        schema_version: "2026-11-01";
+                        /**
+                         * @description pending until the payment provider confirms payment (paid), says it failed (failed) or the checkout expires (expired); refunded once refunded in full.
+                         * @enum {unknown}
+                         */
+                        status: "pending" | "paid" | "failed" | "refunded" | "expired";
+                        /** @description Refunded but not taken back, because it was already reserved or spent. */
+                        unrecovered_usd: number;
+                        warnings: Record<string, unknown>[];
+                    };
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];

@@ -37,6 +37,7 @@ import * as sessionFailed from './037_session_failed.ts';
 import * as terminalEventLast from './038_terminal_event_last.ts';
 import * as mcpTasks from './039_mcp_tasks.ts';
 import * as studyKinds from './040_study_kinds.ts';
+import * as purchases from './041_purchases.ts';
 import * as biologyResources from './025_biology_resources.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
@@ -83,6 +84,7 @@ const migrations: Record<string, Migration> = {
   '038_terminal_event_last': terminalEventLast,
   '039_mcp_tasks': mcpTasks,
   '040_study_kinds': studyKinds,
+  '041_purchases': purchases,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
