@@ -49,19 +49,28 @@ function responses(tool: ToolDef, route: RouteDef) {
         : { 'application/json': { schema: successSchema(tool, route) } },
     },
   };
-  const codes = ['401', '403', '429', '500', '503'];
+  // The payment provider's route takes no key: its own refusals are a bad signature (400), a body too large, or buying not configured (501).
+  const codes = route.signed ? ['400', '413', '429', '500', '501', '503'] : ['401', '403', '429', '500', '503'];
+  if (route.signed) {
+    for (const c of codes) out[c] = { $ref: `#/components/responses/E${c}` };
+    return out;
+  }
   if (!route.no422) codes.push('422');
   if (route.notFound) codes.push('404');
   // The routes that start metered work (the run bucket's) reserve its maximum first.
   if (route.bucket === 'runs') codes.push('402');
   if (route.idempotency || route.method !== 'GET') codes.push('400', '409');
   if (jsonBodySchema(tool)) codes.push('413', '415');
-  if (!tool.handler) codes.push('501');
+  // Buying answers 501 payments_not_configured on a server without a payment provider key.
+  if (!tool.handler || route.group === 'purchases') codes.push('501');
   for (const c of codes.sort()) out[c] = { $ref: `#/components/responses/E${c}` };
   return out;
 }
 
-function requestBody(tool: ToolDef) {
+function requestBody(tool: ToolDef, route: RouteDef) {
+  if (route.signed) {
+    return { required: true, content: { 'application/json': { schema: { type: 'object', description: 'The provider\'s event exactly as it sent it: its signature covers these bytes.' } } } };
+  }
   const body = tool.input.body;
   if (!body) return undefined;
   if (body === 'multipart') {
@@ -79,7 +88,7 @@ export function buildOpenApi(baseUrl: string): Record<string, unknown> {
   for (const route of ROUTES) {
     const tool = TOOLS.get(route.tool)!;
     const implemented = Boolean(tool.handler);
-    const body = requestBody(tool);
+    const body = requestBody(tool, route);
     (paths[route.path] ??= {})[route.method.toLowerCase()] = {
       operationId: tool.name,
       summary: tool.description.split('. ')[0]!.replace(/\.$/, ''),

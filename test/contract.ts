@@ -28,6 +28,8 @@ export interface ContractRoute {
   rest_only?: boolean;
   plain_body?: boolean;
   no_422?: boolean;
+  /** Called by the payment provider with its signature, not with an API key (an addition). */
+  signed?: boolean;
   /** `spec`: the spec's route table; `spec_index`: listed by the spec with a purpose only; `addition`: ours. */
   source: 'spec' | 'spec_index' | 'addition';
   purpose: string;
@@ -35,6 +37,8 @@ export interface ContractRoute {
 
 export interface ContractRules {
   scopes: string[];
+  /** Scopes of ours beyond the spec's (`compute:buy`), held by the routes we added alone. */
+  added_scopes: string[];
   envelope: { schema_version: string; success_fields: string[]; next_action_fields: string[]; request_id_headers: string[]; error_fields: string[]; managed_lab_error_details: string[] };
   error_types: Record<string, string>;
   error_codes: Array<{ status: number; code: string; when: string }>;

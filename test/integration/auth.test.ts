@@ -32,6 +32,12 @@ test('401 for a missing, malformed, unknown, expired or revoked key, on every ro
   for (const route of CONTRACT_ROUTES) {
     for (const [code, key, headers] of cases) {
       const res = await call(route.method, concretePath(route.path), { key, headers });
+      if (route.signed) {
+        // The payment provider's route takes no key: whatever key is sent, an unsigned body is refused for its signature.
+        assert.equal(res.status, 400, `${route.method} ${route.path} ${code}`);
+        assert.equal(errorOf(res).code, 'signature_invalid');
+        continue;
+      }
       assert.equal(res.status, 401, `${route.method} ${route.path} ${code}`);
       const e = errorOf(res);
       assert.equal(e.type, 'authentication_error');
@@ -56,7 +62,7 @@ test('403 insufficient_scope on every scoped route for a key without that scope'
 
 test('routes that accept any valid key answer a key with no scopes', async () => {
   const { key } = await newAccount({ scopes: [] });
-  for (const route of CONTRACT_ROUTES.filter((r) => r.scope === 'any')) {
+  for (const route of CONTRACT_ROUTES.filter((r) => r.scope === 'any' && !r.signed)) {
     const res = await call(route.method, concretePath(route.path), { key });
     assert.ok(res.status === 200 || res.status === 404, `${route.method} ${route.path}: ${res.status}`);
   }

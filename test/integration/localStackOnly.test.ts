@@ -16,8 +16,8 @@ import { REPO_ROOT } from '../../deploy/local/paths.ts';
 after(closeTestDb);
 
 /** A process started as a deployment starts it: none of the local stack's own settings. */
-const OUTSIDE = { SILICO_LOCAL_STACK: '', SILICO_WEBHOOK_ALLOW_PRIVATE: '', SILICO_BIOLOGY_ALLOW_PRIVATE: '' };
-const SWITCHES = ['SILICO_WEBHOOK_ALLOW_PRIVATE', 'SILICO_BIOLOGY_ALLOW_PRIVATE'];
+const OUTSIDE = { SILICO_LOCAL_STACK: '', SILICO_WEBHOOK_ALLOW_PRIVATE: '', SILICO_BIOLOGY_ALLOW_PRIVATE: '', SILICO_STRIPE_API_BASE: '' };
+const SWITCHES = ['SILICO_WEBHOOK_ALLOW_PRIVATE', 'SILICO_BIOLOGY_ALLOW_PRIVATE', 'SILICO_STRIPE_API_BASE'];
 
 /**
  * Starts `script` outside the local stack with `env`, and waits for it to end by itself.

@@ -60,7 +60,7 @@ test('GET /v1/openapi.json is OpenAPI 3.1 with every route of the contract, its 
     assert.equal(op['x-required-scope'], c.scope, `${routeKey(c)} scope`);
     assert.ok(op.responses[String(c.success)], `${routeKey(c)} ${c.success}`);
     if (c.not_found) assert.ok(op.responses['404'], `${routeKey(c)} 404`);
-    assert.equal(Boolean(op.responses['422']), !c.no_422, `${routeKey(c)} 422`);
+    assert.equal(Boolean(op.responses['422']), !c.no_422 && !c.signed, `${routeKey(c)} 422`);
     assert.equal(op['x-spec-addition'], c.source === 'addition', `${routeKey(c)} is marked an addition exactly when it is one`);
     if (c.idempotency) assert.ok(op.parameters.some((p: any) => p.name === 'Idempotency-Key' && p.required === (c.idempotency === 'required')), `${routeKey(c)} Idempotency-Key`);
   }
@@ -68,7 +68,9 @@ test('GET /v1/openapi.json is OpenAPI 3.1 with every route of the contract, its 
   for (const r of ROUTES) {
     const op = doc.paths[r.path][r.method.toLowerCase()];
     const tool = TOOLS.get(r.tool)!;
-    for (const c of ['401', '403', '429', '500']) assert.ok(op.responses[c], `${r.method} ${r.path} ${c}`);
+    // The payment provider's route takes no key: a bad signature is its 400.
+    for (const c of r.signed ? ['400', '429', '500'] : ['401', '403', '429', '500']) assert.ok(op.responses[c], `${r.method} ${r.path} ${c}`);
+    assert.deepEqual(op.security, r.signed ? [] : [{ apiKey: [] }], `${r.method} ${r.path} security`);
     for (const name of Object.keys(tool.input.path ?? {})) assert.ok(op.parameters.some((p: any) => p.in === 'path' && p.name === name));
     assert.equal(op['x-implemented'], Boolean(tool.handler));
     if (!tool.handler) assert.ok(op.responses['501'], `${r.path} lists 501`);
@@ -81,7 +83,8 @@ test('every route of the spec is built: none answers 501, and OpenAPI says so', 
   for (const r of ROUTES) {
     const op = doc.paths[r.path][r.method.toLowerCase()];
     assert.equal(op['x-implemented'], true, `${r.method} ${r.path}`);
-    assert.equal(op.responses['501'], undefined, `${r.method} ${r.path} lists no 501`);
+    // Only buying lists a 501: payments_not_configured, on a server without a provider key.
+    assert.equal(op.responses['501'] !== undefined, r.group === 'purchases', `${r.method} ${r.path} lists a 501 only if it buys`);
   }
 });
 

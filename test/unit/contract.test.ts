@@ -10,7 +10,7 @@ import { loadConfig } from '../../kernel/config.ts';
 import { READ_BOUND } from '../../api/boundedContent.ts';
 import { PLAN_TTL_SECONDS } from '../../api/plans.ts';
 import { limit } from '../../api/schemas/common.ts';
-import { SCOPES } from '../../storage/db/apiKeys.ts';
+import { ADDED_SCOPES, SCOPES } from '../../storage/db/apiKeys.ts';
 
 const prose = readFileSync(path.join(CONTRACT_DIR, 'service-api.md'), 'utf8');
 
@@ -42,7 +42,10 @@ test('routes.json states the prose contract\'s route tables: every route, its sc
     assert.equal(r.purpose, m[3]!.trim());
   }
   assert.equal(CONTRACT_ROUTES.filter((r) => r.source !== 'addition').length, 64);
-  for (const r of CONTRACT_ROUTES) assert.ok(r.scope === 'any' || CONTRACT_RULES.scopes.includes(r.scope), `${routeKey(r)}: ${r.scope} is a scope`);
+  for (const r of CONTRACT_ROUTES) {
+    const scopes = r.source === 'addition' ? [...CONTRACT_RULES.scopes, ...CONTRACT_RULES.added_scopes] : CONTRACT_RULES.scopes;
+    assert.ok(r.scope === 'any' || scopes.includes(r.scope), `${routeKey(r)}: ${r.scope} is a scope`);
+  }
   // The spec's conventions: which routes take Idempotency-Key, and which have no 422.
   assert.deepEqual(CONTRACT_ROUTES.filter((r) => r.source === 'spec' && r.no_422).map(routeKey).sort(), ['GET /account', 'GET /compute-profiles', 'GET /skills']);
   for (const [key, kind] of [['POST /runs', 'required'], ['POST /labs/{lab_id}/hosting-plans', 'required'], ['POST /hosted-invocation-plans', 'required'], ['POST /workspaces', 'optional'],
@@ -68,12 +71,14 @@ test('the route table in code is the contract\'s: the same routes, tools, scopes
     assert.equal(Boolean(r.plain), Boolean(c.plain_body), `${k} plain body`);
     assert.equal(Boolean(r.no422), Boolean(c.no_422), `${k} 422`);
     assert.equal(Boolean(r.addition), c.source === 'addition', `${k} addition`);
+    assert.equal(Boolean(r.signed), Boolean(c.signed), `${k} signed by the payment provider, not a key`);
     assert.equal(r.group, c.group, `${k} group`);
   }
 });
 
 test('scopes, error types and limits in code are the contract\'s', () => {
   assert.deepEqual([...SCOPES], CONTRACT_RULES.scopes);
+  assert.deepEqual([...ADDED_SCOPES], CONTRACT_RULES.added_scopes);
   for (const [status, type] of Object.entries(CONTRACT_RULES.error_types)) assert.equal(errorType(Number(status)), type, `type of ${status}`);
   for (const e of CONTRACT_RULES.error_codes) assert.ok(CONTRACT_RULES.error_types[String(e.status)], `${e.code}: ${e.status} has a type`);
   const limits = loadConfig({ DATABASE_URL: 'postgres://unused', S3_ACCESS_KEY_ID: 'x', S3_SECRET_ACCESS_KEY: 'x', SILICO_SECRETS_KEY: Buffer.alloc(32).toString('base64') }).limits;

@@ -6265,7 +6265,11 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": Record<string, unknown>;
+            };
+        };
         responses: {
             /** @description Success. */
             200: {
@@ -6304,12 +6308,10 @@ export interface operations {
                 };
             };
             400: components["responses"]["E400"];
-            401: components["responses"]["E401"];
-            403: components["responses"]["E403"];
-            409: components["responses"]["E409"];
-            422: components["responses"]["E422"];
+            413: components["responses"]["E413"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
+            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -6576,6 +6578,7 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
+            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -6670,6 +6673,7 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
+            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
@@ -6753,6 +6757,7 @@ export interface operations {
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];
+            501: components["responses"]["E501"];
             503: components["responses"]["E503"];
         };
     };
