@@ -8,7 +8,8 @@ import { openRecords, type OpenRecord } from '../storage/db/reconciliation.ts';
 import { finishRun } from '../storage/runLifecycle.ts';
 import { failPublication } from '../storage/db/publications.ts';
 import { finishDataset } from '../storage/db/datasets.ts';
-import { datasetWorkflowId, experimentWorkflowId, hostingWorkflowId, invocationWorkflowId, publicationWorkflowId, runWorkflowId, sessionWorkflowId } from '../kernel/workflowNames.ts';
+import { datasetWorkflowId, experimentWorkflowId, hostingWorkflowId, invocationWorkflowId, publicationWorkflowId, purchaseWorkflowId, runWorkflowId, sessionWorkflowId } from '../kernel/workflowNames.ts';
+import { expirePurchase } from '../storage/db/purchases.ts';
 import { finishInvocation } from '../storage/db/hostedInvocations.ts';
 import { recordHosting } from '../storage/db/hosting.ts';
 import { completeExperiment } from '../storage/db/experiments.ts';
@@ -21,7 +22,7 @@ export type WorkflowState = (workflowId: string) => Promise<'open' | 'closed' | 
 
 const WORKFLOW_ID: Record<OpenRecord['kind'], (id: string) => string> = {
   run: runWorkflowId, publication: publicationWorkflowId, dataset: datasetWorkflowId, experiment: experimentWorkflowId, invocation: invocationWorkflowId, hosting: hostingWorkflowId,
-  session: sessionWorkflowId,
+  session: sessionWorkflowId, purchase: purchaseWorkflowId,
 };
 /** How long a biology fetch's staged records may outlive it before the hourly purge removes them. */
 const STAGING_KEPT_MS = 24 * 3600 * 1000;
@@ -52,7 +53,7 @@ export function createMaintenanceActivities(deps: { db: Db; objects: ObjectStore
 
     /** Closes records left open by a workflow that is gone; returns how many of each. */
     async reconcileOrphans(olderThanSeconds: number): Promise<Record<OpenRecord['kind'], number>> {
-      const closed = { run: 0, publication: 0, dataset: 0, experiment: 0, invocation: 0, hosting: 0, session: 0 };
+      const closed = { run: 0, publication: 0, dataset: 0, experiment: 0, invocation: 0, hosting: 0, session: 0, purchase: 0 };
       for (const r of await openRecords(deps.db, olderThanSeconds)) {
         const workflowId = WORKFLOW_ID[r.kind](r.id);
         const state = await deps.workflowState(workflowId);
@@ -64,7 +65,10 @@ export function createMaintenanceActivities(deps: { db: Db; objects: ObjectStore
         else if (r.kind === 'dataset') await finishDataset(deps.db, r.id, [{ file_id: '', problem: GONE }]);
         else if (r.kind === 'invocation') await finishInvocation(deps.db, { id: r.id, status: 'failed', error: { code: 'internal_error', message: GONE }, computeSeconds: 0 });
         else if (r.kind === 'hosting') await recordHosting(deps.db, r.id, r.generation!, { status: 'failed', pending_action: null }, { kind: 'failed', actor: 'reconciliation', message: GONE });
-        else if (r.kind === 'session') {
+        // Past its expiry with no workflow to expire it: no credit, as its workflow would have.
+        else if (r.kind === 'purchase') {
+          if ((await expirePurchase(deps.db, r.id)).status !== 'expired') continue;
+        } else if (r.kind === 'session') {
           // Completed meanwhile (its workflow ends right after recording that): nothing to close.
           if (!(await failSession(deps.db, r.id, { code: 'internal_error', message: sessionGone(workflowId, state) }))) continue;
         } else if (!(await completeExperiment(deps.db, r.id))) continue;

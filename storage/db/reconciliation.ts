@@ -2,7 +2,7 @@ import type { Db } from './knex.ts';
 
 /** A record a workflow owns that is not in a terminal state yet. */
 export interface OpenRecord {
-  kind: 'run' | 'publication' | 'dataset' | 'experiment' | 'invocation' | 'hosting' | 'session';
+  kind: 'run' | 'publication' | 'dataset' | 'experiment' | 'invocation' | 'hosting' | 'session' | 'purchase';
   /** A hosting's lifecycle generation. */
   generation?: number;
   id: string;
@@ -18,7 +18,7 @@ export interface OpenRecord {
  */
 export async function openRecords(db: Db, olderThanSeconds: number, limit = 500): Promise<OpenRecord[]> {
   const cutoff = db.raw(`now() - make_interval(secs => ?)`, [olderThanSeconds]);
-  const [runs, publications, datasets, experiments, invocations, hostings, sessions] = await Promise.all([
+  const [runs, publications, datasets, experiments, invocations, hostings, sessions, purchases] = await Promise.all([
     db('runs').whereIn('status', ['queued', 'running', 'cancelling']).where('created_at', '<', cutoff).limit(limit).select('id', 'experiment_id'),
     db('publications').where({ status: 'publishing' }).where('created_at', '<', cutoff).limit(limit).pluck('id'),
     db('datasets').where({ status: 'registering' }).where('created_at', '<', cutoff).limit(limit).pluck('id'),
@@ -26,6 +26,8 @@ export async function openRecords(db: Db, olderThanSeconds: number, limit = 500)
     db('hosted_invocations').whereIn('status', ['queued', 'running']).where('created_at', '<', cutoff).limit(limit).pluck('id'),
     db('hostings').whereNotIn('status', ['retired', 'failed', 'rejected']).where('created_at', '<', cutoff).limit(limit).select('lab_id', 'generation'),
     db('sessions').where({ status: 'open' }).where('created_at', '<', cutoff).limit(limit).pluck('id'),
+    // A purchase is open until its expiry: only one past it can be left without its ending.
+    db('purchases').where({ status: 'pending' }).where('created_at', '<', cutoff).where('expires_at', '<', db.fn.now()).limit(limit).pluck('id'),
   ]);
   return [
     ...runs.map((r: { id: string; experiment_id: string | null }) => ({ kind: 'run' as const, id: r.id, experimentId: r.experiment_id })),
@@ -35,5 +37,6 @@ export async function openRecords(db: Db, olderThanSeconds: number, limit = 500)
     ...invocations.map((id: string) => ({ kind: 'invocation' as const, id })),
     ...hostings.map((h: { lab_id: string; generation: number }) => ({ kind: 'hosting' as const, id: h.lab_id, generation: h.generation })),
     ...sessions.map((id: string) => ({ kind: 'session' as const, id })),
+    ...purchases.map((id: string) => ({ kind: 'purchase' as const, id })),
   ];
 }

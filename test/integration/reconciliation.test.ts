@@ -12,6 +12,7 @@ import { getBalances } from '../../storage/ledger.ts';
 import { newId } from '../../storage/ids.ts';
 import { hostingWorkflowId, runWorkflowId, sessionWorkflowId } from '../../kernel/workflowNames.ts';
 import { createSession } from '../../storage/db/sessions.ts';
+import { createPurchase } from '../../storage/db/purchases.ts';
 
 // Every record a workflow owns ends in a truthful terminal state: the hourly
 // reconciliation closes what a workflow that is gone left open.
@@ -116,4 +117,16 @@ test('a session whose workflow never started, or closed without completing it, f
   const listed = (await call('GET', '/sessions?status=failed', { key: owner.key })).body.items.map((s: { session_id: string }) => s.session_id).sort();
   assert.deepEqual(listed, [neverStarted, ended].sort());
   assert.equal((await reconcileOrphans(0)).session, 0, 'a failed session is not closed twice');
+});
+
+test('a purchase past its expiry whose workflow never started expires with no credit; one not yet expired is left alone', async () => {
+  const owner = await newAccount();
+  const stale = await createPurchase(testDb(), { id: crypto.randomUUID(), account_id: owner.account.id, key_id: owner.keyId, amount_micros: 20_000_000, expires_at: new Date(Date.now() - 1000) });
+  const open = await createPurchase(testDb(), { id: crypto.randomUUID(), account_id: owner.account.id, key_id: owner.keyId, amount_micros: 20_000_000, expires_at: new Date(Date.now() + 3_600_000) });
+  const { reconcileOrphans } = createMaintenanceActivities({ db: testDb(), objects: testObjects(), idempotencyTtlSeconds: 86400, workflowState: workflowStateOf(client), executions: executionProbeOf(client) });
+  const closed = await reconcileOrphans(0);
+  assert.ok(closed.purchase >= 1, JSON.stringify(closed));
+  assert.equal((await testDb()('purchases').where({ id: stale.id }).first()).status, 'expired');
+  assert.equal((await testDb()('purchases').where({ id: open.id }).first()).status, 'pending');
+  assert.equal((await getBalances(testDb(), owner.account.id)).available_micros, 0, 'nothing credited');
 });
