@@ -58,8 +58,12 @@ function retryable(a: Answer): boolean {
 export class SoakClient {
   constructor(private readonly base: string, private readonly recorder: Recorder) {}
 
-  async request(op: string, method: string, route: string, o: { key: string; body?: unknown; form?: () => FormData; idempotencyKey?: string; bytes?: boolean } = { key: '' }): Promise<Answer | null> {
-    const headers: Record<string, string> = { Authorization: `Bearer ${o.key}` };
+  async request(op: string, method: string, route: string, o: {
+    key: string; body?: unknown; form?: () => FormData; idempotencyKey?: string; bytes?: boolean;
+    /** Bytes sent as they are, with headers of their own made per attempt (a signed provider event). */
+    raw?: () => { body: string; headers: Record<string, string> };
+  } = { key: '' }): Promise<Answer | null> {
+    const headers: Record<string, string> = o.key ? { Authorization: `Bearer ${o.key}` } : {};
     if (o.idempotencyKey) headers['Idempotency-Key'] = o.idempotencyKey;
     if (o.body !== undefined) headers['Content-Type'] = 'application/json';
     const giveUp = Date.now() + GIVE_UP_MS;
@@ -69,9 +73,10 @@ export class SoakClient {
       let answer: Answer | undefined;
       let wait = FALLBACK_WAIT_MS;
       try {
+        const raw = o.raw?.();
         const res = await fetch(`${this.base}${route}`, {
-          method, headers, signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
-          body: o.form ? o.form() : o.body === undefined ? undefined : JSON.stringify(o.body),
+          method, headers: { ...headers, ...raw?.headers }, signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
+          body: raw ? raw.body : o.form ? o.form() : o.body === undefined ? undefined : JSON.stringify(o.body),
         });
         const buf = Buffer.from(await res.arrayBuffer());
         let body: any;

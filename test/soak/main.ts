@@ -56,8 +56,8 @@ async function main(): Promise<number> {
   const receiver = new WebhookReceiver();
   let failed = true;
   try {
-    const s = await setUp(db, stack.info.base_url, receiver, await receiver.listen());
-    const accounts = [s.runner.id, s.owner.id, s.filer.id, s.reader.id];
+    const s = await setUp(db, stack.info.base_url, receiver, await receiver.listen(), stack.env.SILICO_STRIPE_WEBHOOK_SECRET!);
+    const accounts = [s.runner.id, s.owner.id, s.filer.id, s.reader.id, s.buyer.id];
     const faults = schedule({ seconds, quietSeconds, ...(short ? SHORT : FULL) });
     say(`the schedule (${seconds} s of traffic, faults at the planned second or once the one before has ended):`);
     for (const f of faults) say(`  t=${String(Math.round(f.plannedAt)).padStart(4)} s  ${f.name}`);
@@ -84,6 +84,12 @@ async function main(): Promise<number> {
     const swept = await createObjectSweepActivities({ db, objects }).sweepUnnamedObjects(0);
     const bytes = await auditObjects(db, objects);
     const recorded = new Set(await db('runs').whereIn('account_id', accounts).pluck('id'));
+    // Each purchase the provider's route took: credited its amount once, and the refund sent taken back.
+    const bought = new Map((await db('purchases').whereIn('id', effects.purchases.map((p) => p.id)).select('id', 'status', 'credited_micros', 'refunded_micros', 'recovered_micros')).map((p) => [p.id, p]));
+    const purchasesWrong = effects.purchases.filter((p) => {
+      const row = bought.get(p.id);
+      return !row || row.status !== 'paid' || Number(row.credited_micros) !== p.cents * 10_000 || Number(row.refunded_micros) !== p.refundedCents * 10_000 || Number(row.recovered_micros) !== p.refundedCents * 10_000;
+    }).map((p) => p.id);
     const acceptedRuns = [...effects.runs.values()];
     const outcomes = recorder.attempts;
     const count = (p: (o: string) => boolean) => outcomes.filter((a) => p(a.outcome)).length;
@@ -96,6 +102,7 @@ async function main(): Promise<number> {
       { what: 'studies / hosted invocations accepted', value: `${effects.studies.length} / ${effects.invocations.length}`, fails: false },
       { what: 'work still open after the drain (runs, studies, invocations, deliveries)', value: Object.values(open).join(', '), fails: Object.values(open).some((n) => n > 0) },
       { what: 'reservations / settlements', value: `${ledger.reservations} / ${ledger.settlements}`, fails: false },
+      { what: 'purchases confirmed to the provider\'s route / not credited and refunded as sent', value: `${effects.purchases.length} / ${purchasesWrong.length}`, fails: purchasesWrong.length > 0 },
       { what: 'grants / purchases paid (credited) / refunds taken back', value: `${ledger.grants} / ${ledger.purchases.paid} (${ledger.purchases.credited}) / ${ledger.purchases.refunds}`, fails: ledger.purchases.paid !== ledger.purchases.credited },
       ...Object.entries(ledger.problems).map(([k, v]) => ({ what: k.replaceAll('_', ' '), value: v, fails: v > 0 })),
       { what: 'webhook events / deliveries (delivered, pending, dead)', value: `${webhooks.events} / ${webhooks.deliveries} (${webhooks.delivered}, ${webhooks.pending}, ${webhooks.dead})`, fails: webhooks.pending + webhooks.dead > 0 },

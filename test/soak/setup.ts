@@ -4,6 +4,7 @@ import { Silico } from '../../sdk/src/index.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import type { Db } from '../../storage/db/knex.ts';
 import { makeAccount } from '../accounts.ts';
+import { ADDED_SCOPES, SCOPES } from '../../storage/db/apiKeys.ts';
 import { labFileOperations } from '../labFiles.ts';
 import { WEBHOOK_EVENT_TYPES } from '../../storage/db/webhooks.ts';
 import type { WebhookReceiver } from './receiver.ts';
@@ -17,14 +18,17 @@ export interface SoakSetup {
   owner: SoakAccount;
   filer: SoakAccount;
   reader: SoakAccount;
+  /** Buys compute (its key holds compute:buy); the provider's events are signed with `paymentsSecret`. */
+  buyer: SoakAccount;
+  paymentsSecret: string;
   lab: { workspaceId: string; revisionId: string; labId: string; reference: string; sha256: string };
 }
 
 const LAB = path.join(REPO_ROOT, 'test/fixtures/labs/noisy-growth');
 
-/** A soak account: a key of every scope and `usd` of compute. */
-async function account(db: Db, name: string, usd: number): Promise<SoakAccount> {
-  const made = await makeAccount(db, { namespace: `soak-${name}-${Date.now().toString(36)}`, usd });
+/** A soak account: a key of every scope of the spec (and `extra` ones) and `usd` of compute. */
+async function account(db: Db, name: string, usd: number, extra: readonly string[] = []): Promise<SoakAccount> {
+  const made = await makeAccount(db, { namespace: `soak-${name}-${Date.now().toString(36)}`, usd, scopes: [...SCOPES, ...extra] });
   return { id: made.account.id, key: made.key };
 }
 
@@ -33,8 +37,10 @@ async function account(db: Db, name: string, usd: number): Promise<SoakAccount> 
  * authored in a workspace, published, hosted privately (one warm instance) and ready;
  * a webhook endpoint of every event type for each account that causes events.
  */
-export async function setUp(db: Db, baseUrl: string, receiver: WebhookReceiver, receiverUrl: string): Promise<SoakSetup> {
-  const [runner, owner, filer, reader] = await Promise.all([account(db, 'runner', 100_000), account(db, 'owner', 100_000), account(db, 'filer', 0), account(db, 'reader', 0)]);
+export async function setUp(db: Db, baseUrl: string, receiver: WebhookReceiver, receiverUrl: string, paymentsSecret: string): Promise<SoakSetup> {
+  const [runner, owner, filer, reader, buyer] = await Promise.all([
+    account(db, 'runner', 100_000), account(db, 'owner', 100_000), account(db, 'filer', 0), account(db, 'reader', 0), account(db, 'buyer', 0, ADDED_SCOPES),
+  ]);
   const sdk = new Silico({ apiKey: owner.key, baseUrl });
   const ws = await sdk.workspaces.create({ title: 'Noisy growth (soak)' });
   const change = await sdk.workspaces.prepareChange(ws.workspace_id, { base_revision_id: ws.head_revision_id, operations: labFileOperations(LAB) });
@@ -55,5 +61,5 @@ export async function setUp(db: Db, baseUrl: string, receiver: WebhookReceiver, 
     const made = await new Silico({ apiKey: a.key, baseUrl }).webhooks.createEndpoint({ url: `${receiverUrl}/${a.id}`, events: [...WEBHOOK_EVENT_TYPES] });
     receiver.endpoint(a.id, made.secret);
   }
-  return { runner, owner, filer, reader, lab: { workspaceId: ws.workspace_id, revisionId: revision.revision_id, labId: ws.lab_id, reference: pub.reference, sha256 } };
+  return { runner, owner, filer, reader, buyer, paymentsSecret, lab: { workspaceId: ws.workspace_id, revisionId: revision.revision_id, labId: ws.lab_id, reference: pub.reference, sha256 } };
 }

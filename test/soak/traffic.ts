@@ -1,5 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import Stripe from 'stripe';
 import type { Answer, SoakClient } from './client.ts';
 import type { SoakAccount, SoakSetup } from './setup.ts';
 
@@ -15,6 +16,8 @@ export interface Effects {
   studies: string[];
   invocations: string[];
   files: Array<{ id: string; sha256: string }>;
+  /** Purchases whose completion the provider's route took, with what was refunded of each (cents). */
+  purchases: Array<{ id: string; cents: number; refundedCents: number }>;
   /** Downloads (artifacts, files) whose bytes did not hash to what the record says. */
   downloadsDiffer: string[];
   /** Writes answered with something other than their success and the retryable answers (a 4xx the flow did not expect). */
@@ -22,7 +25,7 @@ export interface Effects {
 }
 
 export function newEffects(): Effects {
-  return { runs: new Map(), studies: [], invocations: [], files: [], downloadsDiffer: [], refused: [] };
+  return { runs: new Map(), studies: [], invocations: [], files: [], purchases: [], downloadsDiffer: [], refused: [] };
 }
 
 const hex = (digest: string) => digest.replace(/^sha256:/, '');
@@ -112,6 +115,38 @@ async function fileFlow(client: SoakClient, a: SoakAccount, e: Effects, i: numbe
   if (got?.status === 200 && sha256(got.bytes!) !== sha256(bytes)) e.downloadsDiffer.push(`file ${made.body.file_id}`);
 }
 
+const stripe = new Stripe('sk_test_signing_only');
+
+/** A provider event as Stripe sends it: pretty-printed bytes, signed anew at each attempt (as Stripe's retries are). */
+const signed = (secret: string, event: Record<string, unknown>) => () => {
+  const body = JSON.stringify(event, null, 2);
+  return { body, headers: { 'Content-Type': 'application/json', 'Stripe-Signature': stripe.webhooks.generateTestHeaderString({ payload: body, secret }) } };
+};
+
+/**
+ * A purchase, paid as the provider would confirm it: the completion event (every other one
+ * sent twice), and for every third a refund of half, then followed until it is credited.
+ */
+async function purchaseFlow(client: SoakClient, s: SoakSetup, e: Effects, i: number): Promise<void> {
+  const cents = 500 + (i % 5) * 100;
+  const made = await client.request('purchase_create', 'POST', '/purchases', { key: s.buyer.key, idempotencyKey: randomUUID(), body: { amount_usd: cents / 100 } });
+  if (!made) return;
+  if (made.status !== 201) return void e.refused.push(`purchase_create ${made.status} ${made.body?.error?.code}`);
+  const id = made.body.purchase_id as string;
+  const payment = `pi_soak_${id.slice(0, 8)}`;
+  const event = (type: string, object: Record<string, unknown>) => ({ id: `evt_soak_${randomUUID()}`, object: 'event', type, created: Math.floor(Date.now() / 1000), livemode: false, data: { object } });
+  const completed = event('checkout.session.completed', { object: 'checkout.session', client_reference_id: id, metadata: { purchase_id: id }, payment_status: 'paid', payment_intent: payment, amount_total: cents, currency: 'usd' });
+  const send = (ev: Record<string, unknown>) => client.request('payment_event_receive', 'POST', '/payment-events/stripe', { key: '', raw: signed(s.paymentsSecret, ev) });
+  const taken = await send(completed);
+  if (!taken) return;
+  if (taken.status !== 200) return void e.refused.push(`payment_event_receive ${taken.status} ${taken.body?.error?.code}`);
+  if (i % 2 === 0) await send(completed);
+  const refundedCents = i % 3 === 0 ? cents / 2 : 0;
+  if (refundedCents) await send(event('charge.refunded', { object: 'charge', payment_intent: payment, amount: cents, amount_refunded: refundedCents, currency: 'usd' }));
+  e.purchases.push({ id, cents, refundedCents });
+  await until(client, 'purchase_get', `/purchases/${id}`, s.buyer.key, (p) => p.status === 'paid' && p.refunded_usd * 100 === refundedCents, 1000);
+}
+
 /** The reads a dashboard makes. */
 async function readFlow(client: SoakClient, s: SoakSetup, i: number): Promise<void> {
   const routes = ['/account', '/runs?limit=5', '/capabilities', `/labs/${s.lab.labId}/hosting`, '/files?limit=5'];
@@ -121,7 +156,7 @@ async function readFlow(client: SoakClient, s: SoakSetup, i: number): Promise<vo
 
 /**
  * The steady mix, each kind in its own loops until `stop` is set: four run loops, one
- * study, one invocation, one upload/download and two read loops, each paced to leave
+ * study, one invocation, one upload/download, one purchase and two read loops, each paced to leave
  * the two cores for the stack. Resolves once every flow in flight has finished.
  */
 export async function drive(client: SoakClient, s: SoakSetup, e: Effects, stop: { set: boolean }): Promise<void> {
@@ -136,6 +171,7 @@ export async function drive(client: SoakClient, s: SoakSetup, e: Effects, stop: 
     loop(5000, (i) => studyFlow(client, s, e, i)),
     loop(1000, (i) => invocationFlow(client, s, e, i)),
     loop(1000, (i) => fileFlow(client, s.filer, e, i)),
+    loop(3000, (i) => purchaseFlow(client, s, e, i)),
     loop(200, (i) => readFlow(client, s, i)),
     loop(200, (i) => readFlow(client, s, i + 2)),
   ]);
