@@ -1,22 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import getPort from 'get-port';
 import { waitFor, type Supervisor } from './processes.ts';
+import { keptSecret } from './secretsKey.ts';
 
 /** The key the local stack gives its services for the mock provider (stripe-mock accepts any test key). */
 export const MOCK_SECRET_KEY = 'sk_test_silicolocal';
 
-/** The data dir's signing secret of provider events (whsec_...), made on its first start and kept after. */
-async function ensureWebhookSecret(dataDir: string): Promise<string> {
-  const file = path.join(dataDir, 'stripe-webhook.secret');
-  try {
-    await writeFile(file, `whsec_${randomBytes(24).toString('base64url')}\n`, { mode: 0o600, flag: 'wx' });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  }
-  return (await readFile(file, 'utf8')).trim();
-}
 
 /**
  * The payment provider of the local stack when no provider key is configured: Stripe's
@@ -35,6 +25,7 @@ export async function startPaymentProvider(sup: Supervisor, opts: { bin: string;
   return {
     SILICO_STRIPE_SECRET_KEY: MOCK_SECRET_KEY,
     SILICO_STRIPE_API_BASE: base,
-    SILICO_STRIPE_WEBHOOK_SECRET: await ensureWebhookSecret(opts.dataDir),
+    // The data dir's signing secret of provider events, made on its first start and kept after.
+    SILICO_STRIPE_WEBHOOK_SECRET: await keptSecret(path.join(opts.dataDir, 'stripe-webhook.secret'), () => `whsec_${randomBytes(24).toString('base64url')}`),
   };
 }

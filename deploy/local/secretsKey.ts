@@ -6,10 +6,14 @@ import { newSecretsKey } from '../../kernel/sealedSecrets.ts';
 export const secretsKeyFile = (dataDir: string) => path.join(dataDir, 'secrets.key');
 
 /** The data dir's secrets key, made on its first start (readable by its owner only) and kept after. */
-export async function ensureSecretsKey(dataDir: string): Promise<string> {
-  const file = secretsKeyFile(dataDir);
+export function ensureSecretsKey(dataDir: string): Promise<string> {
+  return keptSecret(secretsKeyFile(dataDir), newSecretsKey);
+}
+
+/** A secret kept in `file`: made by `make` the first time (readable by its owner only), read back every time after. */
+export async function keptSecret(file: string, make: () => string): Promise<string> {
   try {
-    await writeFile(file, `${newSecretsKey()}\n`, { mode: 0o600, flag: 'wx' });
+    await writeFile(file, `${make()}\n`, { mode: 0o600, flag: 'wx' });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
   }
