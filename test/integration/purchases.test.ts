@@ -175,6 +175,23 @@ test('a refund takes back what is left of the credit and records what it could n
   assert.ok(audit.purchases.refunds >= 2);
 });
 
+test('a payment the provider reports failed ends the purchase failed, saying so, with no credit; a completion of another currency is ignored', async () => {
+  const before = await available(buyer.key);
+  const p = (await buy(buyer.key, 12)).body;
+  const odd = await completion(p.purchase_id, 'pi_euro', 1200);
+  (odd.data as any).object.currency = 'eur';
+  assert.equal((await send(odd)).body.effect, 'ignored');
+  const res = await send({
+    id: eventId(), object: 'event', type: 'checkout.session.async_payment_failed', created: Math.floor(Date.now() / 1000), livemode: false,
+    data: { object: { object: 'checkout.session', client_reference_id: p.purchase_id, metadata: { purchase_id: p.purchase_id }, payment_status: 'unpaid', payment_intent: 'pi_failed', currency: 'usd' } },
+  });
+  assert.equal(res.body.effect, 'failed');
+  const failed = await settled(buyer.key, p.purchase_id, 'failed');
+  assert.match(failed.failure, /payment failed/);
+  assert.equal(failed.credited_usd, 0);
+  assert.equal(await available(buyer.key), before);
+});
+
 test('a purchase whose event never comes expires with no credit (an api whose purchases expire in 2 s)', async () => {
   const api = await spawnApi({ SILICO_PURCHASE_EXPIRY_SECONDS: '2' });
   try {
