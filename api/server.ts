@@ -5,6 +5,7 @@ import { createApp } from './app.ts';
 import { metricsApp } from './metricsServer.ts';
 import { createDb, createPgPool } from '../storage/db/knex.ts';
 import { createObjectStore } from '../storage/objects.ts';
+import { createDirectDownloads } from '../storage/directDownloads.ts';
 import { createTemporalGateway } from './temporal.ts';
 import { AUTH_CHANNEL, createKeyResolver } from '../storage/db/keyCache.ts';
 import { createNotificationListener } from '../storage/db/notifications.ts';
@@ -23,7 +24,8 @@ async function main(): Promise<void> {
   const listener = await createNotificationListener(config.databaseUrl, [AUTH_CHANNEL, RUN_EVENTS_CHANNEL]);
   const keys = createKeyResolver(db, listener);
   const runEvents = createRunEventWatcher(listener);
-  const app = createApp({ config, db, pool, objects, temporal, keys, runEvents, runtimeLock: readRuntimeLock() }, { log });
+  const direct = config.directDownloads.endpoint ? createDirectDownloads(config.s3, config.directDownloads.endpoint, config.directDownloads.expiresSeconds) : null;
+  const app = createApp({ config, db, pool, objects, directDownloads: direct, temporal, keys, runEvents, runtimeLock: readRuntimeLock() }, { log });
   const server = createServer(app.koa.callback());
   server.keepAliveTimeout = 65000;
   // An accept that fails (out of file descriptors under a burst) loses that connection, not

@@ -63,6 +63,16 @@ export interface Config {
   secrets: SecretsKeyring;
   /** Buying compute through the payment provider (Stripe). */
   payments: PaymentsConfig;
+  directDownloads: {
+    /**
+     * The object store's address as clients reach it (SILICO_DIRECT_DOWNLOAD_ENDPOINT): set,
+     * downloads may be answered with a presigned URL of the store (`?redirect=1`, and
+     * `direct_download` beside `download_url`); null, the api relays every download.
+     */
+    endpoint: string | null;
+    /** How long a presigned URL works (SILICO_DIRECT_DOWNLOAD_SECONDS). */
+    expiresSeconds: number;
+  };
   sessions: {
     /** Past this many history events a session's workflow continues as a new run (SILICO_SESSION_HISTORY_BOUND). */
     historyBound: number;
@@ -317,6 +327,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sandbox: sandboxSettings(env),
     sessions: { historyBound: int(env, 'SILICO_SESSION_HISTORY_BOUND', 2000) },
     payments: paymentsConfig(env, apiPort),
+    directDownloads: {
+      endpoint: env.SILICO_DIRECT_DOWNLOAD_ENDPOINT || null,
+      expiresSeconds: int(env, 'SILICO_DIRECT_DOWNLOAD_SECONDS', 300),
+    },
     passports: {
       keysDir: passportKeysDir(env),
       buildTimeoutMs: int(env, 'SILICO_PASSPORT_BUILD_TIMEOUT_SECONDS', 60) * 1000,

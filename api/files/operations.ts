@@ -1,3 +1,4 @@
+import { redirectQuery, redirectToStore } from '../artifactUrls.ts';
 import type { ToolDef, ToolContext } from '../tools/tool.ts';
 import { errors } from '../errors.ts';
 import { receiveUpload } from './upload.ts';
@@ -48,8 +49,8 @@ export const fileTools: ToolDef[] = [
   },
   {
     name: 'file_content', scope: 'workspaces:read', readOnly: true,
-    description: 'Stream the raw bytes of one uploaded file; not an MCP tool (file_get returns bounded content).',
-    input: { path: { file_id: uuid } },
+    description: 'Stream the raw bytes of one uploaded file (or, with redirect=1 where offered, a 307 to a presigned URL of the object store); not an MCP tool (file_get returns bounded content).',
+    input: { path: { file_id: uuid }, query: { redirect: redirectQuery } },
     output: 'bytes',
   },
 ];
@@ -90,6 +91,8 @@ const FILE_HANDLERS: Record<string, ToolDef['handler']> = {
 
   async file_content(input, ctx) {
     const f = await ownedFile(ctx, input.file_id);
+    const redirected = await redirectToStore(ctx.deps.directDownloads, input.redirect, f.object_key, f.name, f.content_type);
+    if (redirected) return redirected;
     const size = Number(f.size_bytes);
     const range = ctx.http?.range;
     const m = range ? /^bytes=(\d*)-(\d*)$/.exec(range) : null;

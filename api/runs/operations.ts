@@ -5,7 +5,10 @@ import { errors } from '../errors.ts';
 import { prepareRun, recheckProposal, type RunProposal } from './prepare.ts';
 import { acceptRun, earlierRun, runIdFor } from './accept.ts';
 import { runView, artifactView } from './view.ts';
-import { runArtifactDownloadable } from '../artifactUrls.ts';
+import { redirectQuery, redirectToStore, runArtifactDirectDownload, runArtifactDownloadable } from '../artifactUrls.ts';
+
+/** `direct=true`: list a presigned URL of the object store beside each downloadable artifact's `download_url`. */
+const directQuery = { type: 'boolean', description: 'With true, where the deployment offers direct downloads: each downloadable artifact also lists `direct_download`, a short-lived presigned URL of the object store.' } as const;
 import { approvedPlan, planView, PLAN_TTL_SECONDS } from '../plans.ts';
 import { createPlan } from '../../storage/db/plans.ts';
 import { getRun, listRuns, listEvents, listArtifacts, getArtifact, markRunCancelling, TERMINAL, MAX_EVENT_SEQ, type RunEvent, type RunRow } from '../../storage/db/runs.ts';
@@ -75,17 +78,20 @@ export const runTools: ToolDef[] = [
     input: { path: runPath, query: { after: { type: 'integer', minimum: 0, maximum: MAX_EVENT_SEQ }, limit: { type: 'integer', minimum: 1, maximum: 1000 } } },
     output: runEventPage,
   },
-  { name: 'run_results', scope: 'runs:read', readOnly: true, description: 'Get the public results of a run: outputs, hashed artifacts and provenance.', input: { path: runPath }, output: runResults },
+  {
+    name: 'run_results', scope: 'runs:read', readOnly: true, description: 'Get the public results of a run: outputs, hashed artifacts and provenance.',
+    input: { path: runPath, query: { direct: directQuery } }, output: runResults,
+  },
   {
     name: 'run_artifact_download', scope: 'runs:read', readOnly: true,
     description: 'Download a public artifact of a run; hash the bytes before interpreting them.',
-    input: { path: { ...runPath, artifact_id: id('art') } },
+    input: { path: { ...runPath, artifact_id: id('art') }, query: { redirect: redirectQuery } },
     output: 'bytes',
   },
   {
     name: 'run_artifact_get', scope: 'runs:read', readOnly: true,
     description: 'Read simulation result metadata of one artifact.',
-    input: { path: { ...runPath, artifact_id: id('art') } },
+    input: { path: { ...runPath, artifact_id: id('art') }, query: { direct: directQuery } },
     output: artifactMetadata,
   },
 ];
@@ -215,7 +221,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     return {
       body: {
         run_id: run.id, status: run.status, outputs: run.outputs ?? {},
-        artifacts: artifacts.map((a) => artifactView(a, ctx.deps.config.baseUrl)),
+        artifacts: await Promise.all(artifacts.map(async (a) => artifactView(a, ctx.deps.config.baseUrl, await runArtifactDirectDownload(ctx.deps.directDownloads, a, input.direct === true)))),
         provenance: {
           ref: run.ref, resolved_ref: run.resolved_ref, package_sha256: run.package_sha256, inputs_sha256: digestJson(run.inputs),
           compute_profile: run.compute_profile, seed: run.seed, started_at: isoTime(run.started_at), finished_at: isoTime(run.finished_at),
@@ -233,7 +239,8 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     const run = await ownedRun(ctx, input.run_id);
     const a = await getArtifact(ctx.deps.db, run.id, input.artifact_id);
     if (!a) throw errors.notFound('artifact_not_found', 'artifact', 'artifact_id');
-    return { body: { ...artifactView(a, ctx.deps.config.baseUrl), public: a.public, created_at: isoTime(a.created_at) } };
+    const direct = await runArtifactDirectDownload(ctx.deps.directDownloads, a, input.direct === true);
+    return { body: { ...artifactView(a, ctx.deps.config.baseUrl, direct), public: a.public, created_at: isoTime(a.created_at) } };
   },
 
   async run_artifact_download(input, ctx) {
@@ -241,6 +248,8 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     const a = await getArtifact(ctx.deps.db, run.id, input.artifact_id);
     // The rule every listing's download_url follows (api/artifactUrls.ts): a private one is never served.
     if (!a || !runArtifactDownloadable(a)) throw errors.notFound('artifact_not_found', 'artifact', 'artifact_id');
+    const redirected = await redirectToStore(ctx.deps.directDownloads, input.redirect, blobKey(a.sha256), a.file_name, a.content_type);
+    if (redirected) return redirected;
     // Streamed: an artifact may be as large as a lab's output.
     const { body, size } = await ctx.deps.objects.getStream(blobKey(a.sha256));
     return {

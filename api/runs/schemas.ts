@@ -1,4 +1,4 @@
-import { runArtifactResourceUriSchema, runArtifactUrlSchema } from '../artifactUrls.ts';
+import { directDownloadSchema, runArtifactResourceUriSchema, runArtifactUrlSchema } from '../artifactUrls.ts';
 import { anyObject, arr, count, cursorPage, nullableStr, endingError, nullableTime, nullableUsd, obj, planRecord, sha256Hex, str, time, usd, uuid, type JsonSchema } from '../schemas/common.ts';
 
 export const RUN_STATUSES = ['queued', 'running', 'cancelling', 'completed', 'failed', 'cancelled', 'timed_out'] as const;
@@ -66,7 +66,8 @@ export const artifactRecord: JsonSchema = obj({
   status: { const: 'stored' },
   download_url: runArtifactUrlSchema,
   resource_uri: runArtifactResourceUriSchema,
-}, ['id', 'artifact_id', 'role', 'file_name', 'content_type', 'format', 'size_bytes', 'sha256', 'status', 'download_url', 'resource_uri']);
+  direct_download: directDownloadSchema,
+}, ['id', 'artifact_id', 'role', 'file_name', 'content_type', 'format', 'size_bytes', 'sha256', 'status', 'download_url', 'resource_uri', 'direct_download']);
 
 /** GET /runs/{run_id}/artifacts/{artifact_id}: the record, whether it is public, and when it was stored. */
 export const artifactMetadata: JsonSchema = obj(

@@ -1,3 +1,4 @@
+import type { DirectDownload } from '../../storage/directDownloads.ts';
 import type { RunRow, ArtifactRow } from '../../storage/db/runs.ts';
 import { isoTime } from '../../storage/ids.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
@@ -32,7 +33,7 @@ export function runView(r: RunRow) {
 }
 
 /** One artifact as results and metadata routes show it: a download URL only where the caller can download it (api/artifactUrls.ts). */
-export function artifactView(a: ArtifactRow, baseUrl: string) {
+export function artifactView(a: ArtifactRow, baseUrl: string, directDownload: DirectDownload | null = null) {
   return {
     id: a.id,
     artifact_id: a.id,
@@ -45,5 +46,6 @@ export function artifactView(a: ArtifactRow, baseUrl: string) {
     status: 'stored',
     download_url: runArtifactUrl(baseUrl, a),
     resource_uri: runArtifactResourceUri(a),
+    direct_download: directDownload,
   };
 }

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { Db } from '../../storage/db/knex.ts';
 import type { ObjectStore } from '../../storage/objects.ts';
+import type { DirectDownloads } from '../../storage/directDownloads.ts';
 import type { AccountRow } from '../../storage/db/accounts.ts';
 import type { ApiKeyRow, Scope } from '../../storage/db/apiKeys.ts';
 import type { Config } from '../../kernel/config.ts';
@@ -17,6 +18,8 @@ export interface Deps {
   /** Plain pool for per-request hot-path statements. */
   pool: pg.Pool;
   objects: ObjectStore;
+  /** Presigned downloads straight from the object store, where clients can reach it (null: the api relays every download). */
+  directDownloads: DirectDownloads | null;
   temporal: TemporalGateway;
   keys: KeyResolver;
   /** Wakes a run's event streams when an event is appended (Postgres NOTIFY). */

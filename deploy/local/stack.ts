@@ -112,6 +112,8 @@ async function stackEnv(s: { databaseUrl: string; temporalAddress: string; tempo
     S3_ACCESS_KEY_ID: S3_ACCESS,
     S3_SECRET_ACCESS_KEY: S3_SECRET,
     S3_BUCKET: 'silico',
+    // Clients on this machine reach MinIO where the services do: downloads may be presigned URLs of it.
+    SILICO_DIRECT_DOWNLOAD_ENDPOINT: s.minioEndpoint,
     SILICO_API_PORT: String(s.apiPort),
     SILICO_BASE_URL: `http://localhost:${s.apiPort}/v1`,
     SILICO_PYTHON: s.python,

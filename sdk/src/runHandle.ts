@@ -202,10 +202,11 @@ export class RunHandle {
   /**
    * Downloads every public artifact into `dir` (created if missing), each verified
    * against its recorded sha256 while streaming. Names are the artifacts' file names,
-   * reduced to a plain file name; `roles` keeps only those output ports.
+   * reduced to a plain file name; `roles` keeps only those output ports; `direct` takes
+   * the bytes straight from the object store where the deployment offers it.
    */
-  async downloadArtifacts(dir: string, options: { roles?: string[]; signal?: AbortSignal } = {}): Promise<DownloadedArtifact[]> {
-    const results = await this.results({ signal: options.signal });
+  async downloadArtifacts(dir: string, options: { roles?: string[]; signal?: AbortSignal; direct?: boolean } = {}): Promise<DownloadedArtifact[]> {
+    const results = await this.runs.results(this.id, { signal: options.signal, direct: options.direct });
     // Loaded on use: the SDK's other calls run in browsers too (the console), where there is no file system.
     const [{ mkdir }, path] = await Promise.all([import('node:fs/promises'), import('node:path')]);
     await mkdir(dir, { recursive: true });
@@ -213,7 +214,7 @@ export class RunHandle {
     const out: DownloadedArtifact[] = [];
     for (const artifact of results.artifacts) {
       if (options.roles && !options.roles.includes(artifact.role)) continue;
-      const file = await this.runs.downloadArtifact(this.id, artifact, path.join(dir, safeFileName(artifact, taken)), { signal: options.signal });
+      const file = await this.runs.downloadArtifact(this.id, artifact, path.join(dir, safeFileName(artifact, taken)), { signal: options.signal, direct: options.direct });
       out.push({ ...file, artifact });
     }
     return out;

@@ -63,6 +63,18 @@ test('an upload is streamed, hashed, sniffed, listed, and read back as metadata,
   assert.equal(Buffer.from(await part.arrayBuffer()).toString(), csv.subarray(2, 12).toString());
   const past = await fetch(`${BASE_URL}/files/${up.body.file_id}/content`, { headers: { Authorization: `Bearer ${key}`, Range: 'bytes=9999-' } });
   assert.equal(past.status, 416);
+  // ?redirect=1: a 307 to a presigned URL of the object store, which serves the same bytes to anyone holding it, with the file's name.
+  const redirected = await fetch(`${BASE_URL}/files/${up.body.file_id}/content?redirect=1`, { headers: { Authorization: `Bearer ${key}` }, redirect: 'manual' });
+  assert.equal(redirected.status, 307);
+  const store = await fetch(redirected.headers.get('location')!);
+  assert.equal(store.status, 200);
+  assert.deepEqual(Buffer.from(await store.arrayBuffer()), csv);
+  assert.match(store.headers.get('content-disposition') ?? '', /^attachment; filename\*=UTF-8''/);
+  const tampered = new URL(redirected.headers.get('location')!);
+  tampered.searchParams.set('X-Amz-Expires', '604800');
+  assert.equal((await fetch(tampered)).status, 403, 'the signature covers its expiry');
+  const other = await newAccount();
+  assert.equal((await fetch(`${BASE_URL}/files/${up.body.file_id}/content?redirect=1`, { headers: { Authorization: `Bearer ${other.key}` }, redirect: 'manual' })).status, 404, 'another account\'s file: no URL');
 });
 
 test('a large upload is bounded: past the limit 413 and nothing stored; a truncated body 400 and a name holding U+0000 422, nothing stored', async () => {

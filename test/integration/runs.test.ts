@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readRuntimeLock } from '../../storage/runtimePins.ts';
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -291,5 +292,21 @@ test('an artifact is listed with a download URL only where its caller can downlo
     assert.equal(meta.body.download_url, null, `${h.file_name}: private, so no URL is listed`);
     const dl = await fetchUrl(`${BASE_URL}/runs/${run.id}/artifacts/${h.id}`);
     assert.equal(dl.status, 404, `${h.file_name}: the download route does not serve it`);
+    // Nor does the object store, by the same rule: no presigned URL, no redirect.
+    assert.equal((await call('GET', `/runs/${run.id}/artifacts/${h.id}/metadata?direct=true`, { key: owner.key })).body.direct_download, null, h.file_name);
+    assert.equal((await fetch(`${BASE_URL}/runs/${run.id}/artifacts/${h.id}?redirect=1`, { headers: { Authorization: `Bearer ${owner.key}` }, redirect: 'manual' })).status, 404, h.file_name);
+  }
+
+  // Straight from the object store, asked for: a presigned URL beside each download_url, and a 307 to one.
+  assert.ok(results.artifacts.every((a: { direct_download: unknown }) => a.direct_download === null), 'not listed unless asked');
+  const direct = (await call('GET', `/runs/${run.id}/results?direct=true`, { key: owner.key })).body;
+  for (const a of direct.artifacts) {
+    assert.ok(Date.parse(a.direct_download.expires_at) > Date.now(), a.file_name);
+    const fromStore = await fetch(a.direct_download.url);
+    assert.equal(fromStore.status, 200, a.file_name);
+    assert.equal(createHash('sha256').update(Buffer.from(await fromStore.arrayBuffer())).digest('hex'), a.sha256, `${a.file_name}: the store's bytes are the record's`);
+    const redirected = await fetch(`${a.download_url}?redirect=1`, { headers: { Authorization: `Bearer ${owner.key}` }, redirect: 'manual' });
+    assert.equal(redirected.status, 307, a.file_name);
+    assert.equal(new URL(redirected.headers.get('location')!).origin, new URL(a.direct_download.url).origin, 'to the object store');
   }
 });

@@ -224,7 +224,7 @@ test('a body longer or shorter than recorded, or hashing differently, is an Inte
   dirs.push(dir);
   for (const [label, sha256, size] of [['longer', digest, 5], ['shorter', digest, 20], ['other bytes', 'ab'.repeat(32), 10]] as const) {
     const { c } = client([(u) => (u.pathname === '/v1/runs/r1/artifacts/art_1' ? new Response(bytes) : undefined)]);
-    const artifact = { id: 'art_1', artifact_id: 'art_1', role: 'x', file_name: 'x', content_type: '', format: '', size_bytes: size, sha256, status: 'stored' as const, download_url: '', resource_uri: null };
+    const artifact = { id: 'art_1', artifact_id: 'art_1', role: 'x', file_name: 'x', content_type: '', format: '', size_bytes: size, sha256, status: 'stored' as const, download_url: '', resource_uri: null, direct_download: null };
     await assert.rejects(c.runs.downloadArtifact('r1', artifact, path.join(dir, 'x.bin')), IntegrityError, label);
     assert.deepEqual(await readdir(dir), [], label);
   }
@@ -242,3 +242,23 @@ test('a private artifact (listed with download_url null) is not downloaded: a Si
   assert.deepEqual(await readdir(dir), []);
 });
 
+
+test('with direct, the bytes come from the presigned URL the API lists (asked for with direct=true when not listed), without the API key, verified the same way', async () => {
+  const bytes = Buffer.from('0123456789');
+  const sha256 = createHash('sha256').update(bytes).digest('hex');
+  const dir = await mkdtemp(path.join(tmpdir(), 'sdk-unit-'));
+  dirs.push(dir);
+  const presigned = 'http://store.test/silico/blobs/sha256/x?X-Amz-Signature=abc';
+  const listed = { id: 'art_1', artifact_id: 'art_1', role: 'x', file_name: 'x', content_type: '', format: '', size_bytes: 10, sha256, status: 'stored' as const, download_url: 'http://api.test/v1/runs/r1/artifacts/art_1', resource_uri: null, direct_download: null };
+  const { c, seen, sent } = client([
+    (u) => (u.pathname === '/v1/runs/r1/artifacts/art_1/metadata' && u.searchParams.get('direct') === 'true' ? json({ ...listed, public: true, created_at: '', direct_download: { url: presigned, expires_at: '' } }) : undefined),
+    (u) => (u.host === 'store.test' ? new Response(bytes) : undefined),
+  ]);
+  const file = await c.runs.downloadArtifact('r1', listed, path.join(dir, 'x.bin'), { direct: true });
+  assert.deepEqual(await readFile(file.path), bytes);
+  assert.deepEqual(seen, ['/v1/runs/r1/artifacts/art_1/metadata?direct=true', '/silico/blobs/sha256/x?X-Amz-Signature=abc'], 'the URL asked for, then the store: the API relays nothing');
+  assert.equal(sent[1]!.Authorization, undefined, 'the API key never goes to the store');
+  const other = client([(u) => (u.host === 'store.test' ? new Response(Buffer.from('9876543210')) : undefined)]);
+  await assert.rejects(other.c.runs.downloadArtifact('r1', { ...listed, direct_download: { url: presigned, expires_at: '' } }, path.join(dir, 'y.bin'), { direct: true }), IntegrityError);
+  assert.equal(other.seen.length, 1, 'listed: fetched from the store at once');
+});

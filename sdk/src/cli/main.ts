@@ -107,6 +107,7 @@ export function buildProgram(): Command {
     .option('--reuse', 'answer from an identical completed run of yours at no cost, if there is one')
     .option('-y, --yes', 'run without asking (required when stdin is not a terminal)')
     .option('--download <dir>', 'download the artifacts here, each verified against its sha256')
+    .option('--direct', 'with --download: take the bytes straight from the object store (presigned URLs) where the service offers it')
     .option('--no-progress', 'no progress bar')
     .action(action(async (cmd, ref: string) => {
       const { client, out } = connect(cmd);

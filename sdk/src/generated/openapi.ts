@@ -318,8 +318,8 @@ export type paths = {
             cookie?: never;
         };
         /**
-         * Stream the raw bytes of one uploaded file; not an MCP tool (file_get returns bounded content)
-         * @description Stream the raw bytes of one uploaded file; not an MCP tool (file_get returns bounded content).
+         * Stream the raw bytes of one uploaded file (or, with redirect=1 where offered, a 307 to a presigned URL of the object store); not an MCP tool (file_get returns bounded content)
+         * @description Stream the raw bytes of one uploaded file (or, with redirect=1 where offered, a 307 to a presigned URL of the object store); not an MCP tool (file_get returns bounded content).
          *
          *     Scope: `workspaces:read`.
          */
@@ -4296,7 +4296,9 @@ export interface operations {
     };
     file_content: {
         parameters: {
-            query?: never;
+            query?: {
+                redirect?: "1" | "true" | "0" | "false" | null;
+            };
             header?: never;
             path: {
                 file_id: string;
@@ -7180,7 +7182,9 @@ export interface operations {
     };
     run_artifact_download: {
         parameters: {
-            query?: never;
+            query?: {
+                redirect?: "1" | "true" | "0" | "false" | null;
+            };
             header?: never;
             path: {
                 artifact_id: string;
@@ -7210,7 +7214,9 @@ export interface operations {
     };
     run_artifact_get: {
         parameters: {
-            query?: never;
+            query?: {
+                direct?: boolean;
+            };
             header?: never;
             path: {
                 artifact_id: string;
@@ -7232,6 +7238,19 @@ export interface operations {
                         content_type: string;
                         /** Format: date-time */
                         created_at: string;
+                        /** @description Asked for with `direct=true` where the deployment's object store is reachable by clients: a short-lived URL of the store itself. Null otherwise, and always for an artifact its caller cannot download. */
+                        direct_download: null | {
+                            /**
+                             * Format: date-time
+                             * @description When the URL stops working; ask again for another.
+                             */
+                            expires_at: string;
+                            /**
+                             * Format: uri
+                             * @description A presigned GET of the object store: the bytes without the api in between. Hash them against `sha256` as from `download_url`.
+                             */
+                            url: string;
+                        };
                         /**
                          * Format: uri
                          * @description Where the bytes are downloaded (`GET /runs/{run_id}/artifacts/{artifact_id}`, hash them against `sha256`), listed only where the caller can download them: null for a private artifact (`public: false`, kept as the owner's evidence and never downloadable). Results list public artifacts only, so there it is always a URL.
@@ -7435,7 +7454,9 @@ export interface operations {
     };
     run_results: {
         parameters: {
-            query?: never;
+            query?: {
+                direct?: boolean;
+            };
             header?: never;
             path: {
                 run_id: string;
@@ -7456,6 +7477,19 @@ export interface operations {
                             /** @description The same identifier as `id`. */
                             artifact_id: string;
                             content_type: string;
+                            /** @description Asked for with `direct=true` where the deployment's object store is reachable by clients: a short-lived URL of the store itself. Null otherwise, and always for an artifact its caller cannot download. */
+                            direct_download: null | {
+                                /**
+                                 * Format: date-time
+                                 * @description When the URL stops working; ask again for another.
+                                 */
+                                expires_at: string;
+                                /**
+                                 * Format: uri
+                                 * @description A presigned GET of the object store: the bytes without the api in between. Hash them against `sha256` as from `download_url`.
+                                 */
+                                url: string;
+                            };
                             /**
                              * Format: uri
                              * @description Where the bytes are downloaded (`GET /runs/{run_id}/artifacts/{artifact_id}`, hash them against `sha256`), listed only where the caller can download them: null for a private artifact (`public: false`, kept as the owner's evidence and never downloadable). Results list public artifacts only, so there it is always a URL.

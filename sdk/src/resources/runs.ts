@@ -95,8 +95,9 @@ export class Runs extends Resource {
   }
 
   /** GET /runs/{id}/results: outputs, hashed artifacts and provenance. */
-  results(runId: string, opts?: RequestOptions): Promise<WithEnvelope<RunResults>> {
-    return this.getJson(path`/runs/${runId}/results`, undefined, opts);
+  /** GET /runs/{run_id}/results; `direct` also lists each artifact's `direct_download` where the deployment offers them. */
+  results(runId: string, opts?: RequestOptions & { direct?: boolean }): Promise<WithEnvelope<RunResults>> {
+    return this.getJson(path`/runs/${runId}/results`, opts?.direct ? { direct: true } : undefined, opts);
   }
 
   /** One page of a run's events after `after` (see RunHandle.events to iterate or follow). */
@@ -132,8 +133,8 @@ export class Runs extends Resource {
   }
 
   /** GET /runs/{id}/artifacts/{artifact_id}/metadata: a private artifact (`public: false`) has `download_url: null`. */
-  artifact(runId: string, artifactId: string, opts?: RequestOptions): Promise<WithEnvelope<RunArtifactMetadata>> {
-    return this.getJson(path`/runs/${runId}/artifacts/${artifactId}/metadata`, undefined, opts);
+  artifact(runId: string, artifactId: string, opts?: RequestOptions & { direct?: boolean }): Promise<WithEnvelope<RunArtifactMetadata>> {
+    return this.getJson(path`/runs/${runId}/artifacts/${artifactId}/metadata`, opts?.direct ? { direct: true } : undefined, opts);
   }
 
   /**
@@ -143,13 +144,26 @@ export class Runs extends Resource {
    * this client's base URL, never from the answer's `download_url`: the API key only
    * goes to the host the caller configured. An artifact listed without a `download_url`
    * (a private one) cannot be downloaded: a SilicoError, and nothing is requested.
+   * With `direct`, the bytes come straight from the object store by the artifact's
+   * presigned `direct_download` (asked for when not listed; no API key is sent there),
+   * where the deployment offers one, else through the API; verified the same either way.
    */
-  async downloadArtifact(runId: string, artifact: RunArtifact | string, dest: string, opts?: RequestOptions): Promise<VerifiedFile> {
-    const meta = downloadable(runId, typeof artifact === 'string' ? await this.artifact(runId, artifact, opts) : artifact);
+  async downloadArtifact(runId: string, artifact: RunArtifact | string, dest: string, opts?: RequestOptions & { direct?: boolean }): Promise<VerifiedFile> {
+    const meta = downloadable(runId, typeof artifact === 'string' || (opts?.direct && !artifact.direct_download) ? await this.artifact(runId, typeof artifact === 'string' ? artifact : artifact.artifact_id, opts) : artifact);
     // Loaded on use: writing files is Node's business; the rest of the SDK runs in browsers too.
     const { saveVerified } = await import('../core/download.ts');
-    const res = await this.http.stream({ method: 'GET', path: path`/runs/${runId}/artifacts/${meta.artifact_id}`, accept: '*/*' }, opts);
+    const res = await this.artifactResponse(runId, meta, opts);
     return saveVerified(res, dest, { sha256: meta.sha256, size: meta.size_bytes }, `artifact ${meta.artifact_id} of run ${runId}`);
+  }
+
+  /** The artifact's bytes as an unread response: from the object store by its presigned URL when asked and listed, else through the API. */
+  private async artifactResponse(runId: string, meta: Pick<RunArtifact, 'artifact_id' | 'direct_download'>, opts?: RequestOptions & { direct?: boolean }): Promise<Response> {
+    if (opts?.direct && meta.direct_download) {
+      const res = await this.http.config.fetch(meta.direct_download.url, { signal: opts.signal });
+      if (!res.ok) throw new SilicoError(`artifact ${meta.artifact_id} of run ${runId}: the object store answered ${res.status} to its presigned URL`);
+      return res;
+    }
+    return this.http.stream({ method: 'GET', path: path`/runs/${runId}/artifacts/${meta.artifact_id}`, accept: '*/*' }, opts);
   }
 
   /** The bytes of one artifact in memory, verified against its recorded sha256 and size while streaming (IntegrityError on a mismatch). */

@@ -15,6 +15,8 @@ export interface RunFlags {
   reuse?: boolean;
   yes?: boolean;
   download?: string;
+  /** With download: the bytes straight from the object store, where offered. */
+  direct?: boolean;
   progress?: boolean;
 }
 
@@ -123,7 +125,7 @@ export async function runCommand(client: Silico, ref: string, flags: RunFlags, o
     await follow(handle, out, flags.progress !== false && !out.json && Boolean(process.stderr.isTTY));
     const finished = await handle.wait({ pollIntervalMs: 500 });
     const results = await handle.results();
-    const downloads = flags.download ? await handle.downloadArtifacts(flags.download) : [];
+    const downloads = flags.download ? await handle.downloadArtifacts(flags.download, { direct: flags.direct }) : [];
     out.result({ run: finished, results, downloads }, () => [
       `run ${finished.id} completed; charged $${finished.credits_settled}`,
       'outputs:', outputsText(results.outputs as Record<string, unknown>),
