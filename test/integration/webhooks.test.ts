@@ -89,9 +89,11 @@ test('a completed run is delivered signed; the independent check verifies it, an
   assert.equal(verifies(got.raw, header, 'whsec_someone_else'), false, 'another secret fails');
   const t = Number(/t=(\d+)/.exec(header)![1]);
   assert.equal(verifies(got.raw, header, ep.secret, t + 301), false, 'older than 5 minutes fails');
-  // The delivery is recorded, and the event is in the account's event list.
-  const deliveries = await call('GET', '/webhook-deliveries?status=delivered', { key: who.key });
-  assert.ok(deliveries.body.items.some((d: { event_id: string; attempts: number }) => d.event_id === event.id && d.attempts === 1));
+  // The delivery is recorded, and the event is in the account's event list. The receiver
+  // has the body before the worker hears its answer and records the delivery: wait for that.
+  const delivered = await until(30_000, async () => (await call('GET', '/webhook-deliveries?status=delivered', { key: who.key })).body.items
+    .find((d: { event_id: string }) => d.event_id === event.id));
+  assert.equal(delivered.attempts, 1);
   const events = await call('GET', '/webhook-events?type=run.completed', { key: who.key });
   assert.ok(events.body.items.some((e: { id: string }) => e.id === event.id));
 });
