@@ -15,6 +15,7 @@
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { request as undiciRequest } from 'undici';
 import { createReadStream, createWriteStream, readFileSync } from 'node:fs';
 import { get as httpGet, request as httpRequest } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -89,8 +90,8 @@ async function main(): Promise<void> {
     const oursDownload = (fileId: string) => new Promise<AsyncIterable<Uint8Array>>((resolve, reject) => {
       httpGet(`${base}/files/${fileId}/content`, { headers: auth }, resolve).on('error', reject);
     });
-    /** The presigned path: the api's 307, then the store's bytes by the URL it gave, hashed while they stream. */
-    const presignedDownload = async (fileId: string): Promise<string> => {
+    /** The presigned path: the api's 307, then the store's bytes by the URL it gave, hashed while they stream (or only drained, `hashed` false). */
+    const presignedDownload = async (fileId: string, hashed = true): Promise<string> => {
       const location = await new Promise<string>((resolve, reject) => {
         httpGet(`${base}/files/${fileId}/content?redirect=1`, { headers: auth }, (res) => {
           res.resume();
@@ -98,11 +99,13 @@ async function main(): Promise<void> {
           else resolve(res.headers.location);
         }).on('error', reject);
       });
-      const body = await new Promise<AsyncIterable<Uint8Array>>((resolve, reject) => httpGet(location, resolve).on('error', reject));
+      // undici, the client the raw side's S3 SDK uses (storage/objects.ts), so the transports compare.
+      const { body, statusCode } = await undiciRequest(location);
+      if (statusCode !== 200) throw new Error(`presigned GET: ${statusCode}`);
       const hash = createHash('sha256');
       let n = 0;
       for await (const c of body) {
-        hash.update(c);
+        if (hashed) hash.update(c);
         n += c.length;
       }
       if (n !== SIZE) throw new Error(`downloaded ${n} bytes`);
@@ -113,11 +116,11 @@ async function main(): Promise<void> {
     const sample = (): CpuSample => cpuSample(stack!.supervisor, { 'api (bench)': api!.pid! });
     const cpu = { oursUp: [] as string[], rawUp: [] as string[], oursDown: [] as string[], rawDown: [] as string[], presigned: [] as string[] };
     const rssBefore = peakRssMiB(api.pid!);
-    const rows: Array<{ oursUp: number; rawUp: number; oursDown: number; rawDown: number; presignedDown: number }> = [];
+    const rows: Array<{ oursUp: number; rawUp: number; oursDown: number; rawDown: number; presignedDown: number; presignedBytes: number }> = [];
     const digests = new Set<string>();
     for (let round = 0; round < ROUNDS; round++) {
       // Alternate which target goes first, so neither always meets a warmer machine.
-      const row = { oursUp: 0, rawUp: 0, oursDown: 0, rawDown: 0, presignedDown: 0 };
+      const row = { oursUp: 0, rawUp: 0, oursDown: 0, rawDown: 0, presignedDown: 0, presignedBytes: 0 };
       const ours = async () => {
         let t = performance.now();
         let c = sample();
@@ -136,6 +139,10 @@ async function main(): Promise<void> {
         row.presignedDown = mibps(t);
         cpu.presigned.push(cpuPerUnit(c, sample(), SIZE / GIB));
         if (got !== file.sha256.replace(/^sha256:/, '')) throw new Error(`presigned download hashed ${got}, the record says ${file.sha256}`);
+        // The same path without the client's hash: what the transport alone costs.
+        t = performance.now();
+        await presignedDownload(file.file_id, false);
+        row.presignedBytes = mibps(t);
       };
       const baseline = async () => {
         let t = performance.now();
@@ -151,18 +158,20 @@ async function main(): Promise<void> {
       };
       for (const step of round % 2 ? [baseline, ours] : [ours, baseline]) await step();
       rows.push(row);
-      console.log(`round ${round + 1}: upload ours ${row.oursUp.toFixed(0)} raw ${row.rawUp.toFixed(0)} MiB/s; download ours ${row.oursDown.toFixed(0)} presigned ${row.presignedDown.toFixed(0)} raw ${row.rawDown.toFixed(0)} MiB/s`);
+      console.log(`round ${round + 1}: upload ours ${row.oursUp.toFixed(0)} raw ${row.rawUp.toFixed(0)} MiB/s; download ours ${row.oursDown.toFixed(0)} presigned ${row.presignedDown.toFixed(0)} (bytes only ${row.presignedBytes.toFixed(0)}) raw ${row.rawDown.toFixed(0)} MiB/s`);
     }
     const rssGrowth = peakRssMiB(api.pid!) - rssBefore;
     const med = (k: keyof (typeof rows)[number]) => median(rows.map((r) => r[k]));
     const [oursUp, rawUp, oursDown, rawDown, presignedDown] = [med('oursUp'), med('rawUp'), med('oursDown'), med('rawDown'), med('presignedDown')];
     const presignedRatio = median(rows.map((r) => r.presignedDown / r.rawDown));
+    const transportRatio = median(rows.map((r) => r.presignedBytes / r.rawDown));
     const same = digests.size === 1 && digests.has(expected);
 
     console.log(`${SIZE / MIB} MiB file, ${ROUNDS} rounds (medians below); stored sha256 ${same ? 'equals' : 'DIFFERS FROM'} sha256sum of the source`);
     console.log(`api peak RSS growth over all uploads: ${rssGrowth.toFixed(1)} MiB (goal < 64)`);
     console.log(`upload    ours ${oursUp.toFixed(0).padStart(5)} MiB/s   raw S3 ${rawUp.toFixed(0).padStart(5)} MiB/s   ratio ${(oursUp / rawUp).toFixed(2)}`);
     console.log(`download  ours ${oursDown.toFixed(0).padStart(5)} MiB/s   raw S3 ${rawDown.toFixed(0).padStart(5)} MiB/s   ratio ${(oursDown / rawDown).toFixed(2)}`);
+    console.log(`download  presigned, bytes only ${med('presignedBytes').toFixed(0).padStart(5)} MiB/s (the api's 307, then MinIO; no hash)   ratio ${transportRatio.toFixed(2)}`);
     console.log(`download  presigned ${presignedDown.toFixed(0).padStart(5)} MiB/s (the api's 307, then MinIO, sha256 checked by the client)   ratio ${presignedRatio.toFixed(2)} (median of the rounds' ratios)  goal >= 0.9`);
     for (const [k, v] of Object.entries(cpu)) console.log(`CPU ms per GiB, ${k.padEnd(9)} (last round): ${v[v.length - 1]}`);
     if (!same) process.exitCode = 1;
