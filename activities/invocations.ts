@@ -18,6 +18,7 @@ import { outcomeError, spendCapReached } from './execution/labProcess.ts';
 import { startWarmInstance, WarmInstanceFailed } from './execution/warmInstance.ts';
 import { createWarmPool, PoolClosed, type WarmPool } from './execution/warmPool.ts';
 import type { Sandbox } from './execution/sandbox.ts';
+import type { CancelWatch } from '../storage/db/cancelWatch.ts';
 import { stageInputs } from './execution/stagedInputs.ts';
 import { environmentPython } from './environments/python.ts';
 import type { EnvironmentSettings } from '../kernel/environments.ts';
@@ -44,7 +45,11 @@ function declaredOutputs(manifest: Record<string, unknown>): Served['declared'] 
 }
 const deploymentKey = (labId: string, generation: number) => `${labId}:${generation}`;
 
-interface Deps { db: Db; objects: ObjectStore; python: string; environments: EnvironmentSettings; sandbox: Sandbox; deployments: Deployments; hostQueue: string }
+interface Deps {
+  db: Db; objects: ObjectStore; python: string; environments: EnvironmentSettings; sandbox: Sandbox; deployments: Deployments; hostQueue: string;
+  /** Cancellation notices (the worker's listener); without them a cancel is seen at the next lease renewal. */
+  cancels?: CancelWatch;
+}
 
 /**
  * Activities of hosted execution. `serveDeployment` (on a worker of the profile) holds a
@@ -125,6 +130,8 @@ export function createInvocationActivities(deps: Deps) {
       const stop = new AbortController();
       const onCancel = () => stop.abort();
       ctx.cancellationSignal.addEventListener('abort', onCancel);
+      // A requested cancellation stops it at once (its notice), not at the next renewal.
+      const unwatch = deps.cancels?.watch(invocationId, onCancel);
       // The lease is renewed with every heartbeat; one that was revoked stops the work.
       let renewing = false;
       const beat = setInterval(() => {
@@ -188,6 +195,7 @@ export function createInvocationActivities(deps: Deps) {
         return { status: 'completed', computeSeconds };
       } finally {
         clearInterval(beat);
+        unwatch?.();
         ctx.cancellationSignal.removeEventListener('abort', onCancel);
         await rm(dir, { recursive: true, force: true });
       }

@@ -33,7 +33,7 @@ import { WORKFLOWS_PATH } from './workflowBundle.ts';
 import { resealEndpointSecrets } from '../storage/db/webhooks.ts';
 import { startWorkerHealth } from './workerHealth.ts';
 import { createNotificationListener } from '../storage/db/notifications.ts';
-import { createRunCancelWatch, RUN_CANCELS_CHANNEL } from '../storage/db/runCancelWatch.ts';
+import { createInvocationCancelWatch, createRunCancelWatch, INVOCATION_CANCELS_CHANNEL, RUN_CANCELS_CHANNEL } from '../storage/db/cancelWatch.ts';
 
 /**
  * The worker process: hosts every workflow and the control-queue activities, with their
@@ -65,7 +65,12 @@ async function main(): Promise<void> {
   const deployments: Deployments = new Map();
   const hostQueue = `host-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const sourcePacing = createPgPool(config.databaseUrl, 2);
-  const invocations = createInvocationActivities({ db, objects, python: config.python, environments: config.environments, sandbox, deployments, hostQueue });
+  // Cancelled runs and invocations are stopped on the notice, not on the next heartbeat or lease renewal.
+  const profiles = config.worker.computeProfiles;
+  const cancelNotices = profiles.length ? await createNotificationListener(config.databaseUrl, [RUN_CANCELS_CHANNEL, INVOCATION_CANCELS_CHANNEL]) : null;
+  const runCancels = cancelNotices ? createRunCancelWatch(db, cancelNotices) : undefined;
+  const invocationCancels = cancelNotices ? createInvocationCancelWatch(db, cancelNotices) : undefined;
+  const invocations = createInvocationActivities({ db, objects, python: config.python, environments: config.environments, sandbox, deployments, hostQueue, cancels: invocationCancels });
   const control = await Worker.create({
     connection,
     namespace: config.temporal.namespace,
@@ -96,10 +101,6 @@ async function main(): Promise<void> {
   });
   // One activity worker per compute profile this machine serves (GPU profiles are served
   // by GPU machines; without one, such runs fail with capacity_unavailable).
-  const profiles = config.worker.computeProfiles;
-  // Cancelled runs are stopped on the notice, not on the activity's next heartbeat.
-  const cancelNotices = profiles.length ? await createNotificationListener(config.databaseUrl, [RUN_CANCELS_CHANNEL]) : null;
-  const runCancels = cancelNotices ? createRunCancelWatch(db, cancelNotices) : undefined;
   const execution = createExecutionActivities({ db, objects, python: config.python, environments: config.environments, sandbox, runCancels, stallSeconds: config.worker.labStallSeconds });
   const compute = await Promise.all(profiles.map((p) => Worker.create({
     connection,
@@ -144,6 +145,7 @@ async function main(): Promise<void> {
   await dispatcher.stop();
   health?.close();
   runCancels?.close();
+  invocationCancels?.close();
   await Promise.allSettled([connection.close(), clientConnection.close(), cancelNotices?.close(), db.destroy(), sourcePacing.end()]);
   log.info('worker stopped');
 }

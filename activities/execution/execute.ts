@@ -26,7 +26,7 @@ import { outcomeError, runLabProcess, spendCapReached, type StreamLimits } from 
 import { SandboxUnavailable, type Sandbox, type SandboxLimits } from './sandbox.ts';
 import { environmentPython, EnvironmentUnavailable } from '../environments/python.ts';
 import type { EnvironmentSettings } from '../../kernel/environments.ts';
-import type { RunCancelWatch } from '../../storage/db/runCancelWatch.ts';
+import type { CancelWatch } from '../../storage/db/cancelWatch.ts';
 
 export const DRIVER = fileURLToPath(new URL('./driver.py', import.meta.url));
 const MAX_LOG_EVENTS = 500;
@@ -51,7 +51,7 @@ export interface ExecutionDeps {
   /** A lab silent and stopped (or idle) this long is ended `lab_unresponsive` (labProcess.ts). */
   stallSeconds?: number;
   /** Tells of a run's cancellation as it is made (without it, only Temporal's reaches the run). */
-  runCancels?: RunCancelWatch;
+  runCancels?: CancelWatch;
 }
 
 /** The sandbox limits of a run on a compute profile. */

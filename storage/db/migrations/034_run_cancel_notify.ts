@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 
 /**
  * A run that becomes `cancelling` notifies `silico_run_cancels` with its id, so the
- * worker executing it stops its lab at once (runCancelWatch.ts) rather than when the
+ * worker executing it stops its lab at once (cancelWatch.ts) rather than when the
  * cancellation has gone through Temporal and back on the activity's next heartbeat.
  * Postgres delivers the notice when the marking transaction commits.
  */

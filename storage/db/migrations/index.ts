@@ -38,6 +38,7 @@ import * as terminalEventLast from './038_terminal_event_last.ts';
 import * as mcpTasks from './039_mcp_tasks.ts';
 import * as studyKinds from './040_study_kinds.ts';
 import * as purchases from './041_purchases.ts';
+import * as invocationCancelNotify from './042_invocation_cancel_notify.ts';
 import * as biologyResources from './025_biology_resources.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
@@ -85,6 +86,7 @@ const migrations: Record<string, Migration> = {
   '039_mcp_tasks': mcpTasks,
   '040_study_kinds': studyKinds,
   '041_purchases': purchases,
+  '042_invocation_cancel_notify': invocationCancelNotify,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
