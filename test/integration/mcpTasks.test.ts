@@ -137,12 +137,13 @@ test('tasks are the account\'s: another account\'s key gets an unknown task from
   const c = await client(owner.key);
   const task = await startTask(c, 'run_create', { ref: SIR, inputs: {}, idempotency_key: crypto.randomUUID() });
   const stranger = await client(other.key);
+  // Asked one after another: a refusal made before its handler is attached is an unhandled rejection.
   for (const attempt of [
-    stranger.experimental.tasks.getTask(task.taskId),
-    stranger.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema),
-    stranger.experimental.tasks.cancelTask(task.taskId),
+    () => stranger.experimental.tasks.getTask(task.taskId),
+    () => stranger.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema),
+    () => stranger.experimental.tasks.cancelTask(task.taskId),
   ]) {
-    const err = await refusal(attempt);
+    const err = await refusal(attempt());
     assert.equal(err.code, ErrorCode.InvalidParams);
     assert.match(err.message, new RegExp(`Task not found: ${task.taskId}`));
   }
