@@ -6,6 +6,7 @@ import { metricsApp } from './metricsServer.ts';
 import { createDb, createPgPool } from '../storage/db/knex.ts';
 import { createObjectStore } from '../storage/objects.ts';
 import { createDirectDownloads } from '../storage/directDownloads.ts';
+import { paymentProvider } from '../kernel/payments.ts';
 import { createTemporalGateway } from './temporal.ts';
 import { AUTH_CHANNEL, createKeyResolver } from '../storage/db/keyCache.ts';
 import { createNotificationListener } from '../storage/db/notifications.ts';
@@ -25,7 +26,7 @@ async function main(): Promise<void> {
   const keys = createKeyResolver(db, listener);
   const runEvents = createRunEventWatcher(listener);
   const direct = config.directDownloads.endpoint ? createDirectDownloads(config.s3, config.directDownloads.endpoint, config.directDownloads.expiresSeconds) : null;
-  const app = createApp({ config, db, pool, objects, directDownloads: direct, temporal, keys, runEvents, runtimeLock: readRuntimeLock() }, { log });
+  const app = createApp({ config, db, pool, objects, directDownloads: direct, payments: paymentProvider(config.payments), temporal, keys, runEvents, runtimeLock: readRuntimeLock() }, { log });
   const server = createServer(app.koa.callback());
   server.keepAliveTimeout = 65000;
   // An accept that fails (out of file descriptors under a burst) loses that connection, not

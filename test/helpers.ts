@@ -112,6 +112,9 @@ export async function newAccount(opts: { gateway?: boolean; scopes?: readonly st
   return makeAccount(d, { ...opts, namespace });
 }
 
+/** A success body without its request id, to compare what two doors (or two reads) answered. */
+export const withoutRequestId = ({ request_id: _, ...b }: Record<string, any>) => b;
+
 /** Asserts the spec's error envelope and returns its `error`. */
 export function errorOf(res: Res) {
   const e = res.body?.error;

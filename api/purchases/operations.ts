@@ -7,7 +7,7 @@ import { decodeCursor, pageBody } from '../pagination.ts';
 import { acceptAndStart } from '../acceptAndStart.ts';
 import { keyedUuid } from '../../storage/ids.ts';
 import { DependencyUnavailable } from '../../storage/dependencies.ts';
-import { CENT_MICROS, paymentProvider } from '../../kernel/payments.ts';
+import { CENT_MICROS } from '../../kernel/payments.ts';
 import type { PaymentsConfig } from '../../kernel/config.ts';
 import { CONTROL_TASK_QUEUE, purchaseWorkflowId } from '../../kernel/workflowNames.ts';
 import { createPurchase, discardPurchase, getPurchase, listPurchases, PURCHASE_STATUSES, recordProviderEvent, setCheckout, type PurchaseRow } from '../../storage/db/purchases.ts';
@@ -22,13 +22,10 @@ export const PURCHASE_MAX_CENTS = 1_000_000;
 /** The largest provider event the route reads (Stripe's are a few kB). */
 const EVENT_MAX_BYTES = 1024 * 1024;
 
-const providers = new WeakMap<PaymentsConfig, Stripe | null>();
-/** The provider's client of this configuration (one per process), or a 501 when buying is not configured. */
-function providerOf(cfg: PaymentsConfig): Stripe {
-  if (!providers.has(cfg)) providers.set(cfg, paymentProvider(cfg));
-  const p = providers.get(cfg);
-  if (!p) throw new ApiError(501, 'payments_not_configured', 'Buying compute is not configured on this server (no payment provider key); ask its operator for a grant.', null, { retryable: false });
-  return p;
+/** The provider's client, or the 501 of a server where buying is not configured (`what` it lacks). */
+function configured<T>(value: T | null, what: string): T {
+  if (!value) throw new ApiError(501, 'payments_not_configured', `Buying compute is not configured on this server (no ${what}); ask its operator for a grant.`, null, { retryable: false });
+  return value;
 }
 
 const dollars = (cents: number) => `$${(cents / 100).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
@@ -68,7 +65,7 @@ export const purchaseTools: ToolDef[] = [
 
 const HANDLERS: Record<string, ToolDef['handler']> = {
   async purchase_create(input, ctx) {
-    const provider = providerOf(ctx.deps.config.payments);
+    const provider = configured(ctx.deps.payments, 'payment provider key');
     const cents = centsOf(input.amount_usd);
     const { db, config } = ctx.deps;
     const account = ctx.caller.account;
@@ -104,9 +101,8 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     return { body: pageBody(page, page.rows.map(purchaseView)) };
   },
   async payment_event_receive(_input, ctx) {
-    const cfg = ctx.deps.config.payments;
-    const provider = providerOf(cfg);
-    if (!cfg.stripeWebhookSecret) throw new ApiError(501, 'payments_not_configured', 'This server has no signing secret for the payment provider\'s events.', null, { retryable: false });
+    const provider = configured(ctx.deps.payments, 'payment provider key');
+    const secret = configured(ctx.deps.config.payments.stripeWebhookSecret, 'signing secret for the payment provider\'s events');
     const request = ctx.http!.request!;
     // Verified over the bytes exactly as sent: a re-serialised body would not verify.
     const raw = await getRawBody(request, { limit: EVENT_MAX_BYTES }).catch((err: { type?: string }) => {
@@ -114,7 +110,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     });
     let event: Stripe.Event;
     try {
-      event = provider.webhooks.constructEvent(raw, request.headers['stripe-signature'] ?? '', cfg.stripeWebhookSecret);
+      event = provider.webhooks.constructEvent(raw, request.headers['stripe-signature'] ?? '', secret);
     } catch {
       throw new ApiError(400, 'signature_invalid', 'The Stripe-Signature header does not verify this body with the configured signing secret (or is too old).', 'Stripe-Signature');
     }

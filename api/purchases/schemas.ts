@@ -3,7 +3,7 @@
  * its owner reads it, a page of them, and what the provider's event route answers.
  */
 import { cursorPage, nullableStr, nullableTime, obj, record, str, time, usd, uuid, type JsonSchema } from '../schemas/common.ts';
-import { PURCHASE_STATUSES } from '../../storage/db/purchases.ts';
+import { PURCHASE_EFFECTS, PURCHASE_STATUSES } from '../../storage/db/purchases.ts';
 
 export const purchase: JsonSchema = record({
   object: { const: 'purchase' },
@@ -30,6 +30,6 @@ export const paymentEventReceipt: JsonSchema = obj({
   object: { const: 'payment_event' },
   event_id: str(255),
   type: str(255),
-  effect: { enum: ['paid', 'failed', 'expired', 'refunded', 'ignored'] },
+  effect: { enum: [...PURCHASE_EFFECTS], description: 'What the event means for a purchase.' },
   purchase_id: { type: ['string', 'null'], format: 'uuid', description: 'The purchase it concerns; null when none does yet (a refund before its completion is held).' },
 }, ['object', 'event_id', 'type', 'effect', 'purchase_id']);

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { Db } from '../../storage/db/knex.ts';
 import type { ObjectStore } from '../../storage/objects.ts';
 import type { DirectDownloads } from '../../storage/directDownloads.ts';
+import type Stripe from 'stripe';
 import type { AccountRow } from '../../storage/db/accounts.ts';
 import type { ApiKeyRow, Scope } from '../../storage/db/apiKeys.ts';
 import type { Config } from '../../kernel/config.ts';
@@ -20,6 +21,8 @@ export interface Deps {
   objects: ObjectStore;
   /** Presigned downloads straight from the object store, where clients can reach it (null: the api relays every download). */
   directDownloads: DirectDownloads | null;
+  /** The payment provider's client (null: buying is not configured, and its routes answer 501). */
+  payments: Stripe | null;
   temporal: TemporalGateway;
   keys: KeyResolver;
   /** Wakes a run's event streams when an event is appended (Postgres NOTIFY). */

@@ -26,8 +26,9 @@ export interface PurchaseRow {
 export type PurchaseStatus = 'pending' | 'paid' | 'failed' | 'refunded' | 'expired';
 export const PURCHASE_STATUSES: readonly PurchaseStatus[] = ['pending', 'paid', 'failed', 'refunded', 'expired'];
 
-/** What a verified provider event means for a purchase. */
-export type PurchaseEffect = 'paid' | 'failed' | 'expired' | 'refunded' | 'ignored';
+/** What a verified provider event means for a purchase (purchase_events.effect). */
+export const PURCHASE_EFFECTS = ['paid', 'failed', 'expired', 'refunded', 'ignored'] as const;
+export type PurchaseEffect = (typeof PURCHASE_EFFECTS)[number];
 
 /** A provider event as the service keeps it: its meaning, and the purchase or payment it names. */
 export interface ProviderEvent {
@@ -89,13 +90,13 @@ export async function recordProviderEvent(db: Db, ev: ProviderEvent): Promise<{ 
   const purchaseId = (named ?? byPayment)?.id ?? null;
   await db('purchase_events').insert({
     id: ev.id, type: ev.type, effect: ev.effect, purchase_id: purchaseId, payment_id: ev.paymentId, amount_micros: ev.amountMicros,
-    refunded_total_micros: ev.refundedTotalMicros, object: JSON.stringify(ev.object), outcome: ev.failure ?? null,
+    refunded_total_micros: ev.refundedTotalMicros, object: JSON.stringify(ev.object), failure: ev.failure ?? null,
   }).onConflict('id').ignore();
   const kept = await db('purchase_events').where({ id: ev.id }).first('purchase_id');
   return { purchaseId: kept?.purchase_id ?? purchaseId };
 }
 
-interface EventRow { id: string; effect: PurchaseEffect; payment_id: string | null; amount_micros: string | null; refunded_total_micros: string | null; outcome: string | null }
+interface EventRow { id: string; effect: PurchaseEffect; payment_id: string | null; amount_micros: string | null; refunded_total_micros: string | null; failure: string | null }
 
 /**
  * Applies the purchase's events not yet applied, oldest first, in one transaction that
@@ -110,7 +111,7 @@ export async function applyPurchaseEvents(db: Db, purchaseId: string): Promise<P
       const events: EventRow[] = await trx('purchase_events').whereNull('applied_at').where((w) => {
         w.where({ purchase_id: purchaseId });
         if (p.payment_id) w.orWhere((o) => o.whereNull('purchase_id').where({ payment_id: p.payment_id }));
-      }).orderBy([{ column: 'received_at' }, { column: 'id' }]).select('id', 'effect', 'payment_id', 'amount_micros', 'refunded_total_micros', 'outcome');
+      }).orderBy([{ column: 'received_at' }, { column: 'id' }]).select('id', 'effect', 'payment_id', 'amount_micros', 'refunded_total_micros', 'failure');
       let applied = 0;
       for (const ev of events) {
         const outcome = await applyOne(trx, p, ev);
@@ -144,7 +145,7 @@ async function applyOne(trx: Db, p: PurchaseRow, ev: EventRow): Promise<string |
     case 'failed':
     case 'expired':
       if (p.status !== 'pending') return `ignored: the purchase is ${p.status}`;
-      await trx('purchases').where({ id: p.id }).update({ status: ev.effect, ended_at: trx.fn.now(), failure: ev.outcome });
+      await trx('purchases').where({ id: p.id }).update({ status: ev.effect, ended_at: trx.fn.now(), failure: ev.failure });
       return ev.effect;
     case 'refunded': {
       if (!paid) return null;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, CreateTaskResultSchema, ErrorCode, type Task } from '@modelcontextprotocol/sdk/types.js';
 import path from 'node:path';
-import { call, closeTestDb, newAccount, publishFixtureLab, spawnApi, workspaceOfLab } from '../helpers.ts';
+import { withoutRequestId, call, closeTestDb, newAccount, publishFixtureLab, spawnApi, workspaceOfLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { mcpClients, mcpRefusal as refusal } from '../mcpClients.ts';
 
@@ -20,7 +20,6 @@ after(async () => {
 });
 
 const SIR = 'platform/sir-epidemic@1.0.0';
-const withoutRequestId = ({ request_id: _, ...b }: Record<string, any>) => b;
 
 /** Starts `tool` as a task; resolves with the task it answered. */
 async function startTask(c: Client, name: string, args: Record<string, unknown>, ttl = 600_000): Promise<Task> {

@@ -4,7 +4,7 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Stripe from 'stripe';
-import { BASE_URL, call, closeTestDb, errorOf, newAccount, silicoCli, spawnApi, testDb, until } from '../helpers.ts';
+import { withoutRequestId, BASE_URL, call, closeTestDb, errorOf, newAccount, silicoCli, spawnApi, testDb, until } from '../helpers.ts';
 import { KEY_SCOPES, SCOPES } from '../../storage/db/apiKeys.ts';
 import { reserveCompute } from '../../storage/ledger.ts';
 import { auditLedger } from '../../storage/db/audit.ts';
@@ -72,7 +72,6 @@ test('a purchase opens a checkout with the provider and credits nothing yet; amo
   const row = await testDb()('purchases').where({ id: res.body.purchase_id }).first();
   assert.match(row.checkout_id, /^cs_/, 'a checkout the provider (its mock server) made');
   assert.equal(await available(buyer.key), before, 'no credit on the checkout\'s creation');
-  const withoutRequestId = ({ request_id: _, ...b }: Record<string, any>) => b;
   assert.deepEqual(withoutRequestId(await purchase(buyer.key, res.body.purchase_id)), withoutRequestId(res.body), 'GET reads what POST answered');
 
   for (const amount of [4.99, 10_000.01, 20.005, 0, -5]) {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { admin, call, closeTestDb, errorOf, newAccount, spawnWorker, testDb, testObjects, until, useTestProfiles, workspaceOfLab, BASE_URL, waitForRun } from '../helpers.ts';
+import { withoutRequestId, admin, call, closeTestDb, errorOf, newAccount, spawnWorker, testDb, testObjects, until, useTestProfiles, workspaceOfLab, BASE_URL, waitForRun } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { blobKey } from '../../storage/objects.ts';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -315,7 +315,6 @@ test('through MCP: experiment_prepare proposes what REST proposes; experiment_cr
   }
   assert.equal(state.status, 'completed', state.statusMessage);
   const study = (await c.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema)).structuredContent as Record<string, any>;
-  const withoutRequestId = ({ request_id: _, ...b }: Record<string, any>) => b;
   assert.deepEqual(withoutRequestId(study), withoutRequestId((await call('GET', `/experiments/${study.id}`, { key: owner.key })).body));
   const a = study.analysis;
   assert.equal(a.stopped, 'converged');

@@ -149,11 +149,17 @@ export class Runs extends Resource {
    * where the deployment offers one, else through the API; verified the same either way.
    */
   async downloadArtifact(runId: string, artifact: RunArtifact | string, dest: string, opts?: RequestOptions & { direct?: boolean }): Promise<VerifiedFile> {
-    const meta = downloadable(runId, typeof artifact === 'string' || (opts?.direct && !artifact.direct_download) ? await this.artifact(runId, typeof artifact === 'string' ? artifact : artifact.artifact_id, opts) : artifact);
+    const meta = await this.downloadableArtifact(runId, artifact, opts);
     // Loaded on use: writing files is Node's business; the rest of the SDK runs in browsers too.
     const { saveVerified } = await import('../core/download.ts');
     const res = await this.artifactResponse(runId, meta, opts);
     return saveVerified(res, dest, { sha256: meta.sha256, size: meta.size_bytes }, `artifact ${meta.artifact_id} of run ${runId}`);
+  }
+
+  /** The artifact as listed, or read (with its direct_download when `direct` asks for one the listing lacks); refused when private. */
+  private async downloadableArtifact(runId: string, artifact: RunArtifact | string, opts?: RequestOptions & { direct?: boolean }): Promise<RunArtifact> {
+    if (typeof artifact !== 'string' && (!opts?.direct || artifact.direct_download)) return downloadable(runId, artifact);
+    return downloadable(runId, await this.artifact(runId, typeof artifact === 'string' ? artifact : artifact.artifact_id, opts));
   }
 
   /** The artifact's bytes as an unread response: from the object store by its presigned URL when asked and listed, else through the API. */
@@ -167,9 +173,9 @@ export class Runs extends Resource {
   }
 
   /** The bytes of one artifact in memory, verified against its recorded sha256 and size while streaming (IntegrityError on a mismatch). */
-  async artifactBytes(runId: string, artifact: RunArtifact | string, opts?: RequestOptions): Promise<VerifiedBytes> {
-    const meta = downloadable(runId, typeof artifact === 'string' ? await this.artifact(runId, artifact, opts) : artifact);
-    const res = await this.http.stream({ method: 'GET', path: path`/runs/${runId}/artifacts/${meta.artifact_id}`, accept: '*/*' }, opts);
+  async artifactBytes(runId: string, artifact: RunArtifact | string, opts?: RequestOptions & { direct?: boolean }): Promise<VerifiedBytes> {
+    const meta = await this.downloadableArtifact(runId, artifact, opts);
+    const res = await this.artifactResponse(runId, meta, opts);
     return readVerified(res, { sha256: meta.sha256, size: meta.size_bytes }, `artifact ${meta.artifact_id} of run ${runId}`);
   }
 }

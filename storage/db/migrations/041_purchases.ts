@@ -46,7 +46,10 @@ export async function up(k: Knex): Promise<void> {
     t.text('payment_id');
     t.jsonb('object').notNullable();
     t.timestamp('received_at', { useTz: true }).notNullable().defaultTo(k.fn.now());
+    // Why the provider says a payment failed (a failed payment's event).
+    t.text('failure');
     t.timestamp('applied_at', { useTz: true });
+    // What applying it did ('credited', 'refunded ... took back ...', 'ignored: ...').
     t.text('outcome');
     t.index(['purchase_id']);
     t.index(['payment_id']);
