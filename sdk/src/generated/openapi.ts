@@ -6280,7 +6280,10 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @enum {unknown} */
+                        /**
+                         * @description What the event means for a purchase.
+                         * @enum {unknown}
+                         */
                         effect: "paid" | "failed" | "expired" | "refunded" | "ignored";
                         event_id: string;
                         links: Record<string, unknown>;
