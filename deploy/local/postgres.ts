@@ -50,7 +50,7 @@ async function chownTree(dir: string, owner: { uid: number; gid: number }): Prom
  */
 export async function startPostgres(
   sup: Supervisor,
-  opts: { dataDir: string; port: number; fast: boolean; log: (l: string) => void; env?: NodeJS.ProcessEnv },
+  opts: { dataDir: string; port: number; fast: boolean; log: (l: string) => void; env?: NodeJS.ProcessEnv; settings?: string[] },
 ): Promise<PostgresHandle> {
   const env = opts.env ?? process.env;
   if (env.DATABASE_URL) return { url: env.DATABASE_URL, managed: false };
@@ -76,6 +76,7 @@ export async function startPostgres(
   }
   const args = ['-D', dataDir, '-p', String(opts.port), '-k', socketDir, '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'];
   if (opts.fast) args.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
+  for (const setting of opts.settings ?? []) args.push('-c', setting);
   const proc = sup.start('postgres', path.join(bin, 'postgres'), args, { ...(owner ?? {}), env: childEnv });
   const base = `postgres://silico@127.0.0.1:${opts.port}`;
   let exited: string | undefined;

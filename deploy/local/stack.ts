@@ -45,6 +45,8 @@ export interface StackOptions {
    * api replicas behind HAProxy (on `ports.api`), two workers.
    */
   topology?: 'single' | 'cluster';
+  /** Extra `-c` settings for a Postgres the stack starts itself (a benchmark's pg_stat_statements). */
+  postgresSettings?: string[];
 }
 
 /** One api or worker process of the stack, which a test or a rollout may replace. */
@@ -192,7 +194,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     let temporalCluster: TemporalCluster | null = null;
     if (cluster) {
       // Temporal persists to the same Postgres (its own two databases), so it waits for it.
-      pg = await startPostgres(sup, { dataDir: opts.dataDir, port: opts.ports.postgres, fast, log: say, env: pgEnv });
+      pg = await startPostgres(sup, { dataDir: opts.dataDir, port: opts.ports.postgres, fast, log: say, env: pgEnv, settings: opts.postgresSettings });
       const u = new URL(pg.url);
       temporalCluster = await startTemporalCluster(sup, {
         serverBin: clusterBins![0], sqlToolBin: clusterBins![1], dataDir: opts.dataDir, frontendPort: opts.ports.temporal, namespace: 'default', log: say,
@@ -201,7 +203,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       temporal = { address: temporalCluster.address, uiUrl: null };
     } else {
       [pg, temporal] = await Promise.all([
-        startPostgres(sup, { dataDir: opts.dataDir, port: opts.ports.postgres, fast, log: say, env: pgEnv }),
+        startPostgres(sup, { dataDir: opts.dataDir, port: opts.ports.postgres, fast, log: say, env: pgEnv, settings: opts.postgresSettings }),
         startTemporal(sup, { bin: temporalBin, dataDir: opts.dataDir, port: opts.ports.temporal, uiPort: opts.ports.temporalUi, namespace: 'default', fast }),
       ]);
     }

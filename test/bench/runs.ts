@@ -16,7 +16,9 @@
  *
  * Env: BENCH_RUNS (300), BENCH_CONCURRENCY (16), BENCH_POLL_MS (0: wait on the stream),
  * BENCH_TOPOLOGY (`single`: the dev server; `cluster`: the npm run start:cluster topology,
- * through its balancer).
+ * through its balancer), BENCH_PROFILE (a folder: instead of the rounds, one measured
+ * batch of ours with the api's and worker's V8 CPU profiles and Postgres's
+ * pg_stat_statements, reported per run).
  */
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -31,6 +33,7 @@ import { createDb } from '../../storage/db/knex.ts';
 import { computeTaskQueue } from '../../kernel/workflowNames.ts';
 import { cpuSample, cpuPerUnit } from './cpu.ts';
 import { createHttpClient } from './httpClient.ts';
+import { profilingSettings, monotonicMicros, resetStatements, statementReport, cpuProfileReport } from './profile.ts';
 
 const N = Number(process.env.BENCH_RUNS ?? 300);
 const C = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -40,6 +43,8 @@ const PROFILE = 'bench-noop';
 const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 0);
 const TOPOLOGY = process.env.BENCH_TOPOLOGY === 'cluster' ? 'cluster' : 'single';
 const ROUNDS = 3;
+const PROFILE_DIR = process.env.BENCH_PROFILE ? path.resolve(process.env.BENCH_PROFILE) : undefined;
+const profiling = PROFILE_DIR ? profilingSettings(PROFILE_DIR) : undefined;
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -76,7 +81,8 @@ async function main(): Promise<void> {
     const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort({ port: portNumbers(20000, 32767) }), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
     stack = await startStack({
       exitOnSignal: true, topology: TOPOLOGY, dataDir: dir, mode: 'test', ports, sink: (s, l) => log.write(`[${s}] ${l}\n`),
-      serviceEnv: { SILICO_RATE_READS_PER_MIN: '100000000', SILICO_RATE_RUNS_PER_MIN: '100000000', SILICO_RATE_DAILY: '100000000', SILICO_CONCURRENT_RUNS: '100000', LOG_LEVEL: 'warn' },
+      serviceEnv: { SILICO_RATE_READS_PER_MIN: '100000000', SILICO_RATE_RUNS_PER_MIN: '100000000', SILICO_RATE_DAILY: '100000000', SILICO_CONCURRENT_RUNS: '100000', LOG_LEVEL: 'warn', ...profiling?.serviceEnv },
+      postgresSettings: profiling?.postgresSettings,
     });
     const db = createDb(stack.info.database_url, { poolMax: 2 });
     await db('compute_profiles').insert({ id: PROFILE, title: 'bench no-op', kind: 'cpu', vcpus: 1, memory_mib: 256, gpu: null, price_per_second_micros: 1, max_runtime_seconds: 60, schedule_to_start_seconds: 60, sort: 99 });
@@ -118,6 +124,28 @@ async function main(): Promise<void> {
     // Warm both paths, then measure them in rounds, alternating which goes first.
     await pool(20, 4, ours);
     await pool(20, 4, bare);
+    if (PROFILE_DIR) {
+      const pgDb = createDb(stack.info.database_url, { poolMax: 1 });
+      await resetStatements(pgDb);
+      const before = cpuSample(stack.supervisor);
+      const from = monotonicMicros();
+      const r = await pool(N, C, ours);
+      const to = monotonicMicros();
+      console.log(`profile: ${N} runs of ours, ${C} at a time, ${(N / r.seconds).toFixed(1)} runs/s, median ${median(r.latencies).toFixed(0)} ms`);
+      console.log(`CPU ms per run: ${cpuPerUnit(before, cpuSample(stack.supervisor), N)}`);
+      console.log(await statementReport(pgDb, N));
+      await pgDb.destroy();
+      const names = new Map(stack.supervisor.processes.map((p) => [p.child.pid!, p.name]));
+      for (const c of clients) c.close();
+      clients.length = 0;
+      for (const w of workers) w.shutdown();
+      await Promise.allSettled(running);
+      workers.length = 0;
+      await stack.stop();
+      stack = undefined;
+      console.log(await cpuProfileReport(PROFILE_DIR, names, { from, to }, N));
+      return;
+    }
     console.log(`${N} runs a side, ${C} at a time, ${TOPOLOGY} topology`);
     const throughput: number[] = [];
     const latency: number[] = [];

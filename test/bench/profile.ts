@@ -1,0 +1,85 @@
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Knex } from 'knex';
+
+/**
+ * Where a benchmark's CPU goes, inside each process: V8's CPU profiles of the api and
+ * worker (`--cpu-prof`, written when they exit) and Postgres's pg_stat_statements.
+ * Only the measured window counts: V8 stamps samples with the monotonic clock that
+ * `process.hrtime` reads, so start-up and warm-up are left out.
+ */
+export function profilingSettings(dir: string): { serviceEnv: Record<string, string>; postgresSettings: string[] } {
+  return {
+    serviceEnv: { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}` },
+    postgresSettings: ['shared_preload_libraries=pg_stat_statements', 'pg_stat_statements.track=all'],
+  };
+}
+
+/** Now on the clock of V8's profile samples (µs). */
+export const monotonicMicros = (): number => Number(process.hrtime.bigint() / 1000n);
+
+export async function resetStatements(db: Knex): Promise<void> {
+  await db.raw('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  await db.raw('SELECT pg_stat_statements_reset()');
+}
+
+/** The statements that took most of Postgres's time since the reset, per unit of work. */
+export async function statementReport(db: Knex, units: number, top = 20): Promise<string> {
+  const { rows } = await db.raw(`
+    SELECT calls, total_exec_time + total_plan_time AS ms, regexp_replace(query, '\\s+', ' ', 'g') AS query
+      FROM pg_stat_statements WHERE query NOT ILIKE '%pg_stat_statements%' ORDER BY ms DESC`);
+  const all = rows as Array<{ calls: string; ms: number; query: string }>;
+  const total = all.reduce((s, r) => s + r.ms, 0);
+  const calls = all.reduce((s, r) => s + Number(r.calls), 0);
+  const lines = all.slice(0, top).map((r) => `  ${(r.ms / units).toFixed(3).padStart(7)} ms ${(Number(r.calls) / units).toFixed(2).padStart(6)} calls  ${r.query.slice(0, 140)}`);
+  return [`Postgres: ${(calls / units).toFixed(1)} statements and ${(total / units).toFixed(2)} ms of execution per unit`, ...lines].join('\n');
+}
+
+interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }
+interface CpuProfile { nodes: ProfileNode[]; startTime: number; samples: number[]; timeDeltas: number[] }
+
+/** Where a frame's code comes from: a package, Node itself, or a file of ours. */
+function origin(url: string): string {
+  if (!url) return '(native)';
+  if (url.startsWith('node:')) return 'node';
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+  if (pkg) return pkg[1]!;
+  const ours = /\/(api|workflows|activities|storage|kernel|deploy)\/(.+)$/.exec(url);
+  return ours ? `${ours[1]}/${ours[2]}` : path.basename(url);
+}
+
+/**
+ * Self time per function and per origin, within [from, to] (µs, monotonic), of every
+ * profile in `dir`, named by the process whose pid wrote it.
+ */
+export async function cpuProfileReport(dir: string, names: Map<number, string>, window: { from: number; to: number }, units: number, top = 15): Promise<string> {
+  const out: string[] = [];
+  for (const file of (await readdir(dir)).filter((f) => f.endsWith('.cpuprofile')).sort()) {
+    const pid = Number(file.split('.')[3]);
+    const prof = JSON.parse(await readFile(path.join(dir, file), 'utf8')) as CpuProfile;
+    const byId = new Map(prof.nodes.map((n) => [n.id, n]));
+    const fn = new Map<string, number>();
+    const from = new Map<string, number>();
+    let t = prof.startTime;
+    let total = 0;
+    for (let i = 0; i < prof.samples.length; i++) {
+      t += prof.timeDeltas[i]!;
+      if (t < window.from || t > window.to) continue;
+      const weight = prof.timeDeltas[i + 1] ?? 0;
+      const { callFrame: f } = byId.get(prof.samples[i]!)!;
+      if (f.functionName === '(idle)') continue;
+      total += weight;
+      const key = `${f.functionName || '(anonymous)'} ${origin(f.url)}${f.url ? `:${f.lineNumber + 1}` : ''}`;
+      fn.set(key, (fn.get(key) ?? 0) + weight);
+      const o = f.functionName.startsWith('(') ? f.functionName : origin(f.url);
+      from.set(o, (from.get(o) ?? 0) + weight);
+    }
+    if (!total) continue;
+    const ms = (us: number) => (us / 1000 / units).toFixed(3).padStart(7);
+    const ranked = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).slice(0, top);
+    out.push(`${names.get(pid) ?? `pid ${pid}`}: ${ms(total).trim()} ms of CPU per unit in the window (samples, idle excluded)`);
+    out.push('  by origin:', ...ranked(from).map(([k, v]) => `    ${ms(v)} ms  ${k}`));
+    out.push('  by function (self):', ...ranked(fn).map(([k, v]) => `    ${ms(v)} ms  ${k}`));
+  }
+  return out.join('\n');
+}
