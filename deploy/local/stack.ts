@@ -47,6 +47,8 @@ export interface StackOptions {
   topology?: 'single' | 'cluster';
   /** Extra `-c` settings for a Postgres the stack starts itself (a benchmark's pg_stat_statements). */
   postgresSettings?: string[];
+  /** Extra Node options for the api and worker processes (a benchmark's `--cpu-prof`, which NODE_OPTIONS may not carry). */
+  serviceNodeArgs?: string[];
 }
 
 /** One api or worker process of the stack, which a test or a rollout may replace. */
@@ -234,7 +236,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     // worker a test starts on it, loads the file instead of running webpack on its start.
     env.SILICO_WORKFLOW_BUNDLE = await buildWorkflowBundle(path.join(opts.dataDir, 'workflow-bundle.js'));
     const childEnv = { ...process.env, ...SERVICE_PROCESS_ENV, ...env };
-    const node = (name: string, script: string, extra: Record<string, string> = {}) => sup.start(name, process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, script)], { cwd: REPO_ROOT, env: { ...childEnv, ...extra } });
+    const node = (name: string, script: string, extra: Record<string, string> = {}) => sup.start(name, process.execPath, [...(opts.serviceNodeArgs ?? []), '--import', 'tsx', path.join(REPO_ROOT, script)], { cwd: REPO_ROOT, env: { ...childEnv, ...extra } });
     const procs: Supervised[] = [];
     const dead = () => {
       for (const p of procs) if (p.child.exitCode !== null) return `${p.name} exited with ${p.child.exitCode}`;

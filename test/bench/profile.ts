@@ -8,9 +8,9 @@ import type { Knex } from 'knex';
  * Only the measured window counts: V8 stamps samples with the monotonic clock that
  * `process.hrtime` reads, so start-up and warm-up are left out.
  */
-export function profilingSettings(dir: string): { serviceEnv: Record<string, string>; postgresSettings: string[] } {
+export function profilingSettings(dir: string): { serviceNodeArgs: string[]; postgresSettings: string[] } {
   return {
-    serviceEnv: { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}` },
+    serviceNodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
     postgresSettings: ['shared_preload_libraries=pg_stat_statements', 'pg_stat_statements.track=all'],
   };
 }
@@ -23,16 +23,24 @@ export async function resetStatements(db: Knex): Promise<void> {
   await db.raw('SELECT pg_stat_statements_reset()');
 }
 
-/** The statements that took most of Postgres's time since the reset, per unit of work. */
+/**
+ * What Postgres did since the reset, per unit of work: the statements clients sent (each
+ * a round trip) with their calls, then the statements that took most of its time at any
+ * depth (a function's own statements included).
+ */
 export async function statementReport(db: Knex, units: number, top = 20): Promise<string> {
   const { rows } = await db.raw(`
-    SELECT calls, total_exec_time + total_plan_time AS ms, regexp_replace(query, '\\s+', ' ', 'g') AS query
+    SELECT toplevel, calls, total_exec_time + total_plan_time AS ms, regexp_replace(query, '\\s+', ' ', 'g') AS query
       FROM pg_stat_statements WHERE query NOT ILIKE '%pg_stat_statements%' ORDER BY ms DESC`);
-  const all = rows as Array<{ calls: string; ms: number; query: string }>;
-  const total = all.reduce((s, r) => s + r.ms, 0);
-  const calls = all.reduce((s, r) => s + Number(r.calls), 0);
-  const lines = all.slice(0, top).map((r) => `  ${(r.ms / units).toFixed(3).padStart(7)} ms ${(Number(r.calls) / units).toFixed(2).padStart(6)} calls  ${r.query.slice(0, 140)}`);
-  return [`Postgres: ${(calls / units).toFixed(1)} statements and ${(total / units).toFixed(2)} ms of execution per unit`, ...lines].join('\n');
+  const all = rows as Array<{ toplevel: boolean; calls: string; ms: number; query: string }>;
+  const sent = all.filter((r) => r.toplevel).sort((a, b) => Number(b.calls) - Number(a.calls));
+  const line = (r: { calls: string; ms: number; query: string }) => `  ${(Number(r.calls) / units).toFixed(2).padStart(6)} calls ${(r.ms / units).toFixed(3).padStart(7)} ms  ${r.query.slice(0, 150)}`;
+  const per = (rs: typeof all, f: (r: (typeof all)[number]) => number) => (rs.reduce((s, r) => s + f(r), 0) / units);
+  return [
+    `Postgres, per unit: ${per(sent, (r) => Number(r.calls)).toFixed(1)} statements sent, ${per(all, (r) => Number(r.calls)).toFixed(1)} run at any depth, ${per(sent, (r) => r.ms).toFixed(2)} ms of execution (lock waits included)`,
+    'statements sent:', ...sent.filter((r) => Number(r.calls) / units >= 0.01).map(line),
+    'most time at any depth:', ...all.filter((r) => !r.toplevel).slice(0, top).map(line),
+  ].join('\n');
 }
 
 interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }

@@ -81,7 +81,8 @@ async function main(): Promise<void> {
     const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort({ port: portNumbers(20000, 32767) }), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
     stack = await startStack({
       exitOnSignal: true, topology: TOPOLOGY, dataDir: dir, mode: 'test', ports, sink: (s, l) => log.write(`[${s}] ${l}\n`),
-      serviceEnv: { SILICO_RATE_READS_PER_MIN: '100000000', SILICO_RATE_RUNS_PER_MIN: '100000000', SILICO_RATE_DAILY: '100000000', SILICO_CONCURRENT_RUNS: '100000', LOG_LEVEL: 'warn', ...profiling?.serviceEnv },
+      serviceEnv: { SILICO_RATE_READS_PER_MIN: '100000000', SILICO_RATE_RUNS_PER_MIN: '100000000', SILICO_RATE_DAILY: '100000000', SILICO_CONCURRENT_RUNS: '100000', LOG_LEVEL: 'warn' },
+      serviceNodeArgs: profiling?.serviceNodeArgs,
       postgresSettings: profiling?.postgresSettings,
     });
     const db = createDb(stack.info.database_url, { poolMax: 2 });
