@@ -1,12 +1,13 @@
 import type { Db } from '../storage/db/knex.ts';
 import { acquireRunSlot, finishRun, type Finish } from '../storage/runLifecycle.ts';
 import { runPrepared, statement } from '../storage/db/prepared.ts';
+import type { RunSchedule } from '../kernel/runSchedule.ts';
 
 /** Control-queue activities of a run: its plan of work, slot, and ending. */
 export function createRunActivities(deps: { db: Db; maxConcurrentRuns: number }) {
   return {
     /** What the workflow needs to schedule the run. */
-    async runSchedule(runId: string): Promise<{ profile: string; maxRuntimeSeconds: number; scheduleToStartSeconds: number }> {
+    async runSchedule(runId: string): Promise<RunSchedule> {
       const [row] = await runPrepared<{ profile: string; max_runtime_seconds: number; schedule_to_start_seconds: number }>(deps.db, RUN_SCHEDULE, [runId]);
       if (!row) throw new Error(`no run ${runId}`);
       return { profile: row.profile, maxRuntimeSeconds: row.max_runtime_seconds, scheduleToStartSeconds: row.schedule_to_start_seconds };

@@ -1,4 +1,4 @@
-import { Client, Connection, isGrpcDeadlineError, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowStartOptions } from '@temporalio/client';
+import { Client, Connection, type ConnectionLike, isGrpcDeadlineError, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, WorkflowUpdateFailedError, type WorkflowStartOptions } from '@temporalio/client';
 import type { SignalDefinition, UpdateDefinition, Workflow, WorkflowResultType } from '@temporalio/common';
 import { DependencyUnavailable } from '../storage/dependencies.ts';
 import protoPkg from '@temporalio/proto';
@@ -71,20 +71,35 @@ function isAnswer(err: unknown): boolean {
     || err instanceof WorkflowUpdateFailedError || err instanceof WorkflowStillRunning;
 }
 
-export function createTemporalGateway(cfg: { address: string; namespace: string; timeoutMs?: number }): TemporalGateway {
+export interface TemporalGatewayConfig {
+  address: string;
+  namespace: string;
+  timeoutMs?: number;
+  /**
+   * Opens the connection (by default a gRPC client connection). A process that runs a
+   * worker beside the api passes the worker's own connection, shared with this client,
+   * with the task queues that worker polls: workflows started on those queues ask for an
+   * eager start (their first task handed straight to that worker).
+   */
+  connect?: () => Promise<ConnectionLike>;
+  eagerTaskQueues?: readonly string[];
+}
+
+export function createTemporalGateway(cfg: TemporalGatewayConfig): TemporalGateway {
   const timeoutMs = cfg.timeoutMs ?? 10_000;
-  let conn: Promise<Connection> | undefined;
+  const eager = new Set(cfg.eagerTaskQueues ?? []);
+  let conn: Promise<ConnectionLike> | undefined;
   let client: Client | undefined;
   const pollerCache = new Map<string, { at: number; value: boolean }>();
   const connection = () => {
-    conn ??= Connection.connect({ address: cfg.address, connectTimeout: Math.min(timeoutMs, 2000) }).catch((err) => {
+    conn ??= (cfg.connect?.() ?? Connection.connect({ address: cfg.address, connectTimeout: Math.min(timeoutMs, 2000) })).catch((err) => {
       conn = undefined;
       throw err;
     });
     return conn;
   };
   /** Runs a call on the connection; whatever is not Temporal's answer means it is unavailable. */
-  const bounded = async (f: (c: Connection, cl: Client) => Promise<void>) => {
+  const bounded = async (f: (c: ConnectionLike, cl: Client) => Promise<void>) => {
     try {
       const c = await connection();
       client ??= new Client({ connection: c, namespace: cfg.namespace });
@@ -101,7 +116,7 @@ export function createTemporalGateway(cfg: { address: string; namespace: string;
     },
     async startWorkflow(workflow, options, opts = {}) {
       await bounded(async (c, cl) => {
-        const start = () => c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.start(workflow, options));
+        const start = () => c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.start(workflow, eager.has(options.taskQueue) ? { ...options, requestEagerStart: true } : options));
         try {
           await start();
         } catch (err) {

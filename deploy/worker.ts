@@ -9,7 +9,7 @@ import { createWebhookActivities } from '../activities/webhooks.ts';
 import { startWebhookDispatcher } from './webhookDispatcher.ts';
 import { createMaintenanceActivities } from '../activities/maintenance.ts';
 import { createObjectSweepActivities } from '../activities/objectSweep.ts';
-import { CONTROL_TASK_QUEUE, computeTaskQueue, servingTaskQueue } from '../kernel/workflowNames.ts';
+import { CONTROL_TASK_QUEUE, RUN_TASK_QUEUE, computeTaskQueue, servingTaskQueue } from '../kernel/workflowNames.ts';
 import { createRunActivities } from '../activities/runs.ts';
 import { createExecutionActivities } from '../activities/execution/execute.ts';
 import { createSandbox } from '../activities/execution/sandbox.ts';
@@ -32,12 +32,13 @@ import { registerKeyring } from '../storage/passportKeys.ts';
 import { WORKFLOWS_PATH } from './workflowBundle.ts';
 import { resealEndpointSecrets } from '../storage/db/webhooks.ts';
 import { startWorkerHealth } from './workerHealth.ts';
+import { runWorkerOptions } from './runWorker.ts';
 import { createNotificationListener } from '../storage/db/notifications.ts';
 import { createInvocationCancelWatch, createRunCancelWatch, INVOCATION_CANCELS_CHANNEL, RUN_CANCELS_CHANNEL } from '../storage/db/cancelWatch.ts';
 
 /**
- * The worker process: hosts every workflow and the control-queue activities, with their
- * dependencies built once here and injected.
+ * The worker process: hosts every workflow and the control-queue activities (lone runs'
+ * on a queue of their own), with their dependencies built once here and injected.
  */
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -99,6 +100,8 @@ async function main(): Promise<void> {
       ...createBiologyActivities({ db, objects, config: config.biology, counters: createCounters(sourcePacing) }),
     },
   });
+  // Lone runs' workflows; every api process polls their queue too (deploy/api.ts).
+  const runs = await Worker.create(runWorkerOptions({ connection, namespace: config.temporal.namespace, db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount, workflowBundle: config.worker.workflowBundle }));
   // One activity worker per compute profile this machine serves (GPU profiles are served
   // by GPU machines; without one, such runs fail with capacity_unavailable).
   const execution = createExecutionActivities({ db, objects, python: config.python, environments: config.environments, sandbox, runCancels, stallSeconds: config.worker.labStallSeconds });
@@ -134,8 +137,8 @@ async function main(): Promise<void> {
     maxHeartbeatThrottleInterval: '1 second',
     shutdownGraceTime: `${config.worker.shutdownGraceSeconds} seconds`,
   })] : [];
-  const workers = [control, ...compute, ...serving, ...host];
-  log.info({ taskQueues: [CONTROL_TASK_QUEUE, ...profiles.map(computeTaskQueue), ...(host.length ? [hostQueue] : [])] }, 'worker started');
+  const workers = [control, runs, ...compute, ...serving, ...host];
+  log.info({ taskQueues: [CONTROL_TASK_QUEUE, RUN_TASK_QUEUE, ...profiles.map(computeTaskQueue), ...(host.length ? [hostQueue] : [])] }, 'worker started');
   const dispatcher = await startWebhookDispatcher({ db, client, databaseUrl: config.databaseUrl, config: config.webhooks, log });
   const health = config.worker.healthPort === null ? null : await startWorkerHealth(config.worker.healthPort, workers);
   const stop = () => workers.forEach((w) => w.shutdown());

@@ -4,6 +4,13 @@
  */
 export const CONTROL_TASK_QUEUE = 'control';
 
+/**
+ * Task queue of lone runs' workflows: polled by every worker process and by a run worker
+ * inside every api process, so a run the api accepts starts eagerly (its first workflow
+ * task comes back with the start, to that api's own worker; docs/decisions.md).
+ */
+export const RUN_TASK_QUEUE = 'runs';
+
 /** Task queue on which a compute profile's lab executions run. */
 export function computeTaskQueue(profileId: string): string {
   return `compute-${profileId}`;

@@ -132,7 +132,7 @@ export function errorOf(res: Res) {
 export async function spawnApi(env: Record<string, string> = {}, fixedPort?: number): Promise<{ base: string; stop: () => Promise<void>; proc: ChildProcess }> {
   // A fixed port: a replica that comes back where its clients left it.
   const port = fixedPort ?? await getPort();
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'api/server.ts')], {
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'deploy/api.ts')], {
     cwd: REPO_ROOT,
     env: { ...process.env, SILICO_API_PORT: String(port), SILICO_BASE_URL: `http://localhost:${port}/v1`, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],

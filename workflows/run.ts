@@ -4,9 +4,16 @@ import {
 import type { RunActivities } from '../activities/runs.ts';
 import type { ExecutionActivities, ExecutionResult } from '../activities/execution/execute.ts';
 import { computeTaskQueue, WORKER_SHUTDOWN } from '../kernel/workflowNames.ts';
+import type { RunWorkflowInput } from '../kernel/runSchedule.ts';
 
 /** Runs started from this version on do not wait for their execution to confirm a cancel. */
 const CANCEL_WITHOUT_WAITING = 'run-cancel-without-waiting';
+
+/**
+ * Runs started from this version on take their schedule from their input, and begin
+ * with their execution when the acceptance took their slot: no control step before it.
+ */
+const ACCEPTED_WITH_SCHEDULE = 'run-accepted-with-schedule';
 
 /** How many worker shutdowns a run may be moved across before it fails. */
 const MAX_SHUTDOWN_RESTARTS = 20;
@@ -16,17 +23,18 @@ const MAX_SHUTDOWN_RESTARTS = 20;
 const control = proxyLocalActivities<RunActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 20 } });
 
 /**
- * One run, workflow id `run-<run_id>`: wait for an account concurrency slot, execute on
- * the profile's compute queue (heartbeats, cancellation without waiting, wall-clock bound), then settle
- * and record the ending. Compute was reserved when the run was accepted; settlement
+ * One run, workflow id `run-<run_id>`: wait for an account concurrency slot (unless its
+ * acceptance took one), execute on the profile's compute queue (heartbeats, cancellation
+ * without waiting, wall-clock bound), then settle and record the ending. Compute was reserved when the run was accepted; settlement
  * runs whatever happened, in a scope cancellation cannot interrupt, exactly once.
  */
-export async function runWorkflow(args: { runId: string }): Promise<string> {
+export async function runWorkflow(args: RunWorkflowInput): Promise<string> {
   const { runId } = args;
   let ending: Parameters<RunActivities['finish']>[0] | null = { runId, status: 'failed', error: { code: 'internal_error', message: 'The run ended unexpectedly.' } };
   try {
-    const schedule = await control.runSchedule(runId);
-    let slot = await control.acquireSlot(runId);
+    const given = args.schedule && patched(ACCEPTED_WITH_SCHEDULE) ? args.schedule : undefined;
+    const schedule = given ?? await control.runSchedule(runId);
+    let slot = given && args.running ? 'running' : await control.acquireSlot(runId);
     for (let wait = 1; slot === 'wait'; wait = Math.min(wait * 2, 10)) {
       await sleep(`${wait} seconds`);
       slot = await control.acquireSlot(runId);

@@ -7,17 +7,25 @@ import { planUnavailable } from '../plans.ts';
 import { isSqlState, SQLSTATE } from '../../storage/db/sqlStates.ts';
 import { spendCapRefusal } from '../spendCaps.ts';
 import { keyedUuid, newUuid } from '../../storage/ids.ts';
-import { CONTROL_TASK_QUEUE, runWorkflowId } from '../../kernel/workflowNames.ts';
+import { RUN_TASK_QUEUE, runWorkflowId } from '../../kernel/workflowNames.ts';
 import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import type { RunProposal } from './prepare.ts';
 import { runWorkflow } from '../../workflows/run.ts';
+import type { RunWorkflowInput } from '../../kernel/runSchedule.ts';
+import type { ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
 
-/** How a run's workflow starts: its id, queue and search attributes, from the run alone. */
-function runStart(run: Pick<RunRow, 'id' | 'account_id' | 'kind' | 'resolved_ref'>) {
+/**
+ * How a run's workflow starts: its id, queue and search attributes, from the run; with its
+ * compute profile (a run just accepted), its schedule too, and whether it took its slot.
+ */
+function runStart(run: Pick<RunRow, 'id' | 'account_id' | 'kind' | 'resolved_ref' | 'status' | 'max_runtime_seconds'>, profile?: Pick<ComputeProfileRow, 'id' | 'schedule_to_start_seconds'>) {
+  const input: RunWorkflowInput = profile
+    ? { runId: run.id, schedule: { profile: profile.id, maxRuntimeSeconds: run.max_runtime_seconds, scheduleToStartSeconds: profile.schedule_to_start_seconds }, running: run.status === 'running' }
+    : { runId: run.id };
   return {
-    taskQueue: CONTROL_TASK_QUEUE,
+    taskQueue: RUN_TASK_QUEUE,
     workflowId: runWorkflowId(run.id),
-    args: [{ runId: run.id }] as [{ runId: string }],
+    args: [input] as [RunWorkflowInput],
     typedSearchAttributes: workflowSearchAttributes({ account: run.account_id, kind: run.kind, ref: run.resolved_ref }),
   };
 }
@@ -39,19 +47,21 @@ export async function earlierRun(deps: Deps, accountId: string, runId: string): 
   if (Date.now() - new Date(run.created_at).getTime() > deps.config.limits.idempotencyTtlSeconds * 1000) {
     throw errors.conflict('idempotency_conflict', 'This Idempotency-Key was used for an earlier run; use a new key for a new request.');
   }
-  // A run that left `queued` had its workflow; a reused one never has one.
-  if (run.status === 'queued' && !run.reused_from) await startAccepted(deps.temporal, runWorkflow, runStart(run));
+  // A run whose execution has not begun may lack its workflow (one that took its slot at
+  // acceptance is running already); a reused one never has one.
+  if ((run.status === 'queued' || (run.status === 'running' && !run.started_at)) && !run.reused_from) await startAccepted(deps.temporal, runWorkflow, runStart(run));
   return run;
 }
 
 /**
  * Accepts an approved run: in one transaction the plan is consumed (if any), the
- * proposal's maximum price is reserved (or 402 and nothing happens), and the run is
- * recorded as queued with its first event; then its workflow `run-<id>` starts (when it
- * cannot, the acceptance is undone). The workflow id is the natural dedupe of everything
+ * proposal's maximum price is reserved (or 402 and nothing happens), the run is recorded
+ * with its first event, and an account concurrency slot is taken when one is free (the
+ * run is then running); then its workflow `run-<id>` starts with the run's schedule
+ * (when it cannot, the acceptance is undone). The workflow id is the natural dedupe of everything
  * after the claim; `runId` (runIdFor) makes a retry of the request find this run.
  */
-export async function acceptRun(deps: Deps, caller: Caller, proposal: RunProposal, opts: { runId: string; planId?: string; metadata?: Record<string, string> }): Promise<RunRow> {
+export async function acceptRun(deps: Deps, caller: Caller, proposal: RunProposal, opts: { runId: string; profile: ComputeProfileRow; planId?: string; metadata?: Record<string, string> }): Promise<RunRow> {
   const runId = opts.runId;
   const record: NewRun = {
     id: runId, account_id: caller.account.id, kind: proposal.kind, ref: proposal.ref, resolved_ref: proposal.resolved_ref,
@@ -80,10 +90,10 @@ export async function acceptRun(deps: Deps, caller: Caller, proposal: RunProposa
     }
   }
   return acceptAndStart(deps.temporal, {
-    record: () => insertAcceptedRun(deps.db, record),
+    record: () => insertAcceptedRun(deps.db, record, { slots: deps.config.limits.concurrentRunsPerAccount }),
     refusal,
     workflow: runWorkflow,
-    start: () => runStart(record),
+    start: (recorded) => runStart(recorded, opts.profile),
     undo: () => unacceptRun(deps.db, runId),
   });
 }

@@ -3,6 +3,7 @@ import { PassThrough } from 'node:stream';
 import type { ToolDef, ToolContext } from '../tools/tool.ts';
 import { errors } from '../errors.ts';
 import { prepareRun, recheckProposal, type RunProposal } from './prepare.ts';
+import type { ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
 import { acceptRun, earlierRun, runIdFor } from './accept.ts';
 import { runView, artifactView } from './view.ts';
 import { redirectQuery, redirectToStore, runArtifactDirectDownload, runArtifactDownloadable } from '../artifactUrls.ts';
@@ -146,11 +147,12 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     if (earlier) return runCreated(earlier);
     let proposal: RunProposal;
     let planId: string | undefined;
+    let profile: ComputeProfileRow;
     if (input.plan_id) {
       const plan = await approvedPlan(ctx.deps.db, ctx.caller.account.id, 'run', input.plan_id, input.plan_sha256);
       proposal = plan.proposal as RunProposal;
       planId = plan.id;
-      await recheckProposal(ctx.deps, ctx.caller, proposal);
+      profile = await recheckProposal(ctx.deps, ctx.caller, proposal);
     } else {
       const prepared = await prepareRun(ctx.deps, ctx.caller, {
         ref: input.ref, refParam: 'ref', inputs: input.inputs ?? {}, profileId: input.compute_profile, profileParam: 'compute_profile',
@@ -159,8 +161,9 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
       const blocking = prepared.findings.filter((f) => f.severity === 'blocking');
       if (blocking.length) throw errors.validation(blocking[0]!.code, blocking.map((f) => f.message).join(' '), blocking[0]!.path, { findings: blocking });
       proposal = prepared.proposal;
+      profile = prepared.profile;
     }
-    return runCreated(await acceptRun(ctx.deps, ctx.caller, proposal, { runId, planId, metadata: input.metadata }));
+    return runCreated(await acceptRun(ctx.deps, ctx.caller, proposal, { runId, profile, planId, metadata: input.metadata }));
   },
 
   async run_get(input, ctx) {

@@ -199,8 +199,9 @@ async function reuseFindings(deps: Deps, caller: Caller, proposal: RunProposal, 
  * revision must still be visible with the same bytes and the inputs still valid, or the
  * plan is unavailable (409) and must be prepared again. A lone run's spend caps are
  * rechecked too (`caps: false` for a study's arm: the study checks its caps whole).
+ * Returns the compute profile as it is now.
  */
-export async function recheckProposal(deps: Deps, caller: Caller, proposal: RunProposal, opts: { caps?: boolean } = {}): Promise<void> {
+export async function recheckProposal(deps: Deps, caller: Caller, proposal: RunProposal, opts: { caps?: boolean } = {}): Promise<ComputeProfileRow> {
   const caps = (opts.caps ?? true) && !proposal.reuse_of;
   const again = await prepareRun(deps, caller, {
     ref: proposal.kind === 'hub' ? proposal.resolved_ref : undefined, refParam: 'plan_id',
@@ -216,4 +217,5 @@ export async function recheckProposal(deps: Deps, caller: Caller, proposal: RunP
     || (proposal.runtime_sha256 !== undefined && again.proposal.runtime_sha256 !== proposal.runtime_sha256)) {
     throw planUnavailable('The capability or its contract changed since this plan was prepared; prepare it again.', null);
   }
+  return again.profile;
 }

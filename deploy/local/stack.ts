@@ -21,7 +21,7 @@ import { ensureSandboxTool } from './sandboxTool.ts';
 import { ensureAnalysisEnv, ensureRuntime } from './runtime.ts';
 import { buildWorkflowBundle } from '../workflowBundle.ts';
 import { createTemporalGateway } from '../../api/temporal.ts';
-import { CONTROL_TASK_QUEUE } from '../../kernel/workflowNames.ts';
+import { CONTROL_TASK_QUEUE, RUN_TASK_QUEUE } from '../../kernel/workflowNames.ts';
 import { SERVICE_PROCESS_ENV } from './serviceProcess.ts';
 import { ensureSecretsKey } from './secretsKey.ts';
 import { createSandbox } from '../../activities/execution/sandbox.ts';
@@ -270,12 +270,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       const workerPorts = await Promise.all(Array.from({ length: n }, () => getPort()));
       workers = workerPorts.map((port, i) => replica(cluster ? `worker-${i + 1}` : 'worker', 'deploy/worker.ts', port));
       const apiPorts = cluster ? await Promise.all(Array.from({ length: n }, () => getPort())) : [opts.ports.api];
-      apis = apiPorts.map((port, i) => replica(cluster ? `api-${i + 1}` : 'api', 'api/server.ts', port));
+      apis = apiPorts.map((port, i) => replica(cluster ? `api-${i + 1}` : 'api', 'deploy/api.ts', port));
       for (const a of apis) await ready(a);
       if (cluster) await startBalancer(sup, { dataDir: opts.dataDir, port: opts.ports.api, backends: apis.map((a) => ({ name: a.name, port: a.port })), log: say });
       for (const w of workers) await ready(w);
       // Temporal sees the workers' polls too before the stack is reported up.
-      await waitFor('worker', () => gateway.hasPoller(CONTROL_TASK_QUEUE, 'workflow'), 120000, dead);
+      await waitFor('worker', async () => await gateway.hasPoller(CONTROL_TASK_QUEUE, 'workflow') && gateway.hasPoller(RUN_TASK_QUEUE, 'workflow'), 120000, dead);
     } catch (err) {
       await gateway.close();
       throw err;

@@ -64,12 +64,18 @@ export type NewRun = Omit<RunRow, 'status' | 'progress' | 'artifact_count' | 'se
  * Records a run as accepted, all or nothing (silico_accept_run, migration 016): consumes
  * its plan if it has one, reserves `reserved_micros` under `run:<id>`, inserts it queued
  * and appends its first event. Raises SQLSTATE.planUsed or SQLSTATE.insufficientCompute
- * (storage/db/sqlStates.ts) and changes nothing when it cannot.
+ * (storage/db/sqlStates.ts) and changes nothing when it cannot. With `slots` (the
+ * account's concurrency limit), a free slot is taken in the same transaction and the run
+ * comes back running (silico_accept_run_running, migration 043).
  */
-export async function insertAcceptedRun(db: Db, run: NewRun): Promise<RunRow> {
-  const [row] = await runPrepared<RunRow>(db, ACCEPT_RUN, [JSON.stringify({ ...run, status: 'queued' }), run.plan_id]);
+export async function insertAcceptedRun(db: Db, run: NewRun, opts: { slots?: number } = {}): Promise<RunRow> {
+  const record = JSON.stringify({ ...run, status: 'queued' });
+  const [row] = opts.slots === undefined
+    ? await runPrepared<RunRow>(db, ACCEPT_RUN, [record, run.plan_id])
+    : await runPrepared<RunRow>(db, ACCEPT_RUN_RUNNING, [record, run.plan_id, opts.slots]);
   return row!;
 }
+const ACCEPT_RUN_RUNNING = statement('accept-run-running', `SELECT ${RUN_COLUMNS} FROM silico_accept_run_running($1::jsonb, $2, $3)`);
 const ACCEPT_RUN = statement('accept-run', `SELECT ${RUN_COLUMNS} FROM silico_accept_run($1::jsonb, $2)`);
 
 /**
@@ -112,8 +118,8 @@ export async function findReusableRun(db: Db, accountIds: string[], k: { package
 
 /**
  * Undoes an acceptance whose workflow could not be started, leaving no trace (reservation,
- * plan use, events, row; silico_unaccept_run, migration 019). False when the run is no
- * longer queued: a workflow has it.
+ * plan use, events, row; silico_unaccept_run, migrations 019 and 043). False when its
+ * execution began or it ended: a workflow has it.
  */
 export async function unacceptRun(db: Db, runId: string): Promise<boolean> {
   const [row] = await runPrepared<{ undone: boolean }>(db, UNACCEPT_RUN, [runId]);

@@ -49,7 +49,7 @@ async function main(): Promise<void> {
     stack = await startStack({ dataDir: dir, mode: 'test', exitOnSignal: true, ports, sink: (s, l) => log.write(`[${s}] ${l}\n`), serviceEnv: { LOG_LEVEL: 'warn' } });
     // Our own api process on this stack, so its peak RSS is ours alone to read.
     const port = await getPort();
-    api = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'api/server.ts')], {
+    api = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'deploy/api.ts')], {
       cwd: REPO_ROOT, stdio: 'ignore',
       env: { ...process.env, ...SERVICE_PROCESS_ENV, ...stack.env, SILICO_API_PORT: String(port), SILICO_MAX_UPLOAD_BYTES: String(SIZE + MIB), LOG_LEVEL: 'warn' },
     });

@@ -43,7 +43,7 @@ async function startOutside(script: string, env: Record<string, string>): Promis
   return { code: outcome, stderr, started: false };
 }
 
-for (const [what, script] of [['api', 'api/server.ts'], ['worker', 'deploy/worker.ts']] as const) {
+for (const [what, script] of [['api', 'deploy/api.ts'], ['worker', 'deploy/worker.ts']] as const) {
   for (const name of SWITCHES) {
     test(`outside the local stack the ${what} refuses to start with ${name} set, naming it`, { timeout: 60_000 }, async () => {
       const out = await startOutside(script, { [name]: '1' });

@@ -86,7 +86,7 @@ test('a different seed, input or profile is not the same computation: reuse: tru
   const foreign = await call('POST', '/run-plans', { key: other.key, body: { capability_ref: REF, inputs: { growth_rate: 0.3 }, seed: 7, reuse: true } });
   assert.equal(foreign.body.reuse_of, null, 'another account\'s runs are never reused');
   const run = await call('POST', '/runs', { key: owner.key, body: { ref: REF, inputs: { growth_rate: 0.3 }, seed: 9, reuse: true }, headers: idem() });
-  assert.equal(run.body.status, 'queued');
+  assert.ok(['queued', 'running'].includes(run.body.status), `a run that executes, not answered at once: ${run.body.status}`);
   assert.equal((await waitForRun(owner.key, run.body.id)).status, 'completed');
   assert.equal((await call('GET', `/runs/${run.body.id}/results`, { key: owner.key })).body.provenance.reused_from, undefined, 'a run that ran names no source');
 });

@@ -39,6 +39,7 @@ import * as mcpTasks from './039_mcp_tasks.ts';
 import * as studyKinds from './040_study_kinds.ts';
 import * as purchases from './041_purchases.ts';
 import * as invocationCancelNotify from './042_invocation_cancel_notify.ts';
+import * as acceptRunRunning from './043_accept_run_running.ts';
 import * as biologyResources from './025_biology_resources.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
@@ -87,6 +88,7 @@ const migrations: Record<string, Migration> = {
   '040_study_kinds': studyKinds,
   '041_purchases': purchases,
   '042_invocation_cancel_notify': invocationCancelNotify,
+  '043_accept_run_running': acceptRunRunning,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
