@@ -76,47 +76,61 @@ export interface TemporalGatewayConfig {
   namespace: string;
   timeoutMs?: number;
   /**
-   * Opens the connection (by default a gRPC client connection). A process that runs a
-   * worker beside the api passes the worker's own connection, shared with this client,
-   * with the task queues that worker polls: workflows started on those queues ask for an
-   * eager start (their first task handed straight to that worker).
+   * A process that runs a worker beside the api passes that worker's own connection and
+   * the task queues it polls: workflows started on those queues go through a client on
+   * that connection and ask for an eager start (their first task handed straight to that
+   * worker). Every other call keeps the gateway's own gRPC connection, whose errors
+   * (deadlines above all) the gateway reads.
    */
-  connect?: () => Promise<ConnectionLike>;
-  eagerTaskQueues?: readonly string[];
+  eager?: { connect: () => Promise<ConnectionLike>; taskQueues: readonly string[] };
 }
 
-export function createTemporalGateway(cfg: TemporalGatewayConfig): TemporalGateway {
-  const timeoutMs = cfg.timeoutMs ?? 10_000;
-  const eager = new Set(cfg.eagerTaskQueues ?? []);
+/** A client on a connection opened when first needed, and again after a failure to open it. */
+function lazyClient(connect: () => Promise<ConnectionLike>, namespace: string) {
   let conn: Promise<ConnectionLike> | undefined;
   let client: Client | undefined;
-  const pollerCache = new Map<string, { at: number; value: boolean }>();
   const connection = () => {
-    conn ??= (cfg.connect?.() ?? Connection.connect({ address: cfg.address, connectTimeout: Math.min(timeoutMs, 2000) })).catch((err) => {
+    conn ??= connect().catch((err) => {
       conn = undefined;
       throw err;
     });
     return conn;
   };
-  /** Runs a call on the connection; whatever is not Temporal's answer means it is unavailable. */
-  const bounded = async (f: (c: ConnectionLike, cl: Client) => Promise<void>) => {
+  return {
+    connection,
+    async client() {
+      client ??= new Client({ connection: await connection(), namespace });
+      return client;
+    },
+    async close() {
+      if (conn) await (await conn).close().catch(() => undefined);
+    },
+  };
+}
+
+export function createTemporalGateway(cfg: TemporalGatewayConfig): TemporalGateway {
+  const timeoutMs = cfg.timeoutMs ?? 10_000;
+  const own = lazyClient(() => Connection.connect({ address: cfg.address, connectTimeout: Math.min(timeoutMs, 2000) }), cfg.namespace);
+  const eager = cfg.eager ? { queues: new Set(cfg.eager.taskQueues), ...lazyClient(cfg.eager.connect, cfg.namespace) } : undefined;
+  const pollerCache = new Map<string, { at: number; value: boolean }>();
+  const connection = own.connection;
+  /** Runs a call on a connection; whatever is not Temporal's answer means it is unavailable. */
+  const bounded = async (f: (c: ConnectionLike, cl: Client) => Promise<void>, via: ReturnType<typeof lazyClient> = own) => {
     try {
-      const c = await connection();
-      client ??= new Client({ connection: c, namespace: cfg.namespace });
-      await f(c, client);
+      const c = await via.connection();
+      await f(c, await via.client());
     } catch (err) {
       if (isAnswer(err)) throw err;
       throw new DependencyUnavailable('temporal', err);
     }
   };
   return {
-    async client() {
-      client ??= new Client({ connection: await connection(), namespace: cfg.namespace });
-      return client;
-    },
+    client: own.client,
     async startWorkflow(workflow, options, opts = {}) {
+      // (A wait for a previous run of the id reads a deadline: on the gateway's own connection.)
+      const eagerly = !opts.awaitPreviousMs && eager?.queues.has(options.taskQueue) ? eager : undefined;
       await bounded(async (c, cl) => {
-        const start = () => c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.start(workflow, eager.has(options.taskQueue) ? { ...options, requestEagerStart: true } : options));
+        const start = () => c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.start(workflow, eagerly ? { ...options, requestEagerStart: true } : options));
         try {
           await start();
         } catch (err) {
@@ -127,7 +141,7 @@ export function createTemporalGateway(cfg: TemporalGatewayConfig): TemporalGatew
           });
           await start();
         }
-      });
+      }, eagerly);
     },
     async executeWorkflow<W extends Workflow>(workflow: W, options: WorkflowStartOptions<W>, waitMs: number, opts: { join?: boolean } = {}) {
       let result: WorkflowResultType<W> | undefined;
@@ -189,8 +203,7 @@ export function createTemporalGateway(cfg: TemporalGatewayConfig): TemporalGatew
       pollerCache.set(profileId, { at: Date.now(), value });
       return value;
     },
-    async close() {
-      if (conn) await (await conn).close().catch(() => undefined);
-    },
+    // The eager connection is its owner's (the worker's) to close.
+    close: own.close,
   };
 }

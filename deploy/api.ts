@@ -34,7 +34,7 @@ async function main(): Promise<void> {
     });
     return opening;
   };
-  const temporal = createTemporalGateway({ ...config.temporal, timeoutMs, connect, eagerTaskQueues: [RUN_TASK_QUEUE] });
+  const temporal = createTemporalGateway({ ...config.temporal, timeoutMs, eager: { connect, taskQueues: [RUN_TASK_QUEUE] } });
   const api = await startApi(config, log, temporal);
   const runs = startRunWorker({ connect, namespace: config.temporal.namespace, db: api.db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount, workflowBundle: config.worker.workflowBundle, log });
   const stop = async (signal: string) => {
@@ -43,6 +43,7 @@ async function main(): Promise<void> {
     // Runs this process holds move to another worker (their next task after 2 s at most).
     await runs.stop();
     await temporal.close();
+    await opening?.then((c) => c.close(), () => undefined);
     await api.release();
     process.exit(0);
   };

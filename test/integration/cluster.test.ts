@@ -229,8 +229,8 @@ test('each worker answers its own probes: ready while every Temporal worker in i
     assert.equal(ready.status, 200, w.name);
     const body = await ready.json() as { status: string; workers: string[] };
     assert.equal(body.status, 'ready');
-    // control, two compute profiles, their two serving queues, and the host queue.
-    assert.deepEqual(body.workers, Array(6).fill('RUNNING'));
+    // control, lone runs, two compute profiles, their two serving queues, and the host queue.
+    assert.deepEqual(body.workers, Array(7).fill('RUNNING'));
     assert.equal((await fetch(`http://127.0.0.1:${w.port}/healthz`)).status, 200);
   }
 });

@@ -112,7 +112,6 @@ export async function runCommand(client: Silico, ref: string, flags: RunFlags, o
   if (refused !== null) return refused;
   const run = await client.runs.create({ plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 });
   const handle = client.runs.handle(run.id);
-  out.note(`run       ${run.id} (${run.status})`);
   let interrupted = false;
   const onSigint = () => {
     if (interrupted) process.exit(130);
@@ -120,7 +119,9 @@ export async function runCommand(client: Silico, ref: string, flags: RunFlags, o
     out.note('\ncancelling (Ctrl-C again to stop watching)...');
     handle.cancel().catch((err: Error) => process.stderr.write(`cancel failed: ${err.message}\n`));
   };
+  // Before the run is shown: a Ctrl-C as soon as its line appears cancels it.
   process.on('SIGINT', onSigint);
+  out.note(`run       ${run.id} (${run.status})`);
   try {
     await follow(handle, out, flags.progress !== false && !out.json && Boolean(process.stderr.isTTY));
     const finished = await handle.wait({ pollIntervalMs: 500 });
