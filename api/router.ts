@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
 import type { Context, Middleware } from 'koa';
+import compose from 'koa-compose';
 import { ROUTES, type RouteDef } from './routeTable.ts';
 import { TOOLS } from './tools/index.ts';
 import { jsonBodySchema, type Deps, type ToolDef } from './tools/tool.ts';
@@ -99,11 +100,46 @@ export function buildRouter(deps: Deps, table: RouteTable = { routes: ROUTES, to
   return router;
 }
 
-/** The route definition a request would reach, if any (for rate buckets and logs). */
-export function matchRoute(router: Router, routes: readonly RouteDef[], path: string, method: string): { route?: RouteDef; pathMatched: boolean; allowed: string[] } {
+/** What a request's path and method reach: the route (if any), and what the path allows. */
+export interface RouteMatch {
+  route?: RouteDef;
+  /** The router's layer of that route, which `dispatchRoute` runs. */
+  layer?: Layer;
+  pathMatched: boolean;
+  allowed: string[];
+}
+
+type Layer = Router['stack'][number];
+
+/** The route definition a request would reach, if any (for rate buckets, logs and dispatch). */
+export function matchRoute(router: Router, routes: readonly RouteDef[], path: string, method: string): RouteMatch {
   const m = router.match(path, method);
   const layer = m.pathAndMethod.find((l) => l.methods.length > 0);
   const allowed = [...new Set(m.path.flatMap((l) => l.methods))];
-  const route = layer ? routes.find((r) => r.tool === layer.name) : undefined;
-  return { route, pathMatched: m.path.some((l) => l.methods.length > 0), allowed };
+  const route = layer ? routeByTool(routes).get(layer.name!) : undefined;
+  return { route, layer, pathMatched: m.path.some((l) => l.methods.length > 0), allowed };
+}
+
+const byTool = new WeakMap<readonly RouteDef[], Map<string, RouteDef>>();
+function routeByTool(routes: readonly RouteDef[]): Map<string, RouteDef> {
+  let m = byTool.get(routes);
+  if (!m) byTool.set(routes, (m = new Map(routes.map((r) => [r.tool, r]))));
+  return m;
+}
+
+/**
+ * Runs the route `matchRoute` found (`ctx.state.routeLayer`), with its path parameters
+ * decoded as the router decodes them: the request is matched once, where the router's
+ * own middleware would match it again and compose its chain anew on every request.
+ */
+export function dispatchRoute(): Middleware {
+  const chains = new WeakMap<Layer, Middleware>();
+  return (ctx, next) => {
+    const layer = ctx.state.routeLayer as Layer | undefined;
+    if (!layer) return next();
+    let chain = chains.get(layer);
+    if (!chain) chains.set(layer, (chain = compose(layer.stack as Middleware[]) as Middleware));
+    ctx.params = layer.params(ctx.path, layer.captures(ctx.path), {});
+    return chain(ctx, next);
+  };
 }
