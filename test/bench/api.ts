@@ -9,7 +9,9 @@
  * upsert), validates, logs and wraps the envelope.
  * Rounds alternate ours/baseline so both share the machine's noise; each target is
  * warmed up first. autocannon runs in a worker thread so it does not share the
- * baseline's event loop. The last line is the ratio of median req/s (goal >= 0.8).
+ * baseline's event loop. Each round prints the CPU each process spent per 1000 requests
+ * (the bench process is the load generator, and for the baseline its server too). The
+ * last line is the ratio of median req/s (goal >= 0.8).
  *
  * Env: BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_WARMUP (3), BENCH_CONNECTIONS (10),
  * BENCH_PROFILE (a folder: instead of the rounds, one load of ours with the api's V8 CPU
@@ -35,6 +37,7 @@ import { utcDay } from '../../storage/db/rateLimits.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
 import { isoTime } from '../../storage/ids.ts';
 
+import { cpuSample, cpuPerUnit } from './cpu.ts';
 import { profilingSettings, monotonicMicros, resetStatements, statementReport, cpuProfileReport } from './profile.ts';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -158,9 +161,11 @@ async function main(): Promise<void> {
     for (let i = 1; i <= ROUNDS; i++) {
       const order = i % 2 ? targets : [...targets].reverse();
       for (const t of order) {
+        const before = cpuSample(stack.supervisor);
         const r = await load(t.url, headers, SECONDS);
+        const cpu = cpuPerUnit(before, cpuSample(stack.supervisor), r.total / 1000);
         rounds[t.name]!.push(r);
-        console.log(`${String(i).padEnd(7)}${t.name.padEnd(10)}${r.rps.toFixed(0).padStart(6)}  ${r.p50.toFixed(1).padStart(8)}${r.p99.toFixed(1).padStart(8)}  ${String(r.total).padStart(8)}`);
+        console.log(`${String(i).padEnd(7)}${t.name.padEnd(10)}${r.rps.toFixed(0).padStart(6)}  ${r.p50.toFixed(1).padStart(8)}${r.p99.toFixed(1).padStart(8)}  ${String(r.total).padStart(8)}  CPU ms per 1000: ${cpu}`);
       }
     }
     const ours = median(rounds.ours!.map((r) => r.rps));
