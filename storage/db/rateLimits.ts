@@ -31,26 +31,14 @@ export interface CounterState { key: string; count: number; resetMs: number }
 interface Pending { counters: CounterRequest[]; now: number; resolve: (s: CounterState[]) => void; reject: (e: unknown) => void }
 
 /**
- * Counts requests against counters, coalescing increments into ONE statement (one round
- * trip, one row lock per distinct counter), then hands each request its own position in
- * the count, as if they had been counted one by one. One statement at a time per process,
- * as a database commits a group: the requests of an event-loop turn go together, and
- * those that arrive while a statement is in flight go together in the next. A key's
- * statements would queue on its rows' locks anyway, so nothing waits longer for it, and
- * under load a statement counts many requests. Keys are locked in sorted order, so
- * concurrent statements from several api processes never deadlock.
+ * Counts requests against counters, coalescing the increments of all requests that
+ * arrive in the same event-loop turn into ONE statement (one round trip, one row lock
+ * per distinct counter), then hands each request its own position in the count, as if
+ * they had been counted one by one. Keys are locked in sorted order, so concurrent
+ * statements from several api processes never deadlock.
  */
 export function createCounters(pool: pg.Pool): { increment(counters: CounterRequest[], now?: number): Promise<CounterState[]> } {
   let queue: Pending[] = [];
-  // A statement is in flight or about to be sent: what arrives now waits for the next.
-  let busy = false;
-  const schedule = () => {
-    busy = true;
-    setImmediate(() => void flush().finally(() => {
-      if (queue.length) schedule();
-      else busy = false;
-    }));
-  };
   const flush = async () => {
     const batch = queue;
     queue = [];
@@ -91,8 +79,8 @@ export function createCounters(pool: pg.Pool): { increment(counters: CounterRequ
   return {
     increment(counters, now = Date.now()) {
       return new Promise((resolve, reject) => {
+        if (queue.length === 0) setImmediate(() => void flush());
         queue.push({ counters, now, resolve, reject });
-        if (!busy) schedule();
       });
     },
   };
