@@ -95,7 +95,8 @@ export function buildRouter(deps: Deps, table: RouteTable = { routes: ROUTES, to
     chain.push(validateInput(tool));
     if (route.idempotency) chain.push(idempotency(deps.db, route, deps.config.limits));
     chain.push(execute(route, tool, deps));
-    router.register(koaPath(route.path), [route.method], chain as never, { name: route.tool });
+    // Composed once here: `dispatchRoute` runs it as the route's one middleware.
+    router.register(koaPath(route.path), [route.method], [compose(chain)] as never, { name: route.tool });
   }
   return router;
 }
@@ -133,13 +134,10 @@ function routeByTool(routes: readonly RouteDef[]): Map<string, RouteDef> {
  * own middleware would match it again and compose its chain anew on every request.
  */
 export function dispatchRoute(): Middleware {
-  const chains = new WeakMap<Layer, Middleware>();
   return (ctx, next) => {
     const layer = ctx.state.routeLayer as Layer | undefined;
     if (!layer) return next();
-    let chain = chains.get(layer);
-    if (!chain) chains.set(layer, (chain = compose(layer.stack as Middleware[]) as Middleware));
     ctx.params = layer.params(ctx.path, layer.captures(ctx.path), {});
-    return chain(ctx, next);
+    return (layer.stack[0] as Middleware)(ctx, next);
   };
 }

@@ -38,7 +38,7 @@ import { microsToUsd } from '../../storage/ledger.ts';
 import { isoTime } from '../../storage/ids.ts';
 
 import { cpuSample, cpuPerUnit } from './cpu.ts';
-import { profilingSettings, monotonicMicros, resetStatements, statementReport, cpuProfileReport } from './profile.ts';
+import { profilingSettings, monotonicMicros, resetStatements, statementReport, cpuProfileReport, processNames } from './profile.ts';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
@@ -98,6 +98,7 @@ async function main(): Promise<void> {
   let stack: Stack | undefined;
   let pool: pg.Pool | undefined;
   let server: Server | undefined;
+  let profiled: { from: number; to: number; units: number } | undefined;
   try {
     const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
     console.log(`starting stack in ${dir} (log: ${logFile})`);
@@ -143,16 +144,15 @@ async function main(): Promise<void> {
       const r = await load(oursUrl, headers, SECONDS);
       const to = monotonicMicros();
       console.log(`profile: ours ${r.rps.toFixed(0)} req/s, ${r.total} requests`);
+      // Read before the baseline's load, which runs its own statement on the same Postgres.
+      console.log(await statementReport(pgDb, r.total));
+      await pgDb.destroy();
       // The baseline runs in this process: run it with --cpu-prof to read its profile over this window.
       const baseFrom = monotonicMicros();
       const b = await load(baseUrl, headers, SECONDS);
       console.log(`baseline ${b.rps.toFixed(0)} req/s, ${b.total} requests, window ${baseFrom}..${monotonicMicros()} (µs, monotonic)`);
-      console.log(await statementReport(pgDb, r.total));
-      await pgDb.destroy();
-      const names = new Map(stack.supervisor.processes.map((p) => [p.child.pid!, p.name]));
-      await stack.stop();
-      stack = undefined;
-      console.log(await cpuProfileReport(PROFILE_DIR, names, { from, to }, r.total));
+      // The api writes its profile as it exits: reported once the stack stopped.
+      profiled = { from, to, units: r.total };
       return;
     }
     const rounds: Record<string, Round[]> = { ours: [], baseline: [] };
@@ -175,7 +175,9 @@ async function main(): Promise<void> {
   } finally {
     if (server) { server.closeAllConnections(); await new Promise((ok) => server!.close(ok)); }
     await pool?.end();
+    const names = stack ? processNames(stack) : new Map<number, string>();
     await stack?.stop();
+    if (profiled) console.log(await cpuProfileReport(PROFILE_DIR!, names, profiled, profiled.units));
     await new Promise((ok) => logStream.end(ok));
     await rm(dir, { recursive: true, force: true });
   }

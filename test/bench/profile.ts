@@ -1,6 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Knex } from 'knex';
+import type { Stack } from '../../deploy/local/stack.ts';
 
 /**
  * Where a benchmark's CPU goes, inside each process: V8's CPU profiles of the api and
@@ -14,6 +15,9 @@ export function profilingSettings(dir: string): { serviceNodeArgs: string[]; pos
     postgresSettings: ['shared_preload_libraries=pg_stat_statements', 'pg_stat_statements.track=all'],
   };
 }
+
+/** Each stack process's name by pid, to name the profiles its processes write. */
+export const processNames = (stack: Stack): Map<number, string> => new Map(stack.supervisor.processes.map((p) => [p.child.pid!, p.name]));
 
 /** Now on the clock of V8's profile samples (µs). */
 export const monotonicMicros = (): number => Number(process.hrtime.bigint() / 1000n);

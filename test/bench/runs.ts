@@ -33,7 +33,7 @@ import { createDb } from '../../storage/db/knex.ts';
 import { computeTaskQueue } from '../../kernel/workflowNames.ts';
 import { cpuSample, cpuPerUnit } from './cpu.ts';
 import { createHttpClient } from './httpClient.ts';
-import { profilingSettings, monotonicMicros, resetStatements, statementReport, cpuProfileReport } from './profile.ts';
+import { profilingSettings, monotonicMicros, resetStatements, statementReport, cpuProfileReport, processNames } from './profile.ts';
 
 const N = Number(process.env.BENCH_RUNS ?? 300);
 const C = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -76,6 +76,7 @@ async function main(): Promise<void> {
   const workers: Worker[] = [];
   const running: Promise<void>[] = [];
   const clients: Array<{ close(): void }> = [];
+  let profiled: { from: number; to: number } | undefined;
   try {
     // Temporal's cluster stores its ports as smallint: the frontend's below 32768.
     const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort({ port: portNumbers(20000, 32767) }), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
@@ -136,15 +137,8 @@ async function main(): Promise<void> {
       console.log(`CPU ms per run: ${cpuPerUnit(before, cpuSample(stack.supervisor), N)}`);
       console.log(await statementReport(pgDb, N));
       await pgDb.destroy();
-      const names = new Map(stack.supervisor.processes.map((p) => [p.child.pid!, p.name]));
-      for (const c of clients) c.close();
-      clients.length = 0;
-      for (const w of workers) w.shutdown();
-      await Promise.allSettled(running);
-      workers.length = 0;
-      await stack.stop();
-      stack = undefined;
-      console.log(await cpuProfileReport(PROFILE_DIR, names, { from, to }, N));
+      // The services write their profiles as they exit: reported once the stack stopped.
+      profiled = { from, to };
       return;
     }
     console.log(`${N} runs a side, ${C} at a time, ${TOPOLOGY} topology`);
@@ -181,7 +175,9 @@ async function main(): Promise<void> {
     for (const c of clients) c.close();
     for (const w of workers) w.shutdown();
     await Promise.allSettled(running);
+    const names = stack ? processNames(stack) : new Map<number, string>();
     await stack?.stop();
+    if (profiled) console.log(await cpuProfileReport(PROFILE_DIR!, names, profiled, N));
     log.end();
     await rm(dir, { recursive: true, force: true });
     process.exit(process.exitCode ?? 0);
