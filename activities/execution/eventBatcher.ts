@@ -1,10 +1,11 @@
 import type { Db } from '../../storage/db/knex.ts';
 import { appendEvents, type NewRunEvent } from '../../storage/db/runs.ts';
+import { createWriteChain } from './writeChain.ts';
 
 /** A run's events written in order, as many at a time as have queued up. */
 export interface EventBatcher {
   add(type: string, message: string, data: Record<string, unknown>): void;
-  /** Resolves once everything added so far is written (rejects as the write did). */
+  /** Resolves once everything added so far is written (rejects with the first write that failed). */
   flushed(): Promise<void>;
 }
 
@@ -15,8 +16,8 @@ export interface EventBatcher {
  */
 export function createEventBatcher(db: Db, runId: string, maxBatch = 200): EventBatcher {
   let queued: NewRunEvent[] = [];
-  let writing: Promise<void> = Promise.resolve();
   let active = false;
+  const writes = createWriteChain();
   const drain = async () => {
     active = true;
     try {
@@ -32,8 +33,8 @@ export function createEventBatcher(db: Db, runId: string, maxBatch = 200): Event
   return {
     add(type, message, data) {
       queued.push({ type, message, data });
-      if (!active) writing = writing.then(drain, drain);
+      if (!active) writes.add(drain);
     },
-    flushed: () => writing,
+    flushed: () => writes.settled(),
   };
 }

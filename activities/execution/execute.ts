@@ -27,6 +27,7 @@ import { SandboxUnavailable, type Sandbox, type SandboxLimits } from './sandbox.
 import { environmentPython, EnvironmentUnavailable } from '../environments/python.ts';
 import type { EnvironmentSettings } from '../../kernel/environments.ts';
 import type { CancelWatch } from '../../storage/db/cancelWatch.ts';
+import { createWriteChain } from './writeChain.ts';
 
 export const DRIVER = fileURLToPath(new URL('./driver.py', import.meta.url));
 const MAX_LOG_EVENTS = 500;
@@ -158,8 +159,7 @@ export function createExecutionActivities(deps: ExecutionDeps) {
       let lastProgressWrite = 0;
       // Events are appended in the order the driver wrote them, in batches.
       const events = createEventBatcher(deps.db, run.id);
-      let pending: Promise<unknown> = Promise.resolve();
-      const later = (f: () => Promise<unknown>) => { pending = pending.then(f); };
+      const progress = createWriteChain();
       const log = (message: string, data: Record<string, unknown>) => {
         if (logs >= MAX_LOG_EVENTS) return;
         logs += 1;
@@ -186,7 +186,7 @@ export function createExecutionActivities(deps: ExecutionDeps) {
               const now = Date.now();
               if (now - lastProgressWrite >= 1000 || fraction >= 1) {
                 lastProgressWrite = now;
-                later(() => setRunProgress(deps.db, run.id, fraction));
+                progress.add(() => setRunProgress(deps.db, run.id, fraction));
                 events.add('progress', `${Math.round(fraction * 100)}%`, { fraction, t: Number(msg.t) || 0 });
               }
             } else if (msg.type === 'log') log(String(msg.message), { level: String(msg.level ?? 'info'), stream: 'driver' });
@@ -199,7 +199,7 @@ export function createExecutionActivities(deps: ExecutionDeps) {
         if (err instanceof SandboxUnavailable) return { status: 'failed', error: { code: err.code, message: err.message }, computeSeconds: 0 };
         throw err;
       } finally {
-        await Promise.all([pending, events.flushed()]);
+        await Promise.all([progress.settled(), events.flushed()]);
       }
       const computeSeconds = outcome.result?.cpu_seconds ?? outcome.wallSeconds;
       if (outcome.cancelled) {
@@ -238,11 +238,14 @@ export function createExecutionActivities(deps: ExecutionDeps) {
  */
 async function runPython(deps: ExecutionDeps, run: RunRow, beat: () => void): Promise<string | { error: { code: string; message: string } }> {
   const timer = setInterval(beat, 5000);
+  // The build's start is heard synchronously; its event is written in order before the end's.
+  const notes = createWriteChain();
   try {
     return await environmentPython(deps, run.runtime_sha256, {
-      started: (lock) => void appendEvent(deps.db, run.id, 'progress', `Building the lab's environment (Python ${lock.python}, lock sha256:${lock.sha256}); not billed to the run.`, { phase: 'environment', status: 'building', lock_sha256: lock.sha256 }),
+      started: (lock) => notes.add(() => appendEvent(deps.db, run.id, 'progress', `Building the lab's environment (Python ${lock.python}, lock sha256:${lock.sha256}); not billed to the run.`, { phase: 'environment', status: 'building', lock_sha256: lock.sha256 })),
       finished: async (lock, seconds) => {
-        await appendEvent(deps.db, run.id, 'progress', `Environment built in ${Math.round(seconds)} s.`, { phase: 'environment', status: 'built', lock_sha256: lock.sha256, seconds });
+        notes.add(() => appendEvent(deps.db, run.id, 'progress', `Environment built in ${Math.round(seconds)} s.`, { phase: 'environment', status: 'built', lock_sha256: lock.sha256, seconds }));
+        await notes.settled();
       },
     });
   } catch (err) {

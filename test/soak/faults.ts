@@ -47,20 +47,65 @@ function signalTree(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
-/** kill -9, then started again as its Deployment would (a new pod), ready. */
-async function killReplica(r: Replica): Promise<void> {
-  r.proc.child.kill('SIGKILL');
-  await r.proc.exited;
-  await r.restart();
+/** Replicas a fault is replacing now: their exit is planned, not a crash. */
+const replacing = new Map<Replica, Promise<void>>();
+
+/** Stops a replica with `signal` and starts it again, ready, as its Deployment would (a new pod). */
+async function replace(r: Replica, signal: NodeJS.Signals): Promise<void> {
+  const done = (async () => {
+    r.proc.child.kill(signal);
+    await r.proc.exited;
+    await r.restart();
+  })();
+  replacing.set(r, done);
+  try {
+    await done;
+  } finally {
+    replacing.delete(r);
+  }
 }
+
+/** kill -9, then started again. */
+const killReplica = (r: Replica) => replace(r, 'SIGKILL');
 
 /** Each replica in turn stopped gracefully (SIGTERM drains) and replaced, ready, before the next: a rollout. */
 async function rollingRestart(stack: Stack): Promise<void> {
+  for (const r of [...stack.apis, ...stack.workers]) await replace(r, 'SIGTERM');
+}
+
+/** A replica that ended when no fault stopped it. */
+export interface Crash {
+  name: string;
+  exit: number | string;
+  /** Milliseconds since the epoch. */
+  at: number;
+}
+
+/**
+ * Watches every api and worker replica for an end no fault caused (a crash: an uncaught
+ * error, say) and starts it again, as Kubernetes restarts a crashed pod, so the soak goes
+ * on and its audit still counts what the rest of the service did. Every crash fails the soak.
+ */
+export function watchCrashes(stack: Stack, say: (line: string) => void): { crashes: Crash[]; stop(): void } {
+  const crashes: Crash[] = [];
+  let stopped = false;
   for (const r of [...stack.apis, ...stack.workers]) {
-    r.proc.child.kill('SIGTERM');
-    await r.proc.exited;
-    await r.restart();
+    void (async () => {
+      while (!stopped) {
+        const exit = await r.proc.exited;
+        if (stopped) return;
+        const planned = replacing.get(r);
+        if (planned) {
+          await planned.catch(() => undefined);
+          continue;
+        }
+        crashes.push({ name: r.name, exit, at: Date.now() });
+        say(`crash  ${r.name} ended on its own (${exit}); its last lines are in stack.log; starting it again`);
+        await r.restart().catch((err: Error) => say(`crash  ${r.name} did not start again: ${err.message}`));
+      }
+    })();
   }
+  return { crashes, stop: () => { stopped = true; } };
 }
 
 function dependency(stack: Stack, name: DependencyName) {

@@ -12,7 +12,7 @@ import { auditLedger, auditPlanEffects, auditWebhooks, openWork, runsByMetadata 
 import { auditObjects } from '../../storage/objectAudit.ts';
 import { createObjectSweepActivities } from '../../activities/objectSweep.ts';
 import { Recorder, SoakClient } from './client.ts';
-import { FULL, SHORT, inject, schedule } from './faults.ts';
+import { FULL, SHORT, inject, schedule, watchCrashes } from './faults.ts';
 import { WebhookReceiver } from './receiver.ts';
 import { setUp } from './setup.ts';
 import { drive, newEffects } from './traffic.ts';
@@ -55,6 +55,7 @@ async function main(): Promise<number> {
   const objects = createObjectStore(loadConfig({ ...process.env, ...stack.env }).s3);
   const receiver = new WebhookReceiver();
   let failed = true;
+  let stopCrashWatch = () => undefined as void;
   try {
     const s = await setUp(db, stack.info.base_url, receiver, await receiver.listen(), stack.env.SILICO_STRIPE_WEBHOOK_SECRET!);
     const accounts = [s.runner.id, s.owner.id, s.filer.id, s.reader.id, s.buyer.id];
@@ -66,6 +67,8 @@ async function main(): Promise<number> {
     const effects = newEffects();
     const stop = { set: false };
     const began = Date.now();
+    const crashWatch = watchCrashes(stack, say);
+    stopCrashWatch = crashWatch.stop;
     const traffic = drive(new SoakClient(stack.info.base_url, recorder), s, effects, stop);
     await inject(stack, faults, began, say);
     const rest = began + seconds * 1000 - Date.now();
@@ -122,17 +125,19 @@ async function main(): Promise<number> {
       { what: '5xx other than 503 with Retry-After', value: count((o) => o.startsWith('other')), fails: count((o) => o.startsWith('other')) > 0 },
       { what: 'requests given up after 5 minutes of retries', value: recorder.abandoned.length, fails: recorder.abandoned.length > 0 },
       { what: 'faults that failed to inject or recover', value: faults.filter((f) => f.error).length, fails: faults.some((f) => f.error) },
+      { what: 'api and worker processes that ended on their own (started again)', value: crashWatch.crashes.map((c) => `${c.name} t=${Math.round((c.at - began) / 1000)} s`).join(', ') || 0, fails: crashWatch.crashes.length > 0 },
     ];
     process.stdout.write(`\nRequests by outcome (every attempt; a retry is another request)\n${outcomesTable(recorder)}\n`);
     process.stdout.write(`\nLatency of successful requests (ms), 10 s before, during, and 10 s after each fault\n${latencyTable(recorder, faults)}\n`);
     if (effects.refused.length) process.stdout.write(`\nWrites refused with a 4xx the flow did not expect: ${[...new Set(effects.refused)].join('; ')}\n`);
     process.stdout.write(`\nAudit, from Postgres and the object store\n${auditTable(checks)}\n`);
-    await writeFile(path.join(dataDir, 'soak.json'), JSON.stringify({ seconds, short, faults: faults.map(({ inject: _, ...f }) => f), checks, attempts: outcomes.length,
+    await writeFile(path.join(dataDir, 'soak.json'), JSON.stringify({ seconds, short, faults: faults.map(({ inject: _, ...f }) => f), crashes: crashWatch.crashes, checks, attempts: outcomes.length,
       // Every attempt that was not a success, with its second in the soak, for the logs.
       notOk: outcomes.filter((a) => a.outcome !== '2xx').map((a) => ({ ...a, at: (a.at - began) / 1000 })) }, null, 2));
     failed = checks.some((c) => c.fails);
     process.stdout.write(`\nsoak ${failed ? 'FAILED' : 'passed'}: ${checks.filter((c) => c.fails).map((c) => c.what).join('; ') || 'nothing lost, charged twice, left open or orphaned'}\n`);
   } finally {
+    stopCrashWatch();
     await receiver.close();
     await db.destroy();
     await stack.stop();
