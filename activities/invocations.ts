@@ -13,7 +13,7 @@ import {
   finishInvocation, getInvocation, leaseInvocation, renewLease, servingQueue, setServingQueue, type InvocationEnding, type InvocationResult,
 } from '../storage/db/hostedInvocations.ts';
 import { labEnv, putArtifactBytes, runLimits, storeOutputs } from './execution/execute.ts';
-import { createOutputSink } from './execution/outputs.ts';
+import { createOutputSink, type OutputSink } from './execution/outputs.ts';
 import { outcomeError, spendCapReached } from './execution/labProcess.ts';
 import { startWarmInstance, WarmInstanceFailed } from './execution/warmInstance.ts';
 import { createWarmPool, PoolClosed, type WarmPool } from './execution/warmPool.ts';
@@ -127,6 +127,8 @@ export function createInvocationActivities(deps: Deps) {
       const leased = await leaseInvocation(deps.db, invocationId, LEASE_SECONDS);
       if (leased === 'cancel_requested') return { status: 'cancelled', computeSeconds: 0 };
       if (leased !== 'running') return { status: 'skipped', computeSeconds: 0 };
+      // Made first: a failure here leaves no listener, timer or lease behind.
+      const dir = await mkdtemp(path.join(tmpdir(), 'silico-invocation-'));
       const stop = new AbortController();
       const onCancel = () => stop.abort();
       ctx.cancellationSignal.addEventListener('abort', onCancel);
@@ -141,7 +143,7 @@ export function createInvocationActivities(deps: Deps) {
         renewLease(deps.db, invocationId, LEASE_SECONDS).then((held) => { if (!held) stop.abort(); }, () => undefined).finally(() => { renewing = false; });
       }, 1000);
       const lease = await served.pool.acquire(stop.signal).catch((err: unknown) => err instanceof Error ? err : new Error(String(err)));
-      const dir = await mkdtemp(path.join(tmpdir(), 'silico-invocation-'));
+      let opened: OutputSink | undefined;
       try {
         if (lease instanceof Error) {
           if (stop.signal.aborted) return { status: 'cancelled', computeSeconds: 0 };
@@ -151,6 +153,7 @@ export function createInvocationActivities(deps: Deps) {
         }
         const { declared } = served;
         const sink = createOutputSink(dir, declared);
+        opened = sink;
         let outcome;
         try {
           // File and dataset inputs are the invoker's, checked again and staged for this invocation alone.
@@ -197,6 +200,7 @@ export function createInvocationActivities(deps: Deps) {
         clearInterval(beat);
         unwatch?.();
         ctx.cancellationSignal.removeEventListener('abort', onCancel);
+        opened?.discard();
         await rm(dir, { recursive: true, force: true });
       }
     },

@@ -44,6 +44,7 @@ export async function startApi(config: Config, log: Logger, temporal: TemporalGa
   });
   server.listen(config.apiPort, config.apiHost, () => log.info({ url: config.baseUrl }, 'api listening'));
   const metrics = config.metricsPort === null ? null : createServer(metricsApp(app.registry).callback());
+  metrics?.on('error', (err) => log.error({ err }, 'metrics listener failed'));
   metrics?.listen(config.metricsPort!, config.apiHost, () => log.info({ port: config.metricsPort }, 'metrics listening'));
   return {
     db,

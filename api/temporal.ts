@@ -131,7 +131,9 @@ function lazyClient(connect: () => Promise<ConnectionLike>, namespace: string) {
       return client;
     },
     async close() {
-      if (conn) await (await conn).close().catch(() => undefined);
+      // A connection still opening to a Temporal that is away has nothing to close.
+      const opened = await conn?.catch(() => undefined);
+      await opened?.close().catch(() => undefined);
     },
   };
 }

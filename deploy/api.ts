@@ -47,8 +47,12 @@ async function main(): Promise<void> {
     await api.release();
     process.exit(0);
   };
-  process.once('SIGTERM', () => void stop('SIGTERM'));
-  process.once('SIGINT', () => void stop('SIGINT'));
+  const stopOn = (signal: string) => () => void stop(signal).catch((err: unknown) => {
+    log.error({ err }, 'api did not stop cleanly');
+    process.exit(1);
+  });
+  process.once('SIGTERM', stopOn('SIGTERM'));
+  process.once('SIGINT', stopOn('SIGINT'));
 }
 
 main().catch((err) => {

@@ -33,7 +33,11 @@ export function workerHealthApp(workers: WorkerState[]): Koa {
 export function startWorkerHealth(port: number, workers: WorkerState[]): Promise<Server> {
   return new Promise((resolve, reject) => {
     const server = workerHealthApp(workers).listen(port);
-    server.once('listening', () => resolve(server));
+    server.once('listening', () => {
+      // Past listening, a failure to accept a probe's connection is the probe's, not the worker's end.
+      server.on('error', () => undefined);
+      resolve(server);
+    });
     server.once('error', reject);
   });
 }

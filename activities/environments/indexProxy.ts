@@ -48,6 +48,8 @@ export async function startIndexProxy(socketPath: string, hosts: string[]): Prom
     server.once('error', reject);
     server.listen(socketPath, () => resolve());
   });
+  // Past listening, a connection it could not accept fails that build's fetch, not the worker.
+  server.on('error', () => undefined);
   // The sandbox's user connects to it.
   await chmod(socketPath, 0o777);
   return {

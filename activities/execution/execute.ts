@@ -21,7 +21,7 @@ import { packerIdentity } from '../../storage/labIdentity.ts';
 import { seriesSvg } from './artifacts.ts';
 import { stageInputs } from './stagedInputs.ts';
 import { createEventBatcher } from './eventBatcher.ts';
-import { createOutputSink, MAX_INLINE_OUTPUT_BYTES, textFile, type ArtifactFile } from './outputs.ts';
+import { createOutputSink, MAX_INLINE_OUTPUT_BYTES, textFile, type ArtifactFile, type OutputSink } from './outputs.ts';
 import { outcomeError, runLabProcess, spendCapReached, type StreamLimits } from './labProcess.ts';
 import { SandboxUnavailable, type Sandbox, type SandboxLimits } from './sandbox.ts';
 import { environmentPython, EnvironmentUnavailable } from '../environments/python.ts';
@@ -137,6 +137,7 @@ export function createExecutionActivities(deps: ExecutionDeps) {
     };
     alive();
     const dir = await mkdtemp(path.join(tmpdir(), `silico-run-${run.id.slice(0, 8)}-`));
+    let opened: OutputSink | undefined;
     try {
       const source = await materialize(deps, run, path.join(dir, 'input'));
       if ('error' in source) return { status: 'failed', error: source.error, computeSeconds: 0 };
@@ -154,6 +155,7 @@ export function createExecutionActivities(deps: ExecutionDeps) {
         .filter((o) => o && typeof o.name === 'string')
         .map((o) => ({ name: o.name as string, public: o.public !== false, units: typeof o.units === 'string' ? o.units : null }));
       const sink = createOutputSink(results, declared);
+      opened = sink;
       let visuals: unknown = null;
       let logs = 0;
       let lastProgressWrite = 0;
@@ -226,6 +228,7 @@ export function createExecutionActivities(deps: ExecutionDeps) {
       await setRunOutputs(deps.db, run.id, outputs);
       return { status: 'completed', computeSeconds };
     } finally {
+      opened?.discard();
       await rm(dir, { recursive: true, force: true });
     }
   }

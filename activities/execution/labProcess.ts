@@ -168,6 +168,7 @@ export async function runLabProcess(
   const readLog = (stream: 'stdout' | 'stderr', input: Readable) => {
     input.on('data', (chunk: Buffer) => overLog(chunk.length));
     const lines = createInterface({ input, crlfDelay: Infinity });
+    lines.on('error', () => undefined); // the process's end reports what went wrong
     input.once('close', () => lines.close());
     lines.on('line', (l) => {
       if (stream === 'stderr') {

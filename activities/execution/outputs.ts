@@ -29,20 +29,31 @@ export interface DeclaredOutput { name: string; public: boolean; units?: string 
 class HashedFile {
   private readonly out: WriteStream;
   private readonly hash: Hash = createHash('sha256');
+  /** The stream's error (a full disk, no descriptor left), kept for the next write or the close: never an uncaught 'error'. */
+  private failed: Error | undefined;
   size = 0;
   constructor(readonly path: string) {
     this.out = createWriteStream(path);
+    this.out.on('error', (err) => {
+      this.failed ??= err;
+    });
   }
   async write(text: string): Promise<void> {
+    if (this.failed) throw this.failed;
     const bytes = Buffer.from(text);
     this.hash.update(bytes);
     this.size += bytes.length;
     if (!this.out.write(bytes)) await once(this.out, 'drain');
   }
   async close(): Promise<{ sha256: string; size: number }> {
+    if (this.failed) throw this.failed;
     this.out.end();
     await once(this.out, 'finish');
     return { sha256: this.hash.digest('hex'), size: this.size };
+  }
+  /** Lets go of the file's descriptor without finishing it (the run ended some other way). */
+  discard(): void {
+    this.out.destroy();
   }
 }
 
@@ -123,6 +134,11 @@ export function createOutputSink(dir: string, declared: DeclaredOutput[]) {
         if (s.numeric && plot) files.push(await textFile(dir, { role: name, file_name: `${name}.svg`, content_type: 'image/svg+xml', format: 'svg', public: pub }, plot(name, byName.get(name)!.units ?? null, s.plot)));
       }
       return { files, values: new Map(finals) };
+    },
+
+    /** Closes whatever series files are still open, when the run ends without `finish` (failed, cancelled). */
+    discard(): void {
+      for (const s of series.values()) s.csv.discard();
     },
   };
 }

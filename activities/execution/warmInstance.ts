@@ -68,6 +68,7 @@ export async function startWarmInstance(
   let reported: LabError | null = null;
   const ready = new Promise<void>((resolve, reject) => {
     const lines = createInterface({ input: child.stdio[3] as Readable, crlfDelay: Infinity });
+    lines.on('error', () => undefined); // the instance's exit reports what went wrong
     lines.on('line', (line) => {
       let msg: Record<string, unknown>;
       try {
@@ -89,7 +90,7 @@ export async function startWarmInstance(
   const stderrTail: string[] = [];
   let onLog: LabProcessHooks['onLog'] | undefined;
   for (const [stream, input] of [['stdout', child.stdout!], ['stderr', child.stderr!]] as const) {
-    createInterface({ input, crlfDelay: Infinity }).on('line', (l) => {
+    createInterface({ input, crlfDelay: Infinity }).on('error', () => undefined).on('line', (l) => {
       if (stream === 'stderr') {
         stderrTail.push(l.slice(0, 2000));
         if (stderrTail.length > 40) stderrTail.shift();

@@ -57,8 +57,14 @@ export function createAnalysis(python: string, opts: { timeoutMs?: number } = {}
     hold(proc, false);
     return new Promise<void>((resolve, reject) => {
       const lines = createInterface({ input: proc.stdout });
+      lines.on('error', () => undefined); // a dead process is reported by its exit
       lines.on('line', (line) => {
-        const message = JSON.parse(line) as { ready?: boolean; id?: number; answer?: unknown; error?: string };
+        let message: { ready?: boolean; id?: number; answer?: unknown; error?: string };
+        try {
+          message = JSON.parse(line) as typeof message;
+        } catch {
+          return; // a line cut short by the process's end: its exit fails what is in flight
+        }
         if (message.ready) return resolve();
         const p = settled(message.id!);
         if (!p) return; // given up on (cancelled)
@@ -99,10 +105,12 @@ export function createAnalysis(python: string, opts: { timeoutMs?: number } = {}
       hold(proc, true);
       signal?.addEventListener('abort', () => settled(id)?.reject(signal.reason instanceof Error ? signal.reason : new Error('cancelled')), { once: true });
     });
+    // Raced with the start, so a request cancelled or timed out while the process is still
+    // starting fails its caller at once (and is never a rejection nobody handles).
     try {
-      await ready;
+      await Promise.race([ready, answer]);
     } catch {
-      return answer; // failed with the process, as every request in flight
+      return answer; // given up on, or failed with the process as every request in flight
     }
     proc.stdin.write(`${JSON.stringify({ id, command, request })}\n`);
     return answer;

@@ -23,6 +23,8 @@ export async function resolveLock(s: EnvironmentSettings, python: string, requir
     const child = execFile(s.uv, args, { env: uvEnv(s), timeout: s.timeoutSeconds * 1000, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr: stderr || (err && !stderr ? err.message : '') });
     });
+    // uv may exit before reading it all (a bad option, say): its exit code says why, not an EPIPE.
+    child.stdin!.on('error', () => undefined);
     child.stdin!.end(`${requirements.join('\n')}\n`);
   });
   if (out.code !== 0) return { error: out.stderr.trim().replace(/^error: /, '') || `uv exited with ${out.code}` };

@@ -31,3 +31,29 @@ test('CMA-ES asks the same sets from the same seed and tells, whichever process 
     other.close();
   }
 });
+
+test('a request cancelled while the analysis process is still starting rejects for its caller and for no one else', { skip: !process.env.SILICO_ANALYSIS_PYTHON }, async () => {
+  const analysis = createAnalysis(process.env.SILICO_ANALYSIS_PYTHON!);
+  const unhandled: unknown[] = [];
+  const hear = (reason: unknown) => unhandled.push(reason);
+  process.on('unhandledRejection', hear);
+  try {
+    const cancel = new AbortController();
+    const asked = analysis('sample', { method: 'sobol', parameters: PARAMETERS.map((p) => ({ ...p, distribution: 'uniform' })), base_sample: 8, num_levels: 4, seed: 3 }, cancel.signal)
+      .then(() => 'answered', (err: Error) => err.message);
+    // Cancelled before the process has said it is ready (it imports SciPy first): the
+    // caller hears at once, and nothing inside is left rejected without a handler.
+    const at = Date.now();
+    cancel.abort(new Error('cancelled by the study'));
+    assert.equal(await asked, 'cancelled by the study');
+    assert.ok(Date.now() - at < 500, 'at once, not once the process is ready');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(unhandled, []);
+    // The process serves the next request.
+    const { points } = await analysis<{ points: unknown[] }>('sample', { method: 'sobol', parameters: PARAMETERS.map((p) => ({ ...p, distribution: 'uniform' })), base_sample: 8, num_levels: 4, seed: 3 });
+    assert.ok(points.length > 0);
+  } finally {
+    process.off('unhandledRejection', hear);
+    analysis.close();
+  }
+});
