@@ -65,6 +65,13 @@ async function profileOf(deps: Deps, id: string, param: string): Promise<Compute
   return p;
 }
 
+/** A run's runtime bound on its profile. */
+function checkRuntimeBound(profile: ComputeProfileRow, maxRuntime: number): void {
+  if (maxRuntime > profile.max_runtime_seconds) {
+    throw errors.validation('parameter_out_of_range', `max_runtime_seconds must be at most ${profile.max_runtime_seconds} on ${profile.id}.`, 'max_runtime_seconds');
+  }
+}
+
 /** What a run executes: a release, or a workspace revision seen the same way. */
 export type Runnable = Pick<ReleaseRow, 'id' | 'namespace' | 'name' | 'version' | 'inputs' | 'manifest' | 'package_sha256' | 'runtime_problems' | 'tree'>;
 
@@ -135,9 +142,7 @@ export async function prepareRun(
   const release = req.workspace ? await resolveRevision(deps, caller, req.workspace) : await resolveRelease(deps, caller, req.ref!, req.refParam);
   const profile = await profileOf(deps, req.profileId ?? 'cpu-small', req.profileParam);
   const maxRuntime = req.maxRuntimeSeconds ?? profile.max_runtime_seconds;
-  if (maxRuntime > profile.max_runtime_seconds) {
-    throw errors.validation('parameter_out_of_range', `max_runtime_seconds must be at most ${profile.max_runtime_seconds} on ${profile.id}.`, 'max_runtime_seconds');
-  }
+  checkRuntimeBound(profile, maxRuntime);
   const { unknown, findings } = checkInputs(release, req.inputs);
   const runtime = await runtimeFindings(deps, release);
   findings.push(...runtime.findings);
@@ -195,27 +200,38 @@ async function reuseFindings(deps: Deps, caller: Caller, proposal: RunProposal, 
 }
 
 /**
- * Execution rechecks permissions and inputs of an approved proposal: the release or
- * revision must still be visible with the same bytes and the inputs still valid, or the
- * plan is unavailable (409) and must be prepared again. A lone run's spend caps are
- * rechecked too (`caps: false` for a study's arm: the study checks its caps whole).
+ * Execution rechecks what can have changed since a proposal was approved: the release or
+ * revision must still be visible with the same bytes, its file and dataset inputs still
+ * the caller's and usable, its runtime bound within the profile, and a lone run's spend
+ * caps must still allow its price (`caps: false` for a study's arm: the study checks its
+ * caps whole); otherwise the plan is unavailable (409) and must be prepared again. What
+ * the bytes decide (the contract the inputs were checked against, the lab's declared
+ * environment) is not worked out again: the same bytes decide it the same way, and only
+ * a change of the platform's runtime under a proposal can move its environment.
  * Returns the compute profile as it is now.
  */
 export async function recheckProposal(deps: Deps, caller: Caller, proposal: RunProposal, opts: { caps?: boolean } = {}): Promise<ComputeProfileRow> {
   const caps = (opts.caps ?? true) && !proposal.reuse_of;
-  const again = await prepareRun(deps, caller, {
-    ref: proposal.kind === 'hub' ? proposal.resolved_ref : undefined, refParam: 'plan_id',
-    workspace: proposal.kind === 'managed' ? { workspaceId: proposal.workspace_id!, revisionId: proposal.revision_id! } : undefined, inputs: proposal.inputs, profileId: proposal.compute_profile,
-    profileParam: 'plan_id', maxRuntimeSeconds: proposal.max_runtime_seconds, seed: proposal.seed, caps, reuse: 'skip',
-  });
-  const lowered = caps && again.proposal.estimated_max_micros < proposal.estimated_max_micros;
-  const capFinding = again.findings.find((f) => f.code === 'spend_cap_reached' || (lowered && f.code === 'spend_cap_applies'));
-  if (capFinding || lowered) {
-    throw planUnavailable(`A spend cap changed since this plan was prepared${capFinding ? `: ${capFinding.message}` : ''}; prepare it again.`, null);
+  const changed = () => planUnavailable('The capability or its contract changed since this plan was prepared; prepare it again.', null);
+  const runnable = proposal.kind === 'managed'
+    ? await resolveRevision(deps, caller, { workspaceId: proposal.workspace_id!, revisionId: proposal.revision_id! })
+    : await resolveRelease(deps, caller, proposal.resolved_ref, 'plan_id');
+  if (runnable.package_sha256 !== proposal.package_sha256.replace('sha256:', '')) throw changed();
+  const profile = await profileOf(deps, proposal.compute_profile, 'plan_id');
+  checkRuntimeBound(profile, proposal.max_runtime_seconds);
+  if (proposal.runtime_sha256 !== undefined && proposal.runtime_sha256 !== deps.runtimeLock.sha256) {
+    const runtime = await runtimeFindings(deps, runnable);
+    if ((runtime.environment?.lock_sha256 ?? deps.runtimeLock.sha256) !== proposal.runtime_sha256 || runtime.findings.some((f) => f.severity === 'blocking')) throw changed();
   }
-  if (again.release.package_sha256 !== proposal.package_sha256.replace('sha256:', '') || again.findings.some((f) => f.severity === 'blocking')
-    || (proposal.runtime_sha256 !== undefined && again.proposal.runtime_sha256 !== proposal.runtime_sha256)) {
-    throw planUnavailable('The capability or its contract changed since this plan was prepared; prepare it again.', null);
+  if ((await resolveInputReferences(deps, caller, runnable.manifest, proposal.inputs)).some((f) => f.severity === 'blocking')) throw changed();
+  if (caps) {
+    const uncapped = proposal.max_runtime_seconds * profile.price_per_second_micros;
+    const capped = await runCapFindings(deps, caller, uncapped, profile);
+    const lowered = (capped.capMicros ?? uncapped) < proposal.estimated_max_micros;
+    const capFinding = capped.findings.find((f) => f.code === 'spend_cap_reached' || (lowered && f.code === 'spend_cap_applies'));
+    if (capFinding || lowered) {
+      throw planUnavailable(`A spend cap changed since this plan was prepared${capFinding ? `: ${capFinding.message}` : ''}; prepare it again.`, null);
+    }
   }
-  return again.profile;
+  return profile;
 }

@@ -1,6 +1,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { BASE_URL, call, closeTestDb, errorOf, newAccount, publishFixtureLab, testDb, testObjects, waitForRun } from '../helpers.ts';
+import { digestJson } from '../../storage/digest.ts';
+import { digestInput } from '../../storage/db/plans.ts';
 
 // Run inputs of type `file` name the caller's own files: resolved at plan time (another
 // account's id is a 404 exactly like a missing one), checked again at execution, and
@@ -56,4 +58,39 @@ test('a file whose stored bytes changed after planning fails the run as input_un
   assert.equal(run.error.code, 'input_unavailable');
   assert.match(run.error.message, /no longer match their digest/);
   assert.equal(run.credits_settled, 0);
+});
+
+test('an approved plan is checked again when it runs: a file input no longer the caller\'s is 404 on it, a runtime the platform moved from is 409 plan_unavailable; nothing is accepted either way', async () => {
+  const runsBefore = await testDb()('runs').where({ account_id: owner.account.id }).count<{ count: string }[]>('* as count');
+  const plan = async (inputs: Record<string, unknown>) => {
+    const res = await call('POST', '/run-plans', { key: owner.key, body: { capability_ref: ref, inputs, max_runtime_seconds: 60 } });
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.body.status, 'ready', res.text);
+    return { plan_id: res.body.plan_id as string, plan_sha256: res.body.plan_sha256 as string };
+  };
+
+  // The file moves to another account after the plan was approved (as if it were taken back).
+  const f = await upload(owner.key, 'gene,count\nlacI,5\n');
+  const withFile = await plan({ table: f.file_id });
+  const stranger = await newAccount();
+  await testDb()('files').where({ id: f.file_id }).update({ account_id: stranger.account.id });
+  const gone = await call('POST', '/runs', { key: owner.key, headers: idem(), body: withFile });
+  assert.equal(gone.status, 404, gone.text);
+  assert.equal(errorOf(gone).code, 'file_not_found');
+  assert.equal(errorOf(gone).param, 'inputs.table');
+
+  // The plan names a runtime lock the platform no longer runs (its default moved on since).
+  const mine = await upload(owner.key, 'gene,count\nlacI,5\n');
+  const older = await plan({ table: mine.file_id });
+  const row = await testDb()('plans').where({ id: older.plan_id }).first();
+  const proposal = { ...row.proposal, runtime_sha256: 'f'.repeat(64) };
+  const planSha256 = digestJson(digestInput({ ...row, proposal }));
+  await testDb()('plans').where({ id: older.plan_id }).update({ proposal, plan_sha256: planSha256 });
+  const moved = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { plan_id: older.plan_id, plan_sha256: planSha256 } });
+  assert.equal(moved.status, 409, moved.text);
+  assert.equal(errorOf(moved).code, 'plan_unavailable');
+  assert.match(errorOf(moved).message, /changed since this plan was prepared/);
+
+  const runsAfter = await testDb()('runs').where({ account_id: owner.account.id }).count<{ count: string }[]>('* as count');
+  assert.equal(runsAfter[0]!.count, runsBefore[0]!.count, 'no run was accepted');
 });
