@@ -66,7 +66,9 @@ export function createApp(deps: Deps, opts: { log?: Logger; table?: RouteTable; 
     await next();
   });
   koa.use(authenticate(deps.keys));
-  koa.use(rateLimit(deps.pool, deps.config.limits, (ctx) => (ctx.state.route?.bucket === 'runs' ? 'runs' : 'reads')));
+  // Reads change nothing, so each is counted while it runs (see rateLimit).
+  koa.use(rateLimit(deps.pool, deps.config.limits, (ctx) => (ctx.state.route?.bucket === 'runs' ? 'runs' : 'reads'), undefined,
+    (ctx) => (ctx.method === 'GET' || ctx.method === 'HEAD') && ctx.state.route?.bucket !== 'runs'));
   koa.use(dispatchRoute());
   koa.use(async (ctx) => {
     if (ctx.state.pathMatched) throw errors.methodNotAllowed(ctx.method, ctx.state.allowed);

@@ -69,6 +69,7 @@ function execute(route: RouteDef, tool: ToolDef, deps: Deps): Middleware {
   return async (ctx) => {
     const result = await runOperation(tool, ctx.state.input, {
       deps, caller: ctx.state.caller, requestId: ctx.state.requestId, idempotencyKey: route.idempotency ? ctx.get('Idempotency-Key') || undefined : undefined,
+      requestsToday: ctx.state.requestsToday,
       http: { accept: ctx.get('Accept'), lastEventId: ctx.get('Last-Event-ID') || undefined, range: ctx.get('Range') || undefined, request: ctx.req },
     });
     ctx.status = route.success;

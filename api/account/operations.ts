@@ -40,10 +40,12 @@ export const accountGet: ToolDef = {
     }),
     spend_caps: record({ account: CAP_VIEW, key: CAP_VIEW }, [], { description: 'The account\'s and this key\'s caps (null: none) and what runs cost them this month (UTC).' }),
   }),
-  async handler(_input, { deps, caller }) {
+  async handler(_input, { deps, caller, requestsToday }) {
     const { account, key } = caller;
     const day = utcDay();
     const s = await accountSummary(deps.pool, account.id, key.id, day);
+    // This request counted exactly: the rate limiter's count for it, beside the other keys' as read.
+    const thisKey = requestsToday ? await requestsToday : s.requests_today_key;
     const lim = deps.config.limits;
     return {
       body: {
@@ -58,7 +60,7 @@ export const accountGet: ToolDef = {
         },
         usage: {
           day,
-          requests_today: { this_key: s.requests_today_key, account: s.requests_today_account },
+          requests_today: { this_key: thisKey, account: s.requests_today_account - s.requests_today_key + thisKey },
           limits: {
             reads_per_minute: lim.readsPerMinute,
             run_creation_per_minute: lim.runCreationPerMinute,

@@ -1,24 +1,57 @@
-import type { Middleware } from 'koa';
+import type { Middleware, ParameterizedContext } from 'koa';
+import { Stream, type Readable } from 'node:stream';
 import type pg from 'pg';
 import { createCounters, dailyCounterKey, utcDay } from '../../storage/db/rateLimits.ts';
 import type { Config } from '../../kernel/config.ts';
 import { errors } from '../errors.ts';
 
 interface View { name: string; limit: number; count: number; resetSeconds: number }
+type Ctx = ParameterizedContext;
+
+/** Within this share of a limit, a key's reads are counted before they run again. */
+const NEAR_SHARE = 0.1;
+/** Keys remembered near their limit in one process (the oldest forgotten first). */
+const NEAR_KEYS = 10_000;
 
 /**
  * Per-key limits kept in Postgres, so they hold across every api process: a per-minute
  * bucket (tighter for run creation) and a daily fair-use count per UTC day, counted in
- * one statement shared by the requests of the same event-loop turn. Requests without a valid key are limited per client address, so key
- * guessing is throttled too. Every response gets RateLimit-* headers for the bucket
- * nearest its limit; a spent daily allowance outranks a spent minute.
+ * one statement shared by the requests of the same event-loop turn. Requests without a
+ * valid key are limited per client address, so key guessing is throttled too. Every
+ * response gets RateLimit-* headers for the bucket nearest its limit; a spent daily
+ * allowance outranks a spent minute.
+ *
+ * A request `concurrent` says is safe (a read: it changes nothing) is counted while it
+ * runs, so its answer does not wait for two round trips to Postgres one after the other.
+ * The count decides as before: past a limit the answer is the 429, whatever the read
+ * found (its body let go, its headers taken back). A key seen within 10% of a limit has
+ * its reads counted first again until that window resets, so a key past its limit costs
+ * no more than a statement per request, as it always did.
  */
 export function rateLimit(
-  pool: pg.Pool, limits: Config['limits'], bucketOf: (ctx: Parameters<Middleware>[0]) => 'reads' | 'runs',
+  pool: pg.Pool, limits: Config['limits'], bucketOf: (ctx: Ctx) => 'reads' | 'runs',
   /** How many calls the request makes (an MCP JSON-RPC batch makes several); 1 by default. */
-  callsOf: (ctx: Parameters<Middleware>[0]) => number = () => 1,
+  callsOf: (ctx: Ctx) => number = () => 1,
+  concurrent: (ctx: Ctx) => boolean = () => false,
 ): Middleware {
   const counters = createCounters(pool);
+  /** Keys last seen near a limit, until the window that was near resets (ms since the epoch). */
+  const near = new Map<string, number>();
+  const isNear = (who: string, now: number) => {
+    const until = near.get(who);
+    if (until === undefined) return false;
+    if (until > now) return true;
+    near.delete(who);
+    return false;
+  };
+  const remember = (who: string, views: View[], now: number) => {
+    const close = views.filter((v) => v.limit - v.count < v.limit * NEAR_SHARE);
+    if (!close.length) return;
+    near.delete(who);
+    near.set(who, now + Math.max(...close.map((v) => v.resetSeconds)) * 1000);
+    if (near.size > NEAR_KEYS) near.delete(near.keys().next().value!);
+  };
+
   return async (ctx, next) => {
     const points = Math.max(1, callsOf(ctx));
     const caller = ctx.state.caller;
@@ -31,20 +64,50 @@ export function rateLimit(
     const requests = [{ key: minuteKey, windowMs: 60_000, points }];
     // The day is part of the daily key; its window outlives the day so the row expires after it.
     if (caller) requests.push({ key: dailyCounterKey(who, utcDay(now)), windowMs: 2 * 86400_000, points });
-    let counts;
-    try {
-      counts = await counters.increment(requests, now.getTime());
-    } catch {
+    const counted = counters.increment(requests, now.getTime()).then((counts) => {
+      const views: View[] = [{ name: bucket === 'runs' ? 'run_creation' : bucket, limit: perMinute, count: counts[0]!.count, resetSeconds: Math.ceil(counts[0]!.resetMs / 1000) }];
+      if (caller) views.push({ name: 'daily', limit: limits.dailyRequests, count: counts[1]!.count, resetSeconds: Math.ceil((midnight - now.getTime()) / 1000) });
+      return views;
+    }, () => {
       throw errors.serviceUnavailable('postgres');
+    });
+    if (caller) {
+      // For an operation that shows it (GET /account); handled here, as most never ask.
+      const today = counted.then((views) => views[1]!.count);
+      today.catch(() => undefined);
+      ctx.state.requestsToday = today;
     }
-    const views: View[] = [{ name: bucket === 'runs' ? 'run_creation' : bucket, limit: perMinute, count: counts[0]!.count, resetSeconds: Math.ceil(counts[0]!.resetMs / 1000) }];
-    if (caller) views.push({ name: 'daily', limit: limits.dailyRequests, count: counts[1]!.count, resetSeconds: Math.ceil((midnight - now.getTime()) / 1000) });
-    const spent = [...views].reverse().find((v) => v.count > v.limit);
-    const shown = spent ?? views.reduce((a, b) => ((b.limit - b.count) / b.limit < (a.limit - a.count) / a.limit ? b : a));
-    ctx.set('RateLimit-Limit', String(shown.limit));
-    ctx.set('RateLimit-Remaining', String(Math.max(0, shown.limit - shown.count)));
-    ctx.set('RateLimit-Reset', String(shown.resetSeconds));
-    if (spent) throw errors.rateLimited(Math.max(1, spent.resetSeconds), spent.name);
-    await next();
+    /** Sets the headers of the bucket nearest its limit; throws the 429 when one is spent. */
+    const decide = (views: View[]) => {
+      remember(minuteKey, views, now.getTime());
+      const spent = [...views].reverse().find((v) => v.count > v.limit);
+      const shown = spent ?? views.reduce((a, b) => ((b.limit - b.count) / b.limit < (a.limit - a.count) / a.limit ? b : a));
+      ctx.set('RateLimit-Limit', String(shown.limit));
+      ctx.set('RateLimit-Remaining', String(Math.max(0, shown.limit - shown.count)));
+      ctx.set('RateLimit-Reset', String(shown.resetSeconds));
+      if (spent) throw errors.rateLimited(Math.max(1, spent.resetSeconds), spent.name);
+    };
+
+    if (!caller || !concurrent(ctx) || isNear(minuteKey, now.getTime())) {
+      decide(await counted);
+      await next();
+      return;
+    }
+    const headersBefore = new Set(Object.keys(ctx.response.headers));
+    const [views, ran] = await Promise.all([
+      counted.then((v) => ({ v }), (err: unknown) => ({ err })),
+      next().then(() => null, (err: unknown) => ({ err })),
+    ]);
+    const readHeaders = Object.keys(ctx.response.headers).filter((name) => !headersBefore.has(name));
+    try {
+      if ('err' in views) throw views.err;
+      decide(views.v);
+    } catch (refusal) {
+      // What the read made is not the answer: its stream is let go and its headers taken back.
+      if (ctx.body instanceof Stream) (ctx.body as Readable).destroy();
+      for (const name of readHeaders) ctx.remove(name);
+      throw refusal;
+    }
+    if (ran) throw ran.err;
   };
 }

@@ -1,6 +1,6 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { paginateListObjectsV2 } from '@aws-sdk/client-s3';
 import { call, errorOf, closeTestDb, newAccount, testDb, testObjects, spawnApi, waitForRun, BASE_URL } from '../helpers.ts';
 import { sha256Hex } from '../../storage/digest.ts';
 import http from 'node:http';
@@ -18,10 +18,14 @@ async function upload(key: string, name: string, bytes: Buffer, base = BASE_URL)
   return { status: res.status, body: await res.json() as any };
 }
 
-async function uploadedObjects(): Promise<number> {
+/** Every uploaded file's object in the store (other files of the suite upload meanwhile too). */
+async function uploadedObjects(): Promise<Set<string>> {
   const o = testObjects();
-  const out = await o.client.send(new ListObjectsV2Command({ Bucket: o.bucket, Prefix: 'files/' }));
-  return out.KeyCount ?? 0;
+  const keys = new Set<string>();
+  for await (const page of paginateListObjectsV2({ client: o.client }, { Bucket: o.bucket, Prefix: 'files/' })) {
+    for (const c of page.Contents ?? []) keys.add(c.Key!);
+  }
+  return keys;
 }
 
 let key = '';
@@ -100,7 +104,12 @@ test('a large upload is bounded: past the limit 413 and nothing stored; a trunca
     const rows = await testDb()('files').where({ account_id: account.id });
     assert.deepEqual(rows.map((r) => r.name), ['fits.bin'], 'only the upload that fit was recorded');
     await new Promise((r) => setTimeout(r, 300));
-    assert.equal(await uploadedObjects(), objectsBefore + 1, 'only the upload that fit left an object; no partial upload remains');
+    // The objects that appeared meanwhile: each recorded (this account's, or another test's
+    // upload), and of this account's only the one that fit; none left by a cut upload.
+    const added = [...await uploadedObjects()].filter((k) => !objectsBefore.has(k));
+    const recorded = await testDb()('files').whereIn('object_key', added).select('object_key', 'account_id');
+    assert.deepEqual(added.filter((k) => !recorded.some((r) => r.object_key === k)), [], 'no partial upload remains');
+    assert.deepEqual(recorded.filter((r) => r.account_id === account.id).map((r) => r.object_key), [rows[0].object_key], 'only the upload that fit left an object');
     const none = await call('POST', '/files', { key: k, base: small.base, rawBody: 'x', headers: { 'Content-Type': 'text/plain' } });
     assert.equal(errorOf(none).code, 'unsupported_media_type');
   } finally {

@@ -81,3 +81,22 @@ test('daily fair-use limit per key answers 429 rate_limited until the next UTC d
   const retry = Number(over.headers.get('retry-after'));
   assert.ok(Math.abs(retry - toMidnight) < 5, `Retry-After ${retry} ≈ seconds to UTC midnight ${toMidnight}`);
 });
+
+test('a read counted while it runs and found past the limit answers the 429 alone: none of the read\'s headers or bytes, and the next read is counted first', async () => {
+  const { key } = await newAccount();
+  const form = new FormData();
+  form.append('file', new Blob(['gene,count\nlacI,12\n']), 'counts.csv');
+  const uploaded = await fetch(`${a.base}/files`, { method: 'POST', headers: { Authorization: `Bearer ${key}` }, body: form });
+  assert.equal(uploaded.status, 200);
+  const fileId = ((await uploaded.json()) as { file_id: string }).file_id;
+  // The rest of the minute's reads on one replica; the other has not seen this key.
+  for (let i = 0; i < 5; i++) assert.equal((await call('GET', `/files/${fileId}/content`, { key, base: a.base })).status, 200);
+  const over = await call('GET', `/files/${fileId}/content`, { key, base: b.base });
+  assert.equal(over.status, 429, over.text);
+  assert.equal(errorOf(over).code, 'rate_limited');
+  assert.match(over.headers.get('content-type') ?? '', /application\/json/);
+  for (const h of ['etag', 'content-disposition', 'accept-ranges']) assert.equal(over.headers.get(h), null, `no ${h} from the read`);
+  assert.equal(over.headers.get('ratelimit-remaining'), '0');
+  const again = await call('GET', `/files/${fileId}/content`, { key, base: b.base });
+  assert.equal(again.status, 429);
+});
