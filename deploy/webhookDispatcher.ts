@@ -4,7 +4,8 @@ import type { WebhookConfig } from '../kernel/config.ts';
 import type { Db } from '../storage/db/knex.ts';
 import { createNotificationListener } from '../storage/db/notifications.ts';
 import { markDispatched, undispatchedDeliveries } from '../storage/db/webhooks.ts';
-import { CONTROL_TASK_QUEUE } from '../kernel/workflowNames.ts';
+import { CONTROL_TASK_QUEUE, webhookDeliveryWorkflowId } from '../kernel/workflowNames.ts';
+import { webhookDeliveryWorkflow } from '../workflows/webhookDelivery.ts';
 
 const BATCH = 100;
 /** The sweep that catches what a notice missed (a dropped LISTEN connection, a crash between start and mark). */
@@ -32,9 +33,9 @@ export async function startWebhookDispatcher(deps: { db: Db; client: Client; dat
         const rows = await undispatchedDeliveries(db, BATCH);
         for (const row of rows) {
           try {
-            await client.workflow.start('webhookDeliveryWorkflow', {
+            await client.workflow.start(webhookDeliveryWorkflow, {
               taskQueue: CONTROL_TASK_QUEUE,
-              workflowId: `webhook-delivery-${row.id}-${row.generation}`,
+              workflowId: webhookDeliveryWorkflowId(row.id, row.generation),
               args: [{ deliveryId: row.id, generation: row.generation, firstRetryMs: config.firstRetryMs, maxRetryMs: config.maxRetryMs, retryForMs: config.retryForMs }],
             });
           } catch (err) {

@@ -92,3 +92,8 @@ export function sessionWorkflowId(sessionId: string): string {
 export function purchaseWorkflowId(purchaseId: string): string {
   return `purchase-${purchaseId}`;
 }
+
+/** Workflow id of one generation of a webhook delivery: a second start of the same one is a no-op. */
+export function webhookDeliveryWorkflowId(deliveryId: string, generation: number): string {
+  return `webhook-delivery-${deliveryId}-${generation}`;
+}

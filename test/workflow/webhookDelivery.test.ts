@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Worker } from '@temporalio/worker';
 import { useWorkflowEnvironment, workflowsPath } from './env.ts';
 import { webhookDeliveryWorkflow, type WebhookDeliveryArgs } from '../../workflows/webhookDelivery.ts';
-import { CONTROL_TASK_QUEUE } from '../../kernel/workflowNames.ts';
+import { CONTROL_TASK_QUEUE, webhookDeliveryWorkflowId } from '../../kernel/workflowNames.ts';
 import type { DeliveryRef } from '../../activities/webhooks.ts';
 
 // webhookDeliveryWorkflow with its activities stubbed: attempts until one delivers, waiting
@@ -31,7 +31,7 @@ async function deliver(outcomes: Array<'fail' | 'deliver' | 'gone'>, window: Par
       },
     },
   });
-  const workflowId = `webhook-delivery-${args.deliveryId}-1`;
+  const workflowId = webhookDeliveryWorkflowId(args.deliveryId, 1);
   const outcome = await worker.runUntil(env.client.workflow.execute(webhookDeliveryWorkflow, { taskQueue: CONTROL_TASK_QUEUE, workflowId, args: [args] }));
   return { outcome, attempts, dead, history: await env.client.workflow.getHandle(workflowId).fetchHistory(), workflowId };
 }
