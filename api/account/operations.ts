@@ -45,7 +45,7 @@ export const accountGet: ToolDef = {
     const day = utcDay();
     const s = await accountSummary(deps.pool, account.id, key.id, day);
     // This request counted exactly: the rate limiter's count for it, beside the other keys' as read.
-    const thisKey = requestsToday ? await requestsToday : s.requests_today_key;
+    const thisKey = requestsToday ? await requestsToday() : s.requests_today_key;
     const lim = deps.config.limits;
     return {
       body: {

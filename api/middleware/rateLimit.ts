@@ -71,17 +71,17 @@ export function rateLimit(
     }, () => {
       throw errors.serviceUnavailable('postgres');
     });
-    if (caller) {
-      // For an operation that shows it (GET /account); handled here, as most never ask.
-      const today = counted.then((views) => views[1]!.count);
-      today.catch(() => undefined);
-      ctx.state.requestsToday = today;
-    }
-    /** Sets the headers of the bucket nearest its limit; throws the 429 when one is spent. */
-    const decide = (views: View[]) => {
+    // For an operation that shows it (GET /account), asked for only there.
+    if (caller) ctx.state.requestsToday = () => counted.then((views) => views[1]!.count);
+    /** The bucket a response shows (the one nearest its limit) and the one spent, if any. */
+    const judge = (views: View[]) => {
       remember(minuteKey, views, now.getTime());
       const spent = [...views].reverse().find((v) => v.count > v.limit);
       const shown = spent ?? views.reduce((a, b) => ((b.limit - b.count) / b.limit < (a.limit - a.count) / a.limit ? b : a));
+      return { shown, spent };
+    };
+    /** Sets the shown bucket's headers; throws the 429 when one is spent. */
+    const announce = ({ shown, spent }: ReturnType<typeof judge>) => {
       ctx.set('RateLimit-Limit', String(shown.limit));
       ctx.set('RateLimit-Remaining', String(Math.max(0, shown.limit - shown.count)));
       ctx.set('RateLimit-Reset', String(shown.resetSeconds));
@@ -89,7 +89,7 @@ export function rateLimit(
     };
 
     if (!caller || !concurrent(ctx) || isNear(minuteKey, now.getTime())) {
-      decide(await counted);
+      announce(judge(await counted));
       await next();
       return;
     }
@@ -98,16 +98,14 @@ export function rateLimit(
       counted.then((v) => ({ v }), (err: unknown) => ({ err })),
       next().then(() => null, (err: unknown) => ({ err })),
     ]);
-    const readHeaders = Object.keys(ctx.response.headers).filter((name) => !headersBefore.has(name));
-    try {
-      if ('err' in views) throw views.err;
-      decide(views.v);
-    } catch (refusal) {
+    const verdict = 'v' in views ? judge(views.v) : undefined;
+    if (!verdict || verdict.spent) {
       // What the read made is not the answer: its stream is let go and its headers taken back.
       if (ctx.body instanceof Stream) (ctx.body as Readable).destroy();
-      for (const name of readHeaders) ctx.remove(name);
-      throw refusal;
+      for (const name of Object.keys(ctx.response.headers)) if (!headersBefore.has(name)) ctx.remove(name);
     }
+    if (!verdict) throw (views as { err: unknown }).err;
+    announce(verdict);
     if (ran) throw ran.err;
   };
 }

@@ -205,9 +205,10 @@ async function reuseFindings(deps: Deps, caller: Caller, proposal: RunProposal, 
  * the caller's and usable, its runtime bound within the profile, and a lone run's spend
  * caps must still allow its price (`caps: false` for a study's arm: the study checks its
  * caps whole); otherwise the plan is unavailable (409) and must be prepared again. What
- * the bytes decide (the contract the inputs were checked against, the lab's declared
- * environment) is not worked out again: the same bytes decide it the same way, and only
- * a change of the platform's runtime under a proposal can move its environment.
+ * the bytes decide (the contract the inputs were checked against) is not worked out
+ * again. The environment is, unless the plan runs in the platform's runtime as it still
+ * is: a lab of its own environment has its lock resolved again (the resolver may answer
+ * differently now), and one in a runtime the platform moved from is refused.
  * Returns the compute profile as it is now.
  */
 export async function recheckProposal(deps: Deps, caller: Caller, proposal: RunProposal, opts: { caps?: boolean } = {}): Promise<ComputeProfileRow> {

@@ -53,7 +53,7 @@ export interface ToolContext {
    * This request's count among its key's requests today, as the rate limiter counts it
    * (over REST a read is counted while it runs, so this may still be on its way).
    */
-  requestsToday?: Promise<number>;
+  requestsToday?: () => Promise<number>;
   /** Present when called over REST: the request headers an operation may honour. */
   http?: { accept: string; lastEventId?: string; range?: string; request?: import('node:http').IncomingMessage };
 }

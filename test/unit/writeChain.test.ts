@@ -36,11 +36,24 @@ test('a chain runs its writes in order, keeps going after a failure, and settles
   await assert.rejects(chain.settled(), /first/);
 });
 
-test('a chain with nothing failed settles', async () => {
+test('a chain with nothing failed settles once every write queued so far has ended, one at a time', async () => {
   const chain = createWriteChain();
+  const done: string[] = [];
+  let inFlight = 0;
+  const write = (name: string, ms: number) => async () => {
+    inFlight += 1;
+    assert.equal(inFlight, 1, 'one write at a time');
+    await new Promise((r) => setTimeout(r, ms));
+    inFlight -= 1;
+    done.push(name);
+  };
+  chain.add(write('slow', 30));
+  chain.add(write('quick', 1));
   await chain.settled();
-  chain.add(async () => undefined);
+  assert.deepEqual(done, ['slow', 'quick'], 'in the order queued, both ended before settled()');
+  chain.add(write('later', 5));
   await chain.settled();
+  assert.deepEqual(done, ['slow', 'quick', 'later']);
 });
 
 test('a run\'s events whose write fails while Postgres is away leave no unhandled rejection; flushed() reports the failure', async () => {
