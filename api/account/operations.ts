@@ -2,7 +2,7 @@ import type { ToolDef } from '../tools/tool.ts';
 import { capView } from '../spendCaps.ts';
 import { record, str, id, time, arr, nullableTime, usd, count } from '../schemas/common.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
-import { accountSummary } from '../../storage/db/accountSummary.ts';
+import { accountSummary, dailyRequests } from '../../storage/db/accountSummary.ts';
 import { utcDay } from '../../storage/db/rateLimits.ts';
 import { isoTime } from '../../storage/ids.ts';
 
@@ -43,9 +43,12 @@ export const accountGet: ToolDef = {
   async handler(_input, { deps, caller, requestsToday }) {
     const { account, key } = caller;
     const day = utcDay();
-    const s = await accountSummary(deps.pool, account.id, key.id, day);
-    // This request counted exactly: the rate limiter's count for it, beside the other keys' as read.
-    const thisKey = requestsToday ? await requestsToday() : s.requests_today_key;
+    // This key's count is the rate limiter's for this request, where it counted it; the
+    // other keys' are read.
+    const [s, thisKey] = await Promise.all([
+      accountSummary(deps.pool, account.id, key.id, day),
+      requestsToday ? requestsToday() : dailyRequests(deps.pool, key.id, day),
+    ]);
     const lim = deps.config.limits;
     return {
       body: {
@@ -60,7 +63,7 @@ export const accountGet: ToolDef = {
         },
         usage: {
           day,
-          requests_today: { this_key: thisKey, account: s.requests_today_account - s.requests_today_key + thisKey },
+          requests_today: { this_key: thisKey, account: s.requests_today_other_keys + thisKey },
           limits: {
             reads_per_minute: lim.readsPerMinute,
             run_creation_per_minute: lim.runCreationPerMinute,

@@ -10,16 +10,17 @@ export interface AccountSummary {
   /** What the account's ready deployments cost per hour, and what hosting has cost so far. */
   hosting_hourly_micros: number;
   hosting_spent_micros: number;
-  requests_today_key: number;
-  requests_today_account: number;
+  /** Today's requests of the account's keys other than the caller's (its own count is the rate limiter's). */
+  requests_today_other_keys: number;
   caps: SpendCaps;
 }
 
 /**
  * What GET /account shows beyond the account row, read in one prepared statement (it
  * runs on every call, so it is planned once per connection): compute balances, owned
- * releases, standing hosting cost, today's request counts (this key, and every key of the account) from
- * the daily rate-limit counters, and the account's and the key's spend caps with this month's spend.
+ * releases, standing hosting cost, today's request counts of the account's other keys from
+ * the daily rate-limit counters (not the caller's own: its row is the one every request of
+ * the key updates, and the limiter already holds its count), and the account's and the key's spend caps with this month's spend.
  */
 export async function accountSummary(pool: pg.Pool, accountId: string, keyId: string, day: string): Promise<AccountSummary> {
   const { rows } = await pool.query<Omit<AccountSummary, 'caps'> & Parameters<typeof capsOf>[0]>({
@@ -33,15 +34,24 @@ export async function accountSummary(pool: pg.Pool, accountId: string, keyId: st
                 JOIN compute_profiles p ON p.id = h.compute_profile WHERE h.account_id = a.id AND h.status = 'ready')::float8 AS hosting_hourly_micros,
              (SELECT coalesce(sum(e.amount_micros), 0) FROM ledger_txns t JOIN ledger_entries e ON e.txn_id = t.id
                WHERE t.account_id = a.id AND t.kind = 'hosting' AND e.book = 'spent')::float8 AS hosting_spent_micros,
-             (SELECT coalesce(max(points), 0) FROM rate_limits WHERE key = $2)::int AS requests_today_key,
              (SELECT coalesce(sum(rl.points), 0) FROM api_keys k
-                JOIN rate_limits rl ON rl.key = $3 || ':' || k.id || ':' || $4
-               WHERE k.account_id = a.id)::int AS requests_today_account,
+                JOIN rate_limits rl ON rl.key = $2 || ':' || k.id || ':' || $3
+               WHERE k.account_id = a.id AND k.id <> $4)::int AS requests_today_other_keys,
              ${capColumns('always')}
-        FROM accounts a LEFT JOIN compute_balances b ON b.account_id = a.id JOIN api_keys k ON k.id = $5
+        FROM accounts a LEFT JOIN compute_balances b ON b.account_id = a.id JOIN api_keys k ON k.id = $4
        WHERE a.id = $1`,
-    values: [accountId, dailyCounterKey(keyId, day), DAILY_PREFIX, day, keyId],
+    values: [accountId, DAILY_PREFIX, day, keyId],
   });
   const row = rows[0]!;
   return { ...row, caps: capsOf(row) };
+}
+
+/** A key's requests on a UTC day, as its daily rate-limit counter holds them. */
+export async function dailyRequests(pool: pg.Pool, keyId: string, day: string): Promise<number> {
+  const { rows } = await pool.query<{ points: number }>({
+    name: 'silico-daily-requests',
+    text: 'SELECT coalesce(max(points), 0)::int AS points FROM rate_limits WHERE key = $1',
+    values: [dailyCounterKey(keyId, day)],
+  });
+  return rows[0]!.points;
 }

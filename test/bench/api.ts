@@ -82,7 +82,7 @@ function baselineApp(pool: pg.Pool, who: KeyPrincipal, sample: Json): Koa {
       ...sample,
       account: { id: a.id, namespace: a.namespace, kind: a.kind, display_name: a.display_name, gateway_enabled: a.gateway_enabled, features: a.features, created_at: isoTime(a.created_at) },
       access: { key_id: key.id, key_prefix: key.prefix, client_id: key.client_id, scopes: key.scopes, expires_at: isoTime(key.expires_at), created_at: isoTime(key.created_at) },
-      usage: { ...(sample.usage as Json), day, requests_today: { this_key: s.requests_today_key, account: s.requests_today_account } },
+      usage: { ...(sample.usage as Json), day, requests_today: { this_key: 0, account: s.requests_today_other_keys } },
       holdings: { compute: { available_usd: microsToUsd(s.available_micros), reserved_usd: microsToUsd(s.reserved_micros), spent_usd: microsToUsd(s.spent_micros) }, releases: s.releases },
       request_id: randomUUID(),
     };
