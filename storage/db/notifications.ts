@@ -6,6 +6,12 @@ import pg from 'pg';
  * also know when they may have been missed: `onState` reports every change of
  * `listening` (down on a dropped connection, up again after reconnecting), and a
  * handler that caches must distrust what it holds while `listening` is false.
+ *
+ * A connection can also die silently (a peer gone without a reset, a partition): nothing
+ * errors and no notice comes, for as long as TCP takes to notice (hours). So the
+ * listener asks Postgres a trivial question every `heartbeatMs`; one not answered within
+ * `answerMs` ends that connection (reported as not listening) and a new one is made. A
+ * connection (and its LISTENs) not made within `answerMs` is given up and tried again.
  */
 export interface NotificationListener {
   readonly listening: boolean;
@@ -14,7 +20,11 @@ export interface NotificationListener {
   close(): Promise<void>;
 }
 
-export async function createNotificationListener(databaseUrl: string, channels: string[], opts: { reconnectMs?: number } = {}): Promise<NotificationListener> {
+export async function createNotificationListener(
+  databaseUrl: string, channels: string[], opts: { reconnectMs?: number; heartbeatMs?: number; answerMs?: number } = {},
+): Promise<NotificationListener> {
+  const heartbeatMs = opts.heartbeatMs ?? 10_000;
+  const answerMs = opts.answerMs ?? 10_000;
   const handlers = new Map<string, Array<(payload: string) => void>>(channels.map((c) => [c, []]));
   const stateHandlers: Array<(listening: boolean) => void> = [];
   let listening = false;
@@ -35,17 +45,40 @@ export async function createNotificationListener(databaseUrl: string, channels: 
     }, opts.reconnectMs ?? 1000);
     retry.unref();
   };
+  /** Asks `c` a trivial question; no answer in time ends it (its pending query makes pg destroy the socket). */
+  const heartbeat = (c: pg.Client) => {
+    let asking = false;
+    const timer = setInterval(() => {
+      if (asking) return;
+      asking = true;
+      let answered = false;
+      const deadline = setTimeout(() => {
+        if (!answered) void c.end().catch(() => undefined);
+      }, answerMs);
+      c.query('SELECT 1').then(() => { answered = true; }, () => undefined).finally(() => {
+        asking = false;
+        clearTimeout(deadline);
+      });
+    }, heartbeatMs);
+    timer.unref();
+    return timer;
+  };
   const connect = async (): Promise<void> => {
-    const c = new pg.Client({ connectionString: databaseUrl });
+    const c = new pg.Client({ connectionString: databaseUrl, keepAlive: true });
     c.on('notification', (n) => {
       for (const h of handlers.get(n.channel) ?? []) h(n.payload ?? '');
     });
     c.on('error', () => undefined);
+    const beating: { timer?: NodeJS.Timeout } = {};
     c.on('end', () => {
-      if (client === c) client = undefined;
+      clearInterval(beating.timer);
+      // A connection that was already replaced (or never became the one) changes nothing.
+      if (client !== c) return;
+      client = undefined;
       setListening(false);
       reconnectLater();
     });
+    const giveUp = setTimeout(() => void c.end().catch(() => undefined), answerMs);
     try {
       await c.connect();
       for (const ch of channels) await c.query(`LISTEN ${pg.escapeIdentifier(ch)}`);
@@ -53,12 +86,15 @@ export async function createNotificationListener(databaseUrl: string, channels: 
       await c.end().catch(() => undefined);
       reconnectLater();
       return;
+    } finally {
+      clearTimeout(giveUp);
     }
     if (closed) {
       await c.end().catch(() => undefined);
       return;
     }
     client = c;
+    beating.timer = heartbeat(c);
     setListening(true);
   };
   await connect();
