@@ -81,26 +81,40 @@ export interface Crash {
   at: number;
 }
 
+/** Kubernetes' crash-loop back-off, scaled to a soak: the wait doubles from 1 s up to 30 s, and resets after a minute up. */
+const BACKOFF_FIRST_MS = 1000;
+const BACKOFF_MAX_MS = 30_000;
+const STABLE_MS = 60_000;
+
 /**
  * Watches every api and worker replica for an end no fault caused (a crash: an uncaught
- * error, say) and starts it again, as Kubernetes restarts a crashed pod, so the soak goes
- * on and its audit still counts what the rest of the service did. Every crash fails the soak.
+ * error, say) and starts it again, as Kubernetes restarts a crashed pod (after a back-off
+ * that grows while it keeps crashing), so the soak goes on and its audit still counts what
+ * the rest of the service did. Every crash fails the soak.
  */
 export function watchCrashes(stack: Stack, say: (line: string) => void): { crashes: Crash[]; stop(): void } {
   const crashes: Crash[] = [];
   let stopped = false;
   for (const r of [...stack.apis, ...stack.workers]) {
     void (async () => {
+      let backoff = BACKOFF_FIRST_MS;
+      let since = Date.now();
       while (!stopped) {
         const exit = await r.proc.exited;
         if (stopped) return;
         const planned = replacing.get(r);
         if (planned) {
           await planned.catch(() => undefined);
+          since = Date.now();
           continue;
         }
+        if (Date.now() - since >= STABLE_MS) backoff = BACKOFF_FIRST_MS;
         crashes.push({ name: r.name, exit, at: Date.now() });
-        say(`crash  ${r.name} ended on its own (${exit}); its last lines are in stack.log; starting it again`);
+        say(`crash  ${r.name} ended on its own (${exit}); its last lines are in stack.log; starting it again in ${backoff / 1000} s`);
+        await sleep(backoff);
+        backoff = Math.min(backoff * 2, BACKOFF_MAX_MS);
+        if (stopped) return;
+        since = Date.now();
         await r.restart().catch((err: Error) => say(`crash  ${r.name} did not start again: ${err.message}`));
       }
     })();
