@@ -23,7 +23,7 @@ export async function runOperation(tool: ToolDef, input: Record<string, unknown>
 
 /** The JSON body of a result: the envelope, or for the capability routes the plain object. */
 export function renderBody(route: RouteDef, result: ToolResult, requestId: string): Record<string, unknown> {
-  return route.plain ? { ...result.body, request_id: requestId } : successEnvelope(result, requestId);
+  return route.plain ? Object.assign({}, result.body, { request_id: requestId }) : successEnvelope(result, requestId);
 }
 
 export type { Deps };

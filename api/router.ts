@@ -59,7 +59,7 @@ function validateInput(tool: ToolDef): Middleware {
     check(compiled.path, params);
     check(compiled.query, query);
     check(compiled.body, body);
-    ctx.state.input = { ...(body as object), ...query, ...params };
+    ctx.state.input = Object.assign({}, body, query, params);
     await next();
   };
 }

@@ -1,17 +1,46 @@
 import type { Middleware, ParameterizedContext } from 'koa';
 import { Stream, type Readable } from 'node:stream';
 import type pg from 'pg';
-import { createCounters, dailyCounterKey, utcDay } from '../../storage/db/rateLimits.ts';
+import { createCounters, dailyCounterKey, utcDay, utcDayEnd, type CounterRequest } from '../../storage/db/rateLimits.ts';
 import type { Config } from '../../kernel/config.ts';
 import { errors } from '../errors.ts';
 
 interface View { name: string; limit: number; count: number; resetSeconds: number }
+/** The bucket a response shows (the one nearest its limit) and the one spent, if any. */
+interface Verdict { shown: View; spent: View | undefined }
 type Ctx = ParameterizedContext;
 
 /** Within this share of a limit, a key's reads are counted before they run again. */
 const NEAR_SHARE = 0.1;
 /** Keys remembered near their limit in one process (the oldest forgotten first). */
 const NEAR_KEYS = 10_000;
+const DAILY_WINDOW_MS = 2 * 86_400_000;
+
+// What runs on every request is kept out of its closure: these are made once.
+function judge(views: View[]): Verdict {
+  let spent: View | undefined;
+  // A spent daily allowance (the last view) outranks a spent minute.
+  for (let i = views.length - 1; i >= 0 && !spent; i--) if (views[i]!.count > views[i]!.limit) spent = views[i];
+  let shown = views[0]!;
+  for (const v of views) if ((v.limit - v.count) / v.limit < (shown.limit - shown.count) / shown.limit) shown = v;
+  return { shown: spent ?? shown, spent };
+}
+
+/** Sets the shown bucket's headers; throws the 429 when one is spent. */
+function announce(ctx: Ctx, { shown, spent }: Verdict): void {
+  ctx.set('RateLimit-Limit', String(shown.limit));
+  ctx.set('RateLimit-Remaining', String(Math.max(0, shown.limit - shown.count)));
+  ctx.set('RateLimit-Reset', String(shown.resetSeconds));
+  if (spent) throw errors.rateLimited(Math.max(1, spent.resetSeconds), spent.name);
+}
+
+const unavailable = (): never => {
+  throw errors.serviceUnavailable('postgres');
+};
+const dailyCount = (views: View[]): number => views[1]!.count;
+const value = <T>(v: T) => ({ v });
+const failure = (err: unknown) => ({ err });
+const nothing = () => null;
 
 /**
  * Per-key limits kept in Postgres, so they hold across every api process: a per-minute
@@ -45,67 +74,49 @@ export function rateLimit(
     return false;
   };
   const remember = (who: string, views: View[], now: number) => {
-    const close = views.filter((v) => v.limit - v.count < v.limit * NEAR_SHARE);
-    if (!close.length) return;
+    let resetSeconds = -1;
+    for (const v of views) if (v.limit - v.count < v.limit * NEAR_SHARE) resetSeconds = Math.max(resetSeconds, v.resetSeconds);
+    if (resetSeconds < 0) return;
     near.delete(who);
-    near.set(who, now + Math.max(...close.map((v) => v.resetSeconds)) * 1000);
+    near.set(who, now + resetSeconds * 1000);
     if (near.size > NEAR_KEYS) near.delete(near.keys().next().value!);
   };
 
   return async (ctx, next) => {
     const points = Math.max(1, callsOf(ctx));
     const caller = ctx.state.caller;
-    const now = new Date();
+    const now = Date.now();
     const bucket = caller ? bucketOf(ctx) : 'anonymous';
     const who = caller ? caller.key.id : `ip:${ctx.ip}`;
     const perMinute = bucket === 'runs' ? limits.runCreationPerMinute : limits.readsPerMinute;
     const minuteKey = `${bucket === 'runs' ? 'runs' : bucket === 'reads' ? 'reads' : 'anon'}:${who}`;
-    const midnight = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
-    const requests = [{ key: minuteKey, windowMs: 60_000, points }];
+    const requests: CounterRequest[] = [{ key: minuteKey, windowMs: 60_000, points }];
     // The day is part of the daily key; its window outlives the day so the row expires after it.
-    if (caller) requests.push({ key: dailyCounterKey(who, utcDay(now)), windowMs: 2 * 86400_000, points });
-    const counted = counters.increment(requests, now.getTime()).then((counts) => {
+    if (caller) requests.push({ key: dailyCounterKey(who, utcDay(now)), windowMs: DAILY_WINDOW_MS, points });
+    const counted = counters.increment(requests, now).then((counts) => {
       const views: View[] = [{ name: bucket === 'runs' ? 'run_creation' : bucket, limit: perMinute, count: counts[0]!.count, resetSeconds: Math.ceil(counts[0]!.resetMs / 1000) }];
-      if (caller) views.push({ name: 'daily', limit: limits.dailyRequests, count: counts[1]!.count, resetSeconds: Math.ceil((midnight - now.getTime()) / 1000) });
+      if (caller) views.push({ name: 'daily', limit: limits.dailyRequests, count: counts[1]!.count, resetSeconds: Math.ceil((utcDayEnd(now) - now) / 1000) });
+      remember(minuteKey, views, now);
       return views;
-    }, () => {
-      throw errors.serviceUnavailable('postgres');
-    });
+    }, unavailable);
     // For an operation that shows it (GET /account), asked for only there.
-    if (caller) ctx.state.requestsToday = () => counted.then((views) => views[1]!.count);
-    /** The bucket a response shows (the one nearest its limit) and the one spent, if any. */
-    const judge = (views: View[]) => {
-      remember(minuteKey, views, now.getTime());
-      const spent = [...views].reverse().find((v) => v.count > v.limit);
-      const shown = spent ?? views.reduce((a, b) => ((b.limit - b.count) / b.limit < (a.limit - a.count) / a.limit ? b : a));
-      return { shown, spent };
-    };
-    /** Sets the shown bucket's headers; throws the 429 when one is spent. */
-    const announce = ({ shown, spent }: ReturnType<typeof judge>) => {
-      ctx.set('RateLimit-Limit', String(shown.limit));
-      ctx.set('RateLimit-Remaining', String(Math.max(0, shown.limit - shown.count)));
-      ctx.set('RateLimit-Reset', String(shown.resetSeconds));
-      if (spent) throw errors.rateLimited(Math.max(1, spent.resetSeconds), spent.name);
-    };
+    if (caller) ctx.state.requestsToday = () => counted.then(dailyCount);
 
-    if (!caller || !concurrent(ctx) || isNear(minuteKey, now.getTime())) {
-      announce(judge(await counted));
+    if (!caller || !concurrent(ctx) || isNear(minuteKey, now)) {
+      announce(ctx, judge(await counted));
       await next();
       return;
     }
-    const headersBefore = new Set(Object.keys(ctx.response.headers));
-    const [views, ran] = await Promise.all([
-      counted.then((v) => ({ v }), (err: unknown) => ({ err })),
-      next().then(() => null, (err: unknown) => ({ err })),
-    ]);
+    const headersBefore = ctx.res.getHeaderNames();
+    const [views, ran] = await Promise.all([counted.then(value, failure), next().then(nothing, failure)]);
     const verdict = 'v' in views ? judge(views.v) : undefined;
     if (!verdict || verdict.spent) {
       // What the read made is not the answer: its stream is let go and its headers taken back.
       if (ctx.body instanceof Stream) (ctx.body as Readable).destroy();
-      for (const name of Object.keys(ctx.response.headers)) if (!headersBefore.has(name)) ctx.remove(name);
+      for (const name of ctx.res.getHeaderNames()) if (!headersBefore.includes(name)) ctx.remove(name);
     }
     if (!verdict) throw (views as { err: unknown }).err;
-    announce(verdict);
+    announce(ctx, verdict);
     if (ran) throw ran.err;
   };
 }

@@ -15,8 +15,23 @@ import type pg from 'pg';
  */
 export const DAILY_PREFIX = 'daily';
 
-export function utcDay(at: Date = new Date()): string {
-  return at.toISOString().slice(0, 10);
+const DAY_MS = 86_400_000;
+/** The UTC day last asked for, kept until it ends: every request asks, and toISOString is not free. */
+let known = { day: '', from: 0, until: 0 };
+
+/** The UTC day (`YYYY-MM-DD`) of `at` (now by default). */
+export function utcDay(at: number | Date = Date.now()): string {
+  const t = typeof at === 'number' ? at : at.getTime();
+  if (t < known.from || t >= known.until) {
+    const from = t - (((t % DAY_MS) + DAY_MS) % DAY_MS);
+    known = { day: new Date(from).toISOString().slice(0, 10), from, until: from + DAY_MS };
+  }
+  return known.day;
+}
+
+/** When the UTC day of `at` ends (ms since the epoch). */
+export function utcDayEnd(at: number): number {
+  return at - (((at % DAY_MS) + DAY_MS) % DAY_MS) + DAY_MS;
 }
 
 /** The daily counter's key for an API key on a UTC day. */
