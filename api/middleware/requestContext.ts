@@ -12,6 +12,20 @@ import type { Histogram } from 'prom-client';
  */
 const PROBES = new Set(['/healthz', '/readyz']);
 
+/**
+ * A request's `ctx.state`: its id, and its child logger made on first use. A class, so
+ * every request's state has the same shape (a getter defined per request would give each
+ * its own).
+ */
+class RequestState {
+  #child: Logger | undefined;
+  constructor(private readonly root: Logger, readonly requestId: string, private readonly clientRequestId: string | undefined) {}
+
+  get log(): Logger {
+    return (this.#child ??= this.root.child({ request_id: this.requestId, ...(this.clientRequestId ? { client_request_id: this.clientRequestId.slice(0, 200) } : {}) }));
+  }
+}
+
 export function requestContext(log: Logger, duration: Histogram<'method' | 'route' | 'status'>): Middleware {
   const series = new Map<string, Histogram.Internal<'method' | 'route' | 'status'>>();
   const observe = (method: string, route: string, status: string, seconds: number) => {
@@ -23,13 +37,7 @@ export function requestContext(log: Logger, duration: Histogram<'method' | 'rout
   return async (ctx, next) => {
     const requestId = randomUUID();
     const started = process.hrtime.bigint();
-    ctx.state.requestId = requestId;
-    const clientRequestId = ctx.get('X-Request-ID') || undefined;
-    let child: Logger | undefined;
-    Object.defineProperty(ctx.state, 'log', {
-      enumerable: true,
-      get: () => (child ??= log.child({ request_id: requestId, ...(clientRequestId ? { client_request_id: clientRequestId.slice(0, 200) } : {}) })),
-    });
+    ctx.state = new RequestState(log, requestId, ctx.get('X-Request-ID') || undefined);
     ctx.set('X-Request-ID', requestId);
     ctx.set('Request-Id', requestId);
     try {
