@@ -84,9 +84,23 @@ function execute(route: RouteDef, tool: ToolDef, deps: Deps): Middleware {
   };
 }
 
-/** Builds the /v1 router from the route table (another table and tool set may be given). */
-export function buildRouter(deps: Deps, table: RouteTable = { routes: ROUTES, tools: TOOLS }): Router {
-  const router = new Router();
+/**
+ * The /v1 routes, one router for each first path segment (`runs`, `files`, ...): every
+ * route's first segment is a literal, so a request is matched against the few routes of
+ * its own segment rather than all of them.
+ */
+export interface RouteIndex { bySegment: ReadonlyMap<string, Router> }
+
+/** `/v1/runs/...` → `runs`, lower-cased as the routers match (case-insensitively). */
+function firstSegment(path: string): string {
+  const rest = path.startsWith('/v1/') ? path.slice(4) : path.replace(/^\/+/, '');
+  const end = rest.indexOf('/');
+  return (end < 0 ? rest : rest.slice(0, end)).toLowerCase();
+}
+
+/** Builds the /v1 routers from the route table (another table and tool set may be given). */
+export function buildRouter(deps: Deps, table: RouteTable = { routes: ROUTES, tools: TOOLS }): RouteIndex {
+  const bySegment = new Map<string, Router>();
   for (const route of table.routes) {
     const tool = table.tools.get(route.tool);
     if (!tool) throw new Error(`route ${route.method} ${route.path} names unknown tool ${route.tool}`);
@@ -96,10 +110,14 @@ export function buildRouter(deps: Deps, table: RouteTable = { routes: ROUTES, to
     chain.push(validateInput(tool));
     if (route.idempotency) chain.push(idempotency(deps.db, route, deps.config.limits));
     chain.push(execute(route, tool, deps));
+    const segment = firstSegment(route.path);
+    if (segment.startsWith('{')) throw new Error(`route ${route.method} ${route.path} begins with a parameter: routes are indexed by their first segment`);
+    let router = bySegment.get(segment);
+    if (!router) bySegment.set(segment, (router = new Router()));
     // Composed once here: `dispatchRoute` runs it as the route's one middleware.
     router.register(koaPath(route.path), [route.method], [compose(chain)] as never, { name: route.tool });
   }
-  return router;
+  return { bySegment };
 }
 
 /** What a request's path and method reach: the route (if any), and what the path allows. */
@@ -114,7 +132,9 @@ export interface RouteMatch {
 type Layer = Router['stack'][number];
 
 /** The route definition a request would reach, if any (for rate buckets, logs and dispatch). */
-export function matchRoute(router: Router, routes: readonly RouteDef[], path: string, method: string): RouteMatch {
+export function matchRoute(index: RouteIndex, routes: readonly RouteDef[], path: string, method: string): RouteMatch {
+  const router = index.bySegment.get(firstSegment(path));
+  if (!router) return { pathMatched: false, allowed: [] };
   const m = router.match(path, method);
   const layer = m.pathAndMethod.find((l) => l.methods.length > 0);
   const allowed = [...new Set(m.path.flatMap((l) => l.methods))];
