@@ -16,7 +16,7 @@
  * Env: BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_WARMUP (3), BENCH_CONNECTIONS (10),
  * BENCH_PROFILE (a folder: instead of the rounds, one load of ours with the api's V8 CPU
  * profile and Postgres's pg_stat_statements, reported per request, then one of the
- * baseline, whose window is printed: it runs in this process, so run the bench under
+ * baseline with its statements, whose window is printed: it runs in this process, so run the bench under
  * `node --cpu-prof` to read its profile).
  */
 import { createWriteStream } from 'node:fs';
@@ -146,11 +146,13 @@ async function main(): Promise<void> {
       console.log(`profile: ours ${r.rps.toFixed(0)} req/s, ${r.total} requests`);
       // Read before the baseline's load, which runs its own statement on the same Postgres.
       console.log(await statementReport(pgDb, r.total));
-      await pgDb.destroy();
+      await resetStatements(pgDb);
       // The baseline runs in this process: run it with --cpu-prof to read its profile over this window.
       const baseFrom = monotonicMicros();
       const b = await load(baseUrl, headers, SECONDS);
       console.log(`baseline ${b.rps.toFixed(0)} req/s, ${b.total} requests, window ${baseFrom}..${monotonicMicros()} (µs, monotonic)`);
+      console.log(await statementReport(pgDb, b.total));
+      await pgDb.destroy();
       // The api writes its profile as it exits: reported once the stack stopped.
       profiled = { from, to, units: r.total };
       return;
