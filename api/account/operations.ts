@@ -2,8 +2,8 @@ import type { ToolDef } from '../tools/tool.ts';
 import { capView } from '../spendCaps.ts';
 import { record, str, id, time, arr, nullableTime, usd, count } from '../schemas/common.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
-import { accountSummary, dailyRequests } from '../../storage/db/accountSummary.ts';
-import { utcDay } from '../../storage/db/rateLimits.ts';
+import { accountSummary } from '../../storage/db/accountSummary.ts';
+import { dailyRequests, utcDay } from '../../storage/db/rateLimits.ts';
 import { isoTime } from '../../storage/ids.ts';
 
 const usdOrNull = { type: ['number', 'null'] };

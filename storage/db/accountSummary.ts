@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { DAILY_PREFIX, dailyCounterKey } from './rateLimits.ts';
+import { DAILY_PREFIX } from './rateLimits.ts';
 import { capColumns, capsOf, type SpendCaps } from './spendCaps.ts';
 
 export interface AccountSummary {
@@ -44,14 +44,4 @@ export async function accountSummary(pool: pg.Pool, accountId: string, keyId: st
   });
   const row = rows[0]!;
   return { ...row, caps: capsOf(row) };
-}
-
-/** A key's requests on a UTC day, as its daily rate-limit counter holds them. */
-export async function dailyRequests(pool: pg.Pool, keyId: string, day: string): Promise<number> {
-  const { rows } = await pool.query<{ points: number }>({
-    name: 'silico-daily-requests',
-    text: 'SELECT coalesce(max(points), 0)::int AS points FROM rate_limits WHERE key = $1',
-    values: [dailyCounterKey(keyId, day)],
-  });
-  return rows[0]!.points;
 }

@@ -45,23 +45,25 @@ export async function createNotificationListener(
     }, opts.reconnectMs ?? 1000);
     retry.unref();
   };
-  /** Asks `c` a trivial question; no answer in time ends it (its pending query makes pg destroy the socket). */
+  /** Ends `c` after `ms` unless the returned function is called first (pg destroys the socket of a client with a query pending). */
+  const endAfter = (c: pg.Client, ms: number) => {
+    const timer = setTimeout(() => void c.end().catch(() => undefined), ms);
+    return () => clearTimeout(timer);
+  };
+  /** Asks `c` a trivial question every `heartbeatMs`, until it ends; one not answered in time ends it. */
   const heartbeat = (c: pg.Client) => {
     let asking = false;
     const timer = setInterval(() => {
       if (asking) return;
       asking = true;
-      let answered = false;
-      const deadline = setTimeout(() => {
-        if (!answered) void c.end().catch(() => undefined);
-      }, answerMs);
-      c.query('SELECT 1').then(() => { answered = true; }, () => undefined).finally(() => {
+      const answered = endAfter(c, answerMs);
+      c.query('SELECT 1').catch(() => undefined).finally(() => {
         asking = false;
-        clearTimeout(deadline);
+        answered();
       });
     }, heartbeatMs);
     timer.unref();
-    return timer;
+    c.once('end', () => clearInterval(timer));
   };
   const connect = async (): Promise<void> => {
     const c = new pg.Client({ connectionString: databaseUrl, keepAlive: true });
@@ -69,16 +71,14 @@ export async function createNotificationListener(
       for (const h of handlers.get(n.channel) ?? []) h(n.payload ?? '');
     });
     c.on('error', () => undefined);
-    const beating: { timer?: NodeJS.Timeout } = {};
     c.on('end', () => {
-      clearInterval(beating.timer);
       // A connection that was already replaced (or never became the one) changes nothing.
       if (client !== c) return;
       client = undefined;
       setListening(false);
       reconnectLater();
     });
-    const giveUp = setTimeout(() => void c.end().catch(() => undefined), answerMs);
+    const made = endAfter(c, answerMs);
     try {
       await c.connect();
       for (const ch of channels) await c.query(`LISTEN ${pg.escapeIdentifier(ch)}`);
@@ -87,14 +87,14 @@ export async function createNotificationListener(
       reconnectLater();
       return;
     } finally {
-      clearTimeout(giveUp);
+      made();
     }
     if (closed) {
       await c.end().catch(() => undefined);
       return;
     }
     client = c;
-    beating.timer = heartbeat(c);
+    heartbeat(c);
     setListening(true);
   };
   await connect();

@@ -19,11 +19,16 @@ const DAY_MS = 86_400_000;
 /** The UTC day last asked for, kept until it ends: every request asks, and toISOString is not free. */
 let known = { day: '', from: 0, until: 0 };
 
+/** When the UTC day of `at` began (ms since the epoch). */
+function utcDayStart(at: number): number {
+  return at - (((at % DAY_MS) + DAY_MS) % DAY_MS);
+}
+
 /** The UTC day (`YYYY-MM-DD`) of `at` (now by default). */
 export function utcDay(at: number | Date = Date.now()): string {
   const t = typeof at === 'number' ? at : at.getTime();
   if (t < known.from || t >= known.until) {
-    const from = t - (((t % DAY_MS) + DAY_MS) % DAY_MS);
+    const from = utcDayStart(t);
     known = { day: new Date(from).toISOString().slice(0, 10), from, until: from + DAY_MS };
   }
   return known.day;
@@ -31,7 +36,7 @@ export function utcDay(at: number | Date = Date.now()): string {
 
 /** When the UTC day of `at` ends (ms since the epoch). */
 export function utcDayEnd(at: number): number {
-  return at - (((at % DAY_MS) + DAY_MS) % DAY_MS) + DAY_MS;
+  return utcDayStart(at) + DAY_MS;
 }
 
 /** The daily counter's key for an API key on a UTC day. */
@@ -99,6 +104,16 @@ export function createCounters(pool: pg.Pool): { increment(counters: CounterRequ
       });
     },
   };
+}
+
+/** A key's requests on a UTC day, as its daily counter holds them. */
+export async function dailyRequests(pool: pg.Pool, keyId: string, day: string): Promise<number> {
+  const { rows } = await pool.query<{ points: number }>({
+    name: 'silico-daily-requests',
+    text: 'SELECT coalesce(max(points), 0)::int AS points FROM rate_limits WHERE key = $1',
+    values: [dailyCounterKey(keyId, day)],
+  });
+  return rows[0]!.points;
 }
 
 /** Forgets counters whose window has passed; returns how many. */
