@@ -1,7 +1,6 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import YAML from 'yaml';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Db } from '../storage/db/knex.ts';
 import type { ObjectStore } from '../storage/objects.ts';
@@ -21,6 +20,10 @@ import { smokeRun } from './execution/smokeRun.ts';
 import { environmentPython, EnvironmentUnavailable } from './environments/python.ts';
 import type { EnvironmentSettings } from '../kernel/environments.ts';
 import type { Sandbox } from './execution/sandbox.ts';
+import { parseManifestText } from '../storage/labManifests.ts';
+
+/** A descriptive key as text when the lab wrote text there (the ecosystem writes them freely), else the lab's own. */
+const textOr = (v: unknown, fallback: string) => (typeof v === 'string' && v.trim() ? v : fallback);
 
 export interface PublicationInfo { publicationId: string; smokeInputs: Record<string, unknown> | null }
 export interface PackResult { package_sha256: string; archive_key: string; files: Packed['files']; runtime_problems: string[] }
@@ -29,7 +32,7 @@ async function load(db: Db, objects: ObjectStore, publicationId: string) {
   const pub = await getPublication(db, publicationId);
   if (!pub) throw new Error(`no publication ${publicationId}`);
   const rev = (await getRevisionById(db, pub.revision_id))!;
-  const manifest = YAML.parse((await objects.getBytes(blobKey(rev.tree['lab.yaml']!.sha256))).toString('utf8'));
+  const manifest = parseManifestText((await objects.getBytes(blobKey(rev.tree['lab.yaml']!.sha256))).toString('utf8'));
   // A lab that declares its package/version is packed under them (the plan checked they are this release's).
   const identity = packerIdentity(manifest, { package: `${pub.namespace}/${pub.name}`, version: pub.version });
   return { pub, rev, manifest, identity };
@@ -109,10 +112,10 @@ export function createPublicationActivities(deps: { db: Db; objects: ObjectStore
         if (pub.release_id) return pub.release_id;
         const rev = (await getRevisionById(trx, pub.revision_id))!;
         const lab = (await getLabById(trx, pub.lab_id))!;
-        const manifest = YAML.parse((await deps.objects.getBytes(blobKey(rev.tree['lab.yaml']!.sha256))).toString('utf8'));
+        const manifest = parseManifestText((await deps.objects.getBytes(blobKey(rev.tree['lab.yaml']!.sha256))).toString('utf8'));
         const release = await insertRelease(trx, {
           account_id: pub.account_id, namespace: pub.namespace, name: pub.name, version: pub.version,
-          title: manifest.title ?? lab.title, description: manifest.description ?? lab.description, manifest, ...contractOf(manifest),
+          title: textOr(manifest.title, lab.title), description: textOr(manifest.description, lab.description), manifest, ...contractOf(manifest),
           package_sha256: packed.package_sha256, archive_key: packed.archive_key, files: packed.files, tree: rev.tree,
           visibility: lab.visibility, hub_listed: lab.hub_listed, ...hubIndexOf(manifest), qualification_state: qualification, runtime_problems: packed.runtime_problems,
           environment_lock_sha256: pub.environment_lock_sha256,

@@ -1,3 +1,4 @@
+import { RuntimeJudge } from './workspaces/runtimeJudge.ts';
 import { createServer } from 'node:http';
 import type { Logger } from 'pino';
 import type { Config } from '../kernel/config.ts';
@@ -32,8 +33,9 @@ export async function startApi(config: Config, log: Logger, temporal: TemporalGa
   const listener = await createNotificationListener(config.databaseUrl, [AUTH_CHANNEL, RUN_EVENTS_CHANNEL]);
   const keys = createKeyResolver(db, listener);
   const runEvents = createRunEventWatcher(listener);
+  const runtimeJudge = new RuntimeJudge(config.python);
   const direct = config.directDownloads.endpoint ? createDirectDownloads(config.s3, config.directDownloads.endpoint, config.directDownloads.expiresSeconds) : null;
-  const app = createApp({ config, db, pool, objects, directDownloads: direct, payments: paymentProvider(config.payments), temporal, keys, runEvents, runtimeLock: readRuntimeLock() }, { log });
+  const app = createApp({ config, db, pool, objects, directDownloads: direct, payments: paymentProvider(config.payments), temporal, keys, runEvents, runtimeLock: readRuntimeLock(), runtimeJudge }, { log });
   const server = createServer(app.koa.callback());
   server.keepAliveTimeout = 65000;
   // An accept that fails (out of file descriptors under a burst) loses that connection, not
@@ -60,6 +62,7 @@ export async function startApi(config: Config, log: Logger, temporal: TemporalGa
       await drained;
       clearTimeout(force);
       await listener.close().catch(() => undefined);
+      runtimeJudge.close();
     },
     async release() {
       await Promise.allSettled([db.destroy(), pool.end()]);

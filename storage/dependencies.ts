@@ -3,7 +3,7 @@
  * answer in time" from every other error, so the api can answer 503 with Retry-After
  * (and a retry can complete the work) instead of a 500.
  */
-export type Dependency = 'postgres' | 'temporal' | 'object_store' | 'payment_provider';
+export type Dependency = 'postgres' | 'temporal' | 'object_store' | 'payment_provider' | 'lab_runtime';
 
 /** A dependency refused, failed or did not answer within its deadline. */
 export class DependencyUnavailable extends Error {

@@ -1,3 +1,11 @@
+/** The value types of Silico's contract (docs/contract/lab-format.md); an entry without one, or with another, is `object`. */
+export const VALUE_TYPES = ['number', 'integer', 'string', 'boolean', 'object', 'array', 'file', 'dataset', 'timeseries', 'table'];
+
+/** An io entry's value type as the contract takes it. */
+export function valueTypeOf(declared: unknown): string {
+  return typeof declared === 'string' && VALUE_TYPES.includes(declared) ? declared : 'object';
+}
+
 /** The service contract a lab.yaml declares (docs/contract/lab-format.md: value_type defaults to object). */
 interface IoEntry { name: string; maps_to: string; value_type?: string; required?: boolean; public?: boolean }
 
@@ -13,8 +21,8 @@ export function listOf<T>(value: T[] | undefined): T[] {
 export function contractOf(manifest: { io?: { inputs?: IoEntry[]; outputs?: IoEntry[] } }) {
   const entries = (list: IoEntry[] | undefined) => listOf(list).filter((e) => e && typeof e === 'object');
   return {
-    inputs: entries(manifest.io?.inputs).map((i) => ({ name: i.name, value_type: i.value_type ?? 'object', required: i.required ?? false })),
-    outputs: entries(manifest.io?.outputs).map((o) => ({ name: o.name, value_type: o.value_type ?? 'object' })),
+    inputs: entries(manifest.io?.inputs).map((i) => ({ name: i.name, value_type: valueTypeOf(i.value_type), required: i.required ?? false })),
+    outputs: entries(manifest.io?.outputs).map((o) => ({ name: o.name, value_type: valueTypeOf(o.value_type) })),
   };
 }
 
@@ -28,9 +36,9 @@ export function declaredContractOf(manifest: Record<string, unknown>) {
   const entries = (list: Record<string, unknown>[] | undefined) => listOf(list).filter((e) => e && typeof e === 'object');
   return {
     inputs: entries(io.inputs).map((i) => ({
-      name: i.name, value_type: i.value_type ?? 'object', required: i.required ?? false, description: i.description ?? null, units: i.units ?? null, default: i.default ?? null, schema: i.schema ?? null,
+      name: i.name, value_type: valueTypeOf(i.value_type), required: i.required ?? false, description: i.description ?? null, units: i.units ?? null, default: i.default ?? null, schema: i.schema ?? null,
     })),
-    outputs: entries(io.outputs).filter((o) => o.public !== false).map((o) => ({ name: o.name, value_type: o.value_type ?? 'object', description: o.description ?? null, units: o.units ?? null })),
+    outputs: entries(io.outputs).filter((o) => o.public !== false).map((o) => ({ name: o.name, value_type: valueTypeOf(o.value_type), description: o.description ?? null, units: o.units ?? null })),
   };
 }
 

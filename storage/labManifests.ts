@@ -7,6 +7,14 @@ import { listOf } from './labContract.ts';
 import type { LabManifests } from './runtimePins.ts';
 
 /**
+ * A lab's or a model's manifest text, parsed as the runtime reads it (PyYAML's safe_load,
+ * where a repeated key is not an error: its last value stands). Throws on text that is not YAML.
+ */
+export function parseManifestText(text: string): any {
+  return YAML.parse(text, { uniqueKeys: false });
+}
+
+/**
  * Parsed manifests by the sha256 of their bytes. A blob never changes under its address,
  * so a run plan (made again when the run is created) reads a release's model.yaml files
  * from the object store once per process, not on every request. Callers only read them.
@@ -21,7 +29,7 @@ async function yamlOf(objects: ObjectStore, tree: Tree, file: string): Promise<u
   if (hit) return hit.value;
   let value: unknown;
   try {
-    value = YAML.parse((await objects.getBytes(blobKey(entry.sha256))).toString('utf8'));
+    value = parseManifestText((await objects.getBytes(blobKey(entry.sha256))).toString('utf8'));
   } catch (err) {
     // An unavailable store is not an unreadable file: the caller answers 503.
     if (err instanceof DependencyUnavailable) throw err;

@@ -301,8 +301,9 @@ def run_request(archive, workdir, request):
     series = {o["name"]: [] for o in outputs}
     counts = {o["name"]: 0 for o in outputs}
     finals = {}
-    # What is sampled after every step, worked out once: (name, alias, port).
-    sampled = [(o["name"], *o["maps_to"].partition(".")[::2]) for o in outputs]
+    # What is sampled after every step, worked out once: (name, alias, port). An alias may
+    # hold dots and a port may not: the runtime splits a reference at its last dot too.
+    sampled = [(o["name"], *o["maps_to"].rpartition(".")[::2]) for o in outputs]
 
     def flush(name):
         if series[name]:

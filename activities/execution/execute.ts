@@ -1,8 +1,8 @@
+import { parseManifestText } from '../../storage/labManifests.ts';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createReadStream } from 'node:fs';
 import pLimit from 'p-limit';
 import { writeTree } from './labFiles.ts';
-import YAML from 'yaml';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -279,7 +279,7 @@ async function materialize(deps: { db: Db; objects: ObjectStore }, run: RunRow, 
   }
   const rev = (await getRevisionById(deps.db, run.revision_id!))!;
   if (!(await writeTree(deps.objects, rev.tree, path.join(dir, 'lab')))) return mismatch;
-  const manifest = YAML.parse(await readFile(path.join(dir, 'lab', 'lab.yaml'), 'utf8'));
+  const manifest = parseManifestText(await readFile(path.join(dir, 'lab', 'lab.yaml'), 'utf8'));
   const [ns, name] = run.resolved_ref.split('@')[0]!.split('/');
   // A lab that declares its own package/version is packed under them; others under its Silico name.
   return { entry: 'lab', manifest, request: packerIdentity(manifest, { package: `${ns}/${name}`, version: `0.0.${rev.number}` }) };

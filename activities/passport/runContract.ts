@@ -1,4 +1,4 @@
-import YAML from 'yaml';
+import { parseManifestText } from '../../storage/labManifests.ts';
 import type { RunRow } from '../../storage/db/runs.ts';
 import { getReleaseById, type ContractInput, type ContractOutput } from '../../storage/db/releases.ts';
 import { getRevisionById } from '../../storage/db/workspaces.ts';
@@ -27,7 +27,7 @@ export async function runContract(deps: CheckDeps, run: RunRow): Promise<RunCont
   if (sha256Hex(bytes) !== file.sha256) return { problem: 'the stored lab.yaml does not match its digest' };
   let manifest: Record<string, unknown>;
   try {
-    manifest = YAML.parse(bytes.toString('utf8'));
+    manifest = parseManifestText(bytes.toString('utf8'));
   } catch (err) {
     return { problem: `lab.yaml does not parse: ${(err as Error).message.split('\n')[0]}` };
   }

@@ -1,6 +1,7 @@
+import { runtimeFormatFindings } from '../workspaces/formatFindings.ts';
+import { parseManifestText } from '../../storage/labManifests.ts';
 import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import semver from 'semver';
-import YAML from 'yaml';
 import type { ToolDef, ToolContext } from '../tools/tool.ts';
 import { str, obj, uuid, sha256Hex, id } from '../schemas/common.ts';
 import { publicationPlan, publicationStarted } from './schemas.ts';
@@ -23,7 +24,8 @@ import { publicationWorkflowId, CONTROL_TASK_QUEUE } from '../../kernel/workflow
 import type { Tree } from '../../storage/trees.ts';
 import { declaredIdentity } from '../../storage/labIdentity.ts';
 import { readLabManifests } from '../../storage/labManifests.ts';
-import { planEnvironment } from '../runs/environment.ts';
+import { pastDay, planEnvironment } from '../runs/environment.ts';
+import { environmentAsOf } from '../runs/schemas.ts';
 import { publicationWorkflow } from '../../workflows/publication.ts';
 
 interface Proposal {
@@ -60,7 +62,7 @@ function versionFindings(manifest: unknown, version: string): Finding[] {
 const textOf = async (ctx: ToolContext, tree: Tree, p: string) => (tree[p] ? (await ctx.deps.objects.getBytes(blobKey(tree[p]!.sha256))).toString('utf8') : undefined);
 
 /** Findings a release candidate gets without running anything: manifest, identity, entrypoints, runtime pins, version, smoke inputs. */
-async function staticFindings(ctx: ToolContext, tree: Tree, labYaml: { text?: string; manifest?: any }, version: string, identity: Finding[], taken: string[]): Promise<{ findings: Finding[]; environmentLock?: string }> {
+async function staticFindings(ctx: ToolContext, tree: Tree, labYaml: { text?: string; manifest?: any }, version: string, identity: Finding[], taken: string[], asOf?: string): Promise<{ findings: Finding[]; environmentLock?: string }> {
   const manifest = labYaml.manifest;
   const findings = namingFindings(undefined, labYaml.text);
   if (!semver.valid(version)) findings.push({ severity: 'blocking', code: 'version_invalid', message: `${version} is not a semantic version (e.g. 1.0.0).`, path: 'version' });
@@ -71,10 +73,10 @@ async function staticFindings(ctx: ToolContext, tree: Tree, labYaml: { text?: st
   }
   // namingFindings has reported a manifest that does not parse or that Postgres could not store; nothing of it is quoted further.
   if (!manifest) return { findings };
-  findings.push(...identity, ...versionFindings(manifest, version));
+  findings.push(...identity, ...versionFindings(manifest, version), ...await runtimeFormatFindings(ctx.deps, tree, 'blocking'));
   // Publishing packs with the runtime and smoke-runs it: what the runtime cannot satisfy blocks here already.
   // Publishing packs and smoke-runs it in the environment its runs get: what none can give blocks here already.
-  const runtime = await planEnvironment(ctx.deps, await readLabManifests(ctx.deps.objects, tree, manifest));
+  const runtime = await planEnvironment(ctx.deps, await readLabManifests(ctx.deps.objects, tree, manifest), asOf);
   findings.push(...runtime.findings);
   const environmentLock = runtime.environment && runtime.environment.lock_sha256 !== ctx.deps.runtimeLock.sha256 ? runtime.environment.lock_sha256 : undefined;
   for (const [i, m] of ((manifest.models ?? []) as Array<{ path?: string }>).entries()) {
@@ -86,7 +88,7 @@ async function staticFindings(ctx: ToolContext, tree: Tree, labYaml: { text?: st
     }
     let entry: string | undefined;
     try {
-      entry = YAML.parse(modelYaml)?.biosim?.entrypoint;
+      entry = parseManifestText(modelYaml)?.biosim?.entrypoint;
     } catch {
       entry = undefined;
     }
@@ -114,7 +116,7 @@ export const publicationTools: ToolDef[] = [
   {
     name: 'publish_prepare', scope: 'packages:publish', readOnly: true,
     description: 'Validate and digest a release candidate; never publishes.',
-    input: { body: obj({ workspace_id: uuid, revision_id: uuid, version: str(64, { minLength: 1 }), release_notes: str(10000) }, ['workspace_id', 'revision_id', 'version']) },
+    input: { body: obj({ workspace_id: uuid, revision_id: uuid, version: str(64, { minLength: 1 }), release_notes: str(10000), environment_as_of: environmentAsOf }, ['workspace_id', 'revision_id', 'version']) },
     output: publicationPlan,
     async handler(input, ctx) {
       const ws = await getWorkspace(ctx.deps.db, input.workspace_id, ctx.caller.account.id);
@@ -132,7 +134,7 @@ export const publicationTools: ToolDef[] = [
         ...declaredNameFindings(declared, { name: lab.name, namespace }, 'publication'),
         ...(declared.kind === 'same' && declaredIdentity(manifest).package ? [{ severity: 'info' as const, code: 'package_declared', message: `Packed under the declared package ${declaredIdentity(manifest).package}.`, path: 'lab.yaml#/package' }] : []),
       ];
-      const { findings, environmentLock } = await staticFindings(ctx, rev.tree, { text, manifest }, input.version, identity, await takenVersions(ctx.deps.db, namespace, name));
+      const { findings, environmentLock } = await staticFindings(ctx, rev.tree, { text, manifest }, input.version, identity, await takenVersions(ctx.deps.db, namespace, name), pastDay(input.environment_as_of, 'environment_as_of'));
       const proposal: Proposal = {
         workspace_id: ws.id, revision_id: rev.id, lab_id: lab.id, namespace, name, version: input.version, release_notes: input.release_notes ?? '', tree_sha256: rev.tree_sha256,
         ...(environmentLock ? { environment_lock_sha256: environmentLock } : {}),

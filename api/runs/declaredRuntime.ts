@@ -7,6 +7,8 @@ export interface DeclaredRuntime {
   python: string;
   /** Every requirement string, exact pins and ranges alike, as written. */
   requirements: string[];
+  /** The distributions among them the service added at an exact pin (the default runtime's biosimulant), not the lab. */
+  added: string[];
   findings: Finding[];
 }
 
@@ -40,5 +42,5 @@ export function declaredRuntime(lab: LabManifests, defaults: RuntimeLock): Decla
     ...(named.has('numpy') ? [] : ['numpy']),
     ...(named.has('pyyaml') ? [] : ['pyyaml']),
   ];
-  return { python: [...pythons.keys()][0] ?? defaults.python, requirements: [...base, ...requirements], findings };
+  return { python: [...pythons.keys()][0] ?? defaults.python, requirements: [...base, ...requirements], added: named.has('biosimulant') ? [] : ['biosimulant'], findings };
 }

@@ -1,8 +1,9 @@
+import { errors } from '../errors.ts';
 import type { Deps } from '../tools/tool.ts';
 import type { Finding } from '../../storage/db/plans.ts';
 import { runtimePinFindings, type LabManifests } from '../../storage/runtimePins.ts';
 import { declaredRuntime } from './declaredRuntime.ts';
-import { resolveLock } from './resolveLock.ts';
+import { lockAsOf, resolveLock } from './resolveLock.ts';
 import { buildSecondsPerDistribution, recordLock, resolvedLock } from '../../storage/db/environments.ts';
 import { digestJson } from '../../storage/digest.ts';
 
@@ -11,13 +12,33 @@ import { digestJson } from '../../storage/digest.ts';
  * and when not, about how long its build takes (from this deployment's timed builds per
  * distribution; never billed to the run).
  */
-export interface EnvironmentPlan { lock_sha256: string; python: string; status: 'ready' | 'build_required'; estimated_build_seconds?: number }
+export interface EnvironmentPlan {
+  lock_sha256: string; python: string; status: 'ready' | 'build_required'; estimated_build_seconds?: number;
+  /** The day (UTC) the lab's own environment was resolved as of, when it was. */
+  resolved_as_of?: string;
+}
+
+/**
+ * A requested `environment_as_of` day, refused (422) when it is after today (UTC): the
+ * index of a day that has not ended is not yet what it will be.
+ */
+export function pastDay(day: string | undefined, param: string): string | undefined {
+  if (day === undefined) return undefined;
+  if (day > new Date().toISOString().slice(0, 10)) throw errors.validation('parameter_out_of_range', `${param} must be a day that has begun (UTC): ${day} is after today.`, param);
+  return day;
+}
 
 /** Seconds a build takes per distribution before any build here was timed. */
 const DEFAULT_SECONDS_PER_DISTRIBUTION = 0.5;
 
 /** What the default runtime cannot give a lab, which its own environment can. */
 const NEEDS_OWN = new Set(['runtime_unsatisfiable', 'runtime_version_differs']);
+
+/** What a pin finding says the lab declares (its message's subject: `runtime.python_version "3.12"`, `tellurium==2.2.11.2`). */
+const declaredIn = (f: Finding) => f.message.split(/ is (?:required|pinned|not installed)/)[0]!;
+
+/** The version of a distribution a lock pins, if it does. */
+const lockedVersion = (lock: string, name: string) => new RegExp(`^${name}==(\\S+)`, 'mi').exec(lock)?.[1];
 
 /**
  * The environment a lab runs in, at plan time. A lab whose declared runtime (its Python
@@ -27,11 +48,14 @@ const NEEDS_OWN = new Set(['runtime_unsatisfiable', 'runtime_version_differs']);
  * first run. A Python this deployment does not provide, or requirements the index cannot
  * satisfy, block the plan with the resolver's own words.
  */
-export async function planEnvironment(deps: Deps, lab: LabManifests): Promise<{ environment: EnvironmentPlan | null; findings: Finding[] }> {
+export async function planEnvironment(deps: Deps, lab: LabManifests, asOf?: string): Promise<{ environment: EnvironmentPlan | null; findings: Finding[] }> {
   const pins = runtimePinFindings(deps.runtimeLock, lab);
   const own = pins.filter((f) => NEEDS_OWN.has(f.code) && !/names a URL/.test(f.message));
   const others = pins.filter((f) => !own.includes(f));
-  if (!own.length) return { environment: { lock_sha256: deps.runtimeLock.sha256, python: deps.runtimeLock.python, status: 'ready' }, findings: pins };
+  if (!own.length) {
+    const unused: Finding[] = asOf ? [{ severity: 'info', code: 'environment_as_of_unused', message: `The lab runs in the default runtime, which is not resolved again: environment_as_of ${asOf} applies only to a lab that gets its own environment.`, path: 'environment_as_of' }] : [];
+    return { environment: { lock_sha256: deps.runtimeLock.sha256, python: deps.runtimeLock.python, status: 'ready' }, findings: [...pins, ...unused] };
+  }
   if (others.some((f) => f.severity === 'blocking')) return { environment: null, findings: others };
   const settings = deps.config.environments;
   const declared = declaredRuntime(lab, deps.runtimeLock);
@@ -41,25 +65,31 @@ export async function planEnvironment(deps: Deps, lab: LabManifests): Promise<{ 
     const at = own.find((f) => f.path?.endsWith('/runtime/python_version'))?.path ?? 'lab.yaml#/runtime/python_version';
     return { environment: null, findings: [...others, { severity: 'blocking', code: 'python_unavailable', message: `Python ${declared.python} is not provided here; this deployment provides ${provided.length ? provided.join(', ') : 'no other Python'}. Declare one of them.`, path: at }] };
   }
-  const request = digestJson({ python: declared.python, requirements: declared.requirements, index: settings.indexUrl });
+  // A resolution as of a date is another request; one without keeps the digest it always had.
+  const request = digestJson({ python: declared.python, requirements: declared.requirements, index: settings.indexUrl, ...(asOf ? { as_of: asOf } : {}) });
   let lock = await resolvedLock(deps.db, request);
   if (!lock) {
-    const resolved = await resolveLock(settings, declared.python, declared.requirements);
+    const resolved = await resolveLock(settings, { python: declared.python, requirements: declared.requirements, asOf, exempt: declared.added });
     if ('error' in resolved) {
-      return { environment: null, findings: [...others, { severity: 'blocking', code: 'dependencies_unsatisfiable', message: `The declared requirements (${declared.requirements.join(', ')}) cannot be resolved for Python ${declared.python} from ${settings.indexUrl}: ${resolved.error}`, path: own[0]!.path }] };
+      return { environment: null, findings: [...others, { severity: 'blocking', code: 'dependencies_unsatisfiable', message: `The declared requirements (${declared.requirements.join(', ')}) cannot be resolved for Python ${declared.python} from ${settings.indexUrl}${asOf ? ` as of ${asOf}` : ''}: ${resolved.error}`, path: own[0]!.path }] };
     }
     await recordLock(deps.db, request, resolved.lock);
     lock = { sha256: resolved.lock.sha256, python: declared.python, lock: resolved.lock.text, distributions: resolved.lock.distributions, built_at: null, build_seconds: null, created_at: new Date() };
   }
   const count = lock.distributions;
+  const dated = lockAsOf(lock.lock);
   const environment: EnvironmentPlan = lock.built_at
     ? { lock_sha256: lock.sha256, python: lock.python, status: 'ready' }
     : { lock_sha256: lock.sha256, python: lock.python, status: 'build_required', estimated_build_seconds: Math.ceil(count * ((await buildSecondsPerDistribution(deps.db)) ?? DEFAULT_SECONDS_PER_DISTRIBUTION)) };
+  if (dated) environment.resolved_as_of = dated;
+  // Each model may declare the same thing: each is said once.
+  const reasons = [...new Set(own.map(declaredIn))];
+  const runsWith = lockedVersion(lock.lock, 'biosimulant');
   return {
     environment,
     findings: [...others, {
       severity: 'info', code: 'environment_own',
-      message: `The default runtime (Python ${deps.runtimeLock.python}) does not give this lab what it declares (${own.map((f) => f.message.replace(/\.$/, '')).join('; ')}), so it runs in its own environment: Python ${lock.python}, ${count} distributions locked with their hashes (lock sha256:${lock.sha256}), ${environment.status === 'ready' ? 'already built' : `built before its first run (about ${environment.estimated_build_seconds} s), not billed to the run`}; the lab runs in it without network.`,
+      message: `The default runtime (Python ${deps.runtimeLock.python}, biosimulant ${deps.runtimeLock.packages.get('biosimulant')}) does not give this lab what it declares (${reasons.join('; ')}), so it runs in its own environment: Python ${lock.python}${runsWith ? ` with biosimulant ${runsWith}` : ''}, ${count} distributions locked with their hashes (lock sha256:${lock.sha256})${dated ? `, resolved as the package index stood at the end of ${dated} (UTC)` : ''}, ${environment.status === 'ready' ? 'already built' : `built before its first run (about ${environment.estimated_build_seconds} s), not billed to the run`}; the lab runs in it without network.`,
       path: own[0]!.path,
     }],
   };

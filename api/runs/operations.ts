@@ -22,7 +22,8 @@ import { runWorkflowId } from '../../kernel/workflowNames.ts';
 import { str, uuid, sha256Hex, limit, cursor, nullableStr, id } from '../schemas/common.ts';
 // RFC 6266: an ASCII fallback name plus the exact name as filename* (RFC 5987).
 import contentDisposition from 'content-disposition';
-import { RUN_STATUSES, artifactMetadata, runEventPage, runPage, runPlan, runRecord, runResults } from './schemas.ts';
+import { RUN_STATUSES, artifactMetadata, environmentAsOf, runEventPage, runPage, runPlan, runRecord, runResults } from './schemas.ts';
+import { pastDay } from './environment.ts';
 
 /** Inputs of a run: an object keyed by the capability's declared input names. */
 const inputs = { type: 'object', maxProperties: 256 };
@@ -43,7 +44,7 @@ export const runTools: ToolDef[] = [
         type: 'object', additionalProperties: false,
         properties: {
           capability_ref: str(200, { minLength: 1 }), workspace_id: uuid, revision_id: uuid, inputs,
-          compute_profile_id: str(64), max_runtime_seconds: { type: 'integer', minimum: 1 }, seed, reuse,
+          compute_profile_id: str(64), max_runtime_seconds: { type: 'integer', minimum: 1 }, seed, reuse, environment_as_of: environmentAsOf,
         },
         oneOf: [{ required: ['capability_ref'] }, { required: ['workspace_id', 'revision_id'] }],
       },
@@ -58,7 +59,7 @@ export const runTools: ToolDef[] = [
         type: 'object', additionalProperties: false,
         properties: {
           plan_id: uuid, plan_sha256: sha256Hex, ref: str(200, { minLength: 1 }), inputs, compute_profile: str(64), metadata,
-          max_runtime_seconds: { type: 'integer', minimum: 1 }, seed, reuse,
+          max_runtime_seconds: { type: 'integer', minimum: 1 }, seed, reuse, environment_as_of: environmentAsOf,
         },
         oneOf: [{ required: ['plan_id', 'plan_sha256'] }, { required: ['ref'] }],
       },
@@ -124,6 +125,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
       ref: input.capability_ref, refParam: 'capability_ref',
       workspace: input.capability_ref !== undefined ? undefined : { workspaceId: input.workspace_id, revisionId: input.revision_id }, inputs: input.inputs ?? {},
       profileId: input.compute_profile_id, profileParam: 'compute_profile_id', maxRuntimeSeconds: input.max_runtime_seconds, seed: input.seed, reuse: input.reuse, caps: true,
+      environmentAsOf: pastDay(input.environment_as_of, 'environment_as_of'),
     });
     const plan = await createPlan(ctx.deps.db, { accountId: ctx.caller.account.id, kind: 'run', proposal, findings, ttlSeconds: PLAN_TTL_SECONDS });
     return {
@@ -157,6 +159,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
       const prepared = await prepareRun(ctx.deps, ctx.caller, {
         ref: input.ref, refParam: 'ref', inputs: input.inputs ?? {}, profileId: input.compute_profile, profileParam: 'compute_profile',
         maxRuntimeSeconds: input.max_runtime_seconds, seed: input.seed, reuse: input.reuse, caps: true,
+        environmentAsOf: pastDay(input.environment_as_of, 'environment_as_of'),
       });
       const blocking = prepared.findings.filter((f) => f.severity === 'blocking');
       if (blocking.length) throw errors.validation(blocking[0]!.code, blocking.map((f) => f.message).join(' '), blocking[0]!.path, { findings: blocking });

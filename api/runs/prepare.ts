@@ -1,3 +1,5 @@
+import { runtimeFormatFindings } from '../workspaces/formatFindings.ts';
+import { parseManifestText } from '../../storage/labManifests.ts';
 import { randomInt } from 'node:crypto';
 import type { Deps, Caller } from '../tools/tool.ts';
 import { ApiError, errors } from '../errors.ts';
@@ -5,7 +7,6 @@ import { planUnavailable } from '../plans.ts';
 import { findLatestVisibleRelease, findVisibleRelease, parseReference, type ReleaseRow } from '../../storage/db/releases.ts';
 import { getComputeProfile, type ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
 import type { Finding } from '../../storage/db/plans.ts';
-import YAML from 'yaml';
 import { checkInputs, contractOf } from '../../storage/inputChecks.ts';
 import { resolveInputReferences } from './inputRefs.ts';
 import { getRevision, getWorkspace } from '../../storage/db/workspaces.ts';
@@ -14,6 +15,8 @@ import { unstorableProblem } from '../validation.ts';
 import { getLabById } from '../../storage/db/labs.ts';
 import { readLabManifests } from '../../storage/labManifests.ts';
 import { planEnvironment, type EnvironmentPlan } from './environment.ts';
+import { lockAsOf } from './resolveLock.ts';
+import { getLock } from '../../storage/db/environments.ts';
 import { findReusableRun, reuseOwnerOf } from '../../storage/db/runs.ts';
 import { runCapFindings } from '../spendCaps.ts';
 import { digestJson } from '../../storage/digest.ts';
@@ -73,14 +76,14 @@ function checkRuntimeBound(profile: ComputeProfileRow, maxRuntime: number): void
 }
 
 /** What a run executes: a release, or a workspace revision seen the same way. */
-export type Runnable = Pick<ReleaseRow, 'id' | 'namespace' | 'name' | 'version' | 'inputs' | 'manifest' | 'package_sha256' | 'runtime_problems' | 'tree'>;
+export type Runnable = Pick<ReleaseRow, 'id' | 'namespace' | 'name' | 'version' | 'inputs' | 'manifest' | 'package_sha256' | 'runtime_problems' | 'tree' | 'environment_lock_sha256'>;
 
 /**
  * The environment a run executes in and what it finds, from the source files it runs, for
  * releases and revisions alike (./environment.ts). A release recorded without its source
  * tree keeps the problems found when it was packed, and runs in the default runtime.
  */
-async function runtimeFindings(deps: Deps, runnable: Runnable): Promise<{ environment: EnvironmentPlan | null; findings: Finding[] }> {
+async function runtimeFindings(deps: Deps, runnable: Runnable, asOf?: string): Promise<{ environment: EnvironmentPlan | null; findings: Finding[] }> {
   if (!runnable.tree?.['lab.yaml']) {
     const problems = runnable.runtime_problems ?? [];
     return {
@@ -88,7 +91,9 @@ async function runtimeFindings(deps: Deps, runnable: Runnable): Promise<{ enviro
       findings: problems.map((problem) => ({ severity: 'blocking', code: 'runtime_unsatisfiable', message: `This lab cannot run in the platform runtime: ${problem}.`, path: 'capability_ref' })),
     };
   }
-  return planEnvironment(deps, await readLabManifests(deps.objects, runnable.tree, runnable.manifest));
+  // A release published with an environment resolved as of a date runs in that one, unless the plan names another date.
+  const recorded = !asOf && runnable.environment_lock_sha256 ? (await getLock(deps.db, runnable.environment_lock_sha256))?.lock : undefined;
+  return planEnvironment(deps, await readLabManifests(deps.objects, runnable.tree, runnable.manifest), asOf ?? (recorded ? lockAsOf(recorded) : undefined));
 }
 
 /**
@@ -107,7 +112,7 @@ async function resolveRevision(deps: Deps, caller: Caller, w: { workspaceId: str
   const text = (await deps.objects.getBytes(blobKey(file.sha256))).toString('utf8');
   let manifest: Record<string, unknown>;
   try {
-    manifest = YAML.parse(text);
+    manifest = parseManifestText(text);
   } catch (err) {
     throw errors.validation('manifest_invalid', `lab.yaml does not parse: ${(err as Error).message.split('\n')[0]}`, 'revision_id');
   }
@@ -115,7 +120,7 @@ async function resolveRevision(deps: Deps, caller: Caller, w: { workspaceId: str
   if (bad) throw errors.validation('manifest_invalid', `lab.yaml ${bad}.`, 'revision_id');
   return {
     id: rev.id, namespace: caller.account.namespace, name: lab.name, version: `rev-${rev.number}`,
-    inputs: contractOf(manifest as never).inputs, manifest, package_sha256: rev.tree_sha256, runtime_problems: [], tree: rev.tree,
+    inputs: contractOf(manifest as never).inputs, manifest, package_sha256: rev.tree_sha256, runtime_problems: [], tree: rev.tree, environment_lock_sha256: null,
   };
 }
 
@@ -137,6 +142,8 @@ export async function prepareRun(
     reuse?: boolean | 'skip';
     /** Apply the account's and the key's spend caps (lone runs; a study is priced as a whole). */
     caps?: boolean;
+    /** Resolve a lab's own environment as the package index stood at the end of this day (UTC). */
+    environmentAsOf?: string;
   },
 ): Promise<{ proposal: RunProposal; findings: Finding[]; release: Runnable; profile: ComputeProfileRow }> {
   const release = req.workspace ? await resolveRevision(deps, caller, req.workspace) : await resolveRelease(deps, caller, req.ref!, req.refParam);
@@ -144,8 +151,10 @@ export async function prepareRun(
   const maxRuntime = req.maxRuntimeSeconds ?? profile.max_runtime_seconds;
   checkRuntimeBound(profile, maxRuntime);
   const { unknown, findings } = checkInputs(release, req.inputs);
-  const runtime = await runtimeFindings(deps, release);
+  const runtime = await runtimeFindings(deps, release, req.environmentAsOf);
   findings.push(...runtime.findings);
+  // A release was judged by the runtime when it was packed; a revision is judged here.
+  if (req.workspace) findings.push(...await runtimeFormatFindings(deps, release.tree!, 'blocking'));
   if (unknown.length) {
     throw new ApiError(422, 'unknown_inputs', `Inputs not declared by ${release.namespace}/${release.name}@${release.version}: ${unknown.join(', ')}.`, 'inputs', { unknown });
   }
@@ -221,7 +230,7 @@ export async function recheckProposal(deps: Deps, caller: Caller, proposal: RunP
   const profile = await profileOf(deps, proposal.compute_profile, 'plan_id');
   checkRuntimeBound(profile, proposal.max_runtime_seconds);
   if (proposal.runtime_sha256 !== undefined && proposal.runtime_sha256 !== deps.runtimeLock.sha256) {
-    const runtime = await runtimeFindings(deps, runnable);
+    const runtime = await runtimeFindings(deps, runnable, proposal.environment?.resolved_as_of);
     if ((runtime.environment?.lock_sha256 ?? deps.runtimeLock.sha256) !== proposal.runtime_sha256 || runtime.findings.some((f) => f.severity === 'blocking')) throw changed();
   }
   if ((await resolveInputReferences(deps, caller, runnable.manifest, proposal.inputs)).some((f) => f.severity === 'blocking')) throw changed();

@@ -75,12 +75,19 @@ export const artifactMetadata: JsonSchema = obj(
   [...(artifactRecord.required as string[]), 'public', 'created_at'],
 );
 
+/** A plan's request to resolve a lab's own environment as of a day (run plans, publication plans). */
+export const environmentAsOf: JsonSchema = {
+  type: 'string', format: 'date',
+  description: 'Resolve the lab\'s own environment (when it gets one) as the package index stood at the end of this day, UTC (uv\'s `--exclude-newer`), so a lab runs as it did for its author before a dependency changed. Not after today. The lock records it; a release published with it keeps it for its runs.',
+};
+
 /** The environment a run executes in, as its plan shows it. */
 export const environmentPlan: JsonSchema = obj({
   lock_sha256: { ...sha256Hex, description: 'Digest of the environment lock (the default runtime\'s, or the lab\'s own).' },
   python: str(32),
   status: { enum: ['ready', 'build_required'], description: 'Advisory: a worker builds a lab\'s own environment when it first needs it.' },
   estimated_build_seconds: { type: 'number', minimum: 0 },
+  resolved_as_of: { type: 'string', format: 'date', description: 'The day (UTC) the lab\'s own environment was resolved as of, when it was.' },
 }, ['lock_sha256', 'python', 'status']);
 
 /** POST /run-plans: a priced, digested proposal to approve before POST /runs. */

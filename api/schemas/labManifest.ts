@@ -1,53 +1,44 @@
 import { makeAjv } from '../../kernel/ajv.ts';
 import type { JsonSchema } from './common.ts';
 
-const VALUE_TYPES = ['number', 'integer', 'string', 'boolean', 'object', 'array', 'file', 'dataset', 'timeseries', 'table'];
-const ALIAS = '^[a-z][a-z0-9_]{0,62}$';
-const PORT_REF = `${ALIAS.slice(0, -1)}\\.[A-Za-z_][A-Za-z0-9_]*$`;
+/**
+ * Silico's own bounds on a lab.yaml, beyond what the runtime asks (docs/contract/lab-format.md,
+ * "Silico's own checks", says each one's reason). Each is far wider than anything in the
+ * ecosystem's public labs (their longest alias has 88 characters).
+ */
+export const LAB_BOUNDS = {
+  /** Aliases and io names: they are quoted in findings, events, artifact names and study parameters (200 characters wherever the API carries a name). */
+  nameChars: 200,
+  /** A port reference (`alias.port`, or a child's `child.alias.port`). */
+  referenceChars: 1000,
+  /** The title, shown wherever the lab is listed. */
+  titleChars: 200,
+} as const;
 
-/** A package reference as the runtime's packer accepts it: `name` or `namespace/name`. */
-const PACKAGE_SEGMENT = '[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?';
+const name = { maxLength: LAB_BOUNDS.nameChars };
+const reference = { maxLength: LAB_BOUNDS.referenceChars };
+/** A list's entries' keys, bounded where they are there: whether the list and its entries have the right shape is the runtime's to say. */
+const entries = (properties: Record<string, JsonSchema>): JsonSchema => ({ items: { properties } });
 
 /**
- * The shape of the lab.yaml keys Silico acts on (docs/contract/lab-format.md): the contract, packing
- * identity, compute class and smoke inputs. Keys that describe rather than drive
- * (`description`, `tags`, `intended_use`, `licenses`, `authors`, UI layouts) are free text
- * in the ecosystem's published labs and are kept verbatim, never checked here; unknown keys
- * are allowed. The runtime's own validator stays authoritative for everything else.
+ * Silico's own checks of a lab.yaml: its named bounds and the keys it adds for the service
+ * contract (`compute_class`, `smoke`, an input's `schema`). Everything else of the format
+ * (required keys, what an alias or a port may be, wiring, runtime) is the runtime's to judge
+ * (./../workspaces/runtimeJudge.ts): no pattern, enum or required key here refuses a lab the
+ * runtime accepts. Keys that describe rather than drive are kept verbatim, never checked.
  */
 export const labManifestSchema: JsonSchema = {
   type: 'object',
-  required: ['schema_version', 'title', 'models'],
   properties: {
-    schema_version: { const: '2.0' },
-    title: { type: 'string', minLength: 1, maxLength: 200 },
-    package: { type: 'string', pattern: `^(?:${PACKAGE_SEGMENT}/)?${PACKAGE_SEGMENT}$` },
+    title: { maxLength: LAB_BOUNDS.titleChars },
     compute_class: { enum: ['cpu', 'gpu'] },
-    models: { type: 'array', items: { type: 'object', required: ['alias', 'path'], properties: { alias: { type: 'string', pattern: ALIAS }, path: { type: 'string' } } } },
+    models: entries({ alias: name }),
+    children: entries({ alias: name }),
+    wiring: entries({ from: reference, to: { items: reference } }),
     io: {
-      type: 'object',
       properties: {
-        inputs: {
-          type: 'array',
-          items: {
-            type: 'object', required: ['name', 'maps_to'],
-            properties: {
-              name: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$' }, maps_to: { type: 'string', pattern: PORT_REF },
-              value_type: { enum: VALUE_TYPES }, required: { type: 'boolean' },
-              schema: { type: 'object' },
-            },
-          },
-        },
-        outputs: {
-          type: 'array',
-          items: {
-            type: 'object', required: ['name', 'maps_to'],
-            properties: {
-              name: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$' }, maps_to: { type: 'string', pattern: PORT_REF },
-              value_type: { enum: VALUE_TYPES }, public: { type: 'boolean' },
-            },
-          },
-        },
+        inputs: entries({ name, maps_to: reference, schema: { type: 'object' } }),
+        outputs: entries({ name, maps_to: reference }),
       },
     },
     smoke: { type: 'object', properties: { inputs: { type: 'object' } }, additionalProperties: false },
@@ -62,7 +53,7 @@ export const KNOWN_LAB_KEYS = new Set([
   'tags', 'intended_use', 'compute_class', 'smoke', 'licenses', 'authors', 'visualization',
 ]);
 
-/** Problems with a lab.yaml's Silico keys, as `path: message` lines (empty when valid). */
+/** Where a lab.yaml passes Silico's own bounds or keys, as `path: message` lines (empty when it does not). */
 export function labManifestProblems(manifest: unknown): string[] {
   if (validate(manifest)) return [];
   return (validate.errors ?? []).map((e) => `${e.instancePath || '/'}: ${e.message}`);

@@ -1,3 +1,4 @@
+import type { RuntimeJudge } from '../workspaces/runtimeJudge.ts';
 import type pg from 'pg';
 import type { Db } from '../../storage/db/knex.ts';
 import type { ObjectStore } from '../../storage/objects.ts';
@@ -29,6 +30,8 @@ export interface Deps {
   runEvents: RunEventWatcher;
   /** The lab runtime's installed set (the committed lock), read once: plan-time pin checks. */
   runtimeLock: RuntimeLock;
+  /** The lab runtime's own manifest checks: what it refuses, plans refuse in its words. */
+  runtimeJudge: RuntimeJudge;
 }
 
 /** Who is calling, resolved from the API key. */

@@ -1,3 +1,4 @@
+import { runtimeFormatFindings } from './formatFindings.ts';
 import { boundedContent } from '../boundedContent.ts';
 import type { ToolDef, ToolContext } from '../tools/tool.ts';
 import { str, nullableStr, limit, cursor, arr, sha256Hex, obj, uuid, planExecute, id } from '../schemas/common.ts';
@@ -264,6 +265,7 @@ const WORKSPACE_HANDLERS: Record<string, ToolDef['handler']> = {
     const lab = (await getLabById(ctx.deps.db, ws.lab_id))!;
     const findings: Finding[] = namingFindings(labYaml.before, labYaml.after);
     const manifest = parseLabYaml(labYaml.after).manifest;
+    if (manifest) findings.push(...await runtimeFormatFindings(ctx.deps, tree, 'warning'));
     if (manifest) findings.push(...declaredNameFindings(await declaredName(ctx.deps.db, lab, ctx.caller.account.namespace, manifest), { name: lab.name, namespace: ctx.caller.account.namespace }, 'change'));
     if (base.id !== ws.head_revision_id) findings.push({ severity: 'blocking', code: 'base_not_head', message: 'base_revision_id is not the workspace head; prepare against the head.', path: 'base_revision_id' });
     const proposal = { workspace_id: ws.id, base_revision_id: base.id, operations: normalized, tree_sha256: treeDigest(tree), tree };

@@ -1,8 +1,8 @@
+import { parseManifestText } from '../../storage/labManifests.ts';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import YAML from 'yaml';
 import type { Db } from '../../storage/db/knex.ts';
 import type { ObjectStore } from '../../storage/objects.ts';
 import { blobKey } from '../../storage/objects.ts';
@@ -47,7 +47,7 @@ export async function publishLab(
 ) {
   const tmp = await mkdtemp(path.join(tmpdir(), 'silico-pack-'));
   try {
-    const manifest = YAML.parse(await readFile(path.join(lab.dir, 'lab.yaml'), 'utf8'));
+    const manifest = parseManifestText(await readFile(path.join(lab.dir, 'lab.yaml'), 'utf8'));
     const identity = packerIdentity(manifest, { package: `${lab.namespace}/${lab.name}`, version: lab.version });
     const packed = await packLab(packer.sandbox, packer.python, lab.dir, path.join(tmp, 'pack'), identity);
     const archiveSha = await objects.putBlob(await readFile(packed.archive), 'application/zip');

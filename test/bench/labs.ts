@@ -92,7 +92,7 @@ async function main(): Promise<void> {
     const sandbox = createSandbox(config.sandbox);
     // Its environment, as a plan resolves it and a worker builds it (timed cold).
     const declared = declaredRuntime({ lab: YAML.parse(stretched), models: [] }, readRuntimeLock());
-    const resolved = await resolveLock(config.environments, declared.python, declared.requirements);
+    const resolved = await resolveLock(config.environments, { python: declared.python, requirements: declared.requirements });
     if ('error' in resolved) throw new Error(`resolving the lab's environment: ${resolved.error}`);
     const built = performance.now();
     const python = await ensureEnvironment(config.environments, sandbox, { ...resolved.lock, lock: resolved.lock.text });

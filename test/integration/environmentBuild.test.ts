@@ -54,7 +54,7 @@ test('an environment is built sandboxed from its hashed lock into its digest\'s 
   const dir = await mkdtemp(path.join(tmpdir(), 'silico-envs-'));
   try {
     const own = { ...settings, dir };
-    const resolved = await resolveLock(own, '3.11', ['biosimulant==0.0.40', 'numpy', 'pyyaml']);
+    const resolved = await resolveLock(own, { python: '3.11', requirements: ['biosimulant==0.0.40', 'numpy', 'pyyaml'] });
     assert.ok('lock' in resolved, JSON.stringify(resolved));
     assert.match(resolved.lock.text, /^# python 3\.11\n/);
     assert.match(resolved.lock.text, /--hash=sha256:[0-9a-f]{64}/);

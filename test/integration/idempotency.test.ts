@@ -1,3 +1,4 @@
+import { RuntimeJudge } from '../../api/workspaces/runtimeJudge.ts';
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
@@ -41,7 +42,7 @@ const pool = createPgPool(process.env.DATABASE_URL!, 4);
 before(async () => {
   const config = { ...loadConfig(), logLevel: 'silent' };
   listener = await createNotificationListener(config.databaseUrl, [AUTH_CHANNEL, RUN_EVENTS_CHANNEL]);
-  const deps = { config, db: testDb(), pool, objects: testObjects(), directDownloads: null, payments: null, temporal, keys: createKeyResolver(testDb(), listener), runEvents: createRunEventWatcher(listener), runtimeLock: readRuntimeLock() };
+  const deps = { config, db: testDb(), pool, objects: testObjects(), directDownloads: null, payments: null, temporal, keys: createKeyResolver(testDb(), listener), runEvents: createRunEventWatcher(listener), runtimeLock: readRuntimeLock(), runtimeJudge: new RuntimeJudge(process.env.SILICO_PYTHON!) };
   const app = createApp(deps, { table: { routes: [...ROUTES, route], tools: new Map([...TOOLS, [probe.name, probe]]) } });
   server = createServer(app.koa.callback());
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

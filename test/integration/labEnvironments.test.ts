@@ -33,7 +33,11 @@ async function throughTheFlow(lab: string, title: string, expected: { python: st
     return { id: run.body.id as string, plan: plan.body, results, builds: events.filter((e) => e.data?.phase === 'environment') };
   };
   const first = await runOf({ workspace_id: ws.workspace_id, revision_id: revisionId, seed: 1 });
-  assert.match(byCode(first.plan.findings, 'environment_own')[0].message, expected.declared);
+  const own = byCode(first.plan.findings, 'environment_own')[0].message as string;
+  assert.match(own, expected.declared);
+  // Each reason is said once, however many models declare it.
+  const reasons = /declares \(([^)]*)\)/.exec(own)![1]!.split('; ');
+  assert.deepEqual(reasons, [...new Set(reasons)], own);
   // Not built yet on this deployment: the plan says about how long its build takes.
   if (first.plan.environment.status === 'build_required') assert.ok(Number.isInteger(first.plan.environment.estimated_build_seconds) && first.plan.environment.estimated_build_seconds > 0, JSON.stringify(first.plan.environment));
   assert.equal(first.results.provenance.environment_lock_sha256, first.plan.environment.lock_sha256);
@@ -73,12 +77,12 @@ async function throughTheFlow(lab: string, title: string, expected: { python: st
 }
 
 test('a lab that pins its runtime (Python 3.12, biosimulant 0.0.34) runs on exactly that, without network, from workspace to Hub run', { timeout: 900_000 }, async () => {
-  const outputs = await throughTheFlow('pinned-runtime', 'Pinned runtime', { python: '3.12', declared: /runtime\.python_version "3\.12" is required.*biosimulant==0\.0\.34.*own environment: Python 3\.12/ });
+  const outputs = await throughTheFlow('pinned-runtime', 'Pinned runtime', { python: '3.12', declared: /\(runtime\.python_version "3\.12"; biosimulant==0\.0\.34\), so it runs in its own environment: Python 3\.12 with biosimulant 0\.0\.34, / });
   assert.deepEqual(outputs, { python_minor: 12, biosimulant_patch: 34, network_refused: 1 }, 'what it pinned, and no network at run time');
 });
 
 test('an SBML lab run by biosimulant\'s tellurium base with tellurium pinned computes its model, from workspace to Hub run', { timeout: 900_000 }, async () => {
-  const outputs = await throughTheFlow('sbml-decay', 'SBML decay', { python: '3.11', declared: /tellurium==2\.2\.13\.1 is not installed.*own environment: Python 3\.11/ });
+  const outputs = await throughTheFlow('sbml-decay', 'SBML decay', { python: '3.11', declared: /\(tellurium==2\.2\.13\.1[^)]*\), so it runs in its own environment: Python 3\.11 with biosimulant 0\.0\.40, / });
   // A(10 s) = 10·e^(-0.1·10), within the integrator's tolerance.
   assert.ok(Math.abs((outputs.final_a as number) - 10 * Math.exp(-1)) < 1e-4, `final_a ${outputs.final_a}`);
 });

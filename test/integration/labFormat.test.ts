@@ -30,7 +30,8 @@ test('an ecosystem lab (own package/version, free-text keys, UI layout, unknown 
   assert.equal(plan.status, 200, plan.text);
   assert.equal(plan.body.status, 'ready', JSON.stringify(plan.body.findings));
   assert.deepEqual(byCode(plan.body.findings, 'environment_own').map((f: any) => [f.severity, f.path]), [['info', 'models/core/model.yaml#/runtime/dependencies/packages/1']]);
-  assert.match(byCode(plan.body.findings, 'environment_own')[0].message, /biosimulant==0\.0\.38 is pinned/);
+  // It says what the lab declares and which biosimulant the lab will actually run with: the one it pins.
+  assert.match(byCode(plan.body.findings, 'environment_own')[0].message, /biosimulant==0\.0\.38[^)]*\), so it runs in its own environment: Python 3\.11 with biosimulant 0\.0\.38, /);
   assert.deepEqual(plan.body.findings.filter((f: any) => f.severity === 'blocking'), []);
   const managed = await call('POST', '/runs', { key, headers: idem(), body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
   assert.equal(managed.status, 200, managed.text);
@@ -98,19 +99,29 @@ test('an ecosystem lab (own package/version, free-text keys, UI layout, unknown 
   assert.deepEqual(((await call('GET', '/labs?limit=100', { key })).body.items as any[]).map((l) => l.name), ['ecosystem-sir']);
 });
 
-test('a declared package another lab of the namespace has blocks publication with a finding; a lab the packer refuses fails publication with the packer\'s own message', { timeout: 180_000 }, async () => {
+test('a declared package another lab of the namespace has blocks publication with a finding; a lab the runtime refuses is blocked in its own words, and one only its code contradicts fails publication in the runtime\'s', { timeout: 180_000 }, async () => {
   const { key } = await newAccount({ usd: 5 });
 
-  // The runtime refuses a model entry that names a repo; Silico's checks do not look at it.
+  // The runtime refuses a model entry that names a repo: the publication plan says so in its words, before anything is packed.
   const refused = await workspaceWith(key, 'Ecosystem SIR', 'ecosystem-sir', (p, t) => (p === 'lab.yaml' ? t.replace('    path: models/visualisation\n', '    path: models/visualisation\n    repo: https://example.org/plots.git\n') : t));
+  assert.deepEqual(byCode(refused.changeFindings, 'runtime_refuses').map((f) => f.severity), ['warning'], 'a draft is kept');
   const prep = await call('POST', '/publication-plans', { key, body: { workspace_id: refused.ws.workspace_id, revision_id: refused.revisionId, version: '1.2.0' } });
-  assert.equal(prep.body.status, 'ready', JSON.stringify(prep.body.findings));
-  await call('POST', '/publications', { key, body: { plan_id: prep.body.plan_id, plan_sha256: prep.body.plan_sha256 } });
-  const publication = await publicationOf(key, prep.body.reference);
+  assert.equal(prep.body.status, 'blocked', JSON.stringify(prep.body.findings));
+  assert.deepEqual(byCode(prep.body.findings, 'runtime_refuses').map((f: any) => [f.severity, f.message]),
+    [['blocking', 'The lab runtime (biosimulant 0.0.40) refuses this lab: Lab model \'visualisation\' must not use repo or manifest_path']]);
+
+  // What only the lab's code shows is judged when the runtime loads it: a model.yaml whose execution policy its
+  // source contradicts passes the plan (the plan's judge sees no code) and fails publication's smoke run in the runtime's words.
+  const elsewhere = (await newAccount({ usd: 5 })).key;
+  const contradicted = await workspaceWith(elsewhere, 'Ecosystem SIR', 'ecosystem-sir', (p, t) => (p === 'models/visualisation/model.yaml' ? t.replace('execution_policy: each_window', 'execution_policy: once_after_run') : t));
+  const packed = await call('POST', '/publication-plans', { key: elsewhere, body: { workspace_id: contradicted.ws.workspace_id, revision_id: contradicted.revisionId, version: '1.2.0' } });
+  assert.equal(packed.body.status, 'ready', JSON.stringify(packed.body.findings));
+  await call('POST', '/publications', { key: elsewhere, body: { plan_id: packed.body.plan_id, plan_sha256: packed.body.plan_sha256 } });
+  const publication = await publicationOf(elsewhere, packed.body.reference);
   assert.equal(publication.status, 'failed');
   const [finding] = publication.findings;
-  assert.equal(finding.code, 'package_invalid');
-  assert.match(finding.message, /Lab model 'visualisation' must not use repo or manifest_path/);
+  assert.equal(finding.code, 'smoke_run_failed', JSON.stringify(publication.findings));
+  assert.match(finding.message, /^package_invalid: model\.yaml doesn't match the Python module: model\.yaml declares biosim\.execution_policy 'once_after_run' but PeakPlot resolves to 'each_window'/);
   assert.doesNotMatch(finding.message, /Activity task failed/);
 
   // The same package uploaded into a second lab: the name is the first lab's, so this one keeps its own and cannot publish.

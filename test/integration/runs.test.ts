@@ -251,7 +251,7 @@ test('a lab that needs a package the default runtime lacks gets its own environm
   assert.equal(p.body.status, 'ready', JSON.stringify(p.body.findings));
   const f = p.body.findings.find((x: any) => x.code === 'environment_own');
   assert.equal(f.severity, 'info');
-  assert.match(f.message, /scipy==1\.14\.1 is not installed .* own environment: Python 3\.11, \d+ distributions locked with their hashes \(lock sha256:[0-9a-f]{64}\)/);
+  assert.match(f.message, /\(scipy==1\.14\.1\), so it runs in its own environment: Python 3\.11 with biosimulant 0\.0\.40, \d+ distributions locked with their hashes \(lock sha256:[0-9a-f]{64}\)/);
   assert.equal(p.body.environment.python, '3.11');
   assert.match(p.body.environment.lock_sha256, /^[0-9a-f]{64}$/);
   assert.notEqual(p.body.environment.lock_sha256, readRuntimeLock().sha256);

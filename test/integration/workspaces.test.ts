@@ -71,25 +71,53 @@ test('two plans on the same base: the first apply wins, the second is 409 plan_u
   assert.equal(got.body.revision.file_count, 1);
 });
 
-test('naming: duplicate and invalid aliases block; a full rename passes; a rename leaving wiring behind blocks; title changes are advisory', async () => {
+test('naming: duplicate and empty aliases block; any alias the runtime takes passes; a rename leaving wiring behind warns; title changes are advisory; the rest the runtime judges', async () => {
   const { key } = await newAccount();
   const ws = await workspace(key);
+  const model = 'biosim: { entrypoint: "src.m:M" }\n';
   const base = `schema_version: "2.0"\ntitle: Two\nmodels:\n  - { alias: prey, path: models/a }\n  - { alias: predator, path: models/b }\nwiring:\n  - { from: prey.x, to: [predator.x] }\nruntime: { duration: 1, communication_step: 1 }\nio:\n  outputs:\n    - { name: x, maps_to: prey.x }\n`;
-  const first = await prepare(key, ws.workspace_id, ws.head_revision_id, [{ kind: 'file_put', path: 'lab.yaml', content: base }]);
+  const first = await prepare(key, ws.workspace_id, ws.head_revision_id, [
+    { kind: 'file_put', path: 'lab.yaml', content: base }, { kind: 'file_put', path: 'models/a/model.yaml', content: model }, { kind: 'file_put', path: 'models/b/model.yaml', content: model },
+  ]);
   assert.equal(first.body.status, 'ready', JSON.stringify(first.body.findings));
+  assert.deepEqual(first.body.findings, []);
   const head = (await apply(key, first.body)).body.revision_id;
-  const codes = async (yaml: string) => (await prepare(key, ws.workspace_id, head, [{ kind: 'file_put', path: 'lab.yaml', content: yaml }])).body.findings.map((f: any) => `${f.severity}:${f.code}`);
+  const findings = async (yaml: string) => (await prepare(key, ws.workspace_id, head, [{ kind: 'file_put', path: 'lab.yaml', content: yaml }])).body.findings as any[];
+  const codes = async (yaml: string) => (await findings(yaml)).map((f: any) => `${f.severity}:${f.code}`);
   assert.ok((await codes(base.replace('alias: predator', 'alias: prey'))).includes('blocking:alias_duplicate'));
-  assert.ok((await codes(base.replace('alias: predator', 'alias: Predator-1'))).includes('blocking:alias_invalid'));
+  assert.ok((await codes(base.replace('alias: predator', 'alias: " "'))).includes('blocking:alias_invalid'));
   assert.deepEqual(await codes(base.replaceAll('prey', 'rabbit')), [], 'alias, wiring and io renamed together');
-  assert.ok((await codes(base.replace('alias: prey', 'alias: rabbit'))).includes('blocking:alias_missing'));
+  // What the ecosystem's generators write: 88 characters, upper case, hyphens and dots are the runtime's to take.
+  const long = 'epidemiology_sbml_fang2020_seir_model_of_covid_19_transmission_con_biomd0000000984_model';
+  for (const alias of [long, 'Predator-1', 'pred.ator']) assert.deepEqual(await codes(base.replaceAll('predator', alias)), [], alias);
+  assert.deepEqual(await codes(base.replace('alias: prey', 'alias: rabbit')), ['warning:alias_missing', 'warning:alias_missing']);
   assert.deepEqual(await codes(base.replace('title: Two', 'title: Three')), ['info:title_changed']);
-  // Lists of the wrong type are findings, not crashes.
-  for (const bad of ['models: abc', 'models: 5', 'wiring: 5', 'io: {inputs: 5}', 'io: {outputs: {a: 1}}', 'children: 7']) {
-    assert.ok((await codes(`schema_version: "2.0"\ntitle: T\n${bad}\n`)).includes('blocking:manifest_invalid'), bad);
+  assert.ok((await codes(base.replace('alias: predator', `alias: ${'p'.repeat(201)}`))).includes('blocking:manifest_invalid'), 'Silico\'s bound on a name');
+  // The rest of the format is the runtime's: in its words, a warning while the lab is a draft.
+  const modelsAs = (v: string) => base.replace(/^models:\n(  - .*\n)+/m, `models: ${v}\n`);
+  const cases: Array<[string, RegExp]> = [
+    [modelsAs('abc'), /non-empty models list/], [modelsAs('5'), /non-empty models list/],
+    [base.replace(/^wiring:\n  - .*\n/m, 'wiring: 5\n'), /wiring list/], [`${base}children: 7\n`, /children entries must be a list/],
+  ];
+  for (const [yaml, said] of cases) {
+    const got = (await findings(yaml)).filter((f: any) => f.code === 'runtime_refuses');
+    assert.equal(got.length, 1, yaml);
+    assert.equal(got[0].severity, 'warning');
+    assert.match(got[0].message, /^The lab runtime \(biosimulant 0\.0\.40\) refuses this lab as it stands: /);
+    assert.match(got[0].message, said, yaml);
   }
+  const missingModel = (await findings(base.replace('models/b', 'models/c'))).filter((f: any) => f.code === 'runtime_refuses');
+  assert.match(missingModel[0]?.message ?? '', /Embedded dependency path not found: models\/c/);
   // YAML's "\0" is U+0000, which no plan or release could store: one blocking finding, no 500.
   assert.deepEqual(await codes(base.replace('alias: predator', 'alias: "pred\\0ator"')), ['blocking:manifest_invalid']);
+  // A draft the runtime refuses is kept; running it is blocked, in the runtime's words.
+  const draft = await prepare(key, ws.workspace_id, head, [{ kind: 'file_put', path: 'lab.yaml', content: base.replace('models/b', 'models/c') }]);
+  assert.equal(draft.body.status, 'ready', JSON.stringify(draft.body.findings));
+  const revision = (await apply(key, draft.body)).body.revision_id;
+  const plan = await call('POST', '/run-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: revision, inputs: {} } });
+  assert.equal(plan.body.status, 'blocked', plan.text);
+  assert.deepEqual(plan.body.findings.filter((f: any) => f.code === 'runtime_refuses').map((f: any) => [f.severity, f.message]),
+    [['blocking', 'The lab runtime (biosimulant 0.0.40) refuses this lab: Embedded dependency path not found: models/c']]);
 });
 
 test('paths and content are refused with precise codes', async () => {

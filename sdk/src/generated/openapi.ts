@@ -6333,6 +6333,11 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /**
+                     * Format: date
+                     * @description Resolve the lab's own environment (when it gets one) as the package index stood at the end of this day, UTC (uv's `--exclude-newer`), so a lab runs as it did for its author before a dependency changed. Not after today. The lock records it; a release published with it keeps it for its runs.
+                     */
+                    environment_as_of?: string;
                     release_notes?: string;
                     /** Format: uuid */
                     revision_id: string;
@@ -6778,6 +6783,11 @@ export interface operations {
                 "application/json": {
                     capability_ref?: string;
                     compute_profile_id?: string;
+                    /**
+                     * Format: date
+                     * @description Resolve the lab's own environment (when it gets one) as the package index stood at the end of this day, UTC (uv's `--exclude-newer`), so a lab runs as it did for its author before a dependency changed. Not after today. The lock records it; a release published with it keeps it for its runs.
+                     */
+                    environment_as_of?: string;
                     inputs?: Record<string, unknown>;
                     max_runtime_seconds?: number;
                     /** @description Answer from an identical completed run (same package, inputs, seed, compute profile and runtime) at no cost; without a seed, any identical run's seed is taken. Default false. */
@@ -6814,6 +6824,11 @@ export interface operations {
                             /** @description Digest of the environment lock (the default runtime's, or the lab's own). */
                             lock_sha256: string;
                             python: string;
+                            /**
+                             * Format: date
+                             * @description The day (UTC) the lab's own environment was resolved as of, when it was.
+                             */
+                            resolved_as_of?: string;
                             /**
                              * @description Advisory: a worker builds a lab's own environment when it first needs it.
                              * @enum {unknown}
@@ -6990,6 +7005,11 @@ export interface operations {
             content: {
                 "application/json": {
                     compute_profile?: string;
+                    /**
+                     * Format: date
+                     * @description Resolve the lab's own environment (when it gets one) as the package index stood at the end of this day, UTC (uv's `--exclude-newer`), so a lab runs as it did for its author before a dependency changed. Not after today. The lock records it; a release published with it keeps it for its runs.
+                     */
+                    environment_as_of?: string;
                     inputs?: Record<string, unknown>;
                     max_runtime_seconds?: number;
                     metadata?: {
