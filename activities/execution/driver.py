@@ -445,13 +445,66 @@ def invocation(conn, archive, workdir):
     os._exit(code)
 
 
+# How many of a failure's innermost frames its report shows (the lab's and its packages').
+SHOWN_FRAMES = 8
+
+
+def lab_traceback(exc):
+    """The failure's traceback without this driver's frames: the author's code and the
+    packages it uses, innermost last, as Python prints them."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
+    lines = traceback.format_list(frames[-SHOWN_FRAMES:])
+    return "Traceback (most recent call last):\n" + "".join(lines) + "".join(traceback.format_exception_only(type(exc), exc))
+
+
+def distribution_of(module_name):
+    """The installed distribution a module comes from, and its version, if one is known."""
+    from importlib import metadata
+
+    top = module_name.split(".")[0]
+    for dist in metadata.packages_distributions().get(top, []):
+        try:
+            return {"distribution": dist, "version": metadata.version(dist)}
+        except metadata.PackageNotFoundError:
+            continue
+    return {}
+
+
+def missing_module(exc):
+    """A module the lab (or a package it uses) imports and its environment lacks: its name
+    and who imports it (the innermost frame outside the import machinery), or None."""
+    found = next((e for e in _causes(exc) if isinstance(e, ModuleNotFoundError) and e.name), None)
+    if found is None:
+        return None
+    frames = [f for f in traceback.walk_tb(found.__traceback__) if not f[0].f_code.co_filename.startswith("<frozen")]
+    report = {"module": found.name}
+    if frames:
+        frame, line = frames[-1]
+        importer = frame.f_globals.get("__name__", "")
+        report["imported_by"] = {"module": importer, "file": frame.f_code.co_filename, "line": line, **distribution_of(importer)}
+    return report
+
+
 def report_failure(exc):
     code = limit_code(exc)
+    missing = None
     try:
-        message = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
+        missing = missing_module(exc)
+        # The first line says what happened; the lab's traceback follows.
+        first = missing_module_message(missing) if missing else f"{type(exc).__name__}: {exc}"
+        message = f"{first}\n{lab_traceback(exc)}"
     except MemoryError:
         message = type(exc).__name__
-    emit({"type": "error", "code": code or "lab_error", "message": message[:4000]})
+    emit({"type": "error", "code": code or "lab_error", "message": message[:4000], **({"missing_module": missing} if missing else {})})
+
+
+def missing_module_message(missing):
+    """What the author reads first: the module, who imports it, and what to declare. The
+    worker names the distribution on the package index when it knows one."""
+    by = missing.get("imported_by") or {}
+    who = f"{by['distribution']} {by['version']} ({by['module']})" if by.get("distribution") else (by.get("module") or "the lab")
+    return (f"No module named '{missing['module']}': {who} imports it and this lab's environment does not hold it. "
+            f"Declare the distribution that provides it in runtime.dependencies.packages of the model that needs it.")
 
 
 if __name__ == "__main__":

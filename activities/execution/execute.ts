@@ -1,4 +1,6 @@
-import { parseManifestText } from '../../storage/labManifests.ts';
+import { teachMissingModule } from './missingModule.ts';
+import { parseManifestText, readLabManifests } from '../../storage/labManifests.ts';
+import type { Tree } from '../../storage/trees.ts';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createReadStream } from 'node:fs';
 import pLimit from 'p-limit';
@@ -218,6 +220,10 @@ export function createExecutionActivities(deps: ExecutionDeps) {
       if (error?.code === 'timed_out') return { status: 'timed_out', error, computeSeconds: outcome.wallSeconds };
       // The platform's own failure to start a lab costs its owner nothing.
       if (error?.code === 'sandbox_unavailable') return { status: 'failed', error, computeSeconds: 0 };
+      if (error?.missing_module) {
+        const lab = await readLabManifests(deps.objects, source.tree, source.manifest);
+        return { status: 'failed', error: { code: error.code, message: await teachMissingModule(error.message, error.missing_module, lab, deps.environments.indexUrl) }, computeSeconds };
+      }
       if (error) return { status: 'failed', error, computeSeconds };
       const missing = sink.missing();
       if (missing.length) {
@@ -265,7 +271,7 @@ async function runPython(deps: ExecutionDeps, run: RunRow, beat: () => void): Pr
  * a lab folder.
  */
 async function materialize(deps: { db: Db; objects: ObjectStore }, run: RunRow, dir: string): Promise<
-  { entry: string; manifest: any; request: Record<string, unknown> } | { error: { code: string; message: string } }
+  { entry: string; manifest: any; tree: Tree; request: Record<string, unknown> } | { error: { code: string; message: string } }
 > {
   const mismatch = { error: { code: 'artifact_store_error', message: 'Stored lab content does not match its digest.' } };
   await mkdir(dir, { recursive: true });
@@ -275,14 +281,14 @@ async function materialize(deps: { db: Db; objects: ObjectStore }, run: RunRow, 
     const bytes = await deps.objects.getBytes(release.archive_key);
     if (`blobs/sha256/${sha256Hex(bytes)}` !== release.archive_key) return mismatch;
     await writeFile(path.join(dir, 'lab.bsilab'), bytes);
-    return { entry: 'lab.bsilab', manifest: release.manifest, request: { package_sha256: run.package_sha256 } };
+    return { entry: 'lab.bsilab', manifest: release.manifest, tree: release.tree ?? {}, request: { package_sha256: run.package_sha256 } };
   }
   const rev = (await getRevisionById(deps.db, run.revision_id!))!;
   if (!(await writeTree(deps.objects, rev.tree, path.join(dir, 'lab')))) return mismatch;
   const manifest = parseManifestText(await readFile(path.join(dir, 'lab', 'lab.yaml'), 'utf8'));
   const [ns, name] = run.resolved_ref.split('@')[0]!.split('/');
   // A lab that declares its own package/version is packed under them; others under its Silico name.
-  return { entry: 'lab', manifest, request: packerIdentity(manifest, { package: `${ns}/${name}`, version: `0.0.${rev.number}` }) };
+  return { entry: 'lab', manifest, tree: rev.tree, request: packerIdentity(manifest, { package: `${ns}/${name}`, version: `0.0.${rev.number}` }) };
 }
 
 /**

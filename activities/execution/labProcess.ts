@@ -1,3 +1,4 @@
+import type { MissingModule } from './missingModule.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -18,7 +19,11 @@ export interface StreamLimits {
 
 export const DEFAULT_STREAM_LIMITS: StreamLimits = { protocolBytes: 1 << 30, lineBytes: 8 << 20, logBytes: 16 << 20 };
 
-export interface LabError { code: string; message: string }
+export interface LabError {
+  code: string; message: string;
+  /** A module the lab's environment lacks, as the driver found it (./missingModule.ts teaches it). */
+  missing_module?: MissingModule;
+}
 
 export interface LabProcessHooks {
   /** Each protocol message, in order; a returned promise is awaited before the next. */
@@ -274,7 +279,11 @@ export async function readProtocol(
         continue;
       }
       if (msg.type === 'hello') hello = true;
-      else if (msg.type === 'error' && !reported) reported = { code: String(msg.code ?? 'lab_error').slice(0, 64), message: String(msg.message ?? '').slice(0, 4000) };
+      else if (msg.type === 'error' && !reported) {
+        reported = { code: String(msg.code ?? 'lab_error').slice(0, 64), message: String(msg.message ?? '').slice(0, 4000) };
+        const missing = msg.missing_module as MissingModule | undefined;
+        if (missing && typeof missing === 'object' && typeof missing.module === 'string') reported.missing_module = missing;
+      }
       else if (msg.type === 'result') result = { status: String(msg.status), cpu_seconds: Number(msg.cpu_seconds) || 0 };
       else await hooks.onMessage(msg);
     }
