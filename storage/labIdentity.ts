@@ -1,3 +1,5 @@
+import { stripAsPython } from './labManifests.ts';
+
 /**
  * A lab's packing identity. A lab.yaml may declare `package` (`name` or `namespace/name`)
  * and `version`; the runtime's packer then packs under what it declares and refuses a
@@ -13,7 +15,7 @@ export interface DeclaredIdentity {
   version?: string;
 }
 
-const text = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() ? v.trim() : undefined);
+const text = (v: unknown): string | undefined => (typeof v === 'string' && stripAsPython(v) ? stripAsPython(v) : undefined);
 
 /** What a lab.yaml declares about its identity (the runtime reads only non-empty strings). */
 export function declaredIdentity(manifest: unknown): DeclaredIdentity {

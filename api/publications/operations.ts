@@ -1,3 +1,5 @@
+import { listOf } from '../../storage/labContract.ts';
+import path from 'node:path';
 import { runtimeFormatFindings } from '../workspaces/formatFindings.ts';
 import { parseManifestText } from '../../storage/labManifests.ts';
 import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
@@ -79,24 +81,24 @@ async function staticFindings(ctx: ToolContext, tree: Tree, labYaml: { text?: st
   const runtime = await planEnvironment(ctx.deps, await readLabManifests(ctx.deps.objects, tree, manifest), asOf);
   findings.push(...runtime.findings);
   const environmentLock = runtime.environment && runtime.environment.lock_sha256 !== ctx.deps.runtimeLock.sha256 ? runtime.environment.lock_sha256 : undefined;
-  for (const [i, m] of ((manifest.models ?? []) as Array<{ path?: string }>).entries()) {
-    const dir = String(m?.path ?? '').replace(/\/+$/, '');
+  // The runtime judged the manifests above; what it cannot see from them is whether the
+  // module an entrypoint names is in the revision (it would fail only when the smoke run loads it).
+  for (const m of listOf((manifest.models ?? []) as Array<{ path?: unknown }>)) {
+    if (typeof m?.path !== 'string') continue;
+    const dir = path.posix.normalize(m.path).replace(/^\.\/|\/+$/g, '');
     const modelYaml = await textOf(ctx, tree, `${dir}/model.yaml`);
-    if (!modelYaml) {
-      findings.push({ severity: 'blocking', code: 'model_missing', message: `No ${dir}/model.yaml for models[${i}].`, path: `lab.yaml#/models/${i}/path` });
-      continue;
-    }
-    let entry: string | undefined;
+    let entry: unknown;
     try {
-      entry = parseManifestText(modelYaml)?.biosim?.entrypoint;
+      entry = modelYaml === undefined ? undefined : parseManifestText(modelYaml)?.biosim?.entrypoint;
     } catch {
       entry = undefined;
     }
-    const module = typeof entry === 'string' ? entry.split(':')[0]! : '';
-    if (!module || !/^[A-Za-z_][\w.]*:[A-Za-z_]\w*$/.test(entry!)) {
-      findings.push({ severity: 'blocking', code: 'entrypoint_invalid', message: `${dir}/model.yaml needs biosim.entrypoint "module.path:Class".`, path: `${dir}/model.yaml#/biosim/entrypoint` });
-    } else if (!tree[`${dir}/${module.replaceAll('.', '/')}.py`]) {
-      findings.push({ severity: 'blocking', code: 'entrypoint_missing', message: `${dir}/${module.replaceAll('.', '/')}.py (entrypoint ${entry}) is not in the revision.`, path: `${dir}/model.yaml#/biosim/entrypoint` });
+    if (typeof entry !== 'string' || !entry.trim()) continue;
+    // As the runtime splits it: `module:attr`, else `module.attr`.
+    const module = entry.includes(':') ? entry.split(':')[0]! : entry.slice(0, Math.max(0, entry.lastIndexOf('.')));
+    const file = `${dir}/${module.replaceAll('.', '/')}`;
+    if (module && !tree[`${file}.py`] && !tree[`${file}/__init__.py`]) {
+      findings.push({ severity: 'blocking', code: 'entrypoint_missing', message: `${file}.py (entrypoint ${entry}) is not in the revision.`, path: `${dir}/model.yaml#/biosim/entrypoint` });
     }
   }
   const smoke = manifest.smoke?.inputs;

@@ -1,4 +1,4 @@
-import { parseManifestText } from '../../storage/labManifests.ts';
+import { parseManifestText, stripAsPython } from '../../storage/labManifests.ts';
 import type { Finding } from '../../storage/db/plans.ts';
 import { KNOWN_LAB_KEYS, labManifestProblems } from '../schemas/labManifest.ts';
 import { unstorableProblem } from '../validation.ts';
@@ -54,7 +54,7 @@ export function namingFindings(before: string | undefined, after: string | undef
     list.forEach((entry, i) => {
       const at = `lab.yaml#/${group}/${i}/alias`;
       const alias = entry?.alias;
-      if (typeof alias !== 'string' || !alias.trim()) {
+      if (typeof alias !== 'string' || !stripAsPython(alias)) {
         findings.push({ severity: 'blocking', code: 'alias_invalid', message: `Alias ${JSON.stringify(alias ?? null)} must be a non-empty string.`, path: at });
       } else if (seen.has(alias)) {
         findings.push({ severity: 'blocking', code: 'alias_duplicate', message: `Alias ${alias} is already used at ${seen.get(alias)}; sibling aliases are unique.`, path: at });
