@@ -20,7 +20,8 @@ export const BOUNDS = {
   pathBytes: 255,
   /** Deepest nesting of a lab.yaml value (api/validation.ts MAX_NESTING). */
   nesting: 32,
-  // Not in the document's table yet: the brief of issue 43 assumes them.
+  // Not bounds of the service (it has none on these; the tree's 64 MiB holds them): the
+  // generator keeps to them so that a case stays small enough to judge quickly.
   /** Models of one lab.yaml. */
   modelsPerLab: 200,
   /** lab.yaml bytes. */
