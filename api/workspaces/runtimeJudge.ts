@@ -7,6 +7,8 @@ import { createInterface } from 'node:readline';
 import { blobKey, type ObjectStore } from '../../storage/objects.ts';
 import type { Tree } from '../../storage/trees.ts';
 import { DependencyUnavailable } from '../../storage/dependencies.ts';
+import { LRUCache } from 'lru-cache';
+import { treeDigest } from '../../storage/trees.ts';
 
 const SCRIPT = fileURLToPath(new URL('./manifestCheck.py', import.meta.url));
 
@@ -20,7 +22,7 @@ const JUDGE_MS = 10_000;
 const MEMORY_BYTES = 1 << 30;
 
 /** The runtime's verdict on a lab's manifests: its own messages, none when it accepts them. */
-export type RuntimeVerdict = { errors: string[] };
+export type RuntimeVerdict = { errors: string[]; /** The judge did not finish: no verdict to keep. */ timedOut?: true };
 
 /**
  * The lab runtime's own manifest checks (api/workspaces/manifestCheck.py), asked of one
@@ -33,11 +35,16 @@ export class RuntimeJudge {
   private child: ChildProcessWithoutNullStreams | null = null;
   private next = 0;
   private readonly pending = new Map<number, { resolve(v: RuntimeVerdict): void; reject(e: Error): void; timer: NodeJS.Timeout }>();
+  /** Verdicts by tree digest: a tree never changes, so a revision's change plan and its run plans ask once. */
+  private readonly verdicts = new LRUCache<string, RuntimeVerdict>({ max: 1000 });
 
   constructor(private readonly python: string) {}
 
   /** Judges a tree's manifests: they are written to a scratch folder beside empty stand-ins for its other files, so paths resolve as in the lab. */
   async judgeTree(objects: ObjectStore, tree: Tree): Promise<RuntimeVerdict> {
+    const digest = treeDigest(tree);
+    const known = this.verdicts.get(digest);
+    if (known) return known;
     const dir = await mkdtemp(path.join(tmpdir(), 'silico-judge-'));
     try {
       for (const [p, entry] of Object.entries(tree)) {
@@ -45,7 +52,9 @@ export class RuntimeJudge {
         await mkdir(path.dirname(file), { recursive: true });
         await writeFile(file, MANIFEST_FILE.test(p) ? await objects.getBytes(blobKey(entry.sha256)) : '');
       }
-      return await this.ask(dir);
+      const verdict = await this.ask(dir);
+      if (!verdict.timedOut) this.verdicts.set(digest, verdict);
+      return verdict;
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -57,7 +66,7 @@ export class RuntimeJudge {
     return new Promise<RuntimeVerdict>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
-        resolve({ errors: [`The lab runtime did not finish judging the manifests within ${JUDGE_MS / 1000} s.`] });
+        resolve({ errors: [`The lab runtime did not finish judging the manifests within ${JUDGE_MS / 1000} s.`], timedOut: true });
         child.kill('SIGKILL');
       }, JUDGE_MS);
       this.pending.set(id, { resolve, reject, timer });
