@@ -14,9 +14,9 @@ import { pageHeaders } from './console.ts';
  * the page may load only this origin's scripts and talk only to this origin, so neither
  * telemetry nor Scalar's request proxy is reachable.
  */
-// The package exports neither its package.json nor its browser bundle: both are found
-// from its entry point (dist/index.js), one directory up.
-const SCALAR_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.resolve('@scalar/api-reference'))), '..');
+// Scalar is its own install (api/scalar/package.json, run by the root postinstall on the
+// project's Node): only its browser bundle is used, never its Node code.
+const SCALAR_ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'scalar', 'node_modules', '@scalar', 'api-reference');
 const SCALAR_VERSION: string = JSON.parse(readFileSync(path.join(SCALAR_ROOT, 'package.json'), 'utf8')).version;
 const SCALAR_DIST = path.join(SCALAR_ROOT, 'dist/browser');
 /** The bundle's path names its version, so it is cached for a year and replaced by an upgrade. */

@@ -44,7 +44,7 @@ export async function startApi(config: Config, log: Logger, temporal: TemporalGa
     if (err.syscall === 'accept') log.error({ err }, 'could not accept a connection');
     else throw err;
   });
-  server.listen(config.apiPort, config.apiHost, () => log.info({ url: config.baseUrl }, 'api listening'));
+  server.listen(config.apiPort, config.apiHost, () => log.info({ url: config.baseUrl, node: process.versions.node }, 'api listening'));
   const metrics = config.metricsPort === null ? null : createServer(metricsApp(app.registry).callback());
   metrics?.on('error', (err) => log.error({ err }, 'metrics listener failed'));
   metrics?.listen(config.metricsPort!, config.apiHost, () => log.info({ port: config.metricsPort }, 'metrics listening'));

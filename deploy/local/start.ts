@@ -35,7 +35,7 @@ async function main(): Promise<void> {
   });
   const i = stack.info;
   process.stdout.write(`
-Silico is up.
+Silico is up, on Node ${process.versions.node}.
   API base URL     ${i.base_url}
   API key          ${i.api_key}
   Docs             ${i.docs_url}

@@ -112,9 +112,9 @@ test('/docs serves Scalar\'s reference of /v1/openapi.json from the pinned packa
   const html = await page.text();
   assert.ok(html.includes(`<script src="${SCALAR_SCRIPT}">`), html);
   assert.doesNotMatch(html, /https?:\/\//, 'no other origin is named');
-  const version = JSON.parse(await readFile(path.join(REPO_ROOT, 'node_modules/@scalar/api-reference/package.json'), 'utf8')).version;
+  const version = JSON.parse(await readFile(path.join(REPO_ROOT, 'api/scalar/node_modules/@scalar/api-reference/package.json'), 'utf8')).version;
   assert.equal(SCALAR_SCRIPT, `/docs/scalar-${version}.js`, 'the bundle of the installed, pinned version');
-  assert.equal(JSON.parse(await readFile(path.join(REPO_ROOT, 'package.json'), 'utf8')).dependencies['@scalar/api-reference'], version, 'pinned exactly');
+  assert.equal(JSON.parse(await readFile(path.join(REPO_ROOT, 'api/scalar/package.json'), 'utf8')).dependencies['@scalar/api-reference'], version, 'pinned exactly');
   const bundle = await fetch(`${origin}${SCALAR_SCRIPT}`);
   assert.equal(bundle.status, 200);
   assert.match(bundle.headers.get('content-type')!, /javascript/);
