@@ -6,15 +6,25 @@ import { unavailableDependency } from '../storage/dependencies.ts';
  * messages.
  */
 export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly param: string | null;
+  readonly details: Record<string, unknown>;
+  readonly headers: Record<string, string>;
   constructor(
-    readonly status: number,
-    readonly code: string,
+    status: number,
+    code: string,
     message: string,
-    readonly param: string | null = null,
-    readonly details: Record<string, unknown> = {},
-    readonly headers: Record<string, string> = {},
+    param: string | null = null,
+    details: Record<string, unknown> = {},
+    headers: Record<string, string> = {},
   ) {
     super(message);
+    this.status = status;
+    this.code = code;
+    this.param = param;
+    this.details = details;
+    this.headers = headers;
   }
 }
 

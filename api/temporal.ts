@@ -59,8 +59,10 @@ export interface TemporalGateway {
  * closer); an operation whose retry joins the same workflow can say it is still running.
  */
 export class WorkflowStillRunning extends DependencyUnavailable {
-  constructor(readonly workflowId: string) {
+  readonly workflowId: string;
+  constructor(workflowId: string) {
     super('temporal', `workflow ${workflowId} is still running`);
+    this.workflowId = workflowId;
     this.name = 'WorkflowStillRunning';
   }
 }

@@ -3,8 +3,12 @@ import yauzl from 'yauzl';
 
 /** Why requested archive members could not be read; each maps to one client error. */
 export class ArchiveError extends Error {
-  constructor(readonly kind: 'not_an_archive' | 'members_missing' | 'member_corrupt' | 'member_too_large', message: string, readonly members: string[] = []) {
+  readonly kind: 'not_an_archive' | 'members_missing' | 'member_corrupt' | 'member_too_large';
+  readonly members: string[];
+  constructor(kind: 'not_an_archive' | 'members_missing' | 'member_corrupt' | 'member_too_large', message: string, members: string[] = []) {
     super(message);
+    this.kind = kind;
+    this.members = members;
   }
 }
 

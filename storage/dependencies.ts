@@ -7,8 +7,10 @@ export type Dependency = 'postgres' | 'temporal' | 'object_store' | 'payment_pro
 
 /** A dependency refused, failed or did not answer within its deadline. */
 export class DependencyUnavailable extends Error {
-  constructor(readonly dependency: Dependency, cause?: unknown) {
+  readonly dependency: Dependency;
+  constructor(dependency: Dependency, cause?: unknown) {
     super(`${dependency} is unavailable: ${(cause as Error)?.message ?? cause ?? 'no answer'}`, { cause });
+    this.dependency = dependency;
     this.name = 'DependencyUnavailable';
   }
 }

@@ -16,8 +16,12 @@ export function skillChecksum(m: SkillManifest): string {
 
 /** Raised when stored skill bytes or manifest no longer match the published checksum. */
 export class SkillChecksumMismatch extends Error {
-  constructor(readonly skill: string, readonly what: string) {
+  readonly skill: string;
+  readonly what: string;
+  constructor(skill: string, what: string) {
     super(`skill ${skill}: ${what} does not match its published checksum`);
+    this.skill = skill;
+    this.what = what;
   }
 }
 

@@ -8,8 +8,10 @@ export const MAX_PATH_BYTES = 255;
 export const MAX_TREE_BYTES = 64 * 1024 * 1024;
 
 export class PathError extends Error {
-  constructor(readonly code: 'path_invalid' | 'path_absolute' | 'path_traversal' | 'path_too_long', message: string) {
+  readonly code: 'path_invalid' | 'path_absolute' | 'path_traversal' | 'path_too_long';
+  constructor(code: 'path_invalid' | 'path_absolute' | 'path_traversal' | 'path_too_long', message: string) {
     super(message);
+    this.code = code;
   }
 }
 

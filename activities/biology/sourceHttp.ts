@@ -8,14 +8,21 @@ import type { BiologySource } from '../../kernel/config.ts';
  * answer.
  */
 export class SourceError extends Error {
+  readonly code: 'source_unavailable' | 'source_rate_limited' | 'source_refused' | 'record_not_found' | 'record_too_large'
+      | 'source_redirect_refused' | 'source_address_refused' | 'source_host_not_registered';
+  readonly retryable: boolean;
+  readonly retryAfterMs: number | undefined;
   constructor(
-    readonly code: 'source_unavailable' | 'source_rate_limited' | 'source_refused' | 'record_not_found' | 'record_too_large'
+    code: 'source_unavailable' | 'source_rate_limited' | 'source_refused' | 'record_not_found' | 'record_too_large'
       | 'source_redirect_refused' | 'source_address_refused' | 'source_host_not_registered',
     message: string,
-    readonly retryable = false,
-    readonly retryAfterMs?: number,
+    retryable = false,
+    retryAfterMs?: number,
   ) {
     super(message);
+    this.code = code;
+    this.retryable = retryable;
+    this.retryAfterMs = retryAfterMs;
   }
 }
 

@@ -12,8 +12,10 @@ export interface EnvironmentDeps { db: Db; environments: EnvironmentSettings; sa
 
 /** A lock that is not recorded, or an environment that could not be built. */
 export class EnvironmentUnavailable extends Error {
-  constructor(readonly code: 'environment_unavailable' | 'environment_build_failed', message: string) {
+  readonly code: 'environment_unavailable' | 'environment_build_failed';
+  constructor(code: 'environment_unavailable' | 'environment_build_failed', message: string) {
     super(message);
+    this.code = code;
   }
 }
 

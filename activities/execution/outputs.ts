@@ -32,7 +32,9 @@ class HashedFile {
   /** The stream's error (a full disk, no descriptor left), kept for the next write or the close: never an uncaught 'error'. */
   private failed: Error | undefined;
   size = 0;
-  constructor(readonly path: string) {
+  readonly path: string;
+  constructor(path: string) {
+    this.path = path;
     this.out = createWriteStream(path);
     this.out.on('error', (err) => {
       this.failed ??= err;

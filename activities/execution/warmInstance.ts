@@ -37,8 +37,10 @@ export interface WarmInstance {
 export interface Staging { host: string; inside: string }
 
 export class WarmInstanceFailed extends Error {
-  constructor(readonly error: LabError) {
+  readonly error: LabError;
+  constructor(error: LabError) {
     super(error.message);
+    this.error = error;
   }
 }
 

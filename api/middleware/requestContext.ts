@@ -19,7 +19,14 @@ const PROBES = new Set(['/healthz', '/readyz']);
  */
 class RequestState {
   #child: Logger | undefined;
-  constructor(private readonly root: Logger, readonly requestId: string, private readonly clientRequestId: string | undefined) {}
+  private readonly root: Logger;
+  readonly requestId: string;
+  private readonly clientRequestId: string | undefined;
+  constructor(root: Logger, requestId: string, clientRequestId: string | undefined) {
+    this.root = root;
+    this.requestId = requestId;
+    this.clientRequestId = clientRequestId;
+  }
 
   get log(): Logger {
     return (this.#child ??= this.root.child({ request_id: this.requestId, ...(this.clientRequestId ? { client_request_id: this.clientRequestId.slice(0, 200) } : {}) }));

@@ -38,7 +38,10 @@ export class RuntimeJudge {
   /** Verdicts by tree digest: a tree never changes, so a revision's change plan and its run plans ask once. */
   private readonly verdicts = new LRUCache<string, RuntimeVerdict>({ max: 1000 });
 
-  constructor(private readonly python: string) {}
+  private readonly python: string;
+  constructor(python: string) {
+    this.python = python;
+  }
 
   /** Judges a tree's manifests: they are written to a scratch folder beside empty stand-ins for its other files, so paths resolve as in the lab. */
   async judgeTree(objects: ObjectStore, tree: Tree): Promise<RuntimeVerdict> {

@@ -37,7 +37,9 @@ export class Supervisor {
    * the children before it exits, so no server outlives a test run or a benchmark. Off
    * for `npm start`, which handles its signals itself.
    */
-  constructor(private readonly sink: LogSink, opts: { exitOnSignal?: boolean } = {}) {
+  private readonly sink: LogSink;
+  constructor(sink: LogSink, opts: { exitOnSignal?: boolean } = {}) {
+    this.sink = sink;
     if (opts.exitOnSignal) for (const s of Supervisor.SIGNALS) process.once(s, this.onSignal);
   }
 

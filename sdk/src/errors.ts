@@ -133,23 +133,37 @@ export class EventStreamUnavailableError extends SilicoError {
 /** Downloaded bytes do not hash (or measure) to the recorded identity; nothing was kept. */
 export class IntegrityError extends SilicoError {
   override name = 'IntegrityError';
+  readonly resource: string;
+  readonly expectedSha256: string;
+  readonly actualSha256: string;
+  readonly expectedSize: number | null;
+  readonly actualSize: number;
   constructor(
-    readonly resource: string,
-    readonly expectedSha256: string,
-    readonly actualSha256: string,
-    readonly expectedSize: number | null,
-    readonly actualSize: number,
+    resource: string,
+    expectedSha256: string,
+    actualSha256: string,
+    expectedSize: number | null,
+    actualSize: number,
   ) {
     super(`${resource}: downloaded bytes hash to ${actualSha256} (${actualSize} bytes), expected ${expectedSha256}` +
       `${expectedSize === null ? '' : ` (${expectedSize} bytes)`}; the partial file was deleted`);
+    this.resource = resource;
+    this.expectedSha256 = expectedSha256;
+    this.actualSha256 = actualSha256;
+    this.expectedSize = expectedSize;
+    this.actualSize = actualSize;
   }
 }
 
 /** A waited-for run ended failed, cancelled or timed out. */
 export class RunFailed extends SilicoError {
   override name = 'RunFailed';
-  constructor(readonly run: Run, readonly handle: RunHandle) {
+  readonly run: Run;
+  readonly handle: RunHandle;
+  constructor(run: Run, handle: RunHandle) {
     super(`run ${run.id} ended ${run.status}${run.error ? `: ${run.error.code}: ${run.error.message}` : ''}`);
+    this.run = run;
+    this.handle = handle;
   }
   get status(): Run['status'] {
     return this.run.status;
@@ -159,51 +173,77 @@ export class RunFailed extends SilicoError {
 /** A hosted invocation that did not complete (or whose plan could not be executed). */
 export class InvocationFailed extends SilicoError {
   override name = 'InvocationFailed';
-  constructor(readonly invocation: { invocation_id: string; status: string; error: { code: string; message: string } | null } | null, message?: string) {
+  readonly invocation: { invocation_id: string; status: string; error: { code: string; message: string } | null } | null;
+  constructor(invocation: { invocation_id: string; status: string; error: { code: string; message: string } | null } | null, message?: string) {
     super(message ?? `invocation ${invocation!.invocation_id} ended ${invocation!.status}${invocation!.error ? `: ${invocation!.error.code}: ${invocation!.error.message}` : ''}`);
+    this.invocation = invocation;
   }
 }
 
 /** An invocation that had not ended when its wait gave up; it goes on (wait on `handle` again). */
 export class InvocationTimeout extends SilicoError {
   override name = 'InvocationTimeout';
-  constructor(readonly handle: InvocationHandle, readonly invocation: { status: string } | undefined, readonly timeoutMs: number) {
+  readonly handle: InvocationHandle;
+  readonly invocation: { status: string } | undefined;
+  readonly timeoutMs: number;
+  constructor(handle: InvocationHandle, invocation: { status: string } | undefined, timeoutMs: number) {
     super(`invocation ${handle.id} was still ${invocation?.status ?? 'unknown'} after ${timeoutMs} ms; it goes on (wait on error.handle to continue)`);
+    this.handle = handle;
+    this.invocation = invocation;
+    this.timeoutMs = timeoutMs;
   }
 }
 
 /** A hosting that ended somewhere other than where the caller waited for it (retired, failed, rejected), or whose plan could not be executed. */
 export class HostingEnded extends SilicoError {
   override name = 'HostingEnded';
-  constructor(readonly hosting: { lab_id: string; status: string; checks?: Array<{ check: string; status: string; detail: string }> } | null, message?: string) {
+  readonly hosting: { lab_id: string; status: string; checks?: Array<{ check: string; status: string; detail: string }> } | null;
+  constructor(hosting: { lab_id: string; status: string; checks?: Array<{ check: string; status: string; detail: string }> } | null, message?: string) {
     super(message ?? `hosting of ${hosting!.lab_id} ended ${hosting!.status}${hosting!.checks?.some((c) => c.status === 'failed') ? `: ${hosting!.checks.filter((c) => c.status === 'failed').map((c) => `${c.check}: ${c.detail}`).join('; ')}` : ''}`);
+    this.hosting = hosting;
   }
 }
 
 /** The caller's wait timed out; the run goes on, and `handle` can wait for it again. */
 export class RunTimeout extends SilicoError {
   override name = 'RunTimeout';
-  constructor(readonly handle: RunHandle, readonly run: Run | undefined, readonly timeoutMs: number) {
+  readonly handle: RunHandle;
+  readonly run: Run | undefined;
+  readonly timeoutMs: number;
+  constructor(handle: RunHandle, run: Run | undefined, timeoutMs: number) {
     super(`run ${handle.id} was still ${run?.status ?? 'unknown'} after ${timeoutMs} ms; it keeps running (wait on error.handle to continue)`);
+    this.handle = handle;
+    this.run = run;
+    this.timeoutMs = timeoutMs;
   }
 }
 
 /** `experiments.run()` opened no study: its plan was blocked, or the confirmation declined it. */
 export class StudyNotStarted extends SilicoError {
   override name = 'StudyNotStarted';
-  constructor(readonly plan: ExperimentPlan, readonly reason: 'blocked' | 'declined') {
+  readonly plan: ExperimentPlan;
+  readonly reason: 'blocked' | 'declined';
+  constructor(plan: ExperimentPlan, reason: 'blocked' | 'declined') {
     super(reason === 'blocked'
       ? `the study plan ${plan.plan_id} is blocked: ${plan.findings.filter((f) => f.severity === 'blocking').map((f) => f.code).join(', ') || 'see its findings'}; nothing was started`
       : `the study plan ${plan.plan_id} was not confirmed; nothing was started`);
+    this.plan = plan;
+    this.reason = reason;
   }
 }
 
 /** The caller's wait for a study timed out; its runs go on, and `handle` can wait again. */
 export class StudyTimeout extends SilicoError {
   override name = 'StudyTimeout';
-  constructor(readonly handle: StudyHandle, readonly experiment: Experiment | undefined, readonly timeoutMs: number) {
+  readonly handle: StudyHandle;
+  readonly experiment: Experiment | undefined;
+  readonly timeoutMs: number;
+  constructor(handle: StudyHandle, experiment: Experiment | undefined, timeoutMs: number) {
     const t = experiment?.run_totals;
     super(`study ${handle.id} was still ${experiment?.status ?? 'unknown'}${t ? ` (${t.total - t.queued - t.running - t.cancelling} of ${t.total} runs ended)` : ''} after ${timeoutMs} ms; its runs go on (wait on error.handle to continue)`);
+    this.handle = handle;
+    this.experiment = experiment;
+    this.timeoutMs = timeoutMs;
   }
 }
 

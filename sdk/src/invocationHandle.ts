@@ -23,7 +23,11 @@ export class InvocationHandle {
   /** The last invocation record this handle read (or was created with). */
   lastSeen: HostedInvocation | undefined;
 
-  constructor(private readonly invocations: HostedInvocations, readonly id: string, lastSeen?: HostedInvocation) {
+  private readonly invocations: HostedInvocations;
+  readonly id: string;
+  constructor(invocations: HostedInvocations, id: string, lastSeen?: HostedInvocation) {
+    this.invocations = invocations;
+    this.id = id;
     this.lastSeen = lastSeen;
   }
 

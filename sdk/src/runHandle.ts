@@ -55,7 +55,11 @@ export class RunHandle {
   /** The last run record this handle read (or was created with). */
   lastSeen: Run | undefined;
 
-  constructor(private readonly runs: Runs, readonly id: string, lastSeen?: Run) {
+  private readonly runs: Runs;
+  readonly id: string;
+  constructor(runs: Runs, id: string, lastSeen?: Run) {
+    this.runs = runs;
+    this.id = id;
     this.lastSeen = lastSeen;
   }
 

@@ -28,7 +28,11 @@ export class StudyHandle {
   /** The last study record this handle read (or was created with). */
   lastSeen: Experiment | undefined;
 
-  constructor(private readonly experiments: Experiments, readonly id: string, lastSeen?: Experiment) {
+  private readonly experiments: Experiments;
+  readonly id: string;
+  constructor(experiments: Experiments, id: string, lastSeen?: Experiment) {
+    this.experiments = experiments;
+    this.id = id;
     this.lastSeen = lastSeen;
   }
 

@@ -29,7 +29,10 @@ export function createRunEventWatcher(listener: NotificationListener): RunEventW
   class Sub implements RunEventSubscription {
     private pending = false;
     private wake: (() => void) | undefined;
-    constructor(private readonly runId: string) {}
+    private readonly runId: string;
+    constructor(runId: string) {
+      this.runId = runId;
+    }
     notify(): void {
       this.pending = true;
       this.wake?.();

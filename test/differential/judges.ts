@@ -34,7 +34,9 @@ export class DifferentialJudge {
   private readonly stderr: string[] = [];
   private exited: Error | undefined;
 
-  private constructor(private readonly child: ChildProcessWithoutNullStreams) {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private constructor(child: ChildProcessWithoutNullStreams) {
+    this.child = child;
     createInterface({ input: child.stdout }).on('line', (line) => this.answer(line));
     createInterface({ input: child.stderr }).on('line', (line) => {
       this.stderr.push(line);

@@ -8,12 +8,18 @@
 
 /** A scalar written exactly as given: an intended ambiguity (`yes`, `1e3`, `2.0`, `!!str 1`). */
 export class Raw {
-  constructor(readonly text: string) {}
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
 }
 
 /** A mapping as key/value pairs: a key may repeat (the duplicate-key case) and order is kept. */
 export class Pairs {
-  constructor(readonly entries: Array<[string, Node]>) {}
+  readonly entries: Array<[string, Node]>;
+  constructor(entries: Array<[string, Node]>) {
+    this.entries = entries;
+  }
 }
 
 export type Node = null | boolean | number | string | Raw | Pairs | Node[] | { [key: string]: Node };

@@ -56,7 +56,12 @@ function retryable(a: Answer): boolean {
  * attempts, and records every attempt.
  */
 export class SoakClient {
-  constructor(private readonly base: string, private readonly recorder: Recorder) {}
+  private readonly base: string;
+  private readonly recorder: Recorder;
+  constructor(base: string, recorder: Recorder) {
+    this.base = base;
+    this.recorder = recorder;
+  }
 
   async request(op: string, method: string, route: string, o: {
     key: string; body?: unknown; form?: () => FormData; idempotencyKey?: string; bytes?: boolean;

@@ -50,7 +50,10 @@ export interface HttpRequest {
 type Outcome<T> = { ok: true; value: T } | { ok: false; error: SilicoError; retryAfterMs?: number };
 
 export class HttpClient {
-  constructor(readonly config: HttpConfig) {}
+  readonly config: HttpConfig;
+  constructor(config: HttpConfig) {
+    this.config = config;
+  }
 
   /** Sends a request and parses its JSON answer. */
   async json<T>(req: HttpRequest, opts: RequestOptions = {}): Promise<T> {

@@ -13,10 +13,15 @@
 
 /** One page of a list, with the raw answer (envelope included) in `body`. */
 export class Page<T, B extends { items: T[]; has_more: boolean } = { items: T[]; has_more: boolean }> implements AsyncIterable<T> {
+  readonly body: B;
+  private readonly fetchNext: (() => Promise<Page<T, B>>) | null;
   constructor(
-    readonly body: B,
-    private readonly fetchNext: (() => Promise<Page<T, B>>) | null,
-  ) {}
+    body: B,
+    fetchNext: (() => Promise<Page<T, B>>) | null,
+  ) {
+    this.body = body;
+    this.fetchNext = fetchNext;
+  }
 
   get items(): T[] {
     return this.body.items;
@@ -61,7 +66,10 @@ export class PageRequest<T, B extends { items: T[]; has_more: boolean } = { item
   private promise: Promise<Page<T, B>> | undefined;
   readonly [Symbol.toStringTag] = 'PageRequest';
 
-  constructor(private readonly first: () => Promise<Page<T, B>>) {}
+  private readonly first: () => Promise<Page<T, B>>;
+  constructor(first: () => Promise<Page<T, B>>) {
+    this.first = first;
+  }
 
   private started(): Promise<Page<T, B>> {
     this.promise ??= this.first();

@@ -9,7 +9,10 @@ import type { CursorPageBody } from '../models.ts';
 import type { WithEnvelope } from '../types.ts';
 
 export abstract class Resource {
-  constructor(protected readonly http: HttpClient) {}
+  protected readonly http: HttpClient;
+  constructor(http: HttpClient) {
+    this.http = http;
+  }
 
   protected getJson<T>(path: string, query?: object, opts?: RequestOptions): Promise<T> {
     return this.http.json<T>({ method: 'GET', path, query: query as QueryInput | undefined }, opts);
