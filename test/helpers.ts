@@ -13,6 +13,7 @@ import { labFileOperations } from './labFiles.ts';
 import { createObjectStore, type ObjectStore } from '../storage/objects.ts';
 import { loadConfig, sandboxSettings } from '../kernel/config.ts';
 import { REPO_ROOT } from '../deploy/local/paths.ts';
+import { serviceArgs } from '../deploy/local/serviceProcess.ts';
 import { createSandbox, type Sandbox } from '../activities/execution/sandbox.ts';
 import { contractErrorType } from './contract.ts';
 import { getComputeProfile } from '../storage/db/computeProfiles.ts';
@@ -132,7 +133,7 @@ export function errorOf(res: Res) {
 export async function spawnApi(env: Record<string, string> = {}, fixedPort?: number): Promise<{ base: string; stop: () => Promise<void>; proc: ChildProcess }> {
   // A fixed port: a replica that comes back where its clients left it.
   const port = fixedPort ?? await getPort();
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'deploy/api.ts')], {
+  const proc = spawn(process.execPath, serviceArgs('deploy/api.ts'), {
     cwd: REPO_ROOT,
     env: { ...process.env, SILICO_API_PORT: String(port), SILICO_BASE_URL: `http://localhost:${port}/v1`, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -173,7 +174,7 @@ function ownSandboxUids(slot = workerSpawns++ % 3): { base: number; count: numbe
 /** Starts another worker process on this stack (e.g. for one compute profile), resolved once it polls. */
 export async function spawnWorker(env: Record<string, string> = {}): Promise<{ proc: ChildProcess; stop: () => Promise<void>; uids: { base: number; count: number } }> {
   const uids = env.SILICO_SANDBOX_UID_BASE ? { base: Number(env.SILICO_SANDBOX_UID_BASE), count: Number(env.SILICO_SANDBOX_UID_COUNT ?? 1000) } : ownSandboxUids();
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'deploy/worker.ts')], {
+  const proc = spawn(process.execPath, serviceArgs('deploy/worker.ts'), {
     cwd: REPO_ROOT, env: { ...process.env, LOG_LEVEL: 'info', SILICO_SANDBOX_UID_BASE: String(uids.base), SILICO_SANDBOX_UID_COUNT: String(uids.count), ...env }, stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((resolve, reject) => {
@@ -361,7 +362,7 @@ export function useTestProfiles(...profiles: Array<{ id: string; title: string }
 
 /** The operator CLI (`npm run admin -- ... --json`), its JSON answer parsed. */
 export async function admin(...args: string[]): Promise<any> {
-  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'deploy/admin.ts'), ...args, '--json'], { env: process.env });
+  const { stdout } = await promisify(execFile)(process.execPath, [...serviceArgs('deploy/admin.ts'), ...args, '--json'], { env: process.env });
   return JSON.parse(stdout);
 }
 

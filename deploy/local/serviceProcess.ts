@@ -1,3 +1,6 @@
+import path from 'node:path';
+import { REPO_ROOT } from './paths.ts';
+
 /**
  * How our Node services (api, worker) are launched: the runtime settings every start of
  * them shares, here once (the stack and the benchmarks use it).
@@ -16,3 +19,11 @@ export const SERVICE_PROCESS_ENV: Readonly<Record<string, string>> = {
   MALLOC_TOP_PAD_: String(8 * 1024 * 1024),
   MALLOC_MMAP_THRESHOLD_: String(8 * 1024 * 1024),
 };
+
+/**
+ * The arguments that run one of our TypeScript entry points (deploy/api.ts, worker.ts,
+ * admin.ts) on Node, after any Node options of the caller's.
+ */
+export function serviceArgs(script: string, nodeOptions: readonly string[] = []): string[] {
+  return [...nodeOptions, '--import', 'tsx', path.join(REPO_ROOT, script)];
+}

@@ -22,7 +22,7 @@ import { ensureAnalysisEnv, ensureRuntime } from './runtime.ts';
 import { buildWorkflowBundle } from '../workflowBundle.ts';
 import { createTemporalGateway } from '../../api/temporal.ts';
 import { CONTROL_TASK_QUEUE, RUN_TASK_QUEUE } from '../../kernel/workflowNames.ts';
-import { SERVICE_PROCESS_ENV } from './serviceProcess.ts';
+import { SERVICE_PROCESS_ENV, serviceArgs } from './serviceProcess.ts';
 import { ensureSecretsKey } from './secretsKey.ts';
 import { createSandbox } from '../../activities/execution/sandbox.ts';
 import { LOCAL_STACK_MARKER, sandboxSettings } from '../../kernel/config.ts';
@@ -236,7 +236,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     // worker a test starts on it, loads the file instead of running webpack on its start.
     env.SILICO_WORKFLOW_BUNDLE = await buildWorkflowBundle(path.join(opts.dataDir, 'workflow-bundle.js'));
     const childEnv = { ...process.env, ...SERVICE_PROCESS_ENV, ...env };
-    const node = (name: string, script: string, extra: Record<string, string> = {}) => sup.start(name, process.execPath, [...(opts.serviceNodeArgs ?? []), '--import', 'tsx', path.join(REPO_ROOT, script)], { cwd: REPO_ROOT, env: { ...childEnv, ...extra } });
+    const node = (name: string, script: string, extra: Record<string, string> = {}) => sup.start(name, process.execPath, serviceArgs(script, opts.serviceNodeArgs), { cwd: REPO_ROOT, env: { ...childEnv, ...extra } });
     const procs: Supervised[] = [];
     const dead = () => {
       for (const p of procs) if (p.child.exitCode !== null) return `${p.name} exited with ${p.child.exitCode}`;

@@ -27,7 +27,7 @@ import getPort from 'get-port';
 import MultipartForm from 'form-data';
 import { startStack, type Stack } from '../../deploy/local/stack.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
-import { SERVICE_PROCESS_ENV } from '../../deploy/local/serviceProcess.ts';
+import { SERVICE_PROCESS_ENV, serviceArgs } from '../../deploy/local/serviceProcess.ts';
 import { createObjectStore } from '../../storage/objects.ts';
 import { cpuSample, cpuPerUnit, type CpuSample } from './cpu.ts';
 
@@ -49,7 +49,7 @@ async function main(): Promise<void> {
     stack = await startStack({ dataDir: dir, mode: 'test', exitOnSignal: true, ports, sink: (s, l) => log.write(`[${s}] ${l}\n`), serviceEnv: { LOG_LEVEL: 'warn' } });
     // Our own api process on this stack, so its peak RSS is ours alone to read.
     const port = await getPort();
-    api = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'deploy/api.ts')], {
+    api = spawn(process.execPath, serviceArgs('deploy/api.ts'), {
       cwd: REPO_ROOT, stdio: 'ignore',
       env: { ...process.env, ...SERVICE_PROCESS_ENV, ...stack.env, SILICO_API_PORT: String(port), SILICO_MAX_UPLOAD_BYTES: String(SIZE + MIB), LOG_LEVEL: 'warn' },
     });

@@ -1,10 +1,9 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import { admin, call, closeTestDb, errorOf, testDb } from '../helpers.ts';
-import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { serviceArgs } from '../../deploy/local/serviceProcess.ts';
 import { sha256Hex } from '../../storage/digest.ts';
 
 after(closeTestDb);
@@ -50,6 +49,6 @@ test('operator CLI: account, key shown once and stored as a hash, grant, gateway
 });
 
 test('operator CLI refuses bad input with a usage error and exit code 2', async () => {
-  const run = promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'deploy/admin.ts'), 'keys', 'create', '--account', 'nobody-here', '--json'], { env: process.env });
+  const run = promisify(execFile)(process.execPath, [...serviceArgs('deploy/admin.ts'), 'keys', 'create', '--account', 'nobody-here', '--json'], { env: process.env });
   await assert.rejects(run, (err: { code: number; stderr: string }) => err.code === 2 && /no account with namespace/.test(err.stderr));
 });

@@ -7,11 +7,11 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFile } from 'node:child_process';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import getPort from 'get-port';
 import { call, closeTestDb, errorOf, newAccount, spawnApi } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { serviceArgs } from '../../deploy/local/serviceProcess.ts';
 
 after(closeTestDb);
 
@@ -25,7 +25,7 @@ const SWITCHES = ['SILICO_WEBHOOK_ALLOW_PRIVATE', 'SILICO_BIOLOGY_ALLOW_PRIVATE'
  * starts never joins the shared stack; one still up after 20 s is stopped and reported.
  */
 async function startOutside(script: string, env: Record<string, string>): Promise<{ code: number | null; stderr: string; started: boolean }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, script)], {
+  const proc = spawn(process.execPath, serviceArgs(script), {
     cwd: REPO_ROOT,
     env: { ...process.env, ...OUTSIDE, TEMPORAL_ADDRESS: `127.0.0.1:${await getPort()}`, SILICO_API_PORT: String(await getPort()), SILICO_WORKER_HEALTH_PORT: String(await getPort()), SILICO_COMPUTE_PROFILES: 'none-of-the-stack', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -79,7 +79,7 @@ test('outside the local stack a webhook endpoint must be https (422 url_not_http
 
 test('outside the local stack the operator CLI refuses a plain-http endpoint, and the switch, naming it', async () => {
   const owner = await newAccount();
-  const adminOutside = (args: string[], env: Record<string, string> = {}) => promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'deploy/admin.ts'), ...args, '--json'], { env: { ...process.env, ...OUTSIDE, ...env } })
+  const adminOutside = (args: string[], env: Record<string, string> = {}) => promisify(execFile)(process.execPath, [...serviceArgs('deploy/admin.ts'), ...args, '--json'], { env: { ...process.env, ...OUTSIDE, ...env } })
     .then((r) => ({ code: 0, out: r.stdout + r.stderr }), (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout + e.stderr }));
   const http = await adminOutside(['webhooks', 'add', '--account', owner.account.namespace, '--url', 'http://example.org/hook', '--events', 'run.completed']);
   assert.notEqual(http.code, 0, http.out);

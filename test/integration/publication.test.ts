@@ -11,6 +11,7 @@ import { call, errorOf, closeTestDb, newAccount, waitForRun, testDb, testObjects
 const until = <T>(f: () => Promise<T | undefined>, ms = 90000) => untilWithin(ms, f);
 import { sha256Hex } from '../../storage/digest.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { serviceArgs } from '../../deploy/local/serviceProcess.ts';
 
 after(closeTestDb);
 const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
@@ -125,7 +126,7 @@ test('a smoke run that fails publishes nothing, and says why', { timeout: 120_00
 
 /** `npm run admin -- ...` against the test stack's database, parsed from --json. */
 async function admin(...args: string[]): Promise<any> {
-  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(REPO_ROOT, 'deploy/admin.ts'), ...args, '--json'], { cwd: REPO_ROOT, env: process.env });
+  const { stdout } = await promisify(execFile)(process.execPath, [...serviceArgs('deploy/admin.ts'), ...args, '--json'], { cwd: REPO_ROOT, env: process.env });
   return JSON.parse(stdout);
 }
 
