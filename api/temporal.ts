@@ -87,34 +87,6 @@ export interface TemporalGatewayConfig {
   eager?: { connect: () => Promise<ConnectionLike>; taskQueues: readonly string[] };
 }
 
-/**
- * Temporal's connections carry a call's deadline in an AsyncLocalStorage, which stays
- * enabled after the call; on Node 20 an enabled one makes every promise of the process
- * pay async hooks (on bench:api, one cost the bare app 12% of its requests per second).
- * The gateway makes every call the api makes to Temporal, so while none is in flight it
- * disables its connections' storages (`run` enables one again for the next call).
- */
-function quietCallContexts() {
-  const storages = new Set<{ disable(): void }>();
-  let inFlight = 0;
-  return {
-    adopt<C extends ConnectionLike>(c: C): C {
-      const s = (c as { callContextStorage?: { disable(): void } }).callContextStorage;
-      if (s) storages.add(s);
-      return c;
-    },
-    async around<T>(f: () => Promise<T>): Promise<T> {
-      inFlight += 1;
-      try {
-        return await f();
-      } finally {
-        inFlight -= 1;
-        if (inFlight === 0) for (const s of storages) s.disable();
-      }
-    },
-  };
-}
-
 /** A client on a connection opened when first needed, and again after a failure to open it. */
 function lazyClient(connect: () => Promise<ConnectionLike>, namespace: string) {
   let conn: Promise<ConnectionLike> | undefined;
@@ -142,14 +114,13 @@ function lazyClient(connect: () => Promise<ConnectionLike>, namespace: string) {
 
 export function createTemporalGateway(cfg: TemporalGatewayConfig): TemporalGateway {
   const timeoutMs = cfg.timeoutMs ?? 10_000;
-  const quiet = quietCallContexts();
   const eagerConnect = cfg.eager?.connect;
-  const own = lazyClient(async () => quiet.adopt(await Connection.connect({ address: cfg.address, connectTimeout: Math.min(timeoutMs, 2000) })), cfg.namespace);
-  const eager = eagerConnect ? { queues: new Set(cfg.eager!.taskQueues), ...lazyClient(async () => quiet.adopt(await eagerConnect()), cfg.namespace) } : undefined;
+  const own = lazyClient(() => Connection.connect({ address: cfg.address, connectTimeout: Math.min(timeoutMs, 2000) }), cfg.namespace);
+  const eager = eagerConnect ? { queues: new Set(cfg.eager!.taskQueues), ...lazyClient(eagerConnect, cfg.namespace) } : undefined;
   const pollerCache = new Map<string, { at: number; value: boolean }>();
   const connection = own.connection;
   /** Runs a call on a connection; whatever is not Temporal's answer means it is unavailable. */
-  const bounded = (f: (c: ConnectionLike, cl: Client) => Promise<void>, via: ReturnType<typeof lazyClient> = own) => quiet.around(async () => {
+  const bounded = async (f: (c: ConnectionLike, cl: Client) => Promise<void>, via: ReturnType<typeof lazyClient> = own) => {
     try {
       const c = await via.connection();
       await f(c, await via.client());
@@ -157,7 +128,7 @@ export function createTemporalGateway(cfg: TemporalGatewayConfig): TemporalGatew
       if (isAnswer(err)) throw err;
       throw new DependencyUnavailable('temporal', err);
     }
-  });
+  };
   return {
     client: own.client,
     async startWorkflow(workflow, options, opts = {}) {
@@ -214,12 +185,12 @@ export function createTemporalGateway(cfg: TemporalGatewayConfig): TemporalGatew
         await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.signalWithStart(workflow, { ...options, signal, signalArgs } as never));
       });
     },
-    ping: () => quiet.around(async () => {
+    ping: async () => {
       const c = await connection();
       await c.withDeadline(Date.now() + 2000, () => c.workflowService.getSystemInfo({}));
       return true;
-    }),
-    hasPoller: (taskQueue, kind) => quiet.around(async () => {
+    },
+    hasPoller: async (taskQueue, kind) => {
       const c = await connection();
       const { TaskQueueType } = protoPkg.temporal.api.enums.v1;
       const res = await c.withDeadline(Date.now() + 2000, () =>
@@ -229,7 +200,7 @@ export function createTemporalGateway(cfg: TemporalGatewayConfig): TemporalGatew
           taskQueueType: kind === 'workflow' ? TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW : TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
         }));
       return (res.pollers ?? []).length > 0;
-    }),
+    },
     async hasComputeWorker(profileId) {
       const hit = pollerCache.get(profileId);
       if (hit && Date.now() - hit.at < 5000) return hit.value;

@@ -1,5 +1,4 @@
-import { NativeConnection, Worker, type ActivityInterceptorsFactory, type WorkerOptions } from '@temporalio/worker';
-import { asyncLocalStorage as activityContexts } from '@temporalio/activity';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import type { Db } from '../storage/db/knex.ts';
 import { createRunActivities } from '../activities/runs.ts';
@@ -23,31 +22,6 @@ export function runWorkerOptions(opts: { connection: NativeConnection; namespace
 }
 
 /**
- * Temporal keeps a running activity's Context in one AsyncLocalStorage per process, which
- * stays enabled after the activity; on Node 20 an enabled storage makes every promise of
- * the process pay async hooks, so in the api every request would pay for the run worker's
- * control steps. In the api, whose only activities these are, the storage is disabled
- * whenever none is running (the next one's `run` enables it again). Not in a worker
- * process: its other activities (a lab's execution) read their Context while these end.
- */
-export function quietActivityContexts(): ActivityInterceptorsFactory {
-  let running = 0;
-  return () => ({
-    inbound: {
-      async execute(input, next) {
-        running += 1;
-        try {
-          return await next(input);
-        } finally {
-          running -= 1;
-          if (running === 0) activityContexts.disable();
-        }
-      },
-    },
-  });
-}
-
-/**
  * The run worker of an api process, started in the background: the api serves while
  * Temporal is away (its routes answer 503), and this worker starts once Temporal answers,
  * trying again every 2 s. Until it runs, starts are simply not eager.
@@ -59,7 +33,7 @@ export function startRunWorker(opts: { connect: () => Promise<NativeConnection>;
   const running = (async () => {
     while (!stopping) {
       try {
-        worker = await Worker.create({ ...runWorkerOptions({ ...opts, connection: await opts.connect() }), interceptors: { activity: [quietActivityContexts()] } });
+        worker = await Worker.create(runWorkerOptions({ ...opts, connection: await opts.connect() }));
         const run = worker.run();
         if (stopping) worker.shutdown();
         await run;
