@@ -9,7 +9,7 @@ import { successSchema } from '../api/schemas/answer.ts';
  * Checks response bodies a test run recorded (`SILICO_RECORD_RESPONSES=<dir> npm test`, see
  * test/responseSchemas.ts) against the operations' schemas as they are now: how a schema
  * is written or changed against every answer the suite saw, without running it again.
- * Usage: npx tsx test/checkRecorded.ts <dir> [tool ...]
+ * Usage: node test/checkRecorded.ts <dir> [tool ...]
  */
 const [dir, ...only] = process.argv.slice(2);
 const ajv = makeAjv(false);

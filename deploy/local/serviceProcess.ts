@@ -25,5 +25,5 @@ export const SERVICE_PROCESS_ENV: Readonly<Record<string, string>> = {
  * admin.ts) on Node, after any Node options of the caller's.
  */
 export function serviceArgs(script: string, nodeOptions: readonly string[] = []): string[] {
-  return [...nodeOptions, '--import', 'tsx', path.join(REPO_ROOT, script)];
+  return [...nodeOptions, path.join(REPO_ROOT, script)];
 }

@@ -45,7 +45,7 @@ import * as biologyResources from './025_biology_resources.ts';
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
 
 // Migrations are listed here rather than discovered on disk, so the same list works
-// under tsx, in a bundle, and from any working directory.
+// with Node running the TypeScript, in a bundle, and from any working directory.
 const migrations: Record<string, Migration> = {
   '001_foundation': foundation,
   '002_auth_change_notify': authChangeNotify,
