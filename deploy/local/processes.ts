@@ -32,12 +32,12 @@ export class Supervisor {
     void this.stopAll(3000).finally(() => process.exit(128 + (constants.signals[signal] ?? 15)));
   };
 
+  private readonly sink: LogSink;
   /**
    * `exitOnSignal`: a signal to this process (Ctrl-C, `timeout`, a cancelled CI job) stops
    * the children before it exits, so no server outlives a test run or a benchmark. Off
    * for `npm start`, which handles its signals itself.
    */
-  private readonly sink: LogSink;
   constructor(sink: LogSink, opts: { exitOnSignal?: boolean } = {}) {
     this.sink = sink;
     if (opts.exitOnSignal) for (const s of Supervisor.SIGNALS) process.once(s, this.onSignal);

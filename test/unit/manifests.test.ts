@@ -69,3 +69,22 @@ test('no image or manifest marks itself the local stack or sets a test-only sett
     for (const name of [LOCAL_STACK_MARKER, ...LOCAL_STACK_ONLY]) assert.ok(!text.includes(name), `${path.relative(REPO_ROOT, f)} names ${name}, which only deploy/local may set`);
   }
 });
+
+test('the image holds every file the api and the worker import', async () => {
+  const dockerfile = await readFile(path.join(REPO_ROOT, 'deploy/docker/Dockerfile'), 'utf8');
+  const final = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+  const copied = [...final.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((m) => m[1]!.split(' '));
+  // Every module reachable from the two entry points by relative imports, by top-level folder.
+  const reached = new Set<string>();
+  const queue = ['deploy/api.ts', 'deploy/worker.ts'];
+  while (queue.length) {
+    const file = queue.pop()!;
+    if (reached.has(file)) continue;
+    reached.add(file);
+    const text = await readFile(path.join(REPO_ROOT, file), 'utf8');
+    for (const m of text.matchAll(/(?:^|\s)(?:import|export)\s[^'"]*?from\s+'(\.{1,2}\/[^']+\.ts)'/gm)) queue.push(path.relative(REPO_ROOT, path.resolve(REPO_ROOT, path.dirname(file), m[1]!)));
+  }
+  const folders = [...new Set([...reached].map((f) => f.split('/')[0]!))].sort();
+  assert.ok(folders.includes('kernel') && folders.includes('storage'), folders.join(', '));
+  assert.deepEqual(folders.filter((f) => !copied.includes(f)), [], `copied: ${copied.join(', ')}`);
+});
