@@ -54,7 +54,11 @@ const record = (i: number, c: LabCase, j: Judged) => {
   const k = `${j.outcome}\u0000${j.cause}`;
   const known = causes.get(k);
   if (known) known.count += 1;
-  else causes.set(k, { outcome: j.outcome, cause: j.cause, count: 1, first: i, example: c, judged: j });
+  else {
+    causes.set(k, { outcome: j.outcome, cause: j.cause, count: 1, first: i, example: c, judged: j });
+    // Said at once, so a run cut short still shows what it had found.
+    if (FAILURES.has(j.outcome)) say(`  ! run ${i}: ${j.outcome}: ${j.cause}`);
+  }
 };
 
 say(`bench:manifests: ${count} generated labs, seed ${seed}, ${judges} judge process(es) (${python})`);
@@ -64,7 +68,8 @@ let index = 0;
 const inFlight = new Set<Promise<void>>();
 // Enough in flight that no judge waits for the generator, few enough to bound memory.
 const depth = judges * 4;
-const progress = setInterval(() => say(`  ${done}/${count} judged, ${Math.round(done / ((performance.now() - started) / 1000))}/s`), 15_000);
+const failingSoFar = () => [...tally].filter(([o]) => FAILURES.has(o)).reduce((n, [, k]) => n + k, 0);
+const progress = setInterval(() => say(`  ${done}/${count} judged, ${Math.round(done / ((performance.now() - started) / 1000))}/s, ${failingSoFar()} failing`), 15_000);
 // fast-check draws the cases (so a case is replayed later by its run index); judging runs beside it.
 const run = await fc.check(fc.asyncProperty(labCaseArb, async (c) => {
   const i = index++;

@@ -22,6 +22,10 @@ const setModel = (r: Rendered, at: number, key: string, value: Node) => {
   const m = pick(modelsOf(r), at);
   if (m) m[key] = value;
 };
+/** Gives `to` the alias `from` has; nothing when an earlier flaw took `from`'s away. */
+const copyAlias = (from: Mapping, to: Mapping) => {
+  if (from.alias !== undefined) to.alias = from.alias;
+};
 const setRuntime = (r: Rendered, key: string, value: Node) => {
   const rt = runtimeOf(r);
   if (rt) rt[key] = value;
@@ -55,7 +59,7 @@ const FLAWS = {
   alias_blank: (r, at) => setModel(r, at, 'alias', BLANKS[other(at) % BLANKS.length]!),
   alias_duplicate: (r, at) => {
     const ms = modelsOf(r);
-    if (ms.length >= 2) ms[(at + 1) % ms.length]!.alias = ms[at % ms.length]!.alias!;
+    if (ms.length >= 2) copyAlias(ms[at % ms.length]!, ms[(at + 1) % ms.length]!);
   },
   alias_not_string: (r, at) => setModel(r, at, 'alias', NON_STRINGS[other(at) % NON_STRINGS.length]!),
   alias_absent: (r, at) => {
@@ -65,11 +69,11 @@ const FLAWS = {
   child_alias_as_model_alias: (r, at) => {
     const c = pick(childrenOf(r), at);
     const m = pick(modelsOf(r), other(at));
-    if (c && m) c.alias = m.alias!;
+    if (c && m) copyAlias(m, c);
   },
   child_alias_duplicate: (r) => {
     const cs = childrenOf(r);
-    if (cs.length >= 2) cs[1]!.alias = cs[0]!.alias!;
+    if (cs.length >= 2) copyAlias(cs[0]!, cs[1]!);
   },
   child_alias_blank: (r, at) => {
     const c = pick(childrenOf(r), at);

@@ -78,7 +78,7 @@ function leaf(node: Node, style: Style): string {
   if (typeof node === 'boolean') return String(node);
   if (typeof node === 'number') return number(node);
   if (typeof node === 'string') return scalar(node, style);
-  throw new Error('not a scalar');
+  throw new Error(`not a scalar: ${typeof node} ${String(node)}`);
 }
 
 function flow(node: Node, style: Style): string {
