@@ -12,7 +12,10 @@ const NODE = read('.node-version').trim();
 const pkg = JSON.parse(read('package.json'));
 
 test('the suite, and the stack it starts (spawned with this process\'s Node), run on the Node of .node-version', () => {
-  assert.equal(process.versions.node, NODE, `npm test runs on node_modules/.bin/node, the registry's Node ${NODE}`);
+  // Exactly that version where npm installs it (node_modules/.bin/node); elsewhere (macOS) its line.
+  const installed = ['linux-x64', 'linux-arm64', 'win32-x64'].includes(`${process.platform}-${process.arch}`);
+  if (installed) assert.equal(process.versions.node, NODE, `npm test runs on node_modules/.bin/node, the registry's Node ${NODE}`);
+  else assert.equal(semver.major(process.versions.node), semver.major(NODE));
 });
 
 test('package.json installs that Node on every platform npm has it for, and requires its line', () => {
