@@ -8,30 +8,37 @@ import type { Supervisor } from '../../deploy/local/processes.ts';
  */
 const TICK_MS = 10; // USER_HZ is 100 on Linux
 
-function procTable(): Map<number, { ppid: number; ticks: number }> {
-  const table = new Map<number, { ppid: number; ticks: number }>();
+type ProcTable = Map<number, { ppid: number; ticks: number; rssPages: number }>;
+
+function procTable(): ProcTable {
+  const table: ProcTable = new Map();
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     try {
       // The command may contain spaces and parentheses: fields start after the last ')'.
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      table.set(Number(name), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]) });
+      table.set(Number(name), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]), rssPages: Number(f[21]) });
     } catch { /* exited while we read */ }
   }
   return table;
 }
 
-function treeMs(table: Map<number, { ppid: number; ticks: number }>, root: number): number {
-  let ticks = 0;
+/** The sum of `field` over `root` and its live descendants. */
+function treeSum(table: ProcTable, root: number, field: 'ticks' | 'rssPages'): number {
+  let sum = 0;
   const todo = [root];
   while (todo.length) {
     const pid = todo.pop()!;
-    ticks += table.get(pid)?.ticks ?? 0;
+    sum += table.get(pid)?.[field] ?? 0;
     for (const [child, p] of table) if (p.ppid === pid) todo.push(child);
   }
-  return ticks * TICK_MS;
+  return sum;
 }
+const treeMs = (table: ProcTable, root: number) => treeSum(table, root, 'ticks') * TICK_MS;
+
+/** Resident memory (MiB) of a process and its live descendants (4 KiB pages). */
+export const treeRssMiB = (root: number): number => (treeSum(procTable(), root, 'rssPages') * 4096) / 2 ** 20;
 
 export type CpuSample = Record<string, number>;
 

@@ -5,8 +5,8 @@
  * One isolated stack; then, round by round, an extra api and an extra worker on it are
  * started by each loader, as the stack starts them (`node <loader> deploy/api.ts`, the
  * stack's environment, the pre-built workflow bundle), and timed from spawn to their first
- * ready `/readyz`; their memory is the resident set of the process and of its esbuild
- * service (tsx's), read once ready. Each loader starts cold (an empty cache: tsx's in its
+ * ready `/readyz`; their memory is the resident set of the process and its descendants
+ * (tsx's esbuild service), read once ready. Each loader starts cold (an empty cache: tsx's in its
  * temporary folder, Node's compile cache off) and then warm (its cache filled by the cold
  * start: tsx's transforms, NODE_COMPILE_CACHE for Node). Rounds alternate which loader goes
  * first. The last line is the median ratio Node / tsx of the cold api's start time.
@@ -15,13 +15,14 @@
  */
 import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import getPort from 'get-port';
 import { startStack, type Stack } from '../../deploy/local/stack.ts';
 import { SERVICE_PROCESS_ENV } from '../../deploy/local/serviceProcess.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { treeRssMiB } from './cpu.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const LOADERS: Record<string, string[]> = {
@@ -36,26 +37,6 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
-
-/** Resident set (KiB) of a process and of its descendants that are node or esbuild. */
-async function treeRss(pid: number): Promise<number> {
-  const parents = new Map<number, number>();
-  const comm = new Map<number, string>();
-  for (const d of await readdir('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    const stat = await readFile(`/proc/${d}/stat`, 'utf8').catch(() => '');
-    const m = /^\d+ \((.*)\) \S (\d+)/.exec(stat);
-    if (m) { parents.set(Number(d), Number(m[2])); comm.set(Number(d), m[1]!); }
-  }
-  const inTree = (p: number): boolean => p === pid || (parents.has(p) && p > 1 && inTree(parents.get(p)!));
-  let kib = 0;
-  for (const [p] of parents) {
-    if (!inTree(p) || !/^(node|esbuild|MainThread)/.test(comm.get(p)!)) continue;
-    const status = await readFile(`/proc/${p}/status`, 'utf8').catch(() => '');
-    kib += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  }
-  return kib;
-}
 
 /** Starts one process of `kind` with `loader`, returns its start time (ms) and memory (MiB) once ready, and stops it. */
 async function startOnce(stack: Stack, kind: Kind, loader: string, cache: { tmp: string; compile: string | null }, log: NodeJS.WritableStream): Promise<{ ms: number; mib: number }> {
@@ -80,7 +61,7 @@ async function startOnce(stack: Stack, kind: Kind, loader: string, cache: { tmp:
     }
     const ms = performance.now() - t0;
     await sleep(1000);
-    return { ms, mib: (await treeRss(child.pid!)) / 1024 };
+    return { ms, mib: treeRssMiB(child.pid!) };
   } finally {
     child.kill('SIGTERM');
     await exited;
