@@ -12,7 +12,8 @@ import { listOf } from '../storage/labContract.ts';
 import {
   finishInvocation, getInvocation, leaseInvocation, renewLease, servingQueue, setServingQueue, type InvocationEnding, type InvocationResult,
 } from '../storage/db/hostedInvocations.ts';
-import { labEnv, putArtifactBytes, runLimits, storeOutputs } from './execution/execute.ts';
+import { putArtifactBytes, storeOutputs } from './execution/execute.ts';
+import { labEnv, runLimits } from './execution/labSpec.ts';
 import { createOutputSink, type OutputSink } from './execution/outputs.ts';
 import { outcomeError, spendCapReached } from './execution/labProcess.ts';
 import { startWarmInstance, WarmInstanceFailed } from './execution/warmInstance.ts';

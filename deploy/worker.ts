@@ -13,6 +13,8 @@ import { CONTROL_TASK_QUEUE, RUN_TASK_QUEUE, computeTaskQueue, servingTaskQueue 
 import { createRunActivities } from '../activities/runs.ts';
 import { createExecutionActivities } from '../activities/execution/execute.ts';
 import { createSandbox } from '../activities/execution/sandbox.ts';
+import { createWarmParents } from '../activities/execution/warmParents.ts';
+import type { RunParent } from '../activities/execution/runParents.ts';
 import { Client, Connection } from '@temporalio/client';
 import { executionProbeOf, workflowStateOf } from '../activities/workflowState.ts';
 import { createObjectStore } from '../storage/objects.ts';
@@ -40,6 +42,9 @@ import { createInvocationCancelWatch, createRunCancelWatch, INVOCATION_CANCELS_C
  * The worker process: hosts every workflow and the control-queue activities (lone runs'
  * on a queue of their own), with their dependencies built once here and injected.
  */
+/** Lab executions at once per compute profile this worker serves. */
+const COMPUTE_SLOTS = 2;
+
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = pino({ level: config.logLevel, base: { process: 'worker' } });
@@ -104,13 +109,18 @@ async function main(): Promise<void> {
   const runs = await Worker.create(runWorkerOptions({ connection, namespace: config.temporal.namespace, db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount, workflowBundle: config.worker.workflowBundle }));
   // One activity worker per compute profile this machine serves (GPU profiles are served
   // by GPU machines; without one, such runs fail with capacity_unavailable).
-  const execution = createExecutionActivities({ db, objects, python: config.python, environments: config.environments, sandbox, runCancels, stallSeconds: config.worker.labStallSeconds });
+  // Runs fork from warm parents of their key; one parent per execution slot of a profile.
+  const warm = createWarmParents<RunParent>({
+    max: config.worker.warmParents.max, perKey: COMPUTE_SLOTS, idleSeconds: config.worker.warmParents.idleSeconds, coldSeconds: 60,
+    onError: (key, err) => log.warn({ key, err: String(err) }, 'a warm parent of runs did not start; its runs execute cold for a minute'),
+  });
+  const execution = createExecutionActivities({ db, objects, python: config.python, environments: config.environments, sandbox, runCancels, stallSeconds: config.worker.labStallSeconds, warm });
   const compute = await Promise.all(profiles.map((p) => Worker.create({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: computeTaskQueue(p),
     activities: { ...execution, ...publication, ...hosting },
-    maxConcurrentActivityTaskExecutions: 2,
+    maxConcurrentActivityTaskExecutions: COMPUTE_SLOTS,
     // SIGTERM drains: running labs get this long to finish; then they are stopped and
     // their runs rescheduled on another worker (not cancelled, no attempt used).
     shutdownGraceTime: `${config.worker.shutdownGraceSeconds} seconds`,
@@ -149,6 +159,7 @@ async function main(): Promise<void> {
   health?.close();
   runCancels?.close();
   invocationCancels?.close();
+  await warm.close();
   await Promise.allSettled([connection.close(), clientConnection.close(), cancelNotices?.close(), db.destroy(), sourcePacing.end()]);
   log.info('worker stopped');
 }

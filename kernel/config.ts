@@ -89,6 +89,11 @@ export interface Config {
      * or using no CPU is ended `lab_unresponsive`; below the execution's heartbeat timeout.
      */
     labStallSeconds: number;
+    /**
+     * Warm parents of runs (activities/execution/warmParents.ts): at most `max` on this
+     * worker (0: every run executes cold), each stopped once unused for `idleSeconds`.
+     */
+    warmParents: { max: number; idleSeconds: number };
     /** Port of the worker's `/healthz` and `/readyz` (deploy/workerHealth.ts); null: none. */
     healthPort: number | null;
   };
@@ -350,6 +355,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       computeProfiles: str(env, 'SILICO_COMPUTE_PROFILES', 'cpu-small,cpu-standard').split(',').map((p) => p.trim()).filter(Boolean),
       shutdownGraceSeconds: int(env, 'SILICO_WORKER_SHUTDOWN_GRACE_SECONDS', 30),
       labStallSeconds: int(env, 'SILICO_LAB_STALL_SECONDS', 10),
+      warmParents: { max: int(env, 'SILICO_WARM_PARENTS', 4), idleSeconds: int(env, 'SILICO_WARM_PARENT_IDLE_SECONDS', 60) },
       healthPort: env.SILICO_WORKER_HEALTH_PORT ? int(env, 'SILICO_WORKER_HEALTH_PORT', 0) : null,
     },
   };

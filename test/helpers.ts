@@ -2,7 +2,7 @@ import { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -241,16 +241,57 @@ export function runDirsOf(runId: string): string[] {
   return readdirSync(tmpdir()).filter((d) => d.startsWith(`silico-run-${runId.slice(0, 8)}-`));
 }
 
-/** Live processes running as one of `uids` (a worker as root gives each sandbox its own uid). */
+/** A process's field from /proc/PID/status (its real uid for `Uid`), or null when it is gone. */
+function statusField(pid: number | string, field: string): string | null {
+  try {
+    return new RegExp(`^${field}:\\s+(\\S+)`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Live processes running as one of `uids` (a worker as root gives each sandbox its own
+ * uid), read from their status: a warm parent's /proc entry is root's (it is not dumpable).
+ */
 export function sandboxUserProcesses(uids: { base: number; count: number }): number[] {
-  return readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
-    try {
-      const uid = statSync(`/proc/${p}`).uid;
-      return uid >= uids.base && uid < uids.base + uids.count && !readFileSync(`/proc/${p}/stat`, 'utf8').includes(') Z ');
-    } catch {
-      return false;
-    }
-  }).map(Number);
+  const ofSandbox = (pid: number | string) => {
+    const uid = Number(statusField(pid, 'Uid') ?? -1);
+    return uid >= uids.base && uid < uids.base + uids.count;
+  };
+  return readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => ofSandbox(p) && statusField(p, 'State') !== 'Z').map(Number);
+}
+
+/**
+ * Whether a process is a warm parent of runs: the driver serving forks (driver.py
+ * --serve) whose own parent is its sandbox's init, not another lab process. It outlives
+ * its runs by design, idle between them.
+ */
+export function isWarmParent(pid: number): boolean {
+  try {
+    if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('--serve')) return false;
+  } catch {
+    return false;
+  }
+  const ppid = statusField(pid, 'PPid');
+  return ppid !== null && statusField(ppid, 'Uid') === '0';
+}
+
+/** The children of a process (every thread's). */
+export function childrenOf(pid: number): number[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`).flatMap((t) => readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').split(' ').filter(Boolean).map(Number));
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * What is left of runs on a worker of these sandbox uids once they have ended: any
+ * process of a sandbox uid but an idle warm parent (one with no child).
+ */
+export function leftOfRuns(uids: { base: number; count: number }): number[] {
+  return sandboxUserProcesses(uids).filter((p) => !isWarmParent(p) || childrenOf(p).length > 0);
 }
 
 /** True while any live (non-zombie) process remains in a process group. */
@@ -299,7 +340,7 @@ export async function directFinalOutputs(ref: string, seed: number, profileId = 
   const release = await testDb()('releases').where({ namespace, name, version }).first('archive_key');
   const profile = await getComputeProfile(testDb(), profileId);
   if (!release?.archive_key || !profile) throw new Error(`no release ${ref} or profile ${profileId}`);
-  const [{ outcomeError, runLabProcess }, { labEnv, runLimits }] = await Promise.all([import('../activities/execution/labProcess.ts'), import('../activities/execution/execute.ts')]);
+  const [{ outcomeError, runLabProcess }, { labEnv, runLimits }] = await Promise.all([import('../activities/execution/labProcess.ts'), import('../activities/execution/labSpec.ts')]);
   const dir = await mkdtemp(path.join(tmpdir(), 'silico-direct-'));
   try {
     const input = path.join(dir, 'input');

@@ -1,37 +1,35 @@
 import { teachMissingModule } from './missingModule.ts';
-import { parseManifestText, readLabManifests } from '../../storage/labManifests.ts';
-import type { Tree } from '../../storage/trees.ts';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readLabManifests } from '../../storage/labManifests.ts';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createReadStream } from 'node:fs';
 import pLimit from 'p-limit';
-import { writeTree } from './labFiles.ts';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ApplicationFailure, Context, CancelledFailure } from '@temporalio/activity';
 import type { Db } from '../../storage/db/knex.ts';
 import { blobKey, type ObjectStore } from '../../storage/objects.ts';
 import { appendEvent, getRun, markRunStarted, recordArtifact, setRunOutputs, setRunProgress, touchRunAlive, type RunRow } from '../../storage/db/runs.ts';
-import { getComputeProfile, type ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
-import { getReleaseById } from '../../storage/db/releases.ts';
-import { getRevisionById } from '../../storage/db/workspaces.ts';
-import { sha256Hex } from '../../storage/digest.ts';
+import { getComputeProfile } from '../../storage/db/computeProfiles.ts';
 import { newId } from '../../storage/ids.ts';
 import { WORKER_SHUTDOWN } from '../../kernel/workflowNames.ts';
 import { listOf } from '../../storage/labContract.ts';
-import { packerIdentity } from '../../storage/labIdentity.ts';
 import { seriesSvg } from './artifacts.ts';
 import { stageInputs } from './stagedInputs.ts';
 import { createEventBatcher } from './eventBatcher.ts';
 import { createOutputSink, MAX_INLINE_OUTPUT_BYTES, textFile, type ArtifactFile, type OutputSink } from './outputs.ts';
-import { outcomeError, runLabProcess, spendCapReached, type StreamLimits } from './labProcess.ts';
-import { SandboxUnavailable, type Sandbox, type SandboxLimits } from './sandbox.ts';
+import { outcomeError, runLabProcess, signalError, spendCapReached, type LabProcessHooks, type StreamLimits } from './labProcess.ts';
+import { SandboxUnavailable, type Sandbox } from './sandbox.ts';
+import { DRIVER, labEnv, oneShotLimits } from './labSpec.ts';
+import { materialize } from './materialize.ts';
+import { parentKey, startRunParent, type RunParent } from './runParents.ts';
+import { WarmInstanceFailed } from './warmInstance.ts';
+import type { WarmParents } from './warmParents.ts';
+import type { WarmLease } from './warmPool.ts';
 import { environmentPython, EnvironmentUnavailable } from '../environments/python.ts';
 import type { EnvironmentSettings } from '../../kernel/environments.ts';
 import type { CancelWatch } from '../../storage/db/cancelWatch.ts';
 import { createWriteChain } from './writeChain.ts';
 
-export const DRIVER = fileURLToPath(new URL('./driver.py', import.meta.url));
 const MAX_LOG_EVENTS = 500;
 /** How often a live execution records so in its run (the sweeper ends runs silent for a minute). */
 const ALIVE_TOUCH_MS = 5000;
@@ -55,38 +53,20 @@ export interface ExecutionDeps {
   stallSeconds?: number;
   /** Tells of a run's cancellation as it is made (without it, only Temporal's reaches the run). */
   runCancels?: CancelWatch;
+  /** The worker's warm parents of runs; without them, every run executes cold. */
+  warm?: WarmParents<RunParent>;
 }
 
-/** The sandbox limits of a run on a compute profile. */
-export function runLimits(profile: Pick<ComputeProfileRow, 'memory_mib' | 'vcpus'>, maxRuntimeSeconds: number): SandboxLimits {
-  return {
-    // Address space, not resident memory: an interpreter with numpy and its threads maps
-    // several times what it touches.
-    memoryBytes: Math.max(profile.memory_mib, 1024) * 4 * 1024 * 1024,
-    cpuSeconds: maxRuntimeSeconds * Math.max(1, profile.vcpus) + 30,
-    processes: 64 + 4 * profile.vcpus,
-    openFiles: 256,
-    fileSizeBytes: 1 << 30,
-    tmpBytes: 256 << 20,
-  };
+/** A run's file or dataset input is no longer its owner's, or its bytes changed: nothing runs. */
+class InputsUnavailable extends Error {
+  readonly error: { code: string; message: string };
+  constructor(error: { code: string; message: string }) {
+    super(error.message);
+    this.error = error;
+  }
 }
 
-/**
- * A one-shot run's limits: the above, with a scratch directory of its own bounded to twice
- * the profile's memory (the worker reads nothing back from it: results come on the
- * protocol), and the profile's memory watched across all the lab's processes.
- */
-export function oneShotLimits(profile: Pick<ComputeProfileRow, 'memory_mib' | 'vcpus'>, maxRuntimeSeconds: number): SandboxLimits {
-  return { ...runLimits(profile, maxRuntimeSeconds), scratchBytes: Math.max(profile.memory_mib, 512) * 2 * 1024 * 1024, labMemoryBytes: profile.memory_mib * 1024 * 1024 };
-}
-
-/** The environment a lab process gets: nothing of the worker's. */
-export function labEnv(vcpus: number): Record<string, string> {
-  return {
-    PATH: '/usr/bin:/bin', LANG: 'C.UTF-8', PYTHONDONTWRITEBYTECODE: '1',
-    OPENBLAS_NUM_THREADS: String(vcpus), OMP_NUM_THREADS: String(vcpus),
-  };
-}
+const timedOutMessage = (wallSeconds: number) => `The run exceeded max_runtime_seconds (${wallSeconds}).`;
 
 /**
  * The lab execution activity, run on the task queue of the run's compute profile. The
@@ -140,17 +120,23 @@ export function createExecutionActivities(deps: ExecutionDeps) {
     alive();
     const dir = await mkdtemp(path.join(tmpdir(), `silico-run-${run.id.slice(0, 8)}-`));
     let opened: OutputSink | undefined;
+    let lease: WarmLease<RunParent> | null = null;
     try {
-      const source = await materialize(deps, run, path.join(dir, 'input'));
-      if ('error' in source) return { status: 'failed', error: source.error, computeSeconds: 0 };
-      const staged = await stageInputs(deps, run, source.manifest, path.join(dir, 'input'));
-      if ('error' in staged) return { status: 'failed', error: staged.error, computeSeconds: 0 };
       // Built before compute is charged: a build is never billed to the run.
       const python = await runPython(deps, run, alive);
       if (typeof python !== 'string') return { status: 'failed', error: python.error, computeSeconds: 0 };
+      // A warm parent of the run's key forks it when this worker keeps them; a run without
+      // one (none within the bounds, or its lab cannot start warm) executes cold, and says why.
+      lease = deps.warm ? await deps.warm.lease(parentKey(run), () => startRunParent(deps, run, profile, python), stopSignal).catch(() => null) : null;
+      const source = lease ? lease.instance.source : await materialize(deps, run, path.join(dir, 'input'));
+      if ('error' in source) return { status: 'failed', error: source.error, computeSeconds: 0 };
+      const staged = lease ? null : await stageInputs(deps, run, source.manifest, path.join(dir, 'input'));
+      if (staged && 'error' in staged) return { status: 'failed', error: staged.error, computeSeconds: 0 };
       // Compute is charged from here: waiting for a slot or a worker costs nothing.
-      await markRunStarted(deps.db, run.id);
-      await appendEvent(deps.db, run.id, 'log', `Executing ${run.resolved_ref} on ${profile.id}.`, { stream: 'worker' });
+      const begin = async () => {
+        await markRunStarted(deps.db, run.id);
+        await appendEvent(deps.db, run.id, 'log', `Executing ${run.resolved_ref} on ${profile.id}.`, { stream: 'worker' });
+      };
       const results = path.join(dir, 'results');
       await mkdir(results);
       const declared = listOf(source.manifest?.io?.outputs as Array<{ name?: unknown; public?: unknown; units?: unknown }> | undefined)
@@ -169,40 +155,60 @@ export function createExecutionActivities(deps: ExecutionDeps) {
         logs += 1;
         events.add('log', message.slice(0, 2000), data);
       };
+      const hooks: LabProcessHooks = {
+        // Temporal hears the run is alive only while its lab is (supervision.ts).
+        onAlive: alive,
+        onStart: (p) => {
+          pid = p;
+          events.add('log', `Lab process started (process group ${p}${lease ? `, forked from warm instance ${lease.instance.pid}` : ''}).`, { stream: 'worker', pid: p, ...(lease ? { warm_instance: lease.instance.pid } : {}) });
+        },
+        onLog: (stream, line) => log(line, { level: stream === 'stderr' ? 'warning' : 'info', stream }),
+        onMessage: async (msg) => {
+          if (msg.type === 'progress') {
+            const fraction = Number(msg.fraction) || 0;
+            const now = Date.now();
+            if (now - lastProgressWrite >= 1000 || fraction >= 1) {
+              lastProgressWrite = now;
+              progress.add(() => setRunProgress(deps.db, run.id, fraction));
+              events.add('progress', `${Math.round(fraction * 100)}%`, { fraction, t: Number(msg.t) || 0 });
+            }
+          } else if (msg.type === 'log') log(String(msg.message), { level: String(msg.level ?? 'info'), stream: 'driver' });
+          else if (msg.type === 'series') await sink.addSeries(String(msg.name), msg.points);
+          else if (msg.type === 'output') sink.setFinal(String(msg.name), msg.value);
+          else if (msg.type === 'visual') visuals = msg.visuals;
+        },
+      };
+      const limits = oneShotLimits(profile, run.max_runtime_seconds);
+      const request = { seed: run.seed, ...source.request };
       alive();
       let outcome;
       try {
-        outcome = await runLabProcess(deps.sandbox, {
-          python, script: DRIVER, input: path.join(dir, 'input'), scratch: path.join(dir, 'scratch'),
-          args: (p) => [path.join(p.input, source.entry), p.scratch],
-          limits: oneShotLimits(profile, run.max_runtime_seconds), env: labEnv(profile.vcpus),
-        }, (p) => JSON.stringify({ inputs: staged.values(p.input), seed: run.seed, ...source.request }), { wallSeconds, signal: stopSignal, limits: deps.streamLimits, stallSeconds: deps.stallSeconds ?? 10 }, {
-          // Temporal hears the run is alive only while its lab is (supervision.ts).
-          onAlive: alive,
-          onStart: (p) => {
-            pid = p;
-            events.add('log', `Lab process started (process group ${p}).`, { stream: 'worker', pid: p });
-          },
-          onLog: (stream, line) => log(line, { level: stream === 'stderr' ? 'warning' : 'info', stream }),
-          onMessage: async (msg) => {
-            if (msg.type === 'progress') {
-              const fraction = Number(msg.fraction) || 0;
-              const now = Date.now();
-              if (now - lastProgressWrite >= 1000 || fraction >= 1) {
-                lastProgressWrite = now;
-                progress.add(() => setRunProgress(deps.db, run.id, fraction));
-                events.add('progress', `${Math.round(fraction * 100)}%`, { fraction, t: Number(msg.t) || 0 });
-              }
-            } else if (msg.type === 'log') log(String(msg.message), { level: String(msg.level ?? 'info'), stream: 'driver' });
-            else if (msg.type === 'series') await sink.addSeries(String(msg.name), msg.points);
-            else if (msg.type === 'output') sink.setFinal(String(msg.name), msg.value);
-            else if (msg.type === 'visual') visuals = msg.visuals;
-          },
-        });
+        if (lease) {
+          outcome = await lease.instance.invoke(async (staging) => {
+            // File and dataset inputs are checked and staged for this run alone, as a cold run's.
+            const inputs = await stageInputs(deps, run, source.manifest, staging.host);
+            if ('error' in inputs) throw new InputsUnavailable(inputs.error);
+            await begin();
+            return { inputs: inputs.values(staging.inside), ...request, cpu_seconds: limits.cpuSeconds };
+          }, {
+            wallSeconds, signal: stopSignal, limits: deps.streamLimits, timedOut: timedOutMessage(wallSeconds),
+            watch: { memoryBytes: limits.labMemoryBytes ?? null, stallSeconds: deps.stallSeconds ?? 10 },
+          }, hooks);
+        } else {
+          await begin();
+          outcome = await runLabProcess(deps.sandbox, {
+            python, script: DRIVER, input: path.join(dir, 'input'), scratch: path.join(dir, 'scratch'),
+            args: (p) => [path.join(p.input, source.entry), p.scratch], limits, env: labEnv(profile.vcpus),
+          }, (p) => JSON.stringify({ inputs: staged!.values(p.input), ...request }), { wallSeconds, signal: stopSignal, limits: deps.streamLimits, stallSeconds: deps.stallSeconds ?? 10 }, hooks);
+        }
       } catch (err) {
+        if (err instanceof InputsUnavailable) return { status: 'failed', error: err.error, computeSeconds: 0 };
+        if (err instanceof WarmInstanceFailed) return { status: 'failed', error: err.error, computeSeconds: 0 };
         if (err instanceof SandboxUnavailable) return { status: 'failed', error: { code: err.code, message: err.message }, computeSeconds: 0 };
         throw err;
       } finally {
+        lease?.release();
+        lease = null;
         await Promise.all([progress.settled(), events.flushed()]);
       }
       const computeSeconds = outcome.result?.cpu_seconds ?? outcome.wallSeconds;
@@ -213,7 +219,10 @@ export function createExecutionActivities(deps: ExecutionDeps) {
         // Stopped on the run's cancel notice, before Temporal's reached this activity.
         return { status: 'cancelled', error: null, computeSeconds: outcome.wallSeconds };
       }
-      const error = outcomeError(outcome);
+      // A run whose warm instance died under it (its whole sandbox killed) ends as a cold
+      // run's whose sandbox was killed would.
+      const lost = outcome.error?.code === 'instance_lost' ? signalError(outcome.exitCode) : null;
+      const error = lost ?? outcomeError(outcome);
       if (error?.code === 'timed_out' && capStops) {
         return { status: 'cancelled', error: spendCapReached(`run on ${profile.id}`, Number(run.cap_micros), wallSeconds), computeSeconds: outcome.wallSeconds };
       }
@@ -234,6 +243,7 @@ export function createExecutionActivities(deps: ExecutionDeps) {
       await setRunOutputs(deps.db, run.id, outputs);
       return { status: 'completed', computeSeconds };
     } finally {
+      lease?.release();
       opened?.discard();
       await rm(dir, { recursive: true, force: true });
     }
@@ -263,32 +273,6 @@ async function runPython(deps: ExecutionDeps, run: RunRow, beat: () => void): Pr
   } finally {
     clearInterval(timer);
   }
-}
-
-/**
- * Puts what a run executes in `dir` (shown read-only to the lab), every byte checked
- * against its content address: a release's archive, or a managed run's revision tree as
- * a lab folder.
- */
-async function materialize(deps: { db: Db; objects: ObjectStore }, run: RunRow, dir: string): Promise<
-  { entry: string; manifest: any; tree: Tree; request: Record<string, unknown> } | { error: { code: string; message: string } }
-> {
-  const mismatch = { error: { code: 'artifact_store_error', message: 'Stored lab content does not match its digest.' } };
-  await mkdir(dir, { recursive: true });
-  if (run.kind === 'hub') {
-    const release = await getReleaseById(deps.db, run.release_id!);
-    if (!release?.archive_key) return mismatch;
-    const bytes = await deps.objects.getBytes(release.archive_key);
-    if (`blobs/sha256/${sha256Hex(bytes)}` !== release.archive_key) return mismatch;
-    await writeFile(path.join(dir, 'lab.bsilab'), bytes);
-    return { entry: 'lab.bsilab', manifest: release.manifest, tree: release.tree ?? {}, request: { package_sha256: run.package_sha256 } };
-  }
-  const rev = (await getRevisionById(deps.db, run.revision_id!))!;
-  if (!(await writeTree(deps.objects, rev.tree, path.join(dir, 'lab')))) return mismatch;
-  const manifest = parseManifestText(await readFile(path.join(dir, 'lab', 'lab.yaml'), 'utf8'));
-  const [ns, name] = run.resolved_ref.split('@')[0]!.split('/');
-  // A lab that declares its own package/version is packed under them; others under its Silico name.
-  return { entry: 'lab', manifest, tree: rev.tree, request: packerIdentity(manifest, { package: `${ns}/${name}`, version: `0.0.${rev.number}` }) };
 }
 
 /**

@@ -89,26 +89,38 @@ export function spawnSandboxed(cmd: SandboxedCommand): { child: ChildProcess; ex
 }
 
 /**
+ * The pid, as the worker sees it, of the sandbox's init (bubblewrap's --info-fd report):
+ * its root is the sandbox's own filesystem. Null if the sandbox ends without one (or runs
+ * unsandboxed, without a report).
+ */
+export function sandboxInit(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    let info = '';
+    const stream = child.stdio[INFO_FD] as Readable;
+    stream.on('data', (chunk: Buffer) => {
+      info += chunk.toString();
+      const pid = /"child-pid"\s*:\s*(\d+)/.exec(info)?.[1];
+      if (pid) resolve(Number(pid));
+    }).on('error', () => resolve(null)).once('close', () => resolve(null));
+  });
+}
+
+/**
  * Signals a sandboxed process's whole group. SIGKILL also kills the sandbox's init
  * (bubblewrap's --info-fd): a stop that lands while bubblewrap is still building the
  * sandbox can kill bubblewrap before its child has asked to die with it, and that child
  * has its own session; the init's death ends its whole PID namespace.
  */
-export function groupKiller(child: ChildProcess): (sig: NodeJS.Signals) => void {
+export function groupKiller(child: ChildProcess, init = sandboxInit(child)): (sig: NodeJS.Signals) => void {
   let sandboxInit: number | null = null;
   let killed = false;
   const killInit = () => {
     if (sandboxInit !== null) try { process.kill(sandboxInit, 'SIGKILL'); } catch { /* already gone */ }
   };
-  let info = '';
-  (child.stdio[INFO_FD] as Readable).on('data', (chunk: Buffer) => {
-    info += chunk.toString();
-    const pid = /"child-pid"\s*:\s*(\d+)/.exec(info)?.[1];
-    if (pid && sandboxInit === null) {
-      sandboxInit = Number(pid);
-      if (killed) killInit();
-    }
-  }).on('error', () => undefined);
+  void init.then((pid) => {
+    sandboxInit = pid;
+    if (killed) killInit();
+  });
   return (sig) => {
     try { process.kill(-child.pid!, sig); } catch { /* already gone */ }
     if (sig === 'SIGKILL') {
@@ -191,11 +203,7 @@ export async function runLabProcess(
   // it early, or a process cut off) gives it a moment to exit and is then ended; its exit
   // gives the streams a moment to drain and then they are closed.
   const first = await Promise.race([protocolDone.then(() => 'protocol' as const), exited.then(() => 'exit' as const)]);
-  if (first === 'protocol' && !(await settlesWithin(exited, EXIT_GRACE_MS))) {
-    const { result, reported } = await protocolDone;
-    if (result || reported) killGroup('SIGKILL'); // said how it ended, and lingered
-    else halt({ code: 'protocol_error', message: 'The lab closed its protocol stream before reporting a result; it was ended.' });
-  }
+  if (first === 'protocol') await endLingering(exited, await protocolDone, () => killGroup('SIGKILL'), halt);
   const exitCode = await exited;
   unwatch();
   if (!(await settlesWithin(Promise.all([protocolDone, logsDone]), EXIT_GRACE_MS))) {
@@ -220,6 +228,18 @@ export async function runLabProcess(
 /** How long a lab's process and streams get to finish on their own once one of them has. */
 const EXIT_GRACE_MS = 2000;
 
+/**
+ * A lab whose protocol stream has ended gets a moment to exit; one that lingers is ended:
+ * killed when it said how it ended, else stopped as a protocol error.
+ */
+export async function endLingering(
+  exited: Promise<unknown>, read: { result: unknown; reported: unknown }, kill: () => void, halt: (why: LabError) => void,
+): Promise<void> {
+  if (await settlesWithin(exited, EXIT_GRACE_MS)) return;
+  if (read.result || read.reported) kill();
+  else halt({ code: 'protocol_error', message: 'The lab closed its protocol stream before reporting a result; it was ended.' });
+}
+
 /** Whether `p` settles within `ms`. */
 async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
@@ -239,7 +259,8 @@ async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> 
  * arrive once the lab is being stopped (`stopped()`) are dropped.
  */
 export async function readProtocol(
-  protocol: Readable, limits: StreamLimits, stopped: () => boolean, halt: (why: LabError) => void, hooks: Pick<LabProcessHooks, 'onMessage'>,
+  protocol: Readable, limits: StreamLimits, stopped: () => boolean, halt: (why: LabError) => void,
+  hooks: Pick<LabProcessHooks, 'onMessage'> & { onHello?(msg: Record<string, unknown>): void | Promise<void> },
 ): Promise<{ hello: boolean; reported: LabError | null; result: LabProcessOutcome['result']; truncated: boolean }> {
   let protocolBytes = 0;
   let sinceNewline = 0;
@@ -278,7 +299,10 @@ export async function readProtocol(
         else halt({ code: 'protocol_error', message: `The lab wrote something other than a protocol message on its protocol stream: ${JSON.stringify(line.slice(0, 200))}.` });
         continue;
       }
-      if (msg.type === 'hello') hello = true;
+      if (msg.type === 'hello') {
+        hello = true;
+        await hooks.onHello?.(msg);
+      }
       else if (msg.type === 'error' && !reported) {
         reported = { code: String(msg.code ?? 'lab_error').slice(0, 64), message: String(msg.message ?? '').slice(0, 4000) };
         const missing = msg.missing_module as MissingModule | undefined;

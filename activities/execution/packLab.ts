@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { labEnv } from './execute.ts';
+import { labEnv } from './labSpec.ts';
 import { runLabProcess, signalError } from './labProcess.ts';
 import { SandboxUnavailable, type Sandbox, type SandboxLimits } from './sandbox.ts';
 

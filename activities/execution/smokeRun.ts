@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { DRIVER, labEnv, oneShotLimits } from './execute.ts';
+import { DRIVER, labEnv, oneShotLimits } from './labSpec.ts';
 import { outcomeError, runLabProcess } from './labProcess.ts';
 import { SandboxUnavailable, type Sandbox } from './sandbox.ts';
 

@@ -38,6 +38,19 @@ export async function processTree(root: number): Promise<number[]> {
   return seen;
 }
 
+/**
+ * The pid, as the worker sees it, of the process below `root` whose pid in its own PID
+ * namespace is `inner` (the innermost of its NSpid), or null when none is.
+ */
+export async function hostPidOf(root: number, inner: number): Promise<number | null> {
+  for (const pid of await processTree(root)) {
+    const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+    const ns = /^NSpid:\s+(.+)$/m.exec(status)?.[1]?.trim().split(/\s+/);
+    if (ns && Number(ns[ns.length - 1]) === inner) return pid;
+  }
+  return null;
+}
+
 /** One sample of the tree below `root`; memory is read only when asked (it costs a page-table walk). */
 export async function sampleTree(root: number, withMemory: boolean): Promise<TreeSample> {
   const pids = await processTree(root);

@@ -1,8 +1,8 @@
 import type { WarmInstance } from './warmInstance.ts';
 
-export interface WarmPoolOptions {
+export interface WarmPoolOptions<T extends WarmInstance = WarmInstance> {
   /** Starts one more instance of the deployment. */
-  start: () => Promise<WarmInstance>;
+  start: () => Promise<T>;
   /** Instances kept warm however idle (a ready deployment's `min_instances`). */
   min: number;
   /** Instances at most, busy or not (`max_instances`). */
@@ -12,20 +12,24 @@ export interface WarmPoolOptions {
   onError?: (err: unknown) => void;
 }
 
-export interface WarmLease {
-  instance: WarmInstance;
+export interface WarmLease<T extends WarmInstance = WarmInstance> {
+  instance: T;
   /** Gives the instance back (or drops it when it died serving). */
   release(): void;
 }
 
-export interface WarmPool {
+export interface WarmPool<T extends WarmInstance = WarmInstance> {
   /**
    * An idle instance, a new one while under `max`, or the next one freed (first come,
    * first served). Rejects with PoolClosed, with why no instance could start (when none
    * is there or starting), or on `signal`.
    */
-  acquire(signal?: AbortSignal): Promise<WarmLease>;
+  acquire(signal?: AbortSignal): Promise<WarmLease<T>>;
   stats(): { instances: number; busy: number; starting: number; waiting: number };
+  /** Since when its longest-idle instance above `min` has been idle (Date.now()), or null when none is. */
+  oldestIdle(): number | null;
+  /** Stops its longest-idle instance above `min`; whether there was one. */
+  shed(): boolean;
   /** Stops every instance; waiting callers are refused. */
   close(): Promise<void>;
 }
@@ -37,20 +41,21 @@ export class PoolClosed extends Error {
   }
 }
 
-interface Slot { instance: WarmInstance; busy: boolean; idleSince: number }
+interface Slot<T> { instance: T; busy: boolean; idleSince: number }
 
 /**
  * The warm instances of one deployment on this worker: `min` kept ready (one that dies is
  * replaced), up to `max` under load, scaled back to `min` once idle. Every invocation gets
  * an instance to itself; callers past `max` wait their turn.
  */
-export function createWarmPool(opts: WarmPoolOptions): WarmPool {
-  const slots: Slot[] = [];
-  const waiting: Array<{ resolve: (l: WarmLease) => void; reject: (e: Error) => void }> = [];
+export function createWarmPool<T extends WarmInstance = WarmInstance>(opts: WarmPoolOptions<T>): WarmPool<T> {
+  type S = Slot<T>;
+  const slots: S[] = [];
+  const waiting: Array<{ resolve: (l: WarmLease<T>) => void; reject: (e: Error) => void }> = [];
   let starting = 0;
   let closed = false;
 
-  const lease = (slot: Slot): WarmLease => {
+  const lease = (slot: S): WarmLease<T> => {
     slot.busy = true;
     return {
       instance: slot.instance,
@@ -63,12 +68,12 @@ export function createWarmPool(opts: WarmPoolOptions): WarmPool {
       },
     };
   };
-  const drop = (slot: Slot) => {
+  const drop = (slot: S) => {
     const i = slots.indexOf(slot);
     if (i >= 0) slots.splice(i, 1);
   };
   /** A free instance goes to the first caller waiting, if any. */
-  const handOut = (slot: Slot) => {
+  const handOut = (slot: S) => {
     const next = waiting.shift();
     if (next) next.resolve(lease(slot));
   };
@@ -77,7 +82,7 @@ export function createWarmPool(opts: WarmPoolOptions): WarmPool {
     opts.start().then((instance) => {
       starting -= 1;
       if (closed) return void instance.close();
-      const slot: Slot = { instance, busy: false, idleSince: Date.now() };
+      const slot: S = { instance, busy: false, idleSince: Date.now() };
       slots.push(slot);
       handOut(slot);
     }, (err) => {
@@ -106,6 +111,9 @@ export function createWarmPool(opts: WarmPoolOptions): WarmPool {
     topUp();
   }, Math.max(250, Math.min(opts.idleSeconds * 1000, 5000)));
   reaper.unref();
+  const longestIdle = (): S | undefined => (slots.length > opts.min
+    ? slots.filter((s) => !s.busy).sort((a, b) => a.idleSince - b.idleSince)[0]
+    : undefined);
   topUp();
 
   return {
@@ -113,7 +121,7 @@ export function createWarmPool(opts: WarmPoolOptions): WarmPool {
       if (closed) return Promise.reject(new PoolClosed());
       const idle = slots.find((s) => !s.busy && s.instance.alive());
       if (idle) return Promise.resolve(lease(idle));
-      return new Promise<WarmLease>((resolve, reject) => {
+      return new Promise<WarmLease<T>>((resolve, reject) => {
         const entry = { resolve, reject };
         waiting.push(entry);
         signal?.addEventListener('abort', () => {
@@ -123,6 +131,14 @@ export function createWarmPool(opts: WarmPoolOptions): WarmPool {
         }, { once: true });
         topUp();
       });
+    },
+    oldestIdle: () => longestIdle()?.idleSince ?? null,
+    shed() {
+      const s = longestIdle();
+      if (!s) return false;
+      drop(s);
+      void s.instance.close();
+      return true;
     },
     stats: () => ({ instances: slots.length, busy: slots.filter((s) => s.busy).length, starting, waiting: waiting.length }),
     async close() {

@@ -37,7 +37,7 @@ import { createObjectStore } from '../../storage/objects.ts';
 import { getComputeProfile } from '../../storage/db/computeProfiles.ts';
 import { createSandbox } from '../../activities/execution/sandbox.ts';
 import { outcomeError, runLabProcess } from '../../activities/execution/labProcess.ts';
-import { labEnv, runLimits } from '../../activities/execution/execute.ts';
+import { labEnv, runLimits } from '../../activities/execution/labSpec.ts';
 import { cpuSample, cpuPerUnit, type CpuSample } from './cpu.ts';
 import YAML from 'yaml';
 import { declaredRuntime } from '../../api/runs/declaredRuntime.ts';

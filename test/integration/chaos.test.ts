@@ -1,8 +1,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
-import { call, closeTestDb, driverPid, newAccount, processAlive, publishFixtureLab, runDirsOf, sandboxUserProcesses, spawnWorker, testDb, testObjects, until, useTestProfiles, waitForRun } from '../helpers.ts';
+import { call, childrenOf, closeTestDb, driverPid, leftOfRuns, newAccount, processAlive, publishFixtureLab, runDirsOf, spawnWorker, testDb, testObjects, until, useTestProfiles, waitForRun } from '../helpers.ts';
 import { createMaintenanceActivities } from '../../activities/maintenance.ts';
 import { executionProbeOf, workflowStateOf } from '../../activities/workflowState.ts';
 import { runWorkflowId } from '../../kernel/workflowNames.ts';
@@ -11,7 +11,9 @@ import { runWorkflowId } from '../../kernel/workflowNames.ts';
 // error that says why, nothing of its sandbox is left, and the next run completes. The
 // lab is killed from outside at random points, stopped, and made to break its protocol,
 // on a worker of this file's own (its profile, its sandbox uids, a short stall deadline),
-// so killing processes never touches another file's runs.
+// so killing processes never touches another file's runs. Its runs fork from warm parents
+// (warmParents.ts), so the parent is killed too, and its sandbox's init, mid-run; what is
+// left after a run is at most an idle parent.
 
 const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
 const PROFILE = 'test-chaos';
@@ -37,23 +39,39 @@ after(async () => {
   await closeTestDb();
 });
 
-/** The processes of a sandbox, from its outer bubblewrap (the run's process group): the init, then the lab. */
-function sandboxTree(group: number): { init: number | null; lab: number | null } {
-  const children = (pid: number) => readdirSync(`/proc/${pid}/task`).flatMap((t) => readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').split(' ').filter(Boolean).map(Number));
+/** A process's parent pid, or null when it is gone. */
+const parentOf = (pid: number): number | null => {
   try {
-    const [init] = children(group);
-    if (!init) return { init: null, lab: null };
+    return Number(/^PPid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+  } catch {
+    return null;
+  }
+};
+
+/**
+ * The processes of a run, from the pid its events give: a run forked from a warm parent
+ * is that process itself (the lab), below its parent, below its sandbox's init; a cold
+ * run's pid is its outer bubblewrap, with the init below it, then the lab.
+ */
+function sandboxTree(pid: number): { init: number | null; parent: number | null; lab: number | null } {
+  try {
+    if (readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('python')) {
+      const parent = parentOf(pid);
+      return { init: parent === null ? null : parentOf(parent), parent, lab: pid };
+    }
+    const [init] = childrenOf(pid);
+    if (!init) return { init: null, parent: null, lab: null };
     let lab: number | null = null;
-    const walk = (pid: number) => {
-      for (const c of children(pid)) {
+    const walk = (p: number) => {
+      for (const c of childrenOf(p)) {
         if (lab === null && readFileSync(`/proc/${c}/comm`, 'utf8').startsWith('python') && statSync(`/proc/${c}`).uid >= worker.uids.base) lab = c;
         walk(c);
       }
     };
     walk(init);
-    return { init, lab };
+    return { init, parent: null, lab };
   } catch {
-    return { init: null, lab: null };
+    return { init: null, parent: null, lab: null };
   }
 }
 
@@ -71,7 +89,7 @@ async function startRun(attack: number) {
   const deadline = Date.now() + 30000;
   for (;;) {
     const tree = sandboxTree(group);
-    if (tree.lab && tree.init) return { id, group, init: tree.init, lab: tree.lab };
+    if (tree.lab && tree.init) return { id, group, init: tree.init, parent: tree.parent, lab: tree.lab };
     assert.ok(Date.now() < deadline, 'the lab started');
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -90,20 +108,21 @@ async function endsPromptly(id: string, since: number | 'attack') {
   const timeline = () => events.map((e) => `${new Date(e.at).getTime() - (since as number)} ms ${e.type}: ${e.message.slice(0, 80)}`).join('\n  ');
   assert.ok(took <= ENDS_WITHIN_MS, `the run ended ${took} ms after its cause (${run.status} ${run.error?.code}); its events:\n  ${timeline()}`);
   const deadline = Date.now() + 5000;
-  while ((sandboxUserProcesses(worker.uids).length || runDirsOf(id).length) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-  assert.deepEqual(sandboxUserProcesses(worker.uids), [], 'no process of a sandbox uid remains');
+  while ((leftOfRuns(worker.uids).length || runDirsOf(id).length) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  assert.deepEqual(leftOfRuns(worker.uids), [], 'no process of a sandbox uid remains but idle warm parents');
   assert.deepEqual(runDirsOf(id), [], 'its directories are gone');
   return run;
 }
 
-test('killed from outside at random points, 20 times (its interpreter, the sandbox init, the driver mid-write): every run ends within 5 s, lab_killed_by_signal', async () => {
-  const targets = ['lab', 'init', 'mid-write'] as const;
+test('killed from outside at random points, 20 times (its interpreter, the warm parent it forks from, the sandbox init, the driver mid-write): every run ends within 5 s, lab_killed_by_signal', async () => {
+  const targets = ['lab', 'parent', 'init', 'mid-write'] as const;
   for (let i = 0; i < 20; i++) {
     const target = targets[i % targets.length]!;
     const r = await startRun(target === 'mid-write' ? 28 : 27);
+    assert.ok(r.parent, 'forked from a warm parent');
     await new Promise((res) => setTimeout(res, Math.floor(Math.random() * 1500)));
     const at = Date.now();
-    process.kill(target === 'init' ? r.init : r.lab, 'SIGKILL');
+    process.kill(target === 'init' ? r.init : target === 'parent' ? r.parent : r.lab, 'SIGKILL');
     const run = await endsPromptly(r.id, at);
     assert.equal(run.status, 'failed', `kill ${i} (${target})`);
     assert.equal(run.error.code, 'lab_killed_by_signal', `kill ${i} (${target}): ${run.error.message}`);

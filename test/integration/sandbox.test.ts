@@ -1,6 +1,6 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -10,27 +10,31 @@ import { packLab } from '../../activities/execution/packLab.ts';
 import { createSandbox, SandboxUnavailable } from '../../activities/execution/sandbox.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { packerIdentity } from '../../storage/labIdentity.ts';
-import { call, closeTestDb, downloadArtifact, newAccount, processAlive, publishFixtureLab, runDirsOf, sandboxUserProcesses, spawnWorker, useTestProfiles, waitForRun, driverPid } from '../helpers.ts';
+import { call, closeTestDb, downloadArtifact, newAccount, processAlive, publishFixtureLab, runDirsOf, leftOfRuns, spawnWorker, useTestProfiles, waitForRun, driverPid } from '../helpers.ts';
 
 // Every lab process runs sandboxed: a hostile lab (test/fixtures/labs/hostile-lab) tries,
 // one attack per run, what a stranger's code might, on the real stack. Each ends with its
 // own precise run error, the worker serves the next run, and nothing of the lab survives.
 // The attacks run on a worker of this file's own (its profile, its own sandbox uids), so
 // "no process of a sandbox user is left" speaks of its labs alone while other files run.
+// Its runs fork from warm parents, as every worker's do (warmParents.ts): what is left
+// after a run is at most its idle parent; a second worker runs them cold.
 
 const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
 // 2 GiB: a fork bomb's 68 interpreters stay under the memory bound across processes, so
 // the process bound is what stops it; the 1 GiB profile is the memory and scratch attacks'.
 const PROFILE = 'test-sandbox';
 const PROFILE_1G = 'test-sandbox-1g';
+const COLD = 'test-sandbox-cold';
 useTestProfiles(
+  { id: COLD, title: 'Test profile of the sandbox attacks, served by a worker without warm parents', schedule_to_start_seconds: 120, memory_mib: 2048 },
   { id: PROFILE, title: 'Test profile of the sandbox attacks', schedule_to_start_seconds: 120, memory_mib: 2048 },
   { id: PROFILE_1G, title: 'Test profile of the sandbox attacks on memory and disk', schedule_to_start_seconds: 120, memory_mib: 1024 },
   { id: 'test-no-bwrap', title: 'Test profile served by a worker without bubblewrap', schedule_to_start_seconds: 120 },
   { id: 'test-unsafe', title: 'Test profile served by a worker with the development opt-out', schedule_to_start_seconds: 120 },
 );
 after(async () => {
-  await worker?.stop();
+  await Promise.all([worker?.stop(), coldWorker?.stop()]);
   await closeTestDb();
 });
 
@@ -38,8 +42,12 @@ let owner: Awaited<ReturnType<typeof newAccount>>;
 let hostile = '';
 let slow = '';
 let worker: Awaited<ReturnType<typeof spawnWorker>>;
+let coldWorker: Awaited<ReturnType<typeof spawnWorker>>;
 before(async () => {
-  worker = await spawnWorker({ SILICO_COMPUTE_PROFILES: `${PROFILE},${PROFILE_1G}` });
+  [worker, coldWorker] = await Promise.all([
+    spawnWorker({ SILICO_COMPUTE_PROFILES: `${PROFILE},${PROFILE_1G}` }),
+    spawnWorker({ SILICO_COMPUTE_PROFILES: COLD, SILICO_WARM_PARENTS: '0' }),
+  ]);
   owner = await newAccount({ usd: 50 });
   hostile = await publishFixtureLab(owner, 'hostile-lab');
   slow = await publishFixtureLab(owner, 'slow-lab');
@@ -55,8 +63,8 @@ function serviceTargets() {
 /** The worker's secrets: none of these may be visible to a lab. */
 const SECRETS = [process.env.S3_SECRET_ACCESS_KEY!, new URL(process.env.DATABASE_URL!).password, process.env.SILICO_TEST_API_KEY!].filter((s) => s && s.length >= 6);
 
-/** Processes running as a sandbox uid of this file's worker (it is root here: each sandbox has its own uid). */
-const sandboxProcesses = () => sandboxUserProcesses(worker.uids);
+/** What runs left on this file's workers (as root, each sandbox has its own uid): any process but an idle warm parent. */
+const leftProcesses = () => [...leftOfRuns(worker.uids), ...leftOfRuns(coldWorker.uids)];
 
 async function runAttack(attack: number, target: { ports?: number[]; hosts?: string[]; paths?: string[] } = {}, opts: { maxRuntime?: number; profile?: string } = {}) {
   const res = await call('POST', '/runs', {
@@ -66,31 +74,49 @@ async function runAttack(attack: number, target: { ports?: number[]; hosts?: str
   assert.equal(res.status, 200, res.text);
   const pid = await driverPid(owner.key, res.body.id, 60000);
   const run = await waitForRun(owner.key, res.body.id, 120000);
-  return { run, pid };
+  return { run, pid, parent: await warmInstanceOf(owner.key, run.id) };
+}
+
+/** The warm instance a run was forked from (the worker's pid of its sandbox), or null when it ran cold. */
+async function warmInstanceOf(key: string, runId: string): Promise<number | null> {
+  const events = (await call('GET', `/runs/${runId}/events?limit=1000`, { key })).body.items as Array<{ data: Record<string, unknown> }>;
+  return (events.find((e) => e.data.pid)?.data.warm_instance as number | undefined) ?? null;
 }
 
 /** An output's final value, read from its artifact when it was too large to keep inline. */
-async function outputOf(runId: string, name: string): Promise<any> {
-  const value = (await call('GET', `/runs/${runId}/results`, { key: owner.key })).body.outputs[name];
+async function outputOf(runId: string, name: string, key = owner.key): Promise<any> {
+  const value = (await call('GET', `/runs/${runId}/results`, { key })).body.outputs[name];
   if (!value?.artifact_ref) return value;
-  return JSON.parse((await downloadArtifact(owner.key, runId, value.artifact_ref.artifact_id)).toString());
+  return JSON.parse((await downloadArtifact(key, runId, value.artifact_ref.artifact_id)).toString());
+}
+
+/** What a process is and waits on, for a failure's message. */
+function describeProcess(pid: number): string {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').filter((l) => /^(Name|State|PPid|NSpid):/.test(l)).join('; ');
+    return `${status}; cmdline ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ')}; wchan ${readFileSync(`/proc/${pid}/wchan`, 'utf8')}`;
+  } catch {
+    return 'gone';
+  }
 }
 
 async function assertNothingSurvives(run: { id: string }, pid: number) {
   const deadline = Date.now() + 10000;
-  while ((processAlive(pid) || sandboxProcesses().length || runDirsOf(run.id).length) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-  assert.equal(processAlive(pid), false, 'the sandbox process is gone');
-  if (process.getuid?.() === 0) assert.deepEqual(sandboxProcesses(), [], 'no process of a sandbox user is left');
+  while ((processAlive(pid) || leftProcesses().length || runDirsOf(run.id).length) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  assert.equal(processAlive(pid), false, `the lab process is gone (${describeProcess(pid)})`);
+  if (process.getuid?.() === 0) assert.deepEqual(leftProcesses(), [], 'no process of a sandbox user is left but idle warm parents');
   assert.deepEqual(runDirsOf(run.id), [], 'its scratch directory is removed');
 }
 
-test('from inside the sandbox: its own unprivileged user, no network, no data directory, no secrets, only its scratch writable', async () => {
+for (const [how, profile] of [['forked from a warm parent', PROFILE], ['cold', COLD]] as const) test(`from inside the sandbox (${how}): its own unprivileged user, no network, no data directory, no secrets, only its scratch writable`, async () => {
   const { ports, hosts } = serviceTargets();
-  const { run, pid } = await runAttack(1, { ports, hosts, paths: [process.env.SILICO_TEST_DATA_DIR!, path.join(process.env.SILICO_TEST_DATA_DIR!, 'local.json')] });
+  const { run, pid, parent } = await runAttack(1, { ports, hosts, paths: [process.env.SILICO_TEST_DATA_DIR!, path.join(process.env.SILICO_TEST_DATA_DIR!, 'local.json')] }, { profile });
+  assert.equal(parent !== null, profile === PROFILE, 'warm on its worker, cold on the other');
   assert.equal(run.status, 'completed', JSON.stringify(run.error));
   const report = (await outputOf(run.id, 'report')).report;
   if (process.getuid?.() === 0) {
-    assert.ok(report.uid >= worker.uids.base && report.uid < worker.uids.base + worker.uids.count, `a uid of its own, got ${report.uid}`);
+    const { uids } = profile === COLD ? coldWorker : worker;
+    assert.ok(report.uid >= uids.base && report.uid < uids.base + uids.count, `a uid of its own, got ${report.uid}`);
     assert.equal(report.gid, report.uid);
   } else assert.equal(report.uid, 65534);
   assert.deepEqual(report.groups, []);
@@ -107,7 +133,9 @@ test('from inside the sandbox: its own unprivileged user, no network, no data di
   assert.deepEqual(Object.fromEntries(Object.entries<any>(report.writes).map(([p, r]) => [p, r.ok])), {
     '/evil': false, '/usr/evil': false, '/opt/silico/driver.py': false, '/input/evil': false, '/scratch/ok': true,
   });
-  assert.deepEqual(report.processes, [1, 2], 'a PID namespace: the sandbox init and the lab');
+  if (parent) assert.deepEqual(report.processes, [1, 2, report.pid], 'a PID namespace: the sandbox init, its warm parent and the lab');
+  else assert.deepEqual(report.processes, [1, 2], 'a PID namespace: the sandbox init and the lab');
+  assert.deepEqual(report.lists['/scratch'].value.filter((f: string) => !/^(instance\.sock|invocation-\d+|package|source\.bsilab)$/.test(f)), [], 'a scratch of its own');
   const seen = JSON.stringify(report);
   for (const secret of SECRETS) assert.ok(!seen.includes(secret), 'a worker secret is visible to the lab');
   assert.deepEqual(Object.keys(report.environ).filter((k) => !['PATH', 'LANG', 'PYTHONDONTWRITEBYTECODE', 'OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'HOME', 'TMPDIR', 'PWD', 'SILICO_SEED'].includes(k)), []);
@@ -151,22 +179,66 @@ for (const a of ATTACKS) {
   });
 }
 
-test("a lab cannot read another run's scratch directory, which is alive on the same worker", async () => {
+test("a lab cannot read another run's directories, nor those of the warm parent it forks from, which are alive on the same worker", async () => {
   const other = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { ref: slow, compute_profile: PROFILE, inputs: { seconds_per_window: 0.2, busy_seconds: 30 }, max_runtime_seconds: 120 } });
   assert.equal(other.status, 200, other.text);
   await driverPid(owner.key, other.body.id);
   const [dir] = runDirsOf(other.body.id);
-  assert.ok(dir, 'the other run has a directory on the host (its input; its scratch is its sandbox\'s own)');
-  const theirs = path.join(tmpdir(), dir!);
-  assert.ok(statSync(path.join(theirs, 'input')).isDirectory());
-  const { run, pid } = await runAttack(6, { paths: [theirs] });
-  assert.equal(run.status, 'failed');
-  assert.equal(run.error.code, 'lab_error');
-  assert.match(run.error.message, /FileNotFoundError/);
+  assert.ok(dir, 'the other run has a directory on the host (its results; its scratch is its sandbox\'s own)');
+  const parents = readdirSync(tmpdir()).filter((d) => d.startsWith('silico-parent-')).map((d) => path.join(tmpdir(), d));
+  assert.ok(parents.length, 'its warm parent has a directory on the host (its lab, shown read-only)');
+  const ended: Array<{ run: { id: string }; pid: number }> = [];
+  for (const theirs of [path.join(tmpdir(), dir!), ...parents]) {
+    assert.ok(statSync(theirs).isDirectory());
+    const { run, pid } = await runAttack(6, { paths: [theirs] });
+    assert.equal(run.status, 'failed');
+    assert.equal(run.error.code, 'lab_error');
+    assert.match(run.error.message, /FileNotFoundError/);
+    ended.push({ run, pid });
+  }
   await call('POST', `/runs/${other.body.id}/cancel`, { key: owner.key, headers: idem() });
   assert.equal((await waitForRun(owner.key, other.body.id)).status, 'cancelled');
-  await assertNothingSurvives(run, pid);
+  for (const { run, pid } of ended) await assertNothingSurvives(run, pid);
   assert.deepEqual(runDirsOf(other.body.id), []);
+});
+
+test('a run forked from a warm parent finds nothing an earlier one left there: no file in /tmp or the scratch, no process', async () => {
+  const left = await runAttack(29);
+  assert.equal(left.run.status, 'completed', JSON.stringify(left.run.error));
+  assert.ok(left.parent, 'forked from a warm parent');
+  const { run, parent } = await runAttack(1);
+  assert.equal(parent, left.parent, 'forked from the same parent');
+  const report = (await outputOf(run.id, 'report')).report;
+  assert.deepEqual(report.lists['/tmp'], { ok: true, value: [] });
+  assert.ok(!report.lists['/scratch'].value.includes('left-behind'), `the scratch holds ${report.lists['/scratch'].value}`);
+  assert.deepEqual(report.processes, [1, 2, report.pid], 'the detached process the earlier run left is gone');
+});
+
+test("a run cannot open its warm parent's memory, nor ask it for a run of its own choosing", async () => {
+  const memory = await runAttack(30);
+  assert.ok(memory.parent);
+  assert.equal(memory.run.status, 'failed');
+  assert.equal(memory.run.error.code, 'lab_error');
+  assert.match(memory.run.error.message, /PermissionError: .*\/proc\/2\/mem/);
+  const rogue = await runAttack(31);
+  assert.equal(rogue.parent, memory.parent);
+  assert.equal(rogue.run.error?.code, 'lab_error');
+  assert.match(rogue.run.error.message, /rogue request not answered/);
+  await assertNothingSurvives(rogue.run, rogue.pid);
+});
+
+test("another account's runs fork from a parent of their own, which sees no other", async () => {
+  const mine = await runAttack(1);
+  const other = await newAccount({ usd: 5 });
+  const res = await call('POST', '/runs', { key: other.key, headers: idem(), body: { ref: await publishFixtureLab(other, 'hostile-lab'), inputs: { attack: 1, target: { ports: [], hosts: [], paths: [] } }, max_runtime_seconds: 60, compute_profile: PROFILE } });
+  assert.equal(res.status, 200, res.text);
+  const run = await waitForRun(other.key, res.body.id, 120000);
+  assert.equal(run.status, 'completed', JSON.stringify(run.error));
+  const theirs = await warmInstanceOf(other.key, run.id);
+  assert.ok(theirs && mine.parent && theirs !== mine.parent, `parents ${theirs} and ${mine.parent}`);
+  const report = (await outputOf(run.id, 'report', other.key)).report;
+  assert.notEqual(report.uid, (await outputOf(mine.run.id, 'report')).report.uid, 'a sandbox user of its own');
+  assert.deepEqual(report.processes, [1, 2, report.pid], 'only its own parent and init');
 });
 
 test('the worker serves the next run after every attack', async () => {

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { closeTestDb, newAccount, publishFixtureLab, testDb, testObjects } from '../helpers.ts';
 import { loadConfig } from '../../kernel/config.ts';
 import { createSandbox } from '../../activities/execution/sandbox.ts';
-import { DRIVER, labEnv, runLimits } from '../../activities/execution/execute.ts';
+import { DRIVER, labEnv, runLimits } from '../../activities/execution/labSpec.ts';
 import { runLabProcess, type LabProcessOutcome } from '../../activities/execution/labProcess.ts';
 import { startWarmInstance, type WarmInstance } from '../../activities/execution/warmInstance.ts';
 
