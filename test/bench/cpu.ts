@@ -38,7 +38,13 @@ function treeSum(table: ProcTable, root: number, field: 'ticks' | 'rssPages'): n
 const treeMs = (table: ProcTable, root: number) => treeSum(table, root, 'ticks') * TICK_MS;
 
 /** Resident memory (MiB) of a process and its live descendants (4 KiB pages). */
-export const treeRssMiB = (root: number): number => (treeSum(procTable(), root, 'rssPages') * 4096) / 2 ** 20;
+export const treeRssMiB = (root: number, table = procTable()): number => (treeSum(table, root, 'rssPages') * 4096) / 2 ** 20;
+
+/** Resident memory (MiB) of each supervised process with its tree, read in one pass over /proc. */
+export function rssByProcess(sup: Supervisor): Record<string, number> {
+  const table = procTable();
+  return Object.fromEntries(sup.processes.filter((p) => p.child.pid).map((p) => [p.name, treeRssMiB(p.child.pid!, table)]));
+}
 
 export type CpuSample = Record<string, number>;
 

@@ -1,0 +1,220 @@
+/**
+ * `npm run bench:sweep`: what a sweep of short runs costs through the service against the
+ * runtime alone (issue 45).
+ *
+ * Service: a Sobol' study of the Ishigami lab (test/fixtures/labs/ishigami: three inputs
+ * on [-π, π], one output, one step), base sample N / 5, so N runs, through
+ * `POST /experiment-plans` + `POST /experiments`, then `GET /experiments/{id}` every
+ * BENCH_POLL_MS until `completed_at` is set: every run executed in its sandbox, recorded,
+ * told, and the analysis stored.
+ * Runtime: the same N parameter sets (the study's own, read back) run by the runtime
+ * itself in two interpreters at once, half each, on the same two cores
+ * (test/bench/sweepDirect.py: pack once, then unpack, apply the inputs, prepare and run
+ * per set), from spawning them until both are done. Both sides' outputs must agree.
+ *
+ * Meanwhile another account submits a lone run every BENCH_LONE_EVERY_MS while the study
+ * runs: its start wait (accepted to started) is what fair shares promise (p95 goal 2 s).
+ * Each stack process's peak resident memory (with its children: the worker's sandboxes,
+ * Postgres's backends) is sampled every half second.
+ *
+ * A warm-up study of 40 runs first, then BENCH_ROUNDS rounds alternating which side goes
+ * first; prints per round both wall times, runs per second, the lone runs' start waits,
+ * the CPU each process spent per study run and the peak memory, and the median ratio
+ * (service / runtime) last; goal <= 1.5.
+ *
+ * BENCH_PROFILE=DIR: one study only, profiled (V8 CPU profiles of the api and worker,
+ * Postgres's statements), and where its time went.
+ *
+ * Env: BENCH_RUNS (1280), BENCH_ROUNDS (3), BENCH_CONCURRENCY (4: the account's limit),
+ * BENCH_POLL_MS (500), BENCH_LONE_EVERY_MS (3000).
+ */
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import getPort from 'get-port';
+import { startStack, type Stack } from '../../deploy/local/stack.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { createDb } from '../../storage/db/knex.ts';
+import { makeAccount } from '../accounts.ts';
+import { createHttpClient } from './httpClient.ts';
+import { labWorkspace } from './labWorkspace.ts';
+import { cpuPerUnit, cpuSample, rssByProcess } from './cpu.ts';
+import { cpuProfileReport, monotonicMicros, processNames, profilingSettings, resetStatements, statementReport } from './profile.ts';
+import { median, p95 } from './stats.ts';
+
+const N = Number(process.env.BENCH_RUNS ?? 1280);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const C = Number(process.env.BENCH_CONCURRENCY ?? 4);
+const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 500);
+const LONE_EVERY_MS = Number(process.env.BENCH_LONE_EVERY_MS ?? 3000);
+const PROFILE_DIR = process.env.BENCH_PROFILE ? path.resolve(process.env.BENCH_PROFILE) : undefined;
+const profiling = PROFILE_DIR ? profilingSettings(PROFILE_DIR) : undefined;
+const LAB = path.join(REPO_ROOT, 'test/fixtures/labs/ishigami');
+const DIRECT = path.join(REPO_ROOT, 'test/bench/sweepDirect.py');
+const PARAMETERS = ['x1', 'x2', 'x3'].map((input) => ({ input, low: -Math.PI, high: Math.PI }));
+
+type Http = ReturnType<typeof createHttpClient>;
+type Db = ReturnType<typeof createDb>;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Runs the runtime alone over `sets` in two interpreters, half each; its wall time and the outputs in order. */
+async function direct(python: string, dir: string, sets: Array<Record<string, number>>): Promise<{ seconds: number; values: number[] }> {
+  const halves = [sets.slice(0, Math.ceil(sets.length / 2)), sets.slice(Math.ceil(sets.length / 2))];
+  const files = await Promise.all(halves.map(async (h, i) => {
+    const f = path.join(dir, `sets-${i}.json`);
+    await writeFile(f, JSON.stringify(h));
+    return f;
+  }));
+  const t0 = performance.now();
+  const outs = await Promise.all(files.map((f) => new Promise<number[]>((resolve, reject) => {
+    const child = spawn(python, [DIRECT, LAB, f, 'f.y'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => { out += c.toString(); });
+    child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out).values) : reject(new Error(`sweepDirect.py exited with ${code}`))));
+  })));
+  return { seconds: (performance.now() - t0) / 1000, values: outs.flat() };
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'silico-bench-sweep-'));
+  const log = createWriteStream(path.join(dir, 'stack.log'));
+  let stack: Stack | undefined;
+  const clients: Http[] = [];
+  let profiled: { from: number; to: number } | undefined;
+  try {
+    const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
+    stack = await startStack({
+      exitOnSignal: true, dataDir: dir, mode: 'test', ports, sink: (s, l) => log.write(`[${s}] ${l}\n`),
+      serviceEnv: { SILICO_RATE_READS_PER_MIN: '100000000', SILICO_RATE_RUNS_PER_MIN: '100000000', SILICO_RATE_DAILY: '100000000', SILICO_CONCURRENT_RUNS: String(C), LOG_LEVEL: 'warn' },
+      serviceNodeArgs: profiling?.serviceNodeArgs,
+      postgresSettings: profiling?.postgresSettings,
+    });
+    const s = stack;
+    const base = s.info.base_url.replace('//localhost:', '//127.0.0.1:');
+    const db: Db = createDb(s.info.database_url, { poolMax: 2 });
+    const h = createHttpClient(base, { Authorization: `Bearer ${s.info.api_key}` });
+    const other = await makeAccount(db, { namespace: 'bench-lone', usd: 1000 });
+    const lone = createHttpClient(base, { Authorization: `Bearer ${other.key}` });
+    clients.push(h, lone);
+    const labOf = async (http: Http) => {
+      const ws = await labWorkspace(http, LAB, 'bench sweep');
+      return { workspace_id: ws.workspace_id, revision_id: ws.revision_id, compute_profile_id: 'cpu-small', max_runtime_seconds: 60 };
+    };
+    const lab = await labOf(h);
+    const loneLab = await labOf(lone);
+
+    /** Lone runs of the other account, one every LONE_EVERY_MS until `done`; their ids. */
+    const loneRuns = async (done: { stop: boolean }) => {
+      const ids: string[] = [];
+      for (let i = 0; !done.stop; i++) {
+        const inputs = { x1: Math.sin(i), x2: Math.cos(i), x3: 0.5 };
+        const plan = await lone.json('POST', '/run-plans', { ...loneLab, inputs });
+        ids.push((await lone.json('POST', '/runs', { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, { 'Idempotency-Key': crypto.randomUUID() })).id);
+        await sleep(LONE_EVERY_MS);
+      }
+      return ids;
+    };
+    /** Start waits (s) of these runs, once every one has ended. */
+    const startWaits = async (ids: string[]) => {
+      for (;;) {
+        const rows: Array<{ status: string; created_at: Date; started_at: Date | null }> = await db('runs').whereIn('id', ids).select('status', 'created_at', 'started_at');
+        if (rows.every((r) => ['completed', 'failed', 'cancelled', 'timed_out'].includes(r.status))) {
+          const bad = rows.filter((r) => r.status !== 'completed');
+          if (bad.length) throw new Error(`${bad.length} lone runs did not complete`);
+          return rows.map((r) => (r.started_at!.getTime() - r.created_at.getTime()) / 1000);
+        }
+        await sleep(500);
+      }
+    };
+
+    /** One Sobol' study of `n` runs, from its plan until the client reads it completed. */
+    const study = async (n: number, withLone: boolean) => {
+      const peak: Record<string, number> = {};
+      const sampler = setInterval(() => {
+        for (const [k, v] of Object.entries(rssByProcess(s.supervisor))) peak[k] = Math.max(peak[k] ?? 0, v);
+      }, 500);
+      const cpu0 = cpuSample(s.supervisor);
+      const t0 = performance.now();
+      const plan = await h.json('POST', '/experiment-plans', {
+        name: 'bench sweep', lab,
+        sensitivity: { parameters: PARAMETERS, outputs: [{ output: 'y', summary: 'value' }], method: 'sobol', base_sample: n / 5, seed: 45 },
+      });
+      if (plan.status !== 'ready') throw new Error(`study plan blocked: ${JSON.stringify(plan.findings)}`);
+      const e = await h.json('POST', '/experiments', { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, { 'Idempotency-Key': crypto.randomUUID() });
+      const done = { stop: false };
+      const lones = withLone ? loneRuns(done) : Promise.resolve([]);
+      let read;
+      for (;;) {
+        read = await h.json('GET', `/experiments/${e.id}`);
+        if (read.completed_at) break;
+        await sleep(POLL_MS);
+      }
+      const seconds = (performance.now() - t0) / 1000;
+      done.stop = true;
+      clearInterval(sampler);
+      const cpu = cpuPerUnit(cpu0, cpuSample(s.supervisor), n);
+      if (read.run_totals.completed !== n) throw new Error(`study ${e.id}: ${JSON.stringify(read.run_totals)}`);
+      const points: Array<{ params: Record<string, number>; outputs: { y: number } }> = await db('experiment_points as p').join('runs as r', 'r.id', 'p.run_id')
+        .where('p.experiment_id', e.id).orderBy('p.idx').select('p.params', 'r.outputs');
+      const waits = await startWaits(await lones);
+      return { seconds, sets: points.map((p) => p.params), values: points.map((p) => p.outputs.y), waits, cpu, peak };
+    };
+    const agree = (a: number[], b: number[]) => {
+      if (a.length !== b.length || a.some((v, i) => Math.abs(v - b[i]!) > 1e-9 * Math.max(1, Math.abs(v)))) throw new Error('the service and the runtime disagree on the outputs');
+    };
+
+    const warm = await study(40, false);
+    agree(warm.values, (await direct(s.env.SILICO_PYTHON!, dir, warm.sets)).values);
+    if (PROFILE_DIR) {
+      await resetStatements(db);
+      const from = monotonicMicros();
+      const r = await study(N, false);
+      profiled = { from, to: monotonicMicros() };
+      console.log(`profile: a ${N}-run study in ${r.seconds.toFixed(1)} s, ${(N / r.seconds).toFixed(1)} runs/s`);
+      console.log(`CPU ms per run: ${r.cpu}`);
+      console.log(await statementReport(db, N));
+      await db.destroy();
+      return;
+    }
+    console.log(`a ${N}-run Sobol' study of a one-step lab (${C} runs at a time, the account's limit) against the runtime alone over the same sets, two interpreters`);
+    const ratios: number[] = [];
+    let sets: Array<Record<string, number>> = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      const first = round % 2 ? 'service' : 'runtime';
+      let svc: Awaited<ReturnType<typeof study>>;
+      let rt: Awaited<ReturnType<typeof direct>>;
+      if (first === 'service') {
+        svc = await study(N, true);
+        sets = svc.sets;
+        rt = await direct(s.env.SILICO_PYTHON!, dir, sets);
+      } else {
+        // The same seed asks the same sets: round 1's.
+        rt = await direct(s.env.SILICO_PYTHON!, dir, sets);
+        svc = await study(N, true);
+      }
+      agree(svc.values, rt.values);
+      ratios.push(svc.seconds / rt.seconds);
+      console.log(`round ${round} (${first} first): service ${svc.seconds.toFixed(1)} s (${(N / svc.seconds).toFixed(1)} runs/s), runtime ${rt.seconds.toFixed(1)} s (${(N / rt.seconds).toFixed(1)} runs/s), ratio ${(svc.seconds / rt.seconds).toFixed(2)}`);
+      console.log(`  another account's ${svc.waits.length} lone runs: start wait median ${median(svc.waits).toFixed(2)} s, p95 ${p95(svc.waits).toFixed(2)} s (goal <= 2 s)`);
+      console.log(`  CPU ms per study run: ${svc.cpu}`);
+      console.log(`  peak memory (MiB, with children): ${Object.entries(svc.peak).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
+    }
+    console.log(`wall-time ratio (service / runtime, median of ${ROUNDS} rounds): ${median(ratios).toFixed(2)}  goal <= 1.5`);
+    await db.destroy();
+  } catch (err) {
+    console.error(err);
+    process.exitCode = 1;
+  } finally {
+    for (const c of clients) c.close();
+    const names = stack ? processNames(stack) : new Map<number, string>();
+    await stack?.stop();
+    if (profiled) console.log(await cpuProfileReport(PROFILE_DIR!, names, profiled, N));
+    log.end();
+    await rm(dir, { recursive: true, force: true });
+    process.exit(process.exitCode ?? 0);
+  }
+}
+
+void main();
