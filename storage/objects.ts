@@ -54,9 +54,6 @@ export interface ObjectStore {
  * store that refuses or stops answering fails the call as DependencyUnavailable in seconds.
  */
 export function createObjectStore(cfg: ObjectStoreConfig, opts: { timeoutMs?: number } = {}): ObjectStore {
-  // Node 20 is this product's fixed runtime; the SDK's notice about its future Node 22
-  // floor would otherwise print in every process (tracked in the project notes).
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const client = new S3Client({
     endpoint: cfg.endpoint,
     region: cfg.region,

@@ -8,6 +8,7 @@ import { outcomeError, runLabProcess } from '../execution/labProcess.ts';
 import type { Sandbox, SandboxLimits } from '../execution/sandbox.ts';
 import { indexHosts, startIndexProxy } from './indexProxy.ts';
 import { uvEnv, type EnvironmentSettings } from '../../kernel/environments.ts';
+import { layoutDigest, type SharedEnvironments } from './shared.ts';
 
 const run = promisify(execFile);
 const RELAY = fileURLToPath(new URL('./buildRelay.py', import.meta.url));
@@ -36,20 +37,51 @@ function trustPaths(host: NodeJS.ProcessEnv): string[] {
  * while installing) reaching only the index's hosts through an allow-listing proxy, then
  * an import check in the same sandbox. Built aside and renamed into place by its digest,
  * then only ever read. `onBuild` is called when a build starts.
+ *
+ * With `shared`, an environment another worker of this layout built is taken from the
+ * object store instead (checked against its digest; `onFetched` is called), and one built
+ * here is put there for the others, in the background (`onPublished` hears how that went;
+ * a worker that fails to share it builds nothing less for itself).
  */
-export function ensureEnvironment(s: EnvironmentSettings, sandbox: Sandbox, lock: { sha256: string; python: string; lock: string }, onBuild?: () => void): Promise<string> {
+export function ensureEnvironment(
+  s: EnvironmentSettings, sandbox: Sandbox, lock: { sha256: string; python: string; lock: string }, onBuild?: () => void,
+  shared?: { environments: SharedEnvironments; onFetched?: () => void; onPublished?: (err?: unknown) => void },
+): Promise<string> {
   const dir = path.join(s.dir, lock.sha256);
   const python = path.join(dir, 'bin', 'python');
   if (existsSync(python)) return Promise.resolve(python);
   const pending = building.get(lock.sha256);
   if (pending) return pending;
+  /** Puts a finished environment in place: the build's user owned it; from now on nobody but root does. */
+  const install = async (tmp: string) => {
+    if (process.getuid?.() === 0) await run('/usr/bin/chown', ['-R', '0:0', tmp]);
+    await chmod(tmp, 0o755);
+    // Only the interpreter is used afterwards, and it finds its packages from its own path.
+    await rename(tmp, dir).catch((err) => {
+      // Another worker of this host finished the same lock first: keep its copy.
+      if (!existsSync(python)) throw err;
+    });
+  };
   const build = (async () => {
     const base = s.pythons[lock.python];
     if (!base) throw new Error(`Python ${lock.python} is not provided on this worker`);
-    onBuild?.();
     await mkdir(s.dir, { recursive: true, mode: 0o755 });
     const work = await mkdtemp(path.join(s.dir, `.work-${lock.sha256.slice(0, 12)}-`));
     const tmp = path.join(work, 'env');
+    const layout = layoutDigest(s.dir, base);
+    await mkdir(tmp, { mode: 0o755 });
+    // Built by another worker of this layout: taken whole, or not at all.
+    if (shared && await shared.environments.fetch(lock.sha256, layout, tmp).catch(() => false)) {
+      try {
+        await install(tmp);
+        shared.onFetched?.();
+        return python;
+      } finally {
+        await rm(work, { recursive: true, force: true });
+      }
+    }
+    await rm(tmp, { recursive: true, force: true });
+    onBuild?.();
     const input = path.join(work, 'input');
     const proxy = await startIndexProxy(path.join(work, 'index.sock'), indexHosts(s.indexUrl, s.indexHosts));
     try {
@@ -88,14 +120,8 @@ export function ensureEnvironment(s: EnvironmentSettings, sandbox: Sandbox, lock
       }
       // Finished between two measures: it is held to the bound all the same.
       if (await written() > s.buildMaxBytes) throw new Error(tooMuch);
-      // The build's user owned it while building; from now on nobody but root does.
-      if (process.getuid?.() === 0) await run('/usr/bin/chown', ['-R', '0:0', tmp]);
-      await chmod(tmp, 0o755);
-      // Only the interpreter is used afterwards, and it finds its packages from its own path.
-      await rename(tmp, dir).catch((err) => {
-        // Another worker of this host finished the same lock first: keep its copy.
-        if (!existsSync(python)) throw err;
-      });
+      await install(tmp);
+      if (shared) void shared.environments.publish(lock.sha256, layout, dir).then(() => shared.onPublished?.(), (err) => shared.onPublished?.(err));
       return python;
     } catch (err) {
       throw new Error(`could not build the environment ${lock.sha256}: ${(err as Error).message.split('\n').slice(-5).join(' ')}`);

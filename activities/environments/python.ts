@@ -5,10 +5,18 @@ import { readRuntimeLock } from '../../storage/runtimePins.ts';
 import { ensureEnvironment } from './build.ts';
 import type { EnvironmentSettings } from '../../kernel/environments.ts';
 import type { Sandbox } from '../execution/sandbox.ts';
+import type { ObjectStore } from '../../storage/objects.ts';
+import { createSharedEnvironments } from './shared.ts';
 
 const DEFAULT_RUNTIME = readRuntimeLock();
 
-export interface EnvironmentDeps { db: Db; environments: EnvironmentSettings; sandbox: Sandbox; /** The default runtime's interpreter. */ python: string }
+export interface EnvironmentDeps {
+  db: Db; environments: EnvironmentSettings; sandbox: Sandbox;
+  /** Where built environments are shared with the other workers (shared.ts). */
+  objects: ObjectStore;
+  /** The default runtime's interpreter. */
+  python: string;
+}
 
 /** A lock that is not recorded, or an environment that could not be built. */
 export class EnvironmentUnavailable extends Error {
@@ -21,8 +29,9 @@ export class EnvironmentUnavailable extends Error {
 
 /**
  * The interpreter of the environment a lock names: the default runtime's for its lock
- * (or none, as recorded before environments), else that lock's environment, built on this
- * host first when it has none (`onBuild` hears when a build starts and ends).
+ * (or none, as recorded before environments), else that lock's environment, taken from
+ * another worker of this layout through the object store or built on this host first
+ * when it has none (`onBuild` hears when a build starts and ends).
  */
 export async function environmentPython(
   deps: EnvironmentDeps, lockSha256: string | null | undefined,
@@ -32,19 +41,22 @@ export async function environmentPython(
   const lock = await getLock(deps.db, lockSha256);
   if (!lock) throw new EnvironmentUnavailable('environment_unavailable', `The environment lock ${lockSha256} is not recorded.`);
   let started = 0;
+  let fetched = false;
   let seconds: number | undefined;
   let python: string;
   try {
     python = await ensureEnvironment(deps.environments, deps.sandbox, lock, () => {
       started = Date.now();
       onBuild?.started(lock);
-    });
+    }, { environments: createSharedEnvironments(deps.objects), onFetched: () => { fetched = true; } });
   } catch (err) {
     throw new EnvironmentUnavailable('environment_build_failed', (err as Error).message);
   }
   if (started) {
     seconds = (Date.now() - started) / 1000;
     await onBuild?.finished(lock, seconds);
+  }
+  if (started || fetched) {
     // A new one takes room: the least recently used others go, never one still needed.
     await recordBuilt(deps.environments.dir, lock.sha256);
     await evictEnvironments(deps.environments.dir, deps.environments.maxBytes, new Set([...await heldLocks(deps.db), lock.sha256]));

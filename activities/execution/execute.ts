@@ -127,7 +127,7 @@ export function createExecutionActivities(deps: ExecutionDeps) {
       if (typeof python !== 'string') return { status: 'failed', error: python.error, computeSeconds: 0 };
       // A warm parent of the run's key forks it when this worker keeps them; a run without
       // one (none within the bounds, or its lab cannot start warm) executes cold, and says why.
-      lease = deps.warm ? await deps.warm.lease(parentKey(run), () => startRunParent(deps, run, profile, python), stopSignal).catch(() => null) : null;
+      lease = deps.warm ? await whileAlive(alive, deps.warm.lease(parentKey(run), () => startRunParent(deps, run, profile, python), stopSignal).catch(() => null)) : null;
       const source = lease ? lease.instance.source : await materialize(deps, run, path.join(dir, 'input'));
       if ('error' in source) return { status: 'failed', error: source.error, computeSeconds: 0 };
       const staged = lease ? null : await stageInputs(deps, run, source.manifest, path.join(dir, 'input'));
@@ -250,28 +250,35 @@ export function createExecutionActivities(deps: ExecutionDeps) {
   }
 }
 
+/** Heartbeats while `work` is pending (a parent starting, an environment building): the run is alive meanwhile. */
+async function whileAlive<T>(beat: () => void, work: Promise<T>): Promise<T> {
+  const timer = setInterval(beat, 5000);
+  try {
+    return await work;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
 /**
  * The interpreter a run executes with: the default runtime's, or its own lock's
  * environment, built here first when this host has none (as `progress` events with
  * `phase: environment`, heartbeating while the build is alive).
  */
 async function runPython(deps: ExecutionDeps, run: RunRow, beat: () => void): Promise<string | { error: { code: string; message: string } }> {
-  const timer = setInterval(beat, 5000);
   // The build's start is heard synchronously; its event is written in order before the end's.
   const notes = createWriteChain();
   try {
-    return await environmentPython(deps, run.runtime_sha256, {
+    return await whileAlive(beat, environmentPython(deps, run.runtime_sha256, {
       started: (lock) => notes.add(() => appendEvent(deps.db, run.id, 'progress', `Building the lab's environment (Python ${lock.python}, lock sha256:${lock.sha256}); not billed to the run.`, { phase: 'environment', status: 'building', lock_sha256: lock.sha256 })),
       finished: async (lock, seconds) => {
         notes.add(() => appendEvent(deps.db, run.id, 'progress', `Environment built in ${Math.round(seconds)} s.`, { phase: 'environment', status: 'built', lock_sha256: lock.sha256, seconds }));
         await notes.settled();
       },
-    });
+    }));
   } catch (err) {
     if (err instanceof EnvironmentUnavailable) return { error: { code: err.code, message: err.message } };
     throw err;
-  } finally {
-    clearInterval(timer);
   }
 }
 

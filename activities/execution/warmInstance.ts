@@ -207,10 +207,12 @@ export async function startWarmInstance(
         }
         socket.write(`${JSON.stringify({ ...body, seq: mine })}\n`);
         // The forked child, as the worker sees it: its own process group, as a cold run's is.
+        // It waits for a byte from here before it goes on, so it is still there to be found.
         const onHello = async (msg: Record<string, unknown>) => {
           const inner = Number(msg.pid);
           const pid = cmd.unsafe ? inner : await hostPidOf(child.pid!, inner);
-          hooks.onStart?.(pid ?? child.pid!);
+          socket.write('\n');
+          if (pid !== null) hooks.onStart?.(pid);
         };
         const read = await readProtocol(socket, limits, () => Boolean(stop || cancelled), halt, { onMessage: hooks.onMessage, onHello });
         socket.destroy();

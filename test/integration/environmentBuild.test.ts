@@ -1,15 +1,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { testSandbox } from '../helpers.ts';
+import { testObjects, testSandbox } from '../helpers.ts';
 import { loadConfig } from '../../kernel/config.ts';
 import { runLabProcess } from '../../activities/execution/labProcess.ts';
 import { indexHosts, startIndexProxy } from '../../activities/environments/indexProxy.ts';
 import { resolveLock } from '../../api/runs/resolveLock.ts';
 import { ensureEnvironment } from '../../activities/environments/build.ts';
+import { createSharedEnvironments, layoutDigest } from '../../activities/environments/shared.ts';
 
 const RELAY = fileURLToPath(new URL('../../activities/environments/buildRelay.py', import.meta.url));
 const settings = loadConfig().environments;
@@ -59,9 +62,15 @@ test('an environment is built sandboxed from its hashed lock into its digest\'s 
     assert.match(resolved.lock.text, /^# python 3\.11\n/);
     assert.match(resolved.lock.text, /--hash=sha256:[0-9a-f]{64}/);
     let builds = 0;
-    const python = await ensureEnvironment(own, testSandbox(), { ...resolved.lock, lock: resolved.lock.text }, () => { builds += 1; });
+    const environments = createSharedEnvironments(testObjects());
+    let published!: () => void;
+    const sharing = new Promise<void>((resolve, reject) => { published = resolve; setTimeout(() => reject(new Error('not shared within 120 s')), 120_000).unref(); });
+    const python = await ensureEnvironment(own, testSandbox(), { ...resolved.lock, lock: resolved.lock.text }, () => { builds += 1; }, {
+      environments, onPublished: (err) => { assert.ifError(err); published(); },
+    });
     assert.equal(python, path.join(dir, resolved.lock.sha256, 'bin', 'python'));
     assert.equal(builds, 1);
+    await sharing;
     const info = await stat(path.join(dir, resolved.lock.sha256));
     assert.equal(info.uid, process.getuid!(), 'handed back to the service after the build');
     assert.equal(info.mode & 0o777, 0o755);
@@ -69,6 +78,21 @@ test('an environment is built sandboxed from its hashed lock into its digest\'s 
     // Built once: the second ask finds it.
     await ensureEnvironment(own, testSandbox(), { ...resolved.lock, lock: resolved.lock.text }, () => { builds += 1; });
     assert.equal(builds, 1);
+    // A worker of the same layout that lacks it takes it from the object store, checked, instead of building it.
+    await rm(path.join(dir, resolved.lock.sha256), { recursive: true, force: true });
+    let fetched = 0;
+    const taken = await ensureEnvironment(own, testSandbox(), { ...resolved.lock, lock: resolved.lock.text }, () => { builds += 1; }, { environments, onFetched: () => { fetched += 1; } });
+    assert.equal(taken, python);
+    assert.deepEqual([builds, fetched], [1, 1], 'taken, not built');
+    assert.equal((await stat(path.join(dir, resolved.lock.sha256))).uid, process.getuid!());
+    const check = await promisify(execFile)(taken, ['-c', 'import biosim, numpy, yaml; print("ok")']);
+    assert.equal(check.stdout.trim(), 'ok');
+    // An archive whose bytes are not the ones recorded is not taken: the worker builds.
+    const key = `environments/${resolved.lock.sha256}/${layoutDigest(dir, settings.pythons['3.11']!)}.sha256`;
+    await testObjects().putObject(key, Buffer.from(`${'0'.repeat(64)}\n`), 'text/plain');
+    await rm(path.join(dir, resolved.lock.sha256), { recursive: true, force: true });
+    await ensureEnvironment(own, testSandbox(), { ...resolved.lock, lock: resolved.lock.text }, () => { builds += 1; }, { environments, onFetched: () => { fetched += 1; } });
+    assert.deepEqual([builds, fetched], [2, 1], 'built again, not taken');
     // A build is bounded in disk as well: past its bound it fails and leaves nothing.
     const small = { ...own, dir: path.join(dir, 'small'), buildMaxBytes: 5 << 20 };
     await assert.rejects(ensureEnvironment(small, testSandbox(), { ...resolved.lock, lock: resolved.lock.text }), /the build wrote more than 5242880 bytes/);

@@ -99,7 +99,16 @@ function invocationChildren(): number[] {
       // Gone while listed.
     }
   }
-  return [...serving].filter(([, ppid]) => serving.has(ppid)).map(([pid]) => pid);
+  // A deployment's instances, not the warm parents of runs: their sandbox shows a deployment's folder.
+  const ofDeployment = (pid: number) => {
+    try {
+      const ppid = Number(/^PPid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+      return readFileSync(`/proc/${ppid}/cmdline`, 'utf8').includes('/silico-deployment-');
+    } catch {
+      return false;
+    }
+  };
+  return [...serving].filter(([, ppid]) => serving.has(ppid) && ofDeployment(ppid)).map(([pid]) => pid);
 }
 
 const ended = (id: string, ms = 60_000) => until(ms, async () => {

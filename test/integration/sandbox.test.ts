@@ -1,6 +1,6 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -185,8 +185,11 @@ test("a lab cannot read another run's directories, nor those of the warm parent 
   await driverPid(owner.key, other.body.id);
   const [dir] = runDirsOf(other.body.id);
   assert.ok(dir, 'the other run has a directory on the host (its results; its scratch is its sandbox\'s own)');
-  const parents = readdirSync(tmpdir()).filter((d) => d.startsWith('silico-parent-')).map((d) => path.join(tmpdir(), d));
-  assert.ok(parents.length, 'its warm parent has a directory on the host (its lab, shown read-only)');
+  // Its warm parent's folder: the one its sandbox shows read-only at /input.
+  const instance = await warmInstanceOf(owner.key, other.body.id);
+  const bound = readFileSync(`/proc/${instance}/cmdline`, 'utf8').split('\0');
+  const parents = [path.dirname(bound[bound.indexOf('/input') - 1]!)];
+  assert.match(parents[0]!, /\/silico-parent-/, 'its warm parent has a directory on the host (its lab, shown read-only)');
   const ended: Array<{ run: { id: string }; pid: number }> = [];
   for (const theirs of [path.join(tmpdir(), dir!), ...parents]) {
     assert.ok(statSync(theirs).isDirectory());
