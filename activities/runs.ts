@@ -1,6 +1,7 @@
 import type { Db } from '../storage/db/knex.ts';
 import { acquireRunSlot, finishRun, type Finish } from '../storage/runLifecycle.ts';
 import { runPrepared, statement } from '../storage/db/prepared.ts';
+import { openRunsOf } from '../storage/db/runs.ts';
 import type { RunSchedule } from '../kernel/runSchedule.ts';
 
 /** Control-queue activities of a run: its plan of work, slot, and ending. */
@@ -17,6 +18,20 @@ export function createRunActivities(deps: { db: Db; maxConcurrentRuns: number })
     },
     async finish(f: Finish): Promise<string> {
       return finishRun(deps.db, f);
+    },
+    /** Of a study's batch, the runs not ended yet, in order. */
+    async openRuns(runIds: string[]): Promise<string[]> {
+      return openRunsOf(deps.db, runIds);
+    },
+    /**
+     * Ends each run of `runIds` not ended yet, as a lone run's workflow would have: a
+     * cancelled one is charged for the time it ran (none if it never began), a failed one
+     * (the platform's failure) nothing.
+     */
+    async endRuns(runIds: string[], ending: Pick<Finish, 'status' | 'error'>): Promise<void> {
+      for (const runId of await openRunsOf(deps.db, runIds)) {
+        await finishRun(deps.db, { runId, ...ending, computeSeconds: ending.status === 'cancelled' ? null : 0 });
+      }
     },
   };
 }

@@ -31,6 +31,8 @@ export interface TemporalGateway {
   executeWorkflow<W extends Workflow>(workflow: W, options: WorkflowStartOptions<W>, waitMs: number, opts?: { join?: boolean }): Promise<WorkflowResultType<W>>;
   /** Requests a workflow's cancellation within the call deadline (a workflow already gone is fine). */
   cancelWorkflow(workflowId: string): Promise<void>;
+  /** Sends a signal (by its definition) to a workflow within the call deadline (a workflow already gone is fine). */
+  signalWorkflow<Args extends unknown[]>(workflowId: string, signal: SignalDefinition<Args>, args: Args): Promise<void>;
   /**
    * Sends an update (by its definition) to a running workflow and waits for its result within the call
    * deadline. A validator's or handler's refusal is WorkflowUpdateFailedError and a
@@ -165,6 +167,13 @@ export function createTemporalGateway(cfg: TemporalGatewayConfig): TemporalGatew
     async cancelWorkflow(workflowId) {
       await bounded(async (c, cl) => {
         await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.getHandle(workflowId).cancel()).catch((err) => {
+          if (!(err instanceof WorkflowNotFoundError)) throw err;
+        });
+      });
+    },
+    async signalWorkflow<Args extends unknown[]>(workflowId: string, signal: SignalDefinition<Args>, args: Args) {
+      await bounded(async (c, cl) => {
+        await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.getHandle(workflowId).signal(signal, ...args)).catch((err) => {
           if (!(err instanceof WorkflowNotFoundError)) throw err;
         });
       });

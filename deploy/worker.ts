@@ -12,6 +12,7 @@ import { createObjectSweepActivities } from '../activities/objectSweep.ts';
 import { CONTROL_TASK_QUEUE, RUN_TASK_QUEUE, computeTaskQueue, servingTaskQueue } from '../kernel/workflowNames.ts';
 import { createRunActivities } from '../activities/runs.ts';
 import { createExecutionActivities } from '../activities/execution/execute.ts';
+import { createBatchActivities } from '../activities/execution/batch.ts';
 import { createSandbox } from '../activities/execution/sandbox.ts';
 import { createWarmParents } from '../activities/execution/warmParents.ts';
 import type { RunParent } from '../activities/execution/runParents.ts';
@@ -114,7 +115,8 @@ async function main(): Promise<void> {
     max: config.worker.warmParents.max, perKey: COMPUTE_SLOTS, idleSeconds: config.worker.warmParents.idleSeconds, coldSeconds: 60,
     onError: (key, err) => log.warn({ key, err: String(err) }, 'a warm parent of runs did not start; its runs execute cold for a minute'),
   });
-  const execution = createExecutionActivities({ db, objects, python: config.python, environments: config.environments, sandbox, runCancels, stallSeconds: config.worker.labStallSeconds, warm });
+  const executionDeps = { db, objects, python: config.python, environments: config.environments, sandbox, runCancels, stallSeconds: config.worker.labStallSeconds, warm };
+  const execution = { ...createExecutionActivities(executionDeps), ...createBatchActivities({ ...executionDeps, maxConcurrentRuns: config.limits.concurrentRunsPerAccount }) };
   const compute = await Promise.all(profiles.map((p) => Worker.create({
     connection,
     namespace: config.temporal.namespace,

@@ -1,6 +1,16 @@
-import { proxyLocalActivities, proxyActivities, continueAsNew, workflowInfo } from '@temporalio/workflow';
+import { proxyLocalActivities, proxyActivities, continueAsNew, workflowInfo, defineSignal, setHandler, patched } from '@temporalio/workflow';
 import type { StudyActivities } from '../activities/studies/studies.ts';
 import { runChildren } from './childRuns.ts';
+import { runBatches } from './studyBatches.ts';
+
+/** One of the study's runs was asked to cancel while it executes: its ending is the study's to record. */
+export const runCancelledSignal = defineSignal<[runId: string]>('runCancelled');
+
+/**
+ * Studies from this version on execute their runs in batches, a few seconds of runs per
+ * compute activity (studyBatches.ts), instead of a child run workflow each.
+ */
+const RUNS_IN_BATCHES = 'study-runs-in-batches';
 
 const local = proxyLocalActivities<StudyActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 20 } });
 // Asking, telling and finishing call the analysis environment (a Python process): regular
@@ -14,19 +24,24 @@ export const STUDY_HISTORY_BOUND = 4000;
 /**
  * A study that answers a question (sensitivity or calibration), workflow id
  * `experiment-<id>`: asks for a batch of parameter sets (each given to one of the study's
- * accepted runs, in Postgres, before any starts), runs them as child run workflows within
- * the account's concurrency, tells their results, and repeats until the design, the
+ * accepted runs, in Postgres, before any starts), runs them in batches within the
+ * account's concurrency (a study started before batches ran a child run workflow each),
+ * tells their results, and repeats until the design, the
  * budget, a convergence rule or closing the study stops it; then stores the analysis.
  * The optimizer's state lives in Postgres between batches (experiment_points), so a
  * continued-as-new or replayed workflow asks exactly what it asked before.
  */
 export async function studyWorkflow(args: { experimentId: string; batch?: number; historyBound?: number }): Promise<string> {
   const { account, ref, window } = await local.studySchedule(args.experimentId);
+  const cancelled: string[] = [];
+  setHandler(runCancelledSignal, (runId) => { cancelled.push(runId); });
+  const cancels = { take: () => cancelled.splice(0), pending: () => cancelled.length > 0 };
   const bound = args.historyBound ?? STUDY_HISTORY_BOUND;
   for (let batch = args.batch ?? 0; ; batch++) {
     const { runIds } = await control.studyAsk(args.experimentId, batch);
     if (!runIds.length) break;
-    await runChildren(account, runIds.map((runId) => ({ runId, ref })), window);
+    if (patched(RUNS_IN_BATCHES)) await runBatches(account, runIds, window, cancels);
+    else await runChildren(account, runIds.map((runId) => ({ runId, ref })), window);
     await control.studyTell(args.experimentId, batch);
     if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > bound) {
       await continueAsNew<typeof studyWorkflow>({ ...args, batch: batch + 1 });

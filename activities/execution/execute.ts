@@ -78,176 +78,196 @@ const timedOutMessage = (wallSeconds: number) => `The run exceeded max_runtime_s
 export function createExecutionActivities(deps: ExecutionDeps) {
   return {
     async executeLab(input: { runId: string }): Promise<ExecutionResult> {
-      const ctx = Context.current();
-      // Stopped by Temporal's cancellation (its next heartbeat) or, sooner, by the run's own
-      // cancel notice: watched before the run is read, so no cancel falls in between.
-      const stop = new AbortController();
-      const stopNow = () => stop.abort();
-      ctx.cancellationSignal.addEventListener('abort', stopNow);
-      const unwatch = deps.runCancels?.watch(input.runId, stopNow);
-      try {
-        return await execute(input.runId, stop.signal);
-      } finally {
-        unwatch?.();
-        ctx.cancellationSignal.removeEventListener('abort', stopNow);
-      }
+      return stoppable(deps, input.runId, (stop) => executeRun(deps, input.runId, stop));
     },
   };
+}
 
-  async function execute(runId: string, stopSignal: AbortSignal): Promise<ExecutionResult> {
-    const ctx = Context.current();
-    const run = await getRun(deps.db, runId);
-    // Cancelled between taking its slot and starting here: the run still has to end,
-    // as cancelled with nothing charged (execution never began). A run that has already
-    // ended (a retry after the fact) is skipped and left as it is.
-    if (run?.status === 'cancelling') return { status: 'cancelled', error: null };
-    if (!run || run.status !== 'running') return { status: 'skipped' };
-    const profile = (await getComputeProfile(deps.db, run.compute_profile))!;
-    // A spend cap below the run's maximum price stops it once it has cost the cap: compute
-    // is charged by wall time when a run is stopped, so the cap is a wall-time budget.
-    const capSeconds = run.cap_micros !== null && profile.price_per_second_micros > 0 ? Math.max(1, Math.floor(Number(run.cap_micros) / profile.price_per_second_micros)) : null;
-    const capStops = capSeconds !== null && capSeconds < run.max_runtime_seconds;
-    const wallSeconds = capStops ? capSeconds : run.max_runtime_seconds;
-    // Alive, to Temporal (each call) and to the sweeper (the run's alive_at, every few seconds).
-    let pid = 0;
-    let touched = 0;
-    const alive = () => {
-      ctx.heartbeat({ pid });
-      if (Date.now() - touched < ALIVE_TOUCH_MS) return;
-      touched = Date.now();
-      touchRunAlive(deps.db, run.id).catch(() => undefined);
+/**
+ * Runs `work` with a signal that stops it on Temporal's cancellation of the activity (its
+ * next heartbeat) or, sooner, on the run's own cancel notice: watched before the run is
+ * read, so no cancel falls in between.
+ */
+export async function stoppable<T>(deps: Pick<ExecutionDeps, 'runCancels'>, runId: string, work: (stop: AbortSignal) => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  const stop = new AbortController();
+  const stopNow = () => stop.abort();
+  ctx.cancellationSignal.addEventListener('abort', stopNow);
+  const unwatch = deps.runCancels?.watch(runId, stopNow);
+  try {
+    return await work(stop.signal);
+  } finally {
+    unwatch?.();
+    ctx.cancellationSignal.removeEventListener('abort', stopNow);
+  }
+}
+
+/**
+ * Executes one run that holds its slot, in the activity of the current context (a lone
+ * run's executeLab, or a study's batch): everything but its ending, which its caller
+ * records. A run already ended is skipped; one cancelled before it began ends cancelled.
+ */
+export async function executeRun(deps: ExecutionDeps, runId: string, stopSignal: AbortSignal): Promise<ExecutionResult> {
+  const ctx = Context.current();
+  const run = await getRun(deps.db, runId);
+  // Cancelled between taking its slot and starting here: the run still has to end,
+  // as cancelled with nothing charged (execution never began). A run that has already
+  // ended (a retry after the fact) is skipped and left as it is.
+  if (run?.status === 'cancelling') return { status: 'cancelled', error: null };
+  if (!run || run.status !== 'running') return { status: 'skipped' };
+  const profile = (await getComputeProfile(deps.db, run.compute_profile))!;
+  // A spend cap below the run's maximum price stops it once it has cost the cap: compute
+  // is charged by wall time when a run is stopped, so the cap is a wall-time budget.
+  const capSeconds = run.cap_micros !== null && profile.price_per_second_micros > 0 ? Math.max(1, Math.floor(Number(run.cap_micros) / profile.price_per_second_micros)) : null;
+  const capStops = capSeconds !== null && capSeconds < run.max_runtime_seconds;
+  const wallSeconds = capStops ? capSeconds : run.max_runtime_seconds;
+  // Alive, to Temporal (each call) and to the sweeper (the run's alive_at, every few seconds).
+  let pid = 0;
+  let touched = 0;
+  const alive = () => {
+    ctx.heartbeat({ pid });
+    if (Date.now() - touched < ALIVE_TOUCH_MS) return;
+    touched = Date.now();
+    touchRunAlive(deps.db, run.id).catch(() => undefined);
+  };
+  alive();
+  const dir = await mkdtemp(path.join(tmpdir(), `silico-run-${run.id.slice(0, 8)}-`));
+  let opened: OutputSink | undefined;
+  let lease: WarmLease<RunParent> | null = null;
+  try {
+    // Built before compute is charged: a build is never billed to the run.
+    const python = await runPython(deps, run, alive);
+    if (typeof python !== 'string') return { status: 'failed', error: python.error, computeSeconds: 0 };
+    // A warm parent of the run's key forks it when this worker keeps them; a run without
+    // one (none within the bounds, or its lab cannot start warm) executes cold, and says why.
+    lease = deps.warm ? await whileAlive(alive, deps.warm.lease(parentKey(run), () => startRunParent(deps, run, profile, python), stopSignal).catch(() => null)) : null;
+    const source = lease ? lease.instance.source : await materialize(deps, run, path.join(dir, 'input'));
+    if ('error' in source) return { status: 'failed', error: source.error, computeSeconds: 0 };
+    const staged = lease ? null : await stageInputs(deps, run, source.manifest, path.join(dir, 'input'));
+    if (staged && 'error' in staged) return { status: 'failed', error: staged.error, computeSeconds: 0 };
+    // Compute is charged from here: waiting for a slot or a worker costs nothing.
+    const begin = async () => {
+      await markRunStarted(deps.db, run.id);
+      await appendEvent(deps.db, run.id, 'log', `Executing ${run.resolved_ref} on ${profile.id}.`, { stream: 'worker' });
     };
+    const results = path.join(dir, 'results');
+    await mkdir(results);
+    const declared = listOf(source.manifest?.io?.outputs as Array<{ name?: unknown; public?: unknown; units?: unknown }> | undefined)
+      .filter((o) => o && typeof o.name === 'string')
+      .map((o) => ({ name: o.name as string, public: o.public !== false, units: typeof o.units === 'string' ? o.units : null }));
+    const sink = createOutputSink(results, declared);
+    opened = sink;
+    let visuals: unknown = null;
+    let logs = 0;
+    let lastProgressWrite = 0;
+    // Events are appended in the order the driver wrote them, in batches.
+    const events = createEventBatcher(deps.db, run.id);
+    const progress = createWriteChain();
+    const log = (message: string, data: Record<string, unknown>) => {
+      if (logs >= MAX_LOG_EVENTS) return;
+      logs += 1;
+      events.add('log', message.slice(0, 2000), data);
+    };
+    const hooks: LabProcessHooks = {
+      // Temporal hears the run is alive only while its lab is (supervision.ts).
+      onAlive: alive,
+      onStart: (p) => {
+        pid = p;
+        events.add('log', `Lab process started (process group ${p}${lease ? `, forked from warm instance ${lease.instance.pid}` : ''}).`, { stream: 'worker', pid: p, ...(lease ? { warm_instance: lease.instance.pid } : {}) });
+      },
+      onLog: (stream, line) => log(line, { level: stream === 'stderr' ? 'warning' : 'info', stream }),
+      onMessage: async (msg) => {
+        if (msg.type === 'progress') {
+          const fraction = Number(msg.fraction) || 0;
+          const now = Date.now();
+          if (now - lastProgressWrite >= 1000 || fraction >= 1) {
+            lastProgressWrite = now;
+            progress.add(() => setRunProgress(deps.db, run.id, fraction));
+            events.add('progress', `${Math.round(fraction * 100)}%`, { fraction, t: Number(msg.t) || 0 });
+          }
+        } else if (msg.type === 'log') log(String(msg.message), { level: String(msg.level ?? 'info'), stream: 'driver' });
+        else if (msg.type === 'series') await sink.addSeries(String(msg.name), msg.points);
+        else if (msg.type === 'output') sink.setFinal(String(msg.name), msg.value);
+        else if (msg.type === 'visual') visuals = msg.visuals;
+      },
+    };
+    const limits = oneShotLimits(profile, run.max_runtime_seconds);
+    const request = { seed: run.seed, ...source.request };
     alive();
-    const dir = await mkdtemp(path.join(tmpdir(), `silico-run-${run.id.slice(0, 8)}-`));
-    let opened: OutputSink | undefined;
-    let lease: WarmLease<RunParent> | null = null;
+    let outcome;
     try {
-      // Built before compute is charged: a build is never billed to the run.
-      const python = await runPython(deps, run, alive);
-      if (typeof python !== 'string') return { status: 'failed', error: python.error, computeSeconds: 0 };
-      // A warm parent of the run's key forks it when this worker keeps them; a run without
-      // one (none within the bounds, or its lab cannot start warm) executes cold, and says why.
-      lease = deps.warm ? await whileAlive(alive, deps.warm.lease(parentKey(run), () => startRunParent(deps, run, profile, python), stopSignal).catch(() => null)) : null;
-      const source = lease ? lease.instance.source : await materialize(deps, run, path.join(dir, 'input'));
-      if ('error' in source) return { status: 'failed', error: source.error, computeSeconds: 0 };
-      const staged = lease ? null : await stageInputs(deps, run, source.manifest, path.join(dir, 'input'));
-      if (staged && 'error' in staged) return { status: 'failed', error: staged.error, computeSeconds: 0 };
-      // Compute is charged from here: waiting for a slot or a worker costs nothing.
-      const begin = async () => {
-        await markRunStarted(deps.db, run.id);
-        await appendEvent(deps.db, run.id, 'log', `Executing ${run.resolved_ref} on ${profile.id}.`, { stream: 'worker' });
-      };
-      const results = path.join(dir, 'results');
-      await mkdir(results);
-      const declared = listOf(source.manifest?.io?.outputs as Array<{ name?: unknown; public?: unknown; units?: unknown }> | undefined)
-        .filter((o) => o && typeof o.name === 'string')
-        .map((o) => ({ name: o.name as string, public: o.public !== false, units: typeof o.units === 'string' ? o.units : null }));
-      const sink = createOutputSink(results, declared);
-      opened = sink;
-      let visuals: unknown = null;
-      let logs = 0;
-      let lastProgressWrite = 0;
-      // Events are appended in the order the driver wrote them, in batches.
-      const events = createEventBatcher(deps.db, run.id);
-      const progress = createWriteChain();
-      const log = (message: string, data: Record<string, unknown>) => {
-        if (logs >= MAX_LOG_EVENTS) return;
-        logs += 1;
-        events.add('log', message.slice(0, 2000), data);
-      };
-      const hooks: LabProcessHooks = {
-        // Temporal hears the run is alive only while its lab is (supervision.ts).
-        onAlive: alive,
-        onStart: (p) => {
-          pid = p;
-          events.add('log', `Lab process started (process group ${p}${lease ? `, forked from warm instance ${lease.instance.pid}` : ''}).`, { stream: 'worker', pid: p, ...(lease ? { warm_instance: lease.instance.pid } : {}) });
-        },
-        onLog: (stream, line) => log(line, { level: stream === 'stderr' ? 'warning' : 'info', stream }),
-        onMessage: async (msg) => {
-          if (msg.type === 'progress') {
-            const fraction = Number(msg.fraction) || 0;
-            const now = Date.now();
-            if (now - lastProgressWrite >= 1000 || fraction >= 1) {
-              lastProgressWrite = now;
-              progress.add(() => setRunProgress(deps.db, run.id, fraction));
-              events.add('progress', `${Math.round(fraction * 100)}%`, { fraction, t: Number(msg.t) || 0 });
-            }
-          } else if (msg.type === 'log') log(String(msg.message), { level: String(msg.level ?? 'info'), stream: 'driver' });
-          else if (msg.type === 'series') await sink.addSeries(String(msg.name), msg.points);
-          else if (msg.type === 'output') sink.setFinal(String(msg.name), msg.value);
-          else if (msg.type === 'visual') visuals = msg.visuals;
-        },
-      };
-      const limits = oneShotLimits(profile, run.max_runtime_seconds);
-      const request = { seed: run.seed, ...source.request };
-      alive();
-      let outcome;
-      try {
-        if (lease) {
-          outcome = await lease.instance.invoke(async (staging) => {
-            // File and dataset inputs are checked and staged for this run alone, as a cold run's.
-            const inputs = await stageInputs(deps, run, source.manifest, staging.host);
-            if ('error' in inputs) throw new InputsUnavailable(inputs.error);
-            await begin();
-            return { inputs: inputs.values(staging.inside), ...request, cpu_seconds: limits.cpuSeconds };
-          }, {
-            wallSeconds, signal: stopSignal, limits: deps.streamLimits, timedOut: timedOutMessage(wallSeconds),
-            watch: { memoryBytes: limits.labMemoryBytes ?? null, stallSeconds: deps.stallSeconds ?? 10 },
-          }, hooks);
-        } else {
+      if (lease) {
+        outcome = await lease.instance.invoke(async (staging) => {
+          // File and dataset inputs are checked and staged for this run alone, as a cold run's.
+          const inputs = await stageInputs(deps, run, source.manifest, staging.host);
+          if ('error' in inputs) throw new InputsUnavailable(inputs.error);
           await begin();
-          outcome = await runLabProcess(deps.sandbox, {
-            python, script: DRIVER, input: path.join(dir, 'input'), scratch: path.join(dir, 'scratch'),
-            args: (p) => [path.join(p.input, source.entry), p.scratch], limits, env: labEnv(profile.vcpus),
-          }, (p) => JSON.stringify({ inputs: staged!.values(p.input), ...request }), { wallSeconds, signal: stopSignal, limits: deps.streamLimits, stallSeconds: deps.stallSeconds ?? 10 }, hooks);
-        }
-      } catch (err) {
-        if (err instanceof InputsUnavailable) return { status: 'failed', error: err.error, computeSeconds: 0 };
-        if (err instanceof WarmInstanceFailed) return { status: 'failed', error: err.error, computeSeconds: 0 };
-        if (err instanceof SandboxUnavailable) return { status: 'failed', error: { code: err.code, message: err.message }, computeSeconds: 0 };
-        throw err;
-      } finally {
-        lease?.release();
-        lease = null;
-        await Promise.all([progress.settled(), events.flushed()]);
+          return { inputs: inputs.values(staging.inside), ...request, cpu_seconds: limits.cpuSeconds };
+        }, {
+          wallSeconds, signal: stopSignal, limits: deps.streamLimits, timedOut: timedOutMessage(wallSeconds),
+          watch: { memoryBytes: limits.labMemoryBytes ?? null, stallSeconds: deps.stallSeconds ?? 10 },
+        }, hooks);
+      } else {
+        await begin();
+        outcome = await runLabProcess(deps.sandbox, {
+          python, script: DRIVER, input: path.join(dir, 'input'), scratch: path.join(dir, 'scratch'),
+          args: (p) => [path.join(p.input, source.entry), p.scratch], limits, env: labEnv(profile.vcpus),
+        }, (p) => JSON.stringify({ inputs: staged!.values(p.input), ...request }), { wallSeconds, signal: stopSignal, limits: deps.streamLimits, stallSeconds: deps.stallSeconds ?? 10 }, hooks);
       }
-      const computeSeconds = outcome.result?.cpu_seconds ?? outcome.wallSeconds;
-      if (outcome.cancelled) {
-        // A worker shutting down is not the user cancelling: the workflow schedules the run again.
-        if (ctx.cancellationDetails?.workerShutdown) throw ApplicationFailure.create({ type: WORKER_SHUTDOWN, nonRetryable: true, message: 'The worker shut down during the run; it runs again on another worker.' });
-        if (ctx.cancellationSignal.aborted) throw new CancelledFailure('run cancelled');
-        // Stopped on the run's cancel notice, before Temporal's reached this activity.
-        return { status: 'cancelled', error: null, computeSeconds: outcome.wallSeconds };
-      }
-      // A run whose warm instance died under it (its whole sandbox killed) ends as a cold
-      // run's whose sandbox was killed would.
-      const lost = outcome.error?.code === 'instance_lost' ? signalError(outcome.exitCode) : null;
-      const error = lost ?? outcomeError(outcome);
-      if (error?.code === 'timed_out' && capStops) {
-        return { status: 'cancelled', error: spendCapReached(`run on ${profile.id}`, Number(run.cap_micros), wallSeconds), computeSeconds: outcome.wallSeconds };
-      }
-      if (error?.code === 'timed_out') return { status: 'timed_out', error, computeSeconds: outcome.wallSeconds };
-      // The platform's own failure to start a lab costs its owner nothing.
-      if (error?.code === 'sandbox_unavailable') return { status: 'failed', error, computeSeconds: 0 };
-      if (error?.missing_module) {
-        const lab = await readLabManifests(deps.objects, source.tree, source.manifest);
-        return { status: 'failed', error: { code: error.code, message: await teachMissingModule(error.message, error.missing_module, lab, deps.environments.indexUrl) }, computeSeconds };
-      }
-      if (error) return { status: 'failed', error, computeSeconds };
-      const missing = sink.missing();
-      if (missing.length) {
-        return { status: 'failed', error: { code: 'output_contract_violation', message: `Declared outputs missing: ${missing.join(', ')}.` }, computeSeconds };
-      }
-      const { files, values } = await sink.finish(seriesSvg);
-      const outputs = await storeResults(deps, run.id, results, files, values, declared, visuals);
-      await setRunOutputs(deps.db, run.id, outputs);
-      return { status: 'completed', computeSeconds };
+    } catch (err) {
+      if (err instanceof InputsUnavailable) return { status: 'failed', error: err.error, computeSeconds: 0 };
+      if (err instanceof WarmInstanceFailed) return { status: 'failed', error: err.error, computeSeconds: 0 };
+      if (err instanceof SandboxUnavailable) return { status: 'failed', error: { code: err.code, message: err.message }, computeSeconds: 0 };
+      throw err;
     } finally {
       lease?.release();
-      opened?.discard();
-      await rm(dir, { recursive: true, force: true });
+      lease = null;
+      await Promise.all([progress.settled(), events.flushed()]);
     }
+    const computeSeconds = outcome.result?.cpu_seconds ?? outcome.wallSeconds;
+    if (outcome.cancelled) {
+      throwIfActivityStopped();
+      // Stopped on the run's cancel notice, before Temporal's reached this activity.
+      return { status: 'cancelled', error: null, computeSeconds: outcome.wallSeconds };
+    }
+    // A run whose warm instance died under it (its whole sandbox killed) ends as a cold
+    // run's whose sandbox was killed would.
+    const lost = outcome.error?.code === 'instance_lost' ? signalError(outcome.exitCode) : null;
+    const error = lost ?? outcomeError(outcome);
+    if (error?.code === 'timed_out' && capStops) {
+      return { status: 'cancelled', error: spendCapReached(`run on ${profile.id}`, Number(run.cap_micros), wallSeconds), computeSeconds: outcome.wallSeconds };
+    }
+    if (error?.code === 'timed_out') return { status: 'timed_out', error, computeSeconds: outcome.wallSeconds };
+    // The platform's own failure to start a lab costs its owner nothing.
+    if (error?.code === 'sandbox_unavailable') return { status: 'failed', error, computeSeconds: 0 };
+    if (error?.missing_module) {
+      const lab = await readLabManifests(deps.objects, source.tree, source.manifest);
+      return { status: 'failed', error: { code: error.code, message: await teachMissingModule(error.message, error.missing_module, lab, deps.environments.indexUrl) }, computeSeconds };
+    }
+    if (error) return { status: 'failed', error, computeSeconds };
+    const missing = sink.missing();
+    if (missing.length) {
+      return { status: 'failed', error: { code: 'output_contract_violation', message: `Declared outputs missing: ${missing.join(', ')}.` }, computeSeconds };
+    }
+    const { files, values } = await sink.finish(seriesSvg);
+    const outputs = await storeResults(deps, run.id, results, files, values, declared, visuals);
+    await setRunOutputs(deps.db, run.id, outputs);
+    return { status: 'completed', computeSeconds };
+  } finally {
+    lease?.release();
+    opened?.discard();
+    await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Throws what ends the current activity when Temporal stopped it: a worker shutting down
+ * (not the user cancelling: the workflow schedules its runs again), or a cancellation.
+ */
+export function throwIfActivityStopped(): void {
+  const ctx = Context.current();
+  if (ctx.cancellationDetails?.workerShutdown) throw ApplicationFailure.create({ type: WORKER_SHUTDOWN, nonRetryable: true, message: 'The worker shut down during the run; it runs again on another worker.' });
+  if (ctx.cancellationSignal.aborted) throw new CancelledFailure('run cancelled');
 }
 
 /** Heartbeats while `work` is pending (a parent starting, an environment building): the run is alive meanwhile. */

@@ -18,7 +18,7 @@ import { experimentPage, experimentPlan, experimentRecord } from './schemas.ts';
 import { storeComparisonArtifacts } from '../../storage/experimentArtifacts.ts';
 import { cancelQueuedRun } from '../../storage/runLifecycle.ts';
 import { markRunCancelling } from '../../storage/db/runs.ts';
-import { runWorkflowId } from '../../kernel/workflowNames.ts';
+import { askRunToStop } from '../runs/stop.ts';
 
 const arm = obj({
   label: str(100, { minLength: 1 }), workspace_id: uuid, revision_id: uuid, inputs: { type: 'object', maxProperties: 256 },
@@ -156,7 +156,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     // Temporal is asked first: when it cannot be reached the answer is 503 with nothing
     // changed, and a retry does it all. Then every change is one transaction.
     const cancelled = cancelRunning ? await runningRuns(ctx, e.id) : [];
-    for (const id of cancelled) await ctx.deps.temporal.cancelWorkflow(runWorkflowId(id));
+    for (const id of cancelled) await askRunToStop(ctx, { id, experiment_id: e.id });
     await ctx.deps.db.transaction(async (trx) => {
       if (input.detach_run_ids) {
         const unknown = await detachRuns(trx, e.id, input.detach_run_ids);
@@ -173,7 +173,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     if (cancelRunning) {
       // Including a run that took its slot while the study was being closed.
       for (const id of await runningRuns(ctx, e.id)) {
-        if (!cancelled.includes(id)) await ctx.deps.temporal.cancelWorkflow(runWorkflowId(id));
+        if (!cancelled.includes(id)) await askRunToStop(ctx, { id, experiment_id: e.id });
         await markRunCancelling(ctx.deps.db, id);
       }
     }

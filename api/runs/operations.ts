@@ -18,7 +18,7 @@ import { cancelQueuedRun } from '../../storage/runLifecycle.ts';
 import { isoTime } from '../../storage/ids.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
 import { decodeCursor, pageBody } from '../pagination.ts';
-import { runWorkflowId } from '../../kernel/workflowNames.ts';
+import { askRunToStop } from './stop.ts';
 import { str, uuid, sha256Hex, limit, cursor, nullableStr, id } from '../schemas/common.ts';
 // RFC 6266: an ASCII fallback name plus the exact name as filename* (RFC 5987).
 import contentDisposition from 'content-disposition';
@@ -197,13 +197,13 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     if (TERMINAL.includes(run.status)) return { body: runView(run), warnings: [{ code: 'run_terminal', message: `The run is already ${run.status}; nothing changed.` }] };
     // Temporal first: if it cannot be reached the answer is 503 and the run is shown as it
     // is (never cancelling with nobody to finish it); a retry sends the request again.
-    await ctx.deps.temporal.cancelWorkflow(runWorkflowId(run.id));
+    await askRunToStop(ctx, run);
     // A run that has not begun ends here: a study's waiting runs have no workflow yet.
     // One that began is marked cancelling and its workflow records the ending; when it
     // began after the first request, that request found no workflow, so it goes again.
     if ((await cancelQueuedRun(ctx.deps.db, run.id)) === 'running') {
       await markRunCancelling(ctx.deps.db, run.id);
-      if (run.status === 'queued') await ctx.deps.temporal.cancelWorkflow(runWorkflowId(run.id));
+      if (run.status === 'queued') await askRunToStop(ctx, run);
     }
     run = (await getRun(ctx.deps.db, run.id))!;
     return { body: runView(run) };

@@ -241,3 +241,10 @@ export async function staleRuns(db: Db, staleSeconds: number, runIds?: string[],
 export async function markRunCancelling(db: Db, runId: string): Promise<void> {
   await db('runs').where({ id: runId, status: 'running' }).update({ status: 'cancelling' });
 }
+
+/** Of `runIds`, those not ended yet, in the order given. */
+export async function openRunsOf(db: Db, runIds: string[]): Promise<string[]> {
+  if (!runIds.length) return [];
+  const open = new Set((await db('runs').whereIn('id', runIds).whereNotIn('status', TERMINAL).select('id')).map((r: { id: string }) => r.id));
+  return runIds.filter((id) => open.has(id));
+}

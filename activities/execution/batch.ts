@@ -1,0 +1,48 @@
+import { Context } from '@temporalio/activity';
+import { acquireRunSlot, finishRun } from '../../storage/runLifecycle.ts';
+import { executeRun, stoppable, throwIfActivityStopped, type ExecutionDeps } from './execute.ts';
+
+/** What a batch did not do: the runs it did not reach, in order, and whether the account's slots were all taken. */
+export interface BatchResult {
+  left: string[];
+  waiting: boolean;
+}
+
+/**
+ * A study's runs executed one after another by one activity on the profile's compute
+ * queue, over the warm parent of their key: each run takes its account slot, executes
+ * exactly as a lone run's execution does (executeRun) and records its ending, so its
+ * record is a lone run's. No Temporal workflow per run: a 10,000-run study is a few
+ * hundred of these, not 10,000 workflows.
+ */
+export function createBatchActivities(deps: ExecutionDeps & { maxConcurrentRuns: number }) {
+  return {
+    /**
+     * Executes `runIds` in order until done or past `budgetSeconds` (at least one run
+     * each time), then gives the rest back, so the slot returns to the queue where other
+     * accounts' work waits. A run already ended is passed over, so a retry after a lost
+     * worker resumes where the batch was and runs none twice; a run whose slot cannot be
+     * had ends the batch with `waiting`.
+     */
+    async executeRuns(input: { runIds: string[]; budgetSeconds: number }): Promise<BatchResult> {
+      const ctx = Context.current();
+      const began = Date.now();
+      for (let i = 0; i < input.runIds.length; i++) {
+        if (i > 0 && Date.now() - began >= input.budgetSeconds * 1000) return { left: input.runIds.slice(i), waiting: false };
+        throwIfActivityStopped();
+        ctx.heartbeat();
+        const runId = input.runIds[i]!;
+        const slot = await acquireRunSlot(deps.db, runId, deps.maxConcurrentRuns);
+        if (slot === 'wait') return { left: input.runIds.slice(i), waiting: true };
+        // Ended meanwhile (cancelled while it waited, or by a batch before a retry).
+        if (slot !== 'running' && slot !== 'cancelling') continue;
+        const result = await stoppable(deps, runId, (stop) => executeRun(deps, runId, stop));
+        if (result.status === 'skipped') continue;
+        await finishRun(deps.db, { runId, status: result.status, error: result.error ?? null, computeSeconds: result.computeSeconds });
+      }
+      return { left: [], waiting: false };
+    },
+  };
+}
+
+export type BatchActivities = ReturnType<typeof createBatchActivities>;

@@ -1,0 +1,93 @@
+import {
+  proxyActivities, proxyLocalActivities, sleep, condition, CancellationScope, isCancellation, ActivityFailure, ApplicationFailure, TimeoutFailure, ActivityCancellationType,
+} from '@temporalio/workflow';
+import type { RunActivities } from '../activities/runs.ts';
+import type { BatchActivities, BatchResult } from '../activities/execution/batch.ts';
+import { computeTaskQueue, WORKER_SHUTDOWN } from '../kernel/workflowNames.ts';
+import { oneAtATime } from './serial.ts';
+
+/** Runs one batch activity is given at most. */
+export const BATCH_RUNS = 50;
+/** How long a batch takes new runs before it gives its slot back to the queue. */
+export const BATCH_SECONDS = 2;
+/** How many worker shutdowns a run may be moved across before it fails (as a lone run's). */
+const MAX_SHUTDOWN_RESTARTS = 20;
+
+const control = proxyLocalActivities<RunActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 20 } });
+
+/**
+ * Executes a study's runs in batches (activities/execution/batch.ts): `window` batches in
+ * flight (the account's concurrency), each a few seconds of runs over one warm parent,
+ * what a batch did not reach going back to the front of the line. A run cancelled while it
+ * executes is ended here at once (`cancels` hears of it), as a lone run's workflow ends
+ * its run whatever state its execution is in; a batch lost with its worker is retried and
+ * resumes where it was; the platform's failure fails the run it was at, nothing charged.
+ * Returns when every run has ended.
+ */
+export async function runBatches(account: string, runIds: string[], window: number, cancels: { take(): string[]; pending(): boolean }): Promise<void> {
+  if (!runIds.length) return;
+  const serial = oneAtATime();
+  const schedule = await serial(() => control.runSchedule(runIds[0]!));
+  const compute = proxyActivities<BatchActivities>({
+    taskQueue: computeTaskQueue(schedule.profile),
+    scheduleToStartTimeout: `${schedule.scheduleToStartSeconds} seconds`,
+    // A batch starts no run past its budget, and the last one it started may take its whole runtime.
+    startToCloseTimeout: `${BATCH_SECONDS + schedule.maxRuntimeSeconds + 120} seconds`,
+    heartbeatTimeout: '20 seconds',
+    retry: { maximumAttempts: 3 },
+    cancellationType: ActivityCancellationType.TRY_CANCEL,
+    priority: { fairnessKey: account },
+  });
+  const line = [...runIds];
+  const moved = new Map<string, number>();
+
+  async function batch(ids: string[]): Promise<BatchResult> {
+    try {
+      return await compute.executeRuns({ runIds: ids, budgetSeconds: BATCH_SECONDS });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const cause = err instanceof ActivityFailure ? err.cause : undefined;
+      if (cause instanceof TimeoutFailure && cause.timeoutType === 'SCHEDULE_TO_START') {
+        await serial(() => control.endRuns(ids, { status: 'failed', error: { code: 'capacity_unavailable', message: 'No worker for this compute profile picked the run up in time; nothing was charged.' } }));
+        return { left: [], waiting: false };
+      }
+      const open = await serial(() => control.openRuns(ids));
+      if (!open.length) return { left: [], waiting: false };
+      // A worker's shutdown moves the batch to another, without using up its attempts.
+      const times = (moved.get(open[0]!) ?? 0) + 1;
+      moved.set(open[0]!, times);
+      if (cause instanceof ApplicationFailure && cause.type === WORKER_SHUTDOWN && times <= MAX_SHUTDOWN_RESTARTS) return { left: open, waiting: false };
+      // The platform failed, not the lab: the run the batch was at fails, nothing charged; the rest go on.
+      const message = cause?.message ?? (err as Error).message ?? 'The run failed.';
+      await serial(() => control.endRuns([open[0]!], { status: 'failed', error: { code: 'internal_error', message } }));
+      return { left: open.slice(1), waiting: false };
+    }
+  }
+
+  async function lane(): Promise<void> {
+    for (let wait = 0; line.length;) {
+      const { left, waiting } = await batch(line.splice(0, BATCH_RUNS));
+      line.unshift(...left);
+      // Every slot of the account is taken (its lone runs too): ask again a little later.
+      wait = waiting ? Math.min(Math.max(1, wait * 2), 10) : 0;
+      if (wait) await sleep(`${wait} seconds`);
+    }
+  }
+
+  let done = false;
+  try {
+    const lanes = Promise.all(Array.from({ length: Math.max(1, window) }, lane)).finally(() => { done = true; });
+    lanes.catch(() => undefined); // awaited below
+    for (;;) {
+      await condition(() => done || cancels.pending());
+      const cancelled = cancels.take();
+      if (cancelled.length) await serial(() => control.endRuns(cancelled, { status: 'cancelled', error: null }));
+      else break;
+    }
+    await lanes;
+  } catch (err) {
+    // The study's workflow cancelled: its runs end cancelled, as lone runs' would.
+    if (isCancellation(err)) await CancellationScope.nonCancellable(() => serial(() => control.endRuns(runIds, { status: 'cancelled', error: null })));
+    throw err;
+  }
+}
