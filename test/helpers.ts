@@ -250,6 +250,12 @@ function statusField(pid: number | string, field: string): string | null {
   }
 }
 
+/** A process's parent pid, or null when it is gone. */
+export function parentPid(pid: number): number | null {
+  const ppid = statusField(pid, 'PPid');
+  return ppid === null ? null : Number(ppid);
+}
+
 /**
  * Live processes running as one of `uids` (a worker as root gives each sandbox its own
  * uid), read from their status: a warm parent's /proc entry is root's (it is not dumpable).

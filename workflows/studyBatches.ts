@@ -5,6 +5,7 @@ import type { RunActivities } from '../activities/runs.ts';
 import type { BatchActivities, BatchResult } from '../activities/execution/batch.ts';
 import { computeTaskQueue, WORKER_SHUTDOWN } from '../kernel/workflowNames.ts';
 import { oneAtATime } from './serial.ts';
+import { fairShare } from '../kernel/fairShares.ts';
 
 /** Runs one batch activity is given at most. */
 export const BATCH_RUNS = 50;
@@ -36,7 +37,8 @@ export async function runBatches(account: string, runIds: string[], window: numb
     heartbeatTimeout: '20 seconds',
     retry: { maximumAttempts: 3 },
     cancellationType: ActivityCancellationType.TRY_CANCEL,
-    priority: { fairnessKey: account },
+    // Studies started before fair shares carry none of their own.
+    priority: fairShare(account),
   });
   const line = [...runIds];
   const moved = new Map<string, number>();

@@ -1,6 +1,7 @@
 import type { Deps, Caller } from '../tools/tool.ts';
 import { errors } from '../errors.ts';
 import { acceptAndStart, type Acceptance } from '../acceptAndStart.ts';
+import { fairShare } from '../../kernel/fairShares.ts';
 import { planUnavailable, planUsed, resultOf } from '../plans.ts';
 import { spendCapRefusal, studyCapFindings } from '../spendCaps.ts';
 import { recheckProposal } from '../runs/prepare.ts';
@@ -88,6 +89,7 @@ export async function openExperiment(deps: Deps, caller: Caller, planId: string,
     typedSearchAttributes: workflowSearchAttributes({
       account: caller.account.id, kind: 'experiment', ref: [...new Set(proposal.arms.map((a) => a.resolved_ref.split('@')[0]))].join(' ').slice(0, 1000),
     }),
+    priority: fairShare(caller.account.id),
   });
   // A study that answers a question is asked, run and told in batches by its own workflow.
   return proposal.design

@@ -8,6 +8,7 @@ import { isSqlState, SQLSTATE } from '../../storage/db/sqlStates.ts';
 import { spendCapRefusal } from '../spendCaps.ts';
 import { keyedUuid, newUuid } from '../../storage/ids.ts';
 import { RUN_TASK_QUEUE, runWorkflowId } from '../../kernel/workflowNames.ts';
+import { fairShare } from '../../kernel/fairShares.ts';
 import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import type { RunProposal } from './prepare.ts';
 import { runWorkflow } from '../../workflows/run.ts';
@@ -27,6 +28,7 @@ function runStart(run: Pick<RunRow, 'id' | 'account_id' | 'kind' | 'resolved_ref
     workflowId: runWorkflowId(run.id),
     args: [input] as [RunWorkflowInput],
     typedSearchAttributes: workflowSearchAttributes({ account: run.account_id, kind: run.kind, ref: run.resolved_ref }),
+    priority: fairShare(run.account_id),
   };
 }
 

@@ -210,7 +210,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     } else {
       [pg, temporal] = await Promise.all([
         startPostgres(sup, { dataDir: opts.dataDir, port: opts.ports.postgres, fast, log: say, env: pgEnv, settings: opts.postgresSettings }),
-        startTemporal(sup, { bin: temporalBin, dataDir: opts.dataDir, port: opts.ports.temporal, uiPort: opts.ports.temporalUi, namespace: 'default', fast }),
+        startTemporal(sup, { bin: temporalBin, dataDir: opts.dataDir, port: opts.ports.temporal, uiPort: opts.ports.temporalUi, namespace: 'default', fast, log: say }),
       ]);
     }
     const minio = await minioStarted;

@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { fairSharesOf } from './fairShares.ts';
 import { Connection } from '@temporalio/client';
 import { waitFor, type Supervised, type Supervisor } from './processes.ts';
 import { SEARCH_ATTRIBUTES } from '../../kernel/workflowNames.ts';
@@ -10,15 +12,19 @@ import { SEARCH_ATTRIBUTES } from '../../kernel/workflowNames.ts';
  */
 export async function startTemporal(
   sup: Supervisor,
-  opts: { bin: string; dataDir: string; port: number; uiPort: number | null; namespace: string; fast: boolean },
+  opts: { bin: string; dataDir: string; port: number; uiPort: number | null; namespace: string; fast: boolean; log?: (line: string) => void },
 ): Promise<{ address: string; uiUrl: string | null; proc: Supervised }> {
+  const dbFile = path.join(opts.dataDir, 'temporal.db');
+  const fair = await fairSharesOf(opts.dataDir, !existsSync(dbFile), opts.log ?? console.warn);
   const args = [
     'server', 'start-dev',
     '--ip', '127.0.0.1',
     '--port', String(opts.port),
-    '--db-filename', path.join(opts.dataDir, 'temporal.db'),
+    '--db-filename', dbFile,
     '--namespace', opts.namespace,
     '--log-level', 'error',
+    // Queued tasks are handed out by account (kernel/fairShares.ts), not first come first served.
+    ...fair.flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${JSON.stringify(value)}`]),
   ];
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
   if (opts.uiPort === null) args.push('--headless');

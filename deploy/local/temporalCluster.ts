@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import path from 'node:path';
@@ -10,6 +11,7 @@ import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common';
 import protoPkg from '@temporalio/proto';
 import { waitFor, type Supervised, type Supervisor } from './processes.ts';
+import { fairSharesOf } from './fairShares.ts';
 import { SEARCH_ATTRIBUTES } from '../../kernel/workflowNames.ts';
 import { temporalServes } from './dependencies.ts';
 
@@ -70,7 +72,7 @@ async function prepareSchemas(o: TemporalClusterOptions): Promise<void> {
 }
 
 /** The server's static configuration: Postgres for both stores, one port set per service. */
-async function writeConfig(o: TemporalClusterOptions, dir: string, ports: Record<TemporalService, { grpc: number; membership: number; metrics: number }>): Promise<void> {
+async function writeConfig(o: TemporalClusterOptions, dir: string, ports: Record<TemporalService, { grpc: number; membership: number; metrics: number }>, fair: Array<[string, boolean]>): Promise<void> {
   const store = (database: string, maxConns: number) => ({
     sql: {
       pluginName: 'postgres12', databaseName: database, connectAddr: `${o.postgres.host}:${o.postgres.port}`, connectProtocol: 'tcp',
@@ -96,10 +98,12 @@ async function writeConfig(o: TemporalClusterOptions, dir: string, ports: Record
     dynamicConfigClient: { filepath: path.join(dir, 'dynamicconfig.yaml'), pollInterval: '10s' },
   };
   // Search attributes registered a moment ago must be usable at once (the tests start
-  // workflows right after the stack is up); everything else keeps Temporal's defaults.
+  // workflows right after the stack is up); tasks are handed out by fair shares, as the
+  // dev server's are; everything else keeps Temporal's defaults.
   const dynamic = {
     'system.forceSearchAttributesCacheRefreshOnRead': [{ value: true }],
     'frontend.enableUpdateWorkflowExecution': [{ value: true }],
+    ...Object.fromEntries(fair.map(([key, value]) => [key, [{ value }]])),
   };
   await writeFile(path.join(dir, 'config', 'cluster.yaml'), stringify(config));
   await writeFile(path.join(dir, 'dynamicconfig.yaml'), stringify(dynamic));
@@ -150,7 +154,9 @@ function listening(port: number): Promise<boolean> {
  */
 export async function startTemporalCluster(sup: Supervisor, o: TemporalClusterOptions): Promise<TemporalCluster> {
   const dir = path.join(o.dataDir, 'temporal-cluster');
+  const fresh = !existsSync(path.join(dir, 'config'));
   await mkdir(path.join(dir, 'config'), { recursive: true });
+  const fair = await fairSharesOf(dir, fresh, o.log);
   await prepareSchemas(o);
   // Temporal records its services' ports in a smallint column: each must be below 32768.
   if (o.frontendPort >= 32768) throw new Error(`the Temporal frontend port ${o.frontendPort} must be below 32768 (Temporal stores service ports as smallint)`);
@@ -158,7 +164,7 @@ export async function startTemporalCluster(sup: Supervisor, o: TemporalClusterOp
   const ports = Object.fromEntries(await Promise.all(TEMPORAL_SERVICES.map(async (s) => [s, {
     grpc: s === 'frontend' ? o.frontendPort : await low(), membership: await low(), metrics: await low(),
   }]))) as Record<TemporalService, { grpc: number; membership: number; metrics: number }>;
-  await writeConfig(o, dir, ports);
+  await writeConfig(o, dir, ports, fair);
   const start = (service: TemporalService) => sup.start(`t-${service}`, o.serverBin, ['--root', dir, '--config', 'config', '--env', 'cluster', '--allow-no-auth', 'start', '--service', service], {
     env: { PATH: process.env.PATH ?? '', HOME: dir },
   });

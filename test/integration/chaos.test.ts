@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, statSync } from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
-import { call, childrenOf, closeTestDb, driverPid, leftOfRuns, newAccount, processAlive, publishFixtureLab, runDirsOf, spawnWorker, testDb, testObjects, until, useTestProfiles, waitForRun } from '../helpers.ts';
+import { call, childrenOf, parentPid, closeTestDb, driverPid, leftOfRuns, newAccount, processAlive, publishFixtureLab, runDirsOf, spawnWorker, testDb, testObjects, until, useTestProfiles, waitForRun } from '../helpers.ts';
 import { createMaintenanceActivities } from '../../activities/maintenance.ts';
 import { executionProbeOf, workflowStateOf } from '../../activities/workflowState.ts';
 import { runWorkflowId } from '../../kernel/workflowNames.ts';
@@ -39,15 +39,6 @@ after(async () => {
   await closeTestDb();
 });
 
-/** A process's parent pid, or null when it is gone. */
-const parentOf = (pid: number): number | null => {
-  try {
-    return Number(/^PPid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
-  } catch {
-    return null;
-  }
-};
-
 /**
  * The processes of a run, from the pid its events give: a run forked from a warm parent
  * is that process itself (the lab), below its parent, below its sandbox's init; a cold
@@ -56,8 +47,8 @@ const parentOf = (pid: number): number | null => {
 function sandboxTree(pid: number): { init: number | null; parent: number | null; lab: number | null } {
   try {
     if (readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('python')) {
-      const parent = parentOf(pid);
-      return { init: parent === null ? null : parentOf(parent), parent, lab: pid };
+      const parent = parentPid(pid);
+      return { init: parent === null ? null : parentPid(parent), parent, lab: pid };
     }
     const [init] = childrenOf(pid);
     if (!init) return { init: null, parent: null, lab: null };
