@@ -26,12 +26,12 @@ export function createRunActivities(deps: { db: Db; maxConcurrentRuns: number })
     /**
      * Ends each run of `runIds` not ended yet, as a lone run's workflow would have: a
      * cancelled one is charged for the time it ran (none if it never began), a failed one
-     * (the platform's failure) nothing.
+     * (the platform's failure) nothing. Returns those it ended.
      */
-    async endRuns(runIds: string[], ending: Pick<Finish, 'status' | 'error'>): Promise<void> {
-      for (const runId of await openRunsOf(deps.db, runIds)) {
-        await finishRun(deps.db, { runId, ...ending, computeSeconds: ending.status === 'cancelled' ? null : 0 });
-      }
+    async endRuns(runIds: string[], ending: Pick<Finish, 'status' | 'error'>): Promise<string[]> {
+      const open = await openRunsOf(deps.db, runIds);
+      for (const runId of open) await finishRun(deps.db, { runId, ...ending, computeSeconds: ending.status === 'cancelled' ? null : 0 });
+      return open;
     },
   };
 }

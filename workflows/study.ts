@@ -1,4 +1,4 @@
-import { proxyLocalActivities, proxyActivities, continueAsNew, workflowInfo, defineSignal, setHandler, patched } from '@temporalio/workflow';
+import { proxyLocalActivities, proxyActivities, continueAsNew, workflowInfo, defineSignal, setHandler, patched, setCurrentDetails } from '@temporalio/workflow';
 import type { StudyActivities } from '../activities/studies/studies.ts';
 import { runChildren } from './childRuns.ts';
 import { runBatches } from './studyBatches.ts';
@@ -38,15 +38,33 @@ export async function studyWorkflow(args: { experimentId: string; batch?: number
   const cancels = { take: () => cancelled.splice(0), pending: () => cancelled.length > 0 };
   const bound = args.historyBound ?? STUDY_HISTORY_BOUND;
   for (let batch = args.batch ?? 0; ; batch++) {
-    const { runIds } = await control.studyAsk(args.experimentId, batch);
+    setCurrentDetails(`Asking for batch ${batch + 1}.`);
+    const { runIds, standing } = await control.studyAsk(args.experimentId, batch);
     if (!runIds.length) break;
-    if (patched(RUNS_IN_BATCHES)) await runBatches(account, runIds, window, cancels);
-    else await runChildren(account, runIds.map((runId) => ({ runId, ref })), window);
+    // Where the study stands, for operators (the Temporal UI's current details).
+    let completed = standing?.completed ?? 0;
+    const notCompleted = new Set<string>();
+    const show = (doing: string) => {
+      const others = (standing?.notCompleted ?? 0) + notCompleted.size;
+      const ended = standing ? `\n\n${completed + others} of ${standing.runs} runs ended: ${completed} completed, ${others} did not.` : '';
+      setCurrentDetails(`**Batch ${batch + 1}** (${runIds.length} runs): ${doing}.${ended}`);
+    };
+    show('running');
+    if (patched(RUNS_IN_BATCHES)) {
+      await runBatches(account, runIds, window, cancels, (done, others) => {
+        completed += done;
+        for (const id of others) notCompleted.add(id);
+        show('running');
+      });
+    } else await runChildren(account, runIds.map((runId) => ({ runId, ref })), window);
+    show('telling the results');
     await control.studyTell(args.experimentId, batch);
     if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > bound) {
       await continueAsNew<typeof studyWorkflow>({ ...args, batch: batch + 1 });
     }
   }
+  setCurrentDetails('Analysing what the runs found.');
   await control.finishStudy(args.experimentId);
+  setCurrentDetails('Completed: the analysis is stored.');
   return 'completed';
 }

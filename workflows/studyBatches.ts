@@ -10,7 +10,7 @@ import { fairShare } from '../kernel/fairShares.ts';
 /** Runs one batch activity is given at most. */
 export const BATCH_RUNS = 50;
 /** How long a batch takes new runs before it gives its slot back to the queue. */
-export const BATCH_SECONDS = 2;
+export const BATCH_SECONDS = 1;
 /** How many worker shutdowns a run may be moved across before it fails (as a lone run's). */
 const MAX_SHUTDOWN_RESTARTS = 20;
 
@@ -23,9 +23,12 @@ const control = proxyLocalActivities<RunActivities>({ startToCloseTimeout: '1 mi
  * executes is ended here at once (`cancels` hears of it), as a lone run's workflow ends
  * its run whatever state its execution is in; a batch lost with its worker is retried and
  * resumes where it was; the platform's failure fails the run it was at, nothing charged.
- * Returns when every run has ended.
+ * Returns when every run has ended; `tally` hears of each run ended, as it ends.
  */
-export async function runBatches(account: string, runIds: string[], window: number, cancels: { take(): string[]; pending(): boolean }): Promise<void> {
+export async function runBatches(
+  account: string, runIds: string[], window: number, cancels: { take(): string[]; pending(): boolean },
+  tally: (completed: number, notCompleted: string[]) => void = () => undefined,
+): Promise<void> {
   if (!runIds.length) return;
   const serial = oneAtATime();
   const schedule = await serial(() => control.runSchedule(runIds[0]!));
@@ -42,15 +45,18 @@ export async function runBatches(account: string, runIds: string[], window: numb
   });
   const line = [...runIds];
   const moved = new Map<string, number>();
+  const endRuns = async (ids: string[], ending: Parameters<RunActivities['endRuns']>[1]) => tally(0, await serial(() => control.endRuns(ids, ending)));
 
-  async function batch(ids: string[]): Promise<BatchResult> {
+  async function batch(ids: string[]): Promise<Pick<BatchResult, 'left' | 'waiting'>> {
     try {
-      return await compute.executeRuns({ runIds: ids, budgetSeconds: BATCH_SECONDS });
+      const done = await compute.executeRuns({ runIds: ids, budgetSeconds: BATCH_SECONDS });
+      tally(done.completed, done.notCompleted);
+      return done;
     } catch (err) {
       if (isCancellation(err)) throw err;
       const cause = err instanceof ActivityFailure ? err.cause : undefined;
       if (cause instanceof TimeoutFailure && cause.timeoutType === 'SCHEDULE_TO_START') {
-        await serial(() => control.endRuns(ids, { status: 'failed', error: { code: 'capacity_unavailable', message: 'No worker for this compute profile picked the run up in time; nothing was charged.' } }));
+        await endRuns(ids, { status: 'failed', error: { code: 'capacity_unavailable', message: 'No worker for this compute profile picked the run up in time; nothing was charged.' } });
         return { left: [], waiting: false };
       }
       const open = await serial(() => control.openRuns(ids));
@@ -61,7 +67,7 @@ export async function runBatches(account: string, runIds: string[], window: numb
       if (cause instanceof ApplicationFailure && cause.type === WORKER_SHUTDOWN && times <= MAX_SHUTDOWN_RESTARTS) return { left: open, waiting: false };
       // The platform failed, not the lab: the run the batch was at fails, nothing charged; the rest go on.
       const message = cause?.message ?? (err as Error).message ?? 'The run failed.';
-      await serial(() => control.endRuns([open[0]!], { status: 'failed', error: { code: 'internal_error', message } }));
+      await endRuns([open[0]!], { status: 'failed', error: { code: 'internal_error', message } });
       return { left: open.slice(1), waiting: false };
     }
   }
@@ -83,7 +89,7 @@ export async function runBatches(account: string, runIds: string[], window: numb
     for (;;) {
       await condition(() => done || cancels.pending());
       const cancelled = cancels.take();
-      if (cancelled.length) await serial(() => control.endRuns(cancelled, { status: 'cancelled', error: null }));
+      if (cancelled.length) await endRuns(cancelled, { status: 'cancelled', error: null });
       else break;
     }
     await lanes;

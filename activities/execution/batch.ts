@@ -2,10 +2,15 @@ import { Context } from '@temporalio/activity';
 import { acquireRunSlot, finishRun } from '../../storage/runLifecycle.ts';
 import { executeRun, stoppable, throwIfActivityStopped, type ExecutionDeps } from './execute.ts';
 
-/** What a batch did not do: the runs it did not reach, in order, and whether the account's slots were all taken. */
+/**
+ * What a batch did: how many runs it saw complete and which ended otherwise; the runs it
+ * did not reach, in order; and whether the account's slots were all taken.
+ */
 export interface BatchResult {
   left: string[];
   waiting: boolean;
+  completed: number;
+  notCompleted: string[];
 }
 
 /**
@@ -27,20 +32,23 @@ export function createBatchActivities(deps: ExecutionDeps & { maxConcurrentRuns:
     async executeRuns(input: { runIds: string[]; budgetSeconds: number }): Promise<BatchResult> {
       const ctx = Context.current();
       const began = Date.now();
+      const ended = { completed: 0, notCompleted: [] as string[] };
       for (let i = 0; i < input.runIds.length; i++) {
-        if (i > 0 && Date.now() - began >= input.budgetSeconds * 1000) return { left: input.runIds.slice(i), waiting: false };
+        if (i > 0 && Date.now() - began >= input.budgetSeconds * 1000) return { left: input.runIds.slice(i), waiting: false, ...ended };
         throwIfActivityStopped();
         ctx.heartbeat();
         const runId = input.runIds[i]!;
         const slot = await acquireRunSlot(deps.db, runId, deps.maxConcurrentRuns);
-        if (slot === 'wait') return { left: input.runIds.slice(i), waiting: true };
+        if (slot === 'wait') return { left: input.runIds.slice(i), waiting: true, ...ended };
         // Ended meanwhile (cancelled while it waited, or by a batch before a retry).
         if (slot !== 'running' && slot !== 'cancelling') continue;
         const result = await stoppable(deps, runId, (stop) => executeRun(deps, runId, stop));
         if (result.status === 'skipped') continue;
-        await finishRun(deps.db, { runId, status: result.status, error: result.error ?? null, computeSeconds: result.computeSeconds });
+        const status = await finishRun(deps.db, { runId, status: result.status, error: result.error ?? null, computeSeconds: result.computeSeconds });
+        if (status === 'completed') ended.completed += 1;
+        else ended.notCompleted.push(runId);
       }
-      return { left: [], waiting: false };
+      return { left: [], waiting: false, ...ended };
     },
   };
 }

@@ -5,7 +5,7 @@ import type { Db } from '../../storage/db/knex.ts';
 import type { ObjectStore } from '../../storage/objects.ts';
 import { blobKey } from '../../storage/objects.ts';
 import { completeExperiment, getExperiment, type ExperimentRow } from '../../storage/db/experiments.ts';
-import { getRun, listArtifacts } from '../../storage/db/runs.ts';
+import { getRun, listArtifacts, TERMINAL } from '../../storage/db/runs.ts';
 import { assignBatch, runsAwaitingPoints, setStudyAnalysis, studyPoints, tellPoints, unassignedRuns, type StudyPoint } from '../../storage/db/studies.ts';
 import { cancelQueuedRun } from '../../storage/runLifecycle.ts';
 import { outputKey, type CalibrationDesign, type SensitivityDesign, type StudyDesign } from '../../storage/studyDesign.ts';
@@ -15,6 +15,13 @@ import { calibrationLoss, converged, summarise, type Series } from './outcomes.t
 import { calibrationAnalysis, sensitivityAnalysis } from './findings.ts';
 
 type Asked = Array<{ params: Record<string, number>; attrs: Record<string, unknown> }>;
+
+/** Where a study stands, for its workflow's details: its runs in all, and those ended so far. */
+export interface StudyStanding {
+  runs: number;
+  completed: number;
+  notCompleted: number;
+}
 
 /** Runs whose outcomes one tell reads at once. */
 const TELL_CONCURRENCY = 8;
@@ -87,8 +94,11 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
      * trial told so far) and given to waiting runs. None when the study is done: closed,
      * its runs all given, or (a calibration) converged.
      */
-    async studyAsk(experimentId: string, batch: number): Promise<{ runIds: string[] }> {
-      return alive((signal) => ask(experimentId, batch, signal));
+    async studyAsk(experimentId: string, batch: number): Promise<{ runIds: string[]; standing: StudyStanding }> {
+      return alive(async (signal) => {
+        const { runIds } = await ask(experimentId, batch, signal);
+        return { runIds, standing: await standingOf(experimentId) };
+      });
     },
 
     /**
@@ -108,6 +118,14 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
       return alive((signal) => finish(experimentId, signal));
     },
   };
+
+  /** The study's runs in all, and how many of those given a parameter set have ended so far. */
+  async function standingOf(experimentId: string): Promise<StudyStanding> {
+    const e = await studyOf(experimentId);
+    const ended = (await studyPoints(db, experimentId)).filter((p) => TERMINAL.includes(p.status));
+    const completed = ended.filter((p) => p.status === 'completed').length;
+    return { runs: e.design.run_count, completed, notCompleted: ended.length - completed };
+  }
 
   async function ask(experimentId: string, batch: number, signal: AbortSignal): Promise<{ runIds: string[] }> {
     const e = await studyOf(experimentId);

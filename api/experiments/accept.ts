@@ -44,6 +44,16 @@ function studyRuns(experimentId: string, caller: Caller, p: ExperimentProposal):
   return out;
 }
 
+/** A study's one line in the Temporal UI: what it is, of which lab, on which profile, whose, and what it reserved. */
+function experimentSummary(proposal: ExperimentProposal, account: string): string {
+  const arm = proposal.arms[0]!;
+  const d = proposal.design;
+  const what = d
+    ? `${d.kind} study (${d.kind === 'sensitivity' ? d.method : d.optimizer}, ${proposal.run_count} runs)`
+    : `comparison of ${proposal.arms.length} arms (${proposal.run_count} runs)`;
+  return `${what} of ${arm.resolved_ref} on ${arm.compute_profile} for ${account}, $${microsToUsd(proposal.estimated_max_micros)} reserved`;
+}
+
 /**
  * Opens an approved study: each arm is rechecked as its lone run would be, then in one
  * transaction the plan is consumed, the study recorded and every run accepted with its
@@ -90,6 +100,9 @@ export async function openExperiment(deps: Deps, caller: Caller, planId: string,
       account: caller.account.id, kind: 'experiment', ref: [...new Set(proposal.arms.map((a) => a.resolved_ref.split('@')[0]))].join(' ').slice(0, 1000),
     }),
     priority: fairShare(caller.account.id),
+    // What operators see of it in the Temporal UI: ids and figures only, nothing personal.
+    staticSummary: experimentSummary(proposal, caller.account.id),
+    staticDetails: `Experiment [${row.id}](${deps.config.baseUrl}/experiments/${row.id}) of account ${caller.account.id}.`,
   });
   // A study that answers a question is asked, run and told in batches by its own workflow.
   return proposal.design

@@ -72,7 +72,7 @@ async function prepareSchemas(o: TemporalClusterOptions): Promise<void> {
 }
 
 /** The server's static configuration: Postgres for both stores, one port set per service. */
-async function writeConfig(o: TemporalClusterOptions, dir: string, ports: Record<TemporalService, { grpc: number; membership: number; metrics: number }>, fair: Array<[string, boolean]>): Promise<void> {
+async function writeConfig(o: TemporalClusterOptions, dir: string, ports: Record<TemporalService, { grpc: number; membership: number; metrics: number }>, fair: Array<[string, boolean | number]>): Promise<void> {
   const store = (database: string, maxConns: number) => ({
     sql: {
       pluginName: 'postgres12', databaseName: database, connectAddr: `${o.postgres.host}:${o.postgres.port}`, connectProtocol: 'tcp',

@@ -67,29 +67,32 @@ export interface ExperimentRunRow {
   settled_micros: number | null;
 }
 
+/** Runs accepted per statement: a slice takes about a second, well within the dependency deadline. */
+const ACCEPT_SLICE = 1000;
+
 /**
- * Records a study as accepted, all or nothing (silico_accept_experiment, migration 020):
- * consumes its plan, records it running and accepts each run with its own reservation.
- * Raises SQLSTATE.planUsed or SQLSTATE.insufficientCompute and changes nothing when it
- * cannot.
+ * Records a study as accepted, all or nothing, in one transaction: consumes its plan,
+ * records it running and accepts each run with its own reservation
+ * (silico_accept_experiment, migration 020, with the first slice of its runs; the rest a
+ * slice per statement, migration 044). Raises SQLSTATE.planUsed or
+ * SQLSTATE.insufficientCompute and changes nothing when it cannot.
  */
 export async function acceptExperiment(
   db: Db,
   e: Pick<ExperimentRow, 'id' | 'account_id' | 'name' | 'goal' | 'arms' | 'workspace_ids' | 'reserved_micros'> & { plan_id: string; design?: StudyDesign },
   runs: Array<{ run: NewRun; arm_index: number; replicate: number }>,
 ): Promise<ExperimentRow> {
-  const accept = async (trx: Db): Promise<ExperimentRow> => {
-    const { rows } = await trx.raw('SELECT * FROM silico_accept_experiment(?::jsonb, ?::jsonb, ?)', [
-      JSON.stringify({ ...e, design: undefined }), JSON.stringify(runs.map((r) => ({ ...r, run: { ...r.run, status: 'queued' } }))), e.plan_id,
-    ]);
-    return rows[0] as ExperimentRow;
-  };
-  if (!e.design) return accept(db);
-  // A study that answers a question keeps its kind and design with its acceptance.
-  const design = e.design;
+  const slices = Array.from({ length: Math.max(1, Math.ceil(runs.length / ACCEPT_SLICE)) }, (_, i) => runs.slice(i * ACCEPT_SLICE, (i + 1) * ACCEPT_SLICE))
+    .map((slice) => JSON.stringify(slice.map((r) => ({ ...r, run: { ...r.run, status: 'queued' } }))));
   return db.transaction(async (trx) => {
-    await accept(trx);
-    const [row] = await trx('experiments').where({ id: e.id }).update({ kind: design.kind, design: JSON.stringify(design) }).returning('*');
+    await trx.raw('SELECT * FROM silico_accept_experiment(?::jsonb, ?::jsonb, ?)', [JSON.stringify({ ...e, design: undefined }), slices[0]!, e.plan_id]);
+    for (const [i, slice] of slices.slice(1).entries()) {
+      await trx.raw('SELECT silico_accept_experiment_runs(?, ?::jsonb, ?)', [e.id, slice, (i + 1) * ACCEPT_SLICE]);
+    }
+    // A study that answers a question keeps its kind and design with its acceptance.
+    const [row] = e.design
+      ? await trx('experiments').where({ id: e.id }).update({ kind: e.design.kind, design: JSON.stringify(e.design) }).returning('*')
+      : await trx('experiments').where({ id: e.id });
     return row as ExperimentRow;
   });
 }

@@ -53,7 +53,7 @@ export async function assignBatch(
         metadata: trx.raw(`metadata || ?::jsonb`, [JSON.stringify({ study_point: String(first + i), study_batch: String(batch) })]),
       });
     }
-    if (rows.length) await trx('experiment_points').insert(rows);
+    if (rows.length) await trx.batchInsert('experiment_points', rows, 1000);
     return rows.map((r) => ({ idx: r.idx, run_id: r.run_id }));
   });
 }

@@ -40,10 +40,34 @@ const treeMs = (table: ProcTable, root: number) => treeSum(table, root, 'ticks')
 /** Resident memory (MiB) of a process and its live descendants (4 KiB pages). */
 export const treeRssMiB = (root: number, table = procTable()): number => (treeSum(table, root, 'rssPages') * 4096) / 2 ** 20;
 
-/** Resident memory (MiB) of each supervised process with its tree, read in one pass over /proc. */
-export function rssByProcess(sup: Supervisor): Record<string, number> {
+/** `root` and its live descendants. */
+function treeOf(table: ProcTable, root: number): number[] {
+  const out: number[] = [];
+  const todo = [root];
+  while (todo.length) {
+    const pid = todo.pop()!;
+    out.push(pid);
+    for (const [child, p] of table) if (p.ppid === pid) todo.push(child);
+  }
+  return out;
+}
+
+/** A process's proportional set size (KiB): its pages, a shared one split among its sharers. */
+function pssKiB(pid: number): number {
+  try {
+    return Number(/^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0; // exited while we read
+  }
+}
+
+/**
+ * Proportional memory (MiB) of each supervised process with its tree: unlike resident
+ * memory, pages shared within a tree (Postgres's shared buffers, in every backend) count once.
+ */
+export function pssByProcess(sup: Supervisor): Record<string, number> {
   const table = procTable();
-  return Object.fromEntries(sup.processes.filter((p) => p.child.pid).map((p) => [p.name, treeRssMiB(p.child.pid!, table)]));
+  return Object.fromEntries(sup.processes.filter((p) => p.child.pid).map((p) => [p.name, treeOf(table, p.child.pid!).reduce((sum, pid) => sum + pssKiB(pid), 0) / 1024]));
 }
 
 export type CpuSample = Record<string, number>;

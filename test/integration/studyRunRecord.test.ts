@@ -10,6 +10,8 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { call, closeTestDb, newAccount, testDb, until, waitForRun, workspaceOfLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { Client, Connection } from '@temporalio/client';
+import { experimentWorkflowId } from '../../kernel/workflowNames.ts';
 
 const LAB = path.join(REPO_ROOT, 'test/fixtures/labs/ishigami');
 const PROFILE = 'cpu-small';
@@ -77,6 +79,16 @@ test('a study\'s run executed in a batch records what a lone run of the same lab
     return e.completed_at ? e : undefined;
   });
   assert.equal(done.run_totals.completed, 10, JSON.stringify(done.run_totals));
+  // What an operator reads of the study in the Temporal UI: what it is and where it stands, ids and figures only.
+  const connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! });
+  try {
+    const handle = new Client({ connection }).workflow.getHandle(experimentWorkflowId(study.body.id));
+    const described = await handle.describe();
+    assert.equal(await described.staticSummary(), `sensitivity study (sobol, 10 runs) of ${done.arms[0].resolved_ref} on ${PROFILE} for ${owner.account.id}, $${plan.body.estimated_max_usd} reserved`);
+    assert.match((await described.staticDetails())!, new RegExp(`^Experiment \\[${study.body.id}\\]\\(http.*/experiments/${study.body.id}\\) of account ${owner.account.id}\\.$`));
+  } finally {
+    await connection.close();
+  }
   const studyRunId: string = done.arms[0].runs[3].run_id;
   const studied = await testDb()('runs').where({ id: studyRunId }).first();
   // Executed by a batch: no workflow of its own.

@@ -6,6 +6,7 @@ import { studyWorkflow } from '../../workflows/study.ts';
 import { CONTROL_TASK_QUEUE, computeTaskQueue } from '../../kernel/workflowNames.ts';
 import type { Finish } from '../../storage/runLifecycle.ts';
 import { ApplicationFailure } from '@temporalio/common';
+import { workflowMetadataQuery } from '@temporalio/workflow';
 import { runCancelledSignal } from '../../workflows/study.ts';
 import { BATCH_RUNS } from '../../workflows/studyBatches.ts';
 import { WORKER_SHUTDOWN } from '../../kernel/workflowNames.ts';
@@ -83,9 +84,10 @@ async function studyWorkers(env: ReturnType<ReturnType<typeof useWorkflowEnviron
     activities: {
       async studySchedule() { return { account: 'acct_test', ref: 'ns/lab@rev-1', window: 2 }; },
       async studyAsk() {
-        if (asked) return { runIds: [] };
+        const standing = { runs: runIds.length, completed: 0, notCompleted: 0 };
+        if (asked) return { runIds: [], standing };
         asked = true;
-        return { runIds };
+        return { runIds, standing };
       },
       async studyTell() {},
       async finishStudy() {},
@@ -161,6 +163,9 @@ test('a study\'s run cancelled while it executes ends at once, cancelled; cancel
     for (let i = 0; i < 200 && !ended.has(runIds[0]!); i++) await new Promise((r) => setTimeout(r, 50));
     assert.equal(ended.get(runIds[0]!)?.status, 'cancelled', 'the run cancelled while it executed ended at once');
     assert.equal(ended.size, 1);
+    // What an operator reads of it in the Temporal UI meanwhile.
+    const { currentDetails } = await handle.query(workflowMetadataQuery);
+    assert.equal(currentDetails, '**Batch 1** (6 runs): running.\n\n1 of 6 runs ended: 0 completed, 1 did not.');
     await handle.cancel();
     await assert.rejects(handle.result());
     release();

@@ -40,6 +40,7 @@ import * as studyKinds from './040_study_kinds.ts';
 import * as purchases from './041_purchases.ts';
 import * as invocationCancelNotify from './042_invocation_cancel_notify.ts';
 import * as acceptRunRunning from './043_accept_run_running.ts';
+import * as acceptExperimentRuns from './044_accept_experiment_runs.ts';
 import * as biologyResources from './025_biology_resources.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
@@ -89,6 +90,7 @@ const migrations: Record<string, Migration> = {
   '041_purchases': purchases,
   '042_invocation_cancel_notify': invocationCancelNotify,
   '043_accept_run_running': acceptRunRunning,
+  '044_accept_experiment_runs': acceptExperimentRuns,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
