@@ -11,7 +11,7 @@ import { prepareStudy } from './studyPrepare.ts';
 import { calibrationRequest, sensitivityRequest, studyLabRequest } from './studySchemas.ts';
 import { armView, experimentSummary, experimentView } from './view.ts';
 import {
-  closeExperiment, describeExperiment, detachRuns, experimentRuns, getExperiment, listExperiments, runTotals, type ExperimentRow,
+  closeExperiment, describeExperiment, detachRuns, experimentRuns, getExperiment, listExperiments, lockBalanceFirst, runTotals, type ExperimentRow,
 } from '../../storage/db/experiments.ts';
 import { compareArms } from '../../storage/experimentComparison.ts';
 import { experimentPage, experimentPlan, experimentRecord } from './schemas.ts';
@@ -158,6 +158,8 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     const cancelled = cancelRunning ? await runningRuns(ctx, e.id) : [];
     for (const id of cancelled) await askRunToStop(ctx, { id, experiment_id: e.id });
     await ctx.deps.db.transaction(async (trx) => {
+      // Closing ends its waiting runs, as runs of it may be ending elsewhere.
+      if (closing) await lockBalanceFirst(trx, e.account_id);
       if (input.detach_run_ids) {
         const unknown = await detachRuns(trx, e.id, input.detach_run_ids);
         if (unknown.length) throw errors.validation('run_not_in_experiment', `Not runs of this study: ${unknown.join(', ')}.`, 'detach_run_ids', { run_ids: unknown });

@@ -154,6 +154,17 @@ export async function describeExperiment(db: Db, id: string, change: { name?: st
 }
 
 /** Closes a study (no new runs); a closed study stays closed. */
+/**
+ * Takes the lock on an account's compute balance for the rest of the transaction, before
+ * the study's row: a run's ending locks the run, then the balance (its settlement), then
+ * the study (its row is touched when a run of it changes), so a transaction that changes
+ * the study and then ends its runs must hold the balance first, or it deadlocks with a
+ * run ending meanwhile.
+ */
+export async function lockBalanceFirst(db: Db, accountId: string): Promise<void> {
+  await db('compute_balances').where({ account_id: accountId }).forUpdate().first('account_id');
+}
+
 export async function closeExperiment(db: Db, id: string): Promise<void> {
   await db('experiments').where({ id }).whereNot({ status: 'closed' }).update({ status: 'closed', closed_at: db.fn.now(), updated_at: db.fn.now() });
 }

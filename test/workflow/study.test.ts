@@ -42,7 +42,10 @@ test('a study asks, runs and tells batch after batch, continues as new past its 
       async finishStudy(id: string) { finishedStudies.push(id); },
       async runSchedule() { return { profile, maxRuntimeSeconds: 60, scheduleToStartSeconds: 30 }; },
       async openRuns(ids: string[]) { return ids.filter((id) => !executed.includes(id)); },
-      async endRuns(ids: string[], ending: Finish) { for (const runId of ids) finished.push({ ...ending, runId }); },
+      async endRuns(ids: string[], ending: Finish) {
+        for (const runId of ids) finished.push({ ...ending, runId });
+        return ids;
+      },
     },
   });
   const compute = await Worker.create({
@@ -54,7 +57,7 @@ test('a study asks, runs and tells batch after batch, continues as new past its 
           executed.push(runId);
           finished.push({ runId, status: 'completed', computeSeconds: 0.1 });
         }
-        return { left: runIds.slice(2), waiting: false };
+        return { left: runIds.slice(2), waiting: false, completed: runIds.slice(0, 2).length, notCompleted: [] };
       },
     },
   });
@@ -93,7 +96,11 @@ async function studyWorkers(env: ReturnType<ReturnType<typeof useWorkflowEnviron
       async finishStudy() {},
       async runSchedule() { return { profile, maxRuntimeSeconds: 60, scheduleToStartSeconds: 30 }; },
       async openRuns(ids: string[]) { return ids.filter((id) => !ended.has(id)); },
-      async endRuns(ids: string[], ending: Finish) { for (const runId of ids) if (!ended.has(runId)) ended.set(runId, { ...ending, runId }); },
+      async endRuns(ids: string[], ending: Finish) {
+        const open = ids.filter((id) => !ended.has(id));
+        for (const runId of open) ended.set(runId, { ...ending, runId });
+        return open;
+      },
     },
   });
   const compute = await Worker.create({ connection: env.nativeConnection, taskQueue: computeTaskQueue(profile), activities: { executeRuns } });
@@ -113,7 +120,7 @@ test('a study\'s batches: given back runs go first, a full account waits, a work
     calls.push(ids);
     if (!waited) {
       waited = true;
-      return { left: ids, waiting: true };
+      return { left: ids, waiting: true, completed: 0, notCompleted: [] };
     }
     if (!shutdown && executed.length > 10) {
       shutdown = true;
@@ -122,13 +129,13 @@ test('a study\'s batches: given back runs go first, a full account waits, a work
     let done = 0;
     for (const [i, id] of ids.entries()) {
       if (ended.has(id)) continue;
-      if (done === 6) return { left: ids.slice(i), waiting: false };
+      if (done === 6) return { left: ids.slice(i), waiting: false, completed: done, notCompleted: [] };
       if (id === broken && brokenTries++ < 10) throw new Error('the object store is down');
       executed.push(id);
       ended.set(id, { runId: id, status: 'completed' });
       done += 1;
     }
-    return { left: [], waiting: false };
+    return { left: [], waiting: false, completed: done, notCompleted: [] };
   });
   const workflowId = `experiment-${crypto.randomUUID()}`;
   const handle = await env.client.workflow.start(studyWorkflow, { taskQueue: CONTROL_TASK_QUEUE, workflowId, args: [{ experimentId: 'exp_batches' }] });
@@ -154,7 +161,7 @@ test('a study\'s run cancelled while it executes ends at once, cancelled; cancel
   const { control, compute, ended } = await studyWorkers(env, runIds, async ({ runIds: ids }) => {
     // The batch executes its first run and hangs there, as a batch on a lost worker would.
     if (!ended.has(ids[0]!)) await held;
-    return { left: ids.slice(1), waiting: false };
+    return { left: ids.slice(1), waiting: false, completed: 0, notCompleted: [] };
   });
   const workflowId = `experiment-${crypto.randomUUID()}`;
   const handle = await env.client.workflow.start(studyWorkflow, { taskQueue: CONTROL_TASK_QUEUE, workflowId, args: [{ experimentId: 'exp_cancels' }] });
