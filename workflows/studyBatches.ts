@@ -72,9 +72,20 @@ export async function runBatches(
     }
   }
 
+  const lanes = Math.max(1, window);
+  let executing = 0;
+  /**
+   * One of the account's `window` places: takes its share of the line among the places
+   * not executing (so a calibration's 20 runs go to every place, not one), and stays
+   * while any batch may still give runs back.
+   */
   async function lane(): Promise<void> {
-    for (let wait = 0; line.length;) {
-      const { left, waiting } = await batch(line.splice(0, BATCH_RUNS));
+    for (let wait = 0; ;) {
+      await condition(() => line.length > 0 || executing === 0);
+      if (!line.length) return;
+      const share = Math.ceil(line.length / (lanes - executing));
+      executing += 1;
+      const { left, waiting } = await batch(line.splice(0, Math.min(BATCH_RUNS, share))).finally(() => { executing -= 1; });
       line.unshift(...left);
       // Every slot of the account is taken (its lone runs too): ask again a little later.
       wait = waiting ? Math.min(Math.max(1, wait * 2), 10) : 0;
@@ -84,15 +95,15 @@ export async function runBatches(
 
   let done = false;
   try {
-    const lanes = Promise.all(Array.from({ length: Math.max(1, window) }, lane)).finally(() => { done = true; });
-    lanes.catch(() => undefined); // awaited below
+    const all = Promise.all(Array.from({ length: lanes }, lane)).finally(() => { done = true; });
+    all.catch(() => undefined); // awaited below
     for (;;) {
       await condition(() => done || cancels.pending());
       const cancelled = cancels.take();
       if (cancelled.length) await endRuns(cancelled, { status: 'cancelled', error: null });
       else break;
     }
-    await lanes;
+    await all;
   } catch (err) {
     // The study's workflow cancelled: its runs end cancelled, as lone runs' would.
     if (isCancellation(err)) await CancellationScope.nonCancellable(() => serial(() => control.endRuns(runIds, { status: 'cancelled', error: null })));

@@ -141,6 +141,7 @@ test('a study\'s batches: given back runs go first, a full account waits, a work
   const handle = await env.client.workflow.start(studyWorkflow, { taskQueue: CONTROL_TASK_QUEUE, workflowId, args: [{ experimentId: 'exp_batches' }] });
   assert.equal(await compute.runUntil(control.runUntil(handle.result())), 'completed');
   assert.ok(calls.every((c) => c.length <= BATCH_RUNS), 'no batch given more than its bound');
+  assert.deepEqual(calls.slice(0, 2).map((c) => c.length), [40, 40], 'the runs shared among the places');
   assert.ok(calls.slice(1).some((c) => c.includes(calls[0]![0]!)), 'a batch whose account was full is asked again');
   assert.equal(new Set(executed).size, executed.length, 'no run executed twice');
   assert.deepEqual([...ended.keys()].sort(), [...runIds].sort(), 'every run ended');
