@@ -239,25 +239,30 @@ test('studyWorkflow fails when its schedule cannot be read, asking for nothing',
   assert.deepEqual(calls, ['studySchedule']);
 });
 
-test('studyWorkflow cancelled with a batch in flight ends cancelled: its run is cancelled and settled, nothing told, no other batch asked, no analysis', async () => {
+test('studyWorkflow cancelled with a batch in flight ends cancelled: its runs end cancelled and settled, nothing told, no other batch asked, no analysis', async () => {
   const profile = `p-${crypto.randomUUID().slice(0, 8)}`;
   const runIds = [crypto.randomUUID(), crypto.randomUUID()];
   const settled: Array<{ runId: string; status: string }> = [];
   const { outcome, status, calls } = await close(studyWorkflow, [{ experimentId: `exp_${crypto.randomUUID()}` }], {
     [CONTROL_TASK_QUEUE]: {
       studySchedule: () => ({ account: 'acct_test', ref: 'ns/lab@1', window: 1 }),
-      studyAsk: () => ({ runIds }),
+      studyAsk: () => ({ runIds, standing: { runs: runIds.length, completed: 0, notCompleted: 0 } }),
       studyTell: () => undefined,
       finishStudy: () => undefined,
       runSchedule: () => ({ profile, maxRuntimeSeconds: 60, scheduleToStartSeconds: 30 }),
-      acquireSlot: () => 'running',
-      finish: (f: { runId: string; status: string }) => { settled.push({ runId: f.runId, status: f.status }); return f.status; },
+      openRuns: (ids: string[]) => ids.filter((id) => !settled.some((s) => s.runId === id)),
+      endRuns: (ids: string[], ending: { status: string }) => {
+        const open = ids.filter((id) => !settled.some((s) => s.runId === id));
+        for (const runId of open) settled.push({ runId, status: ending.status });
+        return open;
+      },
     },
-    [computeTaskQueue(profile)]: { executeLab: 'hold' },
-  }, (c) => c.includes('executeLab'));
+    [computeTaskQueue(profile)]: { executeRuns: 'hold' },
+  }, (c) => c.includes('executeRuns'));
   assert.ok(cancelled(outcome), String(outcome));
   assert.equal(status, 'CANCELLED');
-  assert.deepEqual(settled, [{ runId: runIds[0], status: 'cancelled' }], 'the run in flight ended cancelled; the next never started');
+  // The batch held both runs (one place, two runs): each ends cancelled, charged for the time it ran (none for one that never began).
+  assert.deepEqual(settled, runIds.map((runId) => ({ runId, status: 'cancelled' })));
   assert.equal(calls.filter((c) => c === 'studyAsk').length, 1);
   assert.ok(!calls.includes('studyTell') && !calls.includes('finishStudy'));
 });
