@@ -12,10 +12,11 @@ export function createExperimentActivities(deps: { db: Db; objects: ObjectStore;
      * concurrency limit, so a run is started when a slot is there for it rather than
      * started to wait.
      */
-    async experimentSchedule(experimentId: string): Promise<{ account: string; runs: Array<{ runId: string; ref: string }>; window: number }> {
+    async experimentSchedule(experimentId: string): Promise<{ account: string; runs: Array<{ runId: string; ref: string; arm?: number }>; window: number }> {
       const e = await getExperiment(deps.db, experimentId);
       if (!e) throw new Error(`no experiment ${experimentId}`);
-      const runs = (await experimentRunOrder(deps.db, experimentId)).map((r) => ({ runId: r.run_id, ref: e.arms[r.arm_index]!.resolved_ref }));
+      // `arm` is optional only in what workflows started before batches recorded.
+      const runs = (await experimentRunOrder(deps.db, experimentId)).map((r) => ({ runId: r.run_id, ref: e.arms[r.arm_index]!.resolved_ref, arm: r.arm_index }));
       return { account: e.account_id, runs, window: Math.max(1, deps.maxConcurrentRuns) };
     },
 

@@ -116,7 +116,8 @@ async function main(): Promise<void> {
     onError: (key, err) => log.warn({ key, err: String(err) }, 'a warm parent of runs did not start; its runs execute cold for a minute'),
   });
   const executionDeps = { db, objects, python: config.python, environments: config.environments, sandbox, runCancels, stallSeconds: config.worker.labStallSeconds, warm };
-  const execution = { ...createExecutionActivities(executionDeps), ...createBatchActivities({ ...executionDeps, maxConcurrentRuns: config.limits.concurrentRunsPerAccount }) };
+  const lone = createExecutionActivities(executionDeps);
+  const execution = { ...lone, ...createBatchActivities({ db: executionDeps.db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount, executeLab: lone.executeLab }) };
   const compute = await Promise.all(profiles.map((p) => Worker.create({
     connection,
     namespace: config.temporal.namespace,

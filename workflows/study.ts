@@ -1,10 +1,7 @@
-import { proxyLocalActivities, proxyActivities, continueAsNew, workflowInfo, defineSignal, setHandler, patched, setCurrentDetails } from '@temporalio/workflow';
+import { proxyLocalActivities, proxyActivities, continueAsNew, workflowInfo, patched, setCurrentDetails } from '@temporalio/workflow';
 import type { StudyActivities } from '../activities/studies/studies.ts';
 import { runChildren } from './childRuns.ts';
-import { runBatches } from './studyBatches.ts';
-
-/** One of the study's runs was asked to cancel while it executes: its ending is the study's to record. */
-export const runCancelledSignal = defineSignal<[runId: string]>('runCancelled');
+import { runBatches, hearRunCancels } from './studyBatches.ts';
 
 /**
  * Studies from this version on execute their runs in batches, a few seconds of runs per
@@ -32,10 +29,8 @@ export const STUDY_HISTORY_BOUND = 4000;
  * continued-as-new or replayed workflow asks exactly what it asked before.
  */
 export async function studyWorkflow(args: { experimentId: string; batch?: number; historyBound?: number }): Promise<string> {
+  const cancels = hearRunCancels();
   const { account, ref, window } = await local.studySchedule(args.experimentId);
-  const cancelled: string[] = [];
-  setHandler(runCancelledSignal, (runId) => { cancelled.push(runId); });
-  const cancels = { take: () => cancelled.splice(0), pending: () => cancelled.length > 0 };
   const bound = args.historyBound ?? STUDY_HISTORY_BOUND;
   for (let batch = args.batch ?? 0; ; batch++) {
     setCurrentDetails(`Asking for batch ${batch + 1}.`);

@@ -1,5 +1,6 @@
 import {
   proxyActivities, proxyLocalActivities, sleep, condition, CancellationScope, isCancellation, ActivityFailure, ApplicationFailure, TimeoutFailure, ActivityCancellationType,
+  defineSignal, setHandler,
 } from '@temporalio/workflow';
 import type { RunActivities } from '../activities/runs.ts';
 import type { BatchActivities, BatchResult } from '../activities/execution/batch.ts';
@@ -16,6 +17,19 @@ const MAX_SHUTDOWN_RESTARTS = 20;
 
 const control = proxyLocalActivities<RunActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 20 } });
 
+/** One of the study's runs was asked to cancel while it executes: its ending is the study's to record. */
+export const runCancelledSignal = defineSignal<[runId: string]>('runCancelled');
+
+/** What runBatches hears of its runs' cancels. */
+export interface RunCancels { take(): string[]; pending(): boolean }
+
+/** Listens for runCancelledSignal; call before the workflow's first await, so no signal is missed. */
+export function hearRunCancels(): RunCancels {
+  const cancelled: string[] = [];
+  setHandler(runCancelledSignal, (runId) => { cancelled.push(runId); });
+  return { take: () => cancelled.splice(0), pending: () => cancelled.length > 0 };
+}
+
 /**
  * Executes a study's runs in batches (activities/execution/batch.ts): `window` batches in
  * flight (the account's concurrency), each a few seconds of runs over one warm parent,
@@ -24,32 +38,51 @@ const control = proxyLocalActivities<RunActivities>({ startToCloseTimeout: '1 mi
  * its run whatever state its execution is in; a batch lost with its worker is retried and
  * resumes where it was; the platform's failure fails the run it was at, nothing charged.
  * Returns when every run has ended; `tally` hears of each run ended, as it ends.
+ *
+ * `groupOf` tells which runs share a schedule (compute profile and limits: a comparison's
+ * arms may differ, a study's runs do not); a batch holds runs of one group only.
  */
 export async function runBatches(
-  account: string, runIds: string[], window: number, cancels: { take(): string[]; pending(): boolean },
+  account: string, runIds: string[], window: number, cancels: RunCancels,
   tally: (completed: number, notCompleted: string[]) => void = () => undefined,
+  groupOf: (runId: string) => string | number = () => 0,
 ): Promise<void> {
   if (!runIds.length) return;
   const serial = oneAtATime();
-  const schedule = await serial(() => control.runSchedule(runIds[0]!));
-  const compute = proxyActivities<BatchActivities>({
-    taskQueue: computeTaskQueue(schedule.profile),
-    scheduleToStartTimeout: `${schedule.scheduleToStartSeconds} seconds`,
-    // A batch starts no run past its budget, and the last one it started may take its whole runtime.
-    startToCloseTimeout: `${BATCH_SECONDS + schedule.maxRuntimeSeconds + 120} seconds`,
-    heartbeatTimeout: '20 seconds',
-    retry: { maximumAttempts: 3 },
-    cancellationType: ActivityCancellationType.TRY_CANCEL,
-    // Studies started before fair shares carry none of their own.
-    priority: fairShare(account),
-  });
-  const line = [...runIds];
+  // Each group's schedule, read from its first run, in the order the groups first appear.
+  const computeOf = new Map<string | number, ReturnType<typeof proxyActivities<BatchActivities>>>();
+  for (const runId of runIds) {
+    const group = groupOf(runId);
+    if (computeOf.has(group)) continue;
+    const schedule = await serial(() => control.runSchedule(runId));
+    computeOf.set(group, proxyActivities<BatchActivities>({
+      taskQueue: computeTaskQueue(schedule.profile),
+      scheduleToStartTimeout: `${schedule.scheduleToStartSeconds} seconds`,
+      // A batch starts no run past its budget, and the last one it started may take its whole runtime.
+      startToCloseTimeout: `${BATCH_SECONDS + schedule.maxRuntimeSeconds + 120} seconds`,
+      heartbeatTimeout: '20 seconds',
+      retry: { maximumAttempts: 3 },
+      cancellationType: ActivityCancellationType.TRY_CANCEL,
+      // Studies started before fair shares carry none of their own.
+      priority: fairShare(account),
+    }));
+  }
+  let line = [...runIds];
+  /** Up to `n` runs from the line, in order, all of the first run's group. */
+  const take = (n: number): string[] => {
+    const group = groupOf(line[0]!);
+    const taken: string[] = [];
+    const rest: string[] = [];
+    for (const id of line) (taken.length < n && groupOf(id) === group ? taken : rest).push(id);
+    line = rest;
+    return taken;
+  };
   const moved = new Map<string, number>();
   const endRuns = async (ids: string[], ending: Parameters<RunActivities['endRuns']>[1]) => tally(0, await serial(() => control.endRuns(ids, ending)));
 
   async function batch(ids: string[]): Promise<Pick<BatchResult, 'left' | 'waiting'>> {
     try {
-      const done = await compute.executeRuns({ runIds: ids, budgetSeconds: BATCH_SECONDS });
+      const done = await computeOf.get(groupOf(ids[0]!))!.executeRuns({ runIds: ids, budgetSeconds: BATCH_SECONDS });
       tally(done.completed, done.notCompleted);
       return done;
     } catch (err) {
@@ -85,7 +118,7 @@ export async function runBatches(
       if (!line.length) return;
       const share = Math.ceil(line.length / (lanes - executing));
       executing += 1;
-      const { left, waiting } = await batch(line.splice(0, Math.min(BATCH_RUNS, share))).finally(() => { executing -= 1; });
+      const { left, waiting } = await batch(take(Math.min(BATCH_RUNS, share))).finally(() => { executing -= 1; });
       line.unshift(...left);
       // Every slot of the account is taken (its lone runs too): ask again a little later.
       wait = waiting ? Math.min(Math.max(1, wait * 2), 10) : 0;

@@ -1,6 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { acquireRunSlot, finishRun } from '../../storage/runLifecycle.ts';
-import { executeRun, stoppable, throwIfActivityStopped, type ExecutionDeps } from './execute.ts';
+import { throwIfActivityStopped, type ExecutionActivities } from './execute.ts';
+import type { Db } from '../../storage/db/knex.ts';
 
 /**
  * What a batch did: how many runs it saw complete and which ended otherwise; the runs it
@@ -16,11 +17,11 @@ export interface BatchResult {
 /**
  * A study's runs executed one after another by one activity on the profile's compute
  * queue, over the warm parent of their key: each run takes its account slot, executes
- * exactly as a lone run's execution does (executeRun) and records its ending, so its
+ * through a lone run's own execution (`executeLab`, given) and records its ending, so its
  * record is a lone run's. No Temporal workflow per run: a 10,000-run study is a few
  * hundred of these, not 10,000 workflows.
  */
-export function createBatchActivities(deps: ExecutionDeps & { maxConcurrentRuns: number }) {
+export function createBatchActivities(deps: { db: Db; maxConcurrentRuns: number; executeLab: ExecutionActivities['executeLab'] }) {
   return {
     /**
      * Executes `runIds` in order until done or past `budgetSeconds` (at least one run
@@ -42,7 +43,7 @@ export function createBatchActivities(deps: ExecutionDeps & { maxConcurrentRuns:
         if (slot === 'wait') return { left: input.runIds.slice(i), waiting: true, ...ended };
         // Ended meanwhile (cancelled while it waited, or by a batch before a retry).
         if (slot !== 'running' && slot !== 'cancelling') continue;
-        const result = await stoppable(deps, runId, (stop) => executeRun(deps, runId, stop));
+        const result = await deps.executeLab({ runId });
         if (result.status === 'skipped') continue;
         const status = await finishRun(deps.db, { runId, status: result.status, error: result.error ?? null, computeSeconds: result.computeSeconds });
         if (status === 'completed') ended.completed += 1;

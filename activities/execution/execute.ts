@@ -88,7 +88,7 @@ export function createExecutionActivities(deps: ExecutionDeps) {
  * next heartbeat) or, sooner, on the run's own cancel notice: watched before the run is
  * read, so no cancel falls in between.
  */
-export async function stoppable<T>(deps: Pick<ExecutionDeps, 'runCancels'>, runId: string, work: (stop: AbortSignal) => Promise<T>): Promise<T> {
+async function stoppable<T>(deps: Pick<ExecutionDeps, 'runCancels'>, runId: string, work: (stop: AbortSignal) => Promise<T>): Promise<T> {
   const ctx = Context.current();
   const stop = new AbortController();
   const stopNow = () => stop.abort();
@@ -107,7 +107,7 @@ export async function stoppable<T>(deps: Pick<ExecutionDeps, 'runCancels'>, runI
  * run's executeLab, or a study's batch): everything but its ending, which its caller
  * records. A run already ended is skipped; one cancelled before it began ends cancelled.
  */
-export async function executeRun(deps: ExecutionDeps, runId: string, stopSignal: AbortSignal): Promise<ExecutionResult> {
+async function executeRun(deps: ExecutionDeps, runId: string, stopSignal: AbortSignal): Promise<ExecutionResult> {
   const ctx = Context.current();
   const run = await getRun(deps.db, runId);
   // Cancelled between taking its slot and starting here: the run still has to end,

@@ -13,7 +13,8 @@
  * study; a client that refills a slot the moment a run ends is the best lone runs can do.
  *
  * The lab execution is a no-op (a compute profile served, in this process, by an
- * executeLab that returns at once), so both sides measure orchestration only. Same stack,
+ * executeLab that returns at once, and by the worker's batch activity over that same
+ * executeLab for the study's batches), so both sides measure orchestration only. Same stack,
  * same process, same account and limit (SILICO_CONCURRENT_RUNS = BENCH_CONCURRENCY).
  * A warm-up of each, then BENCH_ROUNDS rounds, alternating which side goes first; prints
  * per round the wall times and where they went (from the runs' own timestamps), and the
@@ -31,6 +32,7 @@ import { startStack, type Stack } from '../../deploy/local/stack.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { createDb } from '../../storage/db/knex.ts';
 import { computeTaskQueue } from '../../kernel/workflowNames.ts';
+import { createBatchActivities } from '../../activities/execution/batch.ts';
 import { cpuSample, cpuPerUnit } from './cpu.ts';
 import { createHttpClient } from './httpClient.ts';
 import { labWorkspace } from './labWorkspace.ts';
@@ -97,6 +99,7 @@ async function main(): Promise<void> {
   let running: Promise<void> | undefined;
   let http: Http | undefined;
   let db: Db | undefined;
+  let workerDb: Db | undefined;
   try {
     const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
     stack = await startStack({
@@ -106,7 +109,11 @@ async function main(): Promise<void> {
     db = createDb(stack.info.database_url, { poolMax: 2 });
     await db('compute_profiles').insert({ id: PROFILE, title: 'bench no-op', kind: 'cpu', vcpus: 1, memory_mib: 256, gpu: null, price_per_second_micros: 1, max_runtime_seconds: 60, schedule_to_start_seconds: 60, sort: 99 });
     const native = await NativeConnection.connect({ address: stack.info.temporal_address });
-    worker = await Worker.create({ connection: native, taskQueue: computeTaskQueue(PROFILE), activities: { async executeLab() { return { status: 'completed', computeSeconds: 0.001, outputs: {} }; } }, maxConcurrentActivityTaskExecutions: 200 });
+    // The study's batches go through the worker's own batch activity, over the same no-op execution.
+    const executeLab = async () => ({ status: 'completed' as const, computeSeconds: 0.001, outputs: {} });
+    workerDb = createDb(stack.info.database_url, { poolMax: C + 2 });
+    const batches = createBatchActivities({ db: workerDb, maxConcurrentRuns: C, executeLab });
+    worker = await Worker.create({ connection: native, taskQueue: computeTaskQueue(PROFILE), activities: { executeLab, ...batches }, maxConcurrentActivityTaskExecutions: 200 });
     running = worker.run();
 
     http = createHttpClient(stack.info.base_url.replace('//localhost:', '//127.0.0.1:'), { Authorization: `Bearer ${stack.info.api_key}` });
@@ -187,9 +194,10 @@ async function main(): Promise<void> {
     process.exitCode = 1;
   } finally {
     http?.close();
-    await db?.destroy();
     worker?.shutdown();
     await running?.catch(() => undefined);
+    await db?.destroy();
+    await workerDb?.destroy();
     await stack?.stop();
     log.end();
     await rm(dir, { recursive: true, force: true });

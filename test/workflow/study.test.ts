@@ -7,7 +7,7 @@ import { CONTROL_TASK_QUEUE, computeTaskQueue } from '../../kernel/workflowNames
 import type { Finish } from '../../storage/runLifecycle.ts';
 import { ApplicationFailure } from '@temporalio/common';
 import { workflowMetadataQuery } from '@temporalio/workflow';
-import { runCancelledSignal } from '../../workflows/study.ts';
+import { runCancelledSignal } from '../../workflows/studyBatches.ts';
 import { BATCH_RUNS } from '../../workflows/studyBatches.ts';
 import { WORKER_SHUTDOWN } from '../../kernel/workflowNames.ts';
 
