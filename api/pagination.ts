@@ -6,7 +6,7 @@ import type { KeysetPage } from '../storage/db/pagination.ts';
  * Cursors are opaque to clients: base64url of the JSON sort key of the last row. A
  * cursor that does not decode to what this list expects is a 422 on `cursor`, never a 500.
  */
-export function encodeCursor(values: Array<string | number>): string {
+export function encodeCursor(values: Array<string | number | null>): string {
   return Buffer.from(JSON.stringify(values)).toString('base64url');
 }
 
@@ -21,10 +21,14 @@ const CURSOR_VALUE = {
   text: (v: unknown) => typeof v === 'string' && v.length <= 512 && !textProblem(v),
   uuid: (v: unknown) => typeof v === 'string' && UUID.test(v),
   offset: (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0,
+  /** A sort value that is a number, or null for a row that has none. */
+  nullableNumber: (v: unknown) => v === null || (typeof v === 'number' && Number.isFinite(v)),
 };
 export type CursorShape = ReadonlyArray<keyof typeof CURSOR_VALUE>;
 
-export function decodeCursor(cursor: string | null | undefined, shape: CursorShape): Array<string | number> | null {
+export function decodeCursor(cursor: string | null | undefined, shape: ReadonlyArray<Exclude<keyof typeof CURSOR_VALUE, 'nullableNumber'>>): Array<string | number> | null;
+export function decodeCursor(cursor: string | null | undefined, shape: CursorShape): Array<string | number | null> | null;
+export function decodeCursor(cursor: string | null | undefined, shape: CursorShape): Array<string | number | null> | null {
   if (cursor === null || cursor === undefined || cursor === '') return null;
   let values: unknown;
   try {
@@ -35,7 +39,7 @@ export function decodeCursor(cursor: string | null | undefined, shape: CursorSha
   if (!Array.isArray(values) || values.length !== shape.length || !values.every((v, i) => CURSOR_VALUE[shape[i]!](v))) {
     throw errors.validation('invalid_cursor', 'cursor is not a next_cursor returned by this list.', 'cursor');
   }
-  return values as Array<string | number>;
+  return values as Array<string | number | null>;
 }
 
 /** The list shape every paginated tool returns. */

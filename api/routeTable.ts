@@ -58,6 +58,7 @@ export const ROUTES: readonly RouteDef[] = [
   r('POST', '/experiments', 'experiment_create', 'experiments', { gateway: true, bucket: 'runs', idempotency: 'optional', notFound: true }),
   r('POST', '/experiment-plans', 'experiment_prepare', 'experiments', { idempotency: 'optional', notFound: true }),
   r('GET', '/experiments/{experiment_id}', 'experiment_get', 'experiments', { notFound: true }),
+  r('GET', '/experiments/{experiment_id}/runs', 'experiment_run_list', 'experiments', { notFound: true, addition: true }),
   r('PATCH', '/experiments/{experiment_id}', 'experiment_update', 'experiments', { notFound: true }),
   r('GET', '/passports', 'passport_get', 'passports', { notFound: true }),
   r('GET', '/passports/keys', 'passport_keys_list', 'passports', { addition: true }),

@@ -1,7 +1,11 @@
 import type { Db } from './db/knex.ts';
 import type { ObjectStore } from './objects.ts';
 import type { ExperimentArtifact } from './db/experiments.ts';
+import { stringify } from 'csv-stringify/sync';
 import { renderVegaLite, storeExperimentFiles } from './experimentArtifacts.ts';
+import type { StudyDesign } from './studyDesign.ts';
+import { allStudyRuns } from './db/studyRuns.ts';
+import { designCsvColumns, designCsvRow, studyRunEntry } from './studyRunEntries.ts';
 
 type Found = Record<string, any>;
 
@@ -62,13 +66,25 @@ function calibrationSpec(found: Found, title: string): unknown {
   };
 }
 
+/** `design.csv`: one row per run of the study in start order, as its runs listing shows them (for pandas or SALib). */
+async function designCsv(db: Db, e: { id: string; design: StudyDesign; arms: Array<{ label: string }> }): Promise<Buffer> {
+  const rows = (await allStudyRuns(db, e.id)).map((r) => designCsvRow(e.design, studyRunEntry(e.design, e.arms.map((a) => a.label), r)));
+  return Buffer.from(stringify(rows, { header: true, columns: designCsvColumns(e.design) }));
+}
+
 /**
- * A finished study's files: `analysis.json` (what it found, as its record states it) and
- * its chart, `analysis.svg` (indices, or the fit and its loss curve) when there is
- * something to draw. Listed on the study like a comparison's files.
+ * A finished study's files: `analysis.json` (what it found, as its record states it),
+ * `design.csv` (every run with its parameter set and what it told), and its chart,
+ * `analysis.svg` (indices, or the fit and its loss curve) when there is something to
+ * draw. Listed on the study like a comparison's files.
  */
-export async function storeStudyArtifacts(deps: { db: Db; objects: ObjectStore }, e: { id: string; account_id: string; name: string }, found: Found): Promise<ExperimentArtifact[]> {
-  const files = [{ file_name: 'analysis.json', content_type: 'application/json', format: 'json', bytes: Buffer.from(`${JSON.stringify(found, null, 2)}\n`) }];
+export async function storeStudyArtifacts(
+  deps: { db: Db; objects: ObjectStore }, e: { id: string; account_id: string; name: string; design: StudyDesign; arms: Array<{ label: string }> }, found: Found,
+): Promise<ExperimentArtifact[]> {
+  const files = [
+    { file_name: 'analysis.json', content_type: 'application/json', format: 'json', bytes: Buffer.from(`${JSON.stringify(found, null, 2)}\n`) },
+    { file_name: 'design.csv', content_type: 'text/csv', format: 'csv', bytes: await designCsv(deps.db, e) },
+  ];
   const drawable = found.kind === 'sensitivity' ? found.outputs.length > 0 : found.best !== null;
   if (drawable) {
     const svg = await renderVegaLite(found.kind === 'sensitivity' ? sensitivitySpec(found, e.name) : calibrationSpec(found, e.name));

@@ -414,6 +414,13 @@ export async function admin(...args: string[]): Promise<any> {
 }
 
 /** A run artifact's bytes, downloaded as its owner would. */
+/** The bytes of a download URL the service answered with, fetched with the account's key. */
+export async function fileBytes(key: string, url: string): Promise<Buffer> {
+  const res = await fetch(url, { headers: { Authorization: `Bearer ${key}` } });
+  assert.equal(res.status, 200);
+  return Buffer.from(await res.arrayBuffer());
+}
+
 export async function downloadArtifact(key: string, runId: string, artifactId: string): Promise<Buffer> {
   const res = await fetch(`${BASE_URL}/runs/${runId}/artifacts/${artifactId}`, { headers: { Authorization: `Bearer ${key}` } });
   if (res.status !== 200) throw new Error(`download of ${artifactId}: ${res.status}`);

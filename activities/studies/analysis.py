@@ -175,7 +175,7 @@ def fit(req):
         **none,
         "intervals": {name: {"estimate": float(centre[i]), "low": float(centre[i] - half[i]), "high": float(centre[i] + half[i]), "sd": float(sd[i])} for i, name in enumerate(names)},
         "residual_sd": float(np.sqrt(variance)),
-        "note": "Simultaneous 95% intervals: the projections of the joint confidence region of the Gauss-Newton linearisation at the best set (its Jacobian fitted to the nearest evaluated sets). They assume a locally linear model and independent Gaussian noise.",
+        "note": "Simultaneous 95% intervals around each parameter's estimate: the projections of the joint confidence region of the Gauss-Newton linearisation at the best evaluated set (its Jacobian fitted to the nearest evaluated sets). The estimate is that linearisation's least-squares point, one Gauss-Newton step from the best evaluated set; no run executed it, and the best evaluated set may lie outside the intervals. They assume a locally linear model and independent Gaussian noise.",
     }
 
 

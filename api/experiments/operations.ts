@@ -14,7 +14,9 @@ import {
   closeExperiment, describeExperiment, detachRuns, experimentRuns, getExperiment, listExperiments, lockBalanceFirst, runTotals, type ExperimentRow,
 } from '../../storage/db/experiments.ts';
 import { compareArms } from '../../storage/experimentComparison.ts';
-import { experimentPage, experimentPlan, experimentRecord } from './schemas.ts';
+import { experimentPage, experimentPlan, experimentRecord, studyRunPage } from './schemas.ts';
+import { RUN_STATUSES } from '../runs/schemas.ts';
+import { listRunsOfStudy } from './runList.ts';
 import { storeComparisonArtifacts } from '../../storage/experimentArtifacts.ts';
 import { cancelQueuedRun } from '../../storage/runLifecycle.ts';
 import { markRunCancelling } from '../../storage/db/runs.ts';
@@ -62,6 +64,20 @@ export const experimentTools: ToolDef[] = [
     description: 'Read arms, their runs and the comparison across them (completed runs only; descriptive statistics).',
     output: experimentRecord,
     input: { path: experimentPath },
+  },
+  {
+    name: 'experiment_run_list', scope: 'runs:read', readOnly: true,
+    description: 'List a study\'s runs with the parameter set each was given and what it told the study (each studied output, or the loss), sorted by start order, any parameter, output or the loss (runs without a value last), filtered by status, a page at a time.',
+    output: studyRunPage,
+    input: {
+      path: experimentPath,
+      query: {
+        status: { enum: [...RUN_STATUSES, null], description: 'Only runs in this status.' },
+        sort: { ...str(300), description: '`position` (default: the order the study starts its runs), `params.<name>`, `outputs.<key>` (sensitivity, e.g. `outputs.recovered.final`) or `loss` (calibration).' },
+        order: { enum: ['asc', 'desc'], default: 'asc', description: 'Ascending (default) or descending; ties keep start order.' },
+        limit, cursor,
+      },
+    },
   },
   {
     name: 'experiment_update', scope: 'runs:write', readOnly: false, idempotent: true, destructive: true,
@@ -144,6 +160,10 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
       body: await fullView(ctx, e),
       warnings: [{ code: 'not_validation', message: 'The comparison is descriptive: completed runs only, no correction for multiple outputs, and no statement of scientific validity.' }],
     };
+  },
+
+  async experiment_run_list(input, ctx) {
+    return listRunsOfStudy(input, ctx, await ownedExperiment(ctx, input.experiment_id));
   },
 
   async experiment_update(input, ctx) {

@@ -154,6 +154,28 @@ export const experimentRecord: JsonSchema = obj(fullFields, Object.keys(fullFiel
 
 export const experimentPage: JsonSchema = cursorPage(experimentSummary);
 
+/** One of a study's runs as GET /experiments/{id}/runs lists it (storage/studyRunEntries.ts). */
+const studyRunFields: Record<string, JsonSchema> = {
+  run_id: uuid,
+  position: { type: 'integer', minimum: 1, description: 'Its place (from 1) in the order the study starts its runs.' },
+  status: { enum: [...RUN_STATUSES] },
+  seed,
+  arm: { ...str(100), description: 'Label of the arm it runs for (a question study has one).' },
+  replicate: { type: 'integer', minimum: 0, description: '0-based replicate of its arm.' },
+  batch: { type: ['integer', 'null'], minimum: 0, description: 'The batch that gave it its parameter set; null until given one, and for a comparison\'s runs.' },
+  params: {
+    oneOf: [{ type: 'null' }, { type: 'object', additionalProperties: { type: 'number' } }],
+    description: 'The parameter set it was given, by input name; null until given one, and for a comparison\'s runs.',
+  },
+  outputs: {
+    oneOf: [{ type: 'null' }, { type: 'object', additionalProperties: { type: ['number', 'null'] } }],
+    description: 'Sensitivity: each studied output\'s number, by its key (`recovered` or `recovered.final`), null for a run that gave none; the whole map null until the run told the study.',
+  },
+  loss: { type: ['number', 'null'], description: 'Calibration: the loss of its parameter set; null until told, for a run that did not complete, and for other kinds.' },
+};
+export const studyRun: JsonSchema = obj(studyRunFields, Object.keys(studyRunFields));
+export const studyRunPage: JsonSchema = cursorPage(studyRun);
+
 /** POST /experiment-plans: the whole proposal, priced and digested, to approve before POST /experiments. */
 export const experimentPlan: JsonSchema = planRecord('experiment_plan', {
   name: str(200),

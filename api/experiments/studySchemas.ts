@@ -111,7 +111,11 @@ const sensitivityAnalysis: JsonSchema = obj({
   note: str(2000),
 }, ['kind', 'method', 'complete', 'runs_completed', 'outputs', 'library_versions', 'descriptive', 'note']);
 
-const interval: JsonSchema = obj({ estimate: num, low: num, high: num, sd: num }, ['estimate', 'low', 'high', 'sd']);
+const interval: JsonSchema = obj({
+  estimate: { ...num, description: 'The value the interval is centred at: the linearised fit\'s least-squares point, one Gauss-Newton step from the best evaluated set (`best.parameters`, which no interval is centred at and may lie outside it).' },
+  low: num, high: num,
+  sd: { ...num, description: 'Standard error of the estimate under the linearisation.' },
+}, ['estimate', 'low', 'high', 'sd'], { description: 'A simultaneous 95% interval around the estimate.' });
 
 const calibrationAnalysis: JsonSchema = obj({
   kind: { const: 'calibration' },

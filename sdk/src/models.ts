@@ -59,6 +59,8 @@ export type ExperimentUpdateParams = RequestBody<'experiment_update'>;
 export type ExperimentPlan = Answer<'experiment_prepare'>;
 /** A study as lists show it (GET /experiments items). */
 export type ExperimentSummary = Answer<'experiment_list'>['items'][number];
+/** One of a study's runs as GET /experiments/{id}/runs lists it: its parameter set and what it told the study. */
+export type StudyRun = Answer<'experiment_run_list'>['items'][number];
 /** A study in full (GET/PATCH /experiments/{id}, POST /experiments). */
 export type Experiment = Answer<'experiment_get'>;
 /** An arm as approved, with its runs. */

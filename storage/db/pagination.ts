@@ -3,8 +3,8 @@ import type { Knex } from 'knex';
 export interface KeysetPage<T> {
   rows: T[];
   hasMore: boolean;
-  /** Sort-key values of the last row, to continue after it; null on the last page. */
-  nextAfter: Array<string | number> | null;
+  /** Sort-key values of the last row, to continue after it (null where the row has none); null on the last page. */
+  nextAfter: Array<string | number | null> | null;
 }
 
 /**

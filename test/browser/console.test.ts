@@ -463,6 +463,30 @@ test('a sensitivity study\'s page draws its indices per parameter with a table; 
   const rows = await page.getByRole('table', { name: 'Indices of biomass.max' }).locator('tbody th').allTextContents();
   assert.deepEqual(rows.sort(), ['growth_rate', 'initial_substrate']);
   assert.match(await page.locator('figure.chart[data-chart="biomass.max"] figcaption').textContent() ?? '', /Ranked by μ\*/);
+  // Beside the indices, the output against each parameter: a point per completed run.
+  const completedRuns = (await call('GET', `/experiments/${sensitivity}/runs?status=completed&limit=100`, { key: owner.key })).body.items.length;
+  for (const p of ['growth_rate', 'initial_substrate']) {
+    const figure = page.locator(`figure.chart[data-chart="biomass.max against ${p}"]`);
+    await figure.locator('svg circle').first().waitFor();
+    assert.equal(await figure.locator('svg circle').count(), completedRuns, `a point per completed run against ${p}`);
+    assert.match(await figure.locator('[role="img"]').getAttribute('aria-label') ?? '', new RegExp(`^${completedRuns} runs: biomass.max against ${p}`));
+  }
+  // The answer first, then the runs as data; no comparison of arms on a study that has none.
+  const yOf = async (name: string) => (await page.getByRole('heading', { name, level: 2, exact: true }).boundingBox())!.y;
+  assert.ok(await yOf('Sensitivity') < await yOf('Runs'), 'the indices come before the runs');
+  assert.equal(await page.getByRole('heading', { name: 'Comparison' }).count(), 0);
+  const runsTable = page.locator('table.study-runs');
+  await runsTable.locator('tbody tr').first().waitFor();
+  const heads = (await runsTable.locator('thead th').allTextContents()).map((h) => h.replace(/[▲▼]/g, '').trim());
+  assert.deepEqual(heads.slice(0, 5), ['#', 'Run', 'Status', 'growth_rate', 'initial_substrate']);
+  assert.match(heads[5]!, /^biomass\.max/);
+  // Sorted by the output, largest first: the run the API lists first is the table's first row.
+  const [highest] = (await call('GET', `/experiments/${sensitivity}/runs?sort=outputs.biomass.max&order=desc&limit=1`, { key: owner.key })).body.items;
+  await runsTable.getByRole('button', { name: /^biomass\.max/ }).click();
+  await runsTable.locator('th[aria-sort="ascending"]').waitFor();
+  await runsTable.getByRole('button', { name: /^biomass\.max/ }).click();
+  await runsTable.locator('th[aria-sort="descending"]').waitFor();
+  await runsTable.locator(`tbody tr:first-child a[href="/console/runs/${highest.run_id}"]`).waitFor();
   await accessible(page, 'study-sensitivity');
 
   await page.goto(`${ORIGIN}/console/experiments/${calibration}`);
@@ -471,6 +495,17 @@ test('a sensitivity study\'s page draws its indices per parameter with a table; 
   await page.locator('figure.chart[data-chart="Loss of each evaluated set"] svg').first().waitFor();
   const best = await page.getByRole('table', { name: /^Best parameters/ }).locator('tbody th').allTextContents();
   assert.deepEqual(best, ['growth_rate']);
+  assert.ok(await yOf('Calibration') < await yOf('Runs'), 'the fit comes before the runs');
+  // The parameter over the evaluated sets, the best ringed; one parameter, so no pairs.
+  const trace = page.locator('figure.chart[data-chart="growth_rate over the evaluated sets"]');
+  await trace.locator('svg circle').first().waitFor();
+  const told = (await call('GET', `/experiments/${calibration}/runs?limit=100`, { key: owner.key })).body.items.filter((r: any) => r.loss !== null).length;
+  assert.equal(await trace.locator('svg circle').count(), told + 1, 'a point per evaluated set, and the ring of the best');
+  assert.equal(await page.locator('figure.chart[data-chart$=", by loss"]').count(), 0);
+  assert.equal(await page.getByRole('heading', { name: 'Comparison' }).count(), 0);
+  await page.locator('table.study-runs').getByRole('button', { name: 'loss' }).click();
+  const [lowest] = (await call('GET', `/experiments/${calibration}/runs?sort=loss&limit=1`, { key: owner.key })).body.items;
+  await page.locator(`table.study-runs tbody tr:first-child a[href="/console/runs/${lowest.run_id}"]`).waitFor();
   await accessible(page, 'study-calibration');
   await page.close();
 });

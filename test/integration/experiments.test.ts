@@ -2,7 +2,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { call, closeTestDb, errorOf, newAccount, spawnWorker, testDb, until, useTestProfiles, workspaceOfLab } from '../helpers.ts';
+import { listedRuns } from '../studyRuns.ts';
+import { call, closeTestDb, errorOf, fileBytes, newAccount, spawnWorker, testDb, until, useTestProfiles, workspaceOfLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 
 // Studies on the real stack: a whole study approved as one digest and reserved all or
@@ -99,12 +100,6 @@ async function nextRevision(workspaceId: string, head: string): Promise<string> 
   return rev.body.revision_id;
 }
 
-async function fileBytes(key: string, url: string): Promise<Buffer> {
-  const res = await fetch(url, { headers: { Authorization: `Bearer ${key}` } });
-  assert.equal(res.status, 200);
-  return Buffer.from(await res.arrayBuffer());
-}
-
 test('a 3-arm study of 3 replicates completes; its comparison equals one computed from the runs, with CSV and chart', { timeout: 300_000 }, async () => {
   const { plan, study } = await openStudy(owner.key, {
     name: 'Growth rates', goal: 'Does the rate move the final size?',
@@ -135,6 +130,11 @@ test('a 3-arm study of 3 replicates completes; its comparison equals one compute
   const run = (await call('GET', `/runs/${runIds[0]}`, { key: owner.key })).body;
   assert.equal(run.experiment_id, study.id);
   assert.equal(run.kind, 'managed');
+  // Its runs listed: replicate 0 of every arm, then 1, and so on; no parameter set, nothing to sort by but their order.
+  const listed = await listedRuns(owner.key, done.id, '', 4);
+  assert.deepEqual(listed.map((r) => [r.position, r.arm, r.replicate, r.params, r.outputs, r.loss]), [0, 1, 2].flatMap((k) => ['slow', 'medium', 'fast'].map((arm, a) => [3 * k + a + 1, arm, k, null, null, null])));
+  assert.deepEqual(listed.map((r) => r.run_id), (await listedRuns(owner.key, done.id, '&order=desc', 100)).map((r) => r.run_id).reverse());
+  assert.equal(errorOf(await call('GET', `/experiments/${done.id}/runs?sort=loss`, { key: owner.key })).code, 'invalid_sort');
   // The comparison's CSV and chart are hashed files of the account.
   assert.deepEqual(done.artifacts.map((a: any) => a.file_name), ['comparison.csv', 'comparison.svg']);
   for (const a of done.artifacts) {

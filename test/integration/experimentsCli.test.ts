@@ -134,6 +134,17 @@ test('`silico experiment run` with a `sensitivity:` block shows the design and t
     assert.match(out, new RegExp(`growth_rate\\s+${String(Number(row.mu.toPrecision(6))).replaceAll('.', '\\.')}\\s+${String(Number(row.mu_star.toPrecision(6))).replaceAll('.', '\\.')}\\s`), out);
     assert.match(out, /note: /);
   }
+  // `experiment runs`: every run with its set and output, sorted as asked; the SDK iterates the same rows.
+  const listed = await silico(['experiment', 'runs', id, '--sort', 'outputs.final_size', '--order', 'desc'], owner.key);
+  assert.equal(listed.code, 0, listed.stderr);
+  const lines = listed.stdout.trim().split('\n');
+  assert.match(lines[0]!, /position\s+run_id\s+status\s+growth_rate\s+final_size/i);
+  const client = new Silico({ apiKey: owner.key, baseUrl: BASE_URL });
+  const rows = [];
+  for await (const r of client.experiments.runs(id, { sort: 'outputs.final_size', order: 'desc', limit: 3 })) rows.push(r);
+  assert.equal(rows.length, 4, 'every run, across pages');
+  rows.forEach((r, i) => assert.match(lines[i + 1]!, new RegExp(`^${r.position}\\s+${r.run_id}\\s+completed\\s+${String(Number(r.params!.growth_rate!.toPrecision(6))).replaceAll('.', '\\.')}\\s+${String(Number(r.outputs!.final_size!.toPrecision(6))).replaceAll('.', '\\.')}\\s*$`)));
+  assert.ok(rows[0]!.outputs!.final_size! >= rows[3]!.outputs!.final_size!, 'the largest first');
 });
 
 test('an SDK StudyHandle times out with itself in the error, then waits the study to the end reporting progress; comparison() is the study\'s', { timeout: 240_000 }, async () => {

@@ -4,33 +4,9 @@
  * the best fit over the observations and the loss of every evaluated set, with the best
  * parameters and their intervals in a table.
  */
-import { useEffect, useRef } from 'preact/hooks';
 import type { CalibrationAnalysis, SensitivityAnalysis, StudyAnalysis as Analysis } from '@silico/sdk';
 import { valueText } from '../format.ts';
-
-type PlotOptions = Record<string, unknown>;
-
-/** One Observable Plot chart, drawn into its figure once the library has loaded. */
-function PlotFigure({ label, title, caption, options }: { label: string; title: string; caption: string; options: (Plot: typeof import('@observablehq/plot')) => PlotOptions }) {
-  const box = useRef<HTMLDivElement>(null);
-  useEffect(() => {
-    let chart: Element | null = null;
-    let gone = false;
-    void import('@observablehq/plot').then((Plot) => {
-      if (gone || !box.current) return;
-      chart = Plot.plot(options(Plot) as never);
-      box.current.replaceChildren(chart);
-    });
-    return () => { gone = true; chart?.remove(); };
-  }, [label]);
-  return (
-    <figure class="chart" data-chart={title}>
-      <h3>{title}</h3>
-      <div ref={box} role="img" aria-label={label} />
-      <figcaption class="hint">{caption}</figcaption>
-    </figure>
-  );
-}
+import { PlotFigure } from './PlotFigure.tsx';
 
 function Sensitivity({ a }: { a: SensitivityAnalysis }) {
   if (!a.complete) return <p>{a.note}</p>;
@@ -77,10 +53,15 @@ function Calibration({ a }: { a: CalibrationAnalysis }) {
   return (
     <>
       <table>
-        <caption>Best parameters (loss {valueText(a.best.loss)}; stopped: {a.stopped})</caption>
-        <thead><tr><th scope="col">Parameter</th><th scope="col">Best</th><th scope="col">95% interval</th></tr></thead>
+        <caption>Best parameters: each estimate with the 95% interval around it, and the best evaluated set (loss {valueText(a.best.loss)}; stopped: {a.stopped})</caption>
+        <thead><tr><th scope="col">Parameter</th><th scope="col">Estimate</th><th scope="col">95% interval</th><th scope="col">Best evaluated set</th></tr></thead>
         <tbody>{Object.entries(a.best.parameters).map(([name, v]) => (
-          <tr key={name}><th scope="row">{name}</th><td>{valueText(v)}</td><td>{intervals?.[name] ? `${valueText(intervals[name].low)} to ${valueText(intervals[name].high)}` : '-'}</td></tr>
+          <tr key={name}>
+            <th scope="row">{name}</th>
+            <td>{intervals?.[name] ? valueText(intervals[name].estimate) : '-'}</td>
+            <td>{intervals?.[name] ? `${valueText(intervals[name].low)} to ${valueText(intervals[name].high)}` : '-'}</td>
+            <td>{valueText(v)}</td>
+          </tr>
         ))}</tbody>
       </table>
       <p class="hint">{a.uncertainty.note}</p>

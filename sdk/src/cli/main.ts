@@ -3,7 +3,7 @@ import { Silico, SDK_VERSION } from '../client.ts';
 import { resolveSettings, configFile, readSettings, writeSettings, type Settings } from './config.ts';
 import { EXIT, UsageError, makeOut, reportFailure, type Out } from './output.ts';
 import { runCommand } from './commands/run.ts';
-import { experimentGet, experimentRun } from './commands/experiment.ts';
+import { experimentGet, experimentRun, experimentRuns } from './commands/experiment.ts';
 import { passportGet, passportVerify } from './commands/passports.ts';
 import { invokeCommand } from './commands/invoke.ts';
 import { hostChange, hostPlan, hostRequest, hostStatus } from './commands/host.ts';
@@ -156,6 +156,17 @@ export function buildProgram(): Command {
     const { client, out } = connect(cmd);
     return experimentGet(client, id, out);
   }));
+  experiment.command('runs <experiment_id>')
+    .description('a study\'s runs with the parameter set each was given and what it told (outputs, or loss)')
+    .option('--sort <key>', 'position (default), params.<name>, outputs.<key> or loss')
+    .option('--order <order>', 'asc (default) or desc')
+    .option('--status <status>', 'queued, running, cancelling, completed, failed, cancelled or timed_out')
+    .option('--limit <n>', 'how many (at most 100 a page)', positiveInt, 20)
+    .option('--all', 'every run, page after page')
+    .action(action(async (cmd, id: string) => {
+      const { client, out } = connect(cmd);
+      return experimentRuns(client, id, cmd.opts(), out);
+    }));
 
   program.command('invoke <reference>')
     .description('invoke a hosted release (<ns>/<name>@<version>) on its warm deployment: plan, execute, wait; exit 1 when it does not complete')

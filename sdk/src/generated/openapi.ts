@@ -260,6 +260,30 @@ export type paths = {
         patch: operations["experiment_update"];
         trace?: never;
     };
+    "/experiments/{experiment_id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a study's runs with the parameter set each was given and what it told the study (each studied output, or the loss), sorted by start order, any parameter, output or the loss (runs without a value last), filtered by status, a page at a time
+         * @description List a study's runs with the parameter set each was given and what it told the study (each studied output, or the loss), sorted by start order, any parameter, output or the loss (runs without a value last), filtered by status, a page at a time.
+         *
+         *     Scope: `runs:read`.
+         *
+         *     **An addition to the spec**: this route is not in the service contract's route table.
+         */
+        get: operations["experiment_run_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/files": {
         parameters: {
             query?: never;
@@ -2965,9 +2989,11 @@ export interface operations {
                                 descriptive: true;
                                 intervals: null | {
                                     [key: string]: {
+                                        /** @description The value the interval is centred at: the linearised fit's least-squares point, one Gauss-Newton step from the best evaluated set (`best.parameters`, which no interval is centred at and may lie outside it). */
                                         estimate: number;
                                         high: number;
                                         low: number;
+                                        /** @description Standard error of the estimate under the linearisation. */
                                         sd: number;
                                     };
                                 };
@@ -3368,9 +3394,11 @@ export interface operations {
                                 descriptive: true;
                                 intervals: null | {
                                     [key: string]: {
+                                        /** @description The value the interval is centred at: the linearised fit's least-squares point, one Gauss-Newton step from the best evaluated set (`best.parameters`, which no interval is centred at and may lie outside it). */
                                         estimate: number;
                                         high: number;
                                         low: number;
+                                        /** @description Standard error of the estimate under the linearisation. */
                                         sd: number;
                                     };
                                 };
@@ -3778,9 +3806,11 @@ export interface operations {
                                 descriptive: true;
                                 intervals: null | {
                                     [key: string]: {
+                                        /** @description The value the interval is centred at: the linearised fit's least-squares point, one Gauss-Newton step from the best evaluated set (`best.parameters`, which no interval is centred at and may lie outside it). */
                                         estimate: number;
                                         high: number;
                                         low: number;
+                                        /** @description Standard error of the estimate under the linearisation. */
                                         sd: number;
                                     };
                                 };
@@ -4074,6 +4104,84 @@ export interface operations {
             409: components["responses"]["E409"];
             413: components["responses"]["E413"];
             415: components["responses"]["E415"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            500: components["responses"]["E500"];
+            503: components["responses"]["E503"];
+        };
+    };
+    experiment_run_list: {
+        parameters: {
+            query?: {
+                cursor?: string | null;
+                limit?: number;
+                order?: "asc" | "desc";
+                sort?: string;
+                status?: "queued" | "running" | "cancelling" | "completed" | "failed" | "cancelled" | "timed_out" | null;
+            };
+            header?: never;
+            path: {
+                experiment_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        has_more: boolean;
+                        items: {
+                            /** @description Label of the arm it runs for (a question study has one). */
+                            arm: string;
+                            /** @description The batch that gave it its parameter set; null until given one, and for a comparison's runs. */
+                            batch: number | null;
+                            /** @description Calibration: the loss of its parameter set; null until told, for a run that did not complete, and for other kinds. */
+                            loss: number | null;
+                            /** @description Sensitivity: each studied output's number, by its key (`recovered` or `recovered.final`), null for a run that gave none; the whole map null until the run told the study. */
+                            outputs: null | {
+                                [key: string]: number | null;
+                            };
+                            /** @description The parameter set it was given, by input name; null until given one, and for a comparison's runs. */
+                            params: null | {
+                                [key: string]: number;
+                            };
+                            /** @description Its place (from 1) in the order the study starts its runs. */
+                            position: number;
+                            /** @description 0-based replicate of its arm. */
+                            replicate: number;
+                            /** Format: uuid */
+                            run_id: string;
+                            seed: number;
+                            /** @enum {unknown} */
+                            status: "queued" | "running" | "cancelling" | "completed" | "failed" | "cancelled" | "timed_out";
+                        }[];
+                        links: Record<string, unknown>;
+                        next_actions: {
+                            arguments: Record<string, unknown>;
+                            description: string;
+                            http: {
+                                method: string;
+                                path: string;
+                            };
+                            tool: string;
+                        }[];
+                        next_cursor: string | null;
+                        /** Format: uuid */
+                        request_id: string;
+                        /** @constant */
+                        schema_version: "2026-11-01";
+                        warnings: Record<string, unknown>[];
+                    };
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
             422: components["responses"]["E422"];
             429: components["responses"]["E429"];
             500: components["responses"]["E500"];

@@ -7,11 +7,11 @@ import type { PageRequest } from '../core/pagination.ts';
 import { path } from '../core/url.ts';
 import { StudyNotStarted } from '../errors.ts';
 import type {
-  Experiment, ExperimentPlan, ExperimentPlanParams, ExperimentStatus, ExperimentSummary, ExperimentUpdateParams,
+  Experiment, ExperimentPlan, ExperimentPlanParams, ExperimentStatus, ExperimentSummary, ExperimentUpdateParams, StudyRun,
 } from '../models.ts';
 import type { CursorPageBody } from '../models.ts';
 import { StudyHandle, type StudyWaitOptions } from '../studyHandle.ts';
-import type { WithEnvelope } from '../types.ts';
+import type { QueryParams, WithEnvelope } from '../types.ts';
 import { Resource } from './resource.ts';
 
 /** GET /experiments filters. */
@@ -21,6 +21,9 @@ export interface ExperimentListParams {
   limit?: number;
   cursor?: string | null;
 }
+
+/** GET /experiments/{experiment_id}/runs: `status` filter, `sort` (`position`, `params.<name>`, `outputs.<key>`, `loss`), `order`, paging. */
+export type StudyRunListParams = QueryParams<'experiment_run_list'>;
 
 /** `experiments.run()` options. */
 export interface ExperimentRunOptions {
@@ -77,6 +80,15 @@ export class Experiments extends Resource {
   /** GET /experiments/{experiment_id}: arms, their runs and the comparison. */
   get(experimentId: string, opts?: RequestOptions): Promise<WithEnvelope<Experiment>> {
     return this.getJson(path`/experiments/${experimentId}`, undefined, opts);
+  }
+
+  /**
+   * GET /experiments/{experiment_id}/runs: the study's runs with the parameter set each was
+   * given and what it told (its outputs, or its loss), sorted as asked. Await for one page;
+   * `for await` for every run.
+   */
+  runs(experimentId: string, params: StudyRunListParams = {}, opts?: RequestOptions): PageRequest<StudyRun, WithEnvelope<CursorPageBody<StudyRun>>> {
+    return this.cursorList<StudyRun>(path`/experiments/${experimentId}/runs`, params, opts);
   }
 
   /** PATCH /experiments/{experiment_id}: rename, re-goal, close, detach runs; deletes nothing. */

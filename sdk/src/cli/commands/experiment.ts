@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import cliProgress from 'cli-progress';
 import type { Silico } from '../../client.ts';
-import type { Comparison, Experiment, ExperimentPlan, RunTotals } from '../../models.ts';
+import type { Comparison, Experiment, ExperimentPlan, RunTotals, StudyRun } from '../../models.ts';
 import { EXIT, UsageError, table, type Out } from '../output.ts';
 import { studyFromYaml } from '../studyFile.ts';
 import { approvePlan } from './run.ts';
@@ -57,9 +57,10 @@ export function analysisText(a: NonNullable<Experiment['analysis']>): string {
     if (a.best) {
       const iv = a.uncertainty.intervals;
       lines.push(`best      loss ${num(a.best.loss)} (run ${a.best.run_id})`);
+      // The interval is centred at its estimate, not at the best evaluated set: both are shown, each named.
       lines.push(table(Object.entries(a.best.parameters).map(([name, v]) => ({
-        parameter: name, best: num(v), interval95: iv?.[name] ? `[${num(iv[name].low)}, ${num(iv[name].high)}]` : '-',
-      })), ['parameter', 'best', 'interval95']));
+        parameter: name, estimate: iv?.[name] ? num(iv[name].estimate) : '-', interval95: iv?.[name] ? `[${num(iv[name].low)}, ${num(iv[name].high)}]` : '-', best_evaluated: num(v),
+      })), ['parameter', 'estimate', 'interval95', 'best_evaluated']));
       lines.push(`intervals ${a.uncertainty.note}`);
     }
   }
@@ -195,5 +196,42 @@ export async function experimentRun(client: Silico, file: string, flags: Experim
 export async function experimentGet(client: Silico, id: string, out: Out): Promise<number> {
   const e = await client.experiments.get(id);
   out.result(e, () => studyText(e));
+  return EXIT.ok;
+}
+
+export interface ExperimentRunsFlags {
+  status?: string;
+  sort?: string;
+  order?: 'asc' | 'desc';
+  limit: number;
+  all?: boolean;
+}
+
+/** A study's runs as a table: place, run, status, then each parameter and what it told (outputs, or loss). */
+function studyRunsText(runs: StudyRun[]): string {
+  const params = [...new Set(runs.flatMap((r) => Object.keys(r.params ?? {})))];
+  const outputs = [...new Set(runs.flatMap((r) => Object.keys(r.outputs ?? {})))];
+  const withLoss = runs.some((r) => r.loss !== null);
+  const rows = runs.map((r) => ({
+    position: r.position, run_id: r.run_id, status: r.status, ...(params.length ? {} : { arm: r.arm, replicate: r.replicate }),
+    ...Object.fromEntries(params.map((p) => [p, num(r.params?.[p])])),
+    ...Object.fromEntries(outputs.map((k) => [k, num(r.outputs?.[k])])),
+    ...(withLoss ? { loss: num(r.loss) } : {}),
+  }));
+  return table(rows, ['position', 'run_id', 'status', ...(params.length ? [] : ['arm', 'replicate']), ...params, ...outputs, ...(withLoss ? ['loss'] : [])]);
+}
+
+/**
+ * `silico experiment runs ID`: the study's runs with their parameter sets and what each
+ * told, sorted (`--sort params.beta`, `--sort outputs.recovered.final --order desc`,
+ * `--sort loss`) and filtered by status; one page of `--limit`, or every run with `--all`.
+ */
+export async function experimentRuns(client: Silico, id: string, flags: ExperimentRunsFlags, out: Out): Promise<number> {
+  const params = { limit: Math.min(flags.limit, 100), ...(flags.status ? { status: flags.status as never } : {}), ...(flags.sort ? { sort: flags.sort } : {}), ...(flags.order ? { order: flags.order } : {}) };
+  const runs: StudyRun[] = [];
+  if (flags.all) for await (const r of client.experiments.runs(id, params)) runs.push(r);
+  else runs.push(...(await client.experiments.runs(id, params)).items);
+  const shown = flags.all ? runs : runs.slice(0, flags.limit);
+  out.result({ items: shown }, () => (shown.length ? studyRunsText(shown) : 'no runs'));
   return EXIT.ok;
 }

@@ -1,0 +1,94 @@
+import { useState } from 'preact/hooks';
+import type { Experiment, StudyRunListParams } from '@silico/sdk';
+import { useSession } from '../api.ts';
+import { useLoad } from '../hooks.ts';
+import { ErrorNotice } from './ErrorNotice.tsx';
+import { Pager } from './Pager.tsx';
+import { valueText } from '../format.ts';
+
+const STATUSES = ['queued', 'running', 'cancelling', 'completed', 'failed', 'cancelled', 'timed_out'] as const;
+const PAGE = 25;
+
+/** The columns a study's runs sort by: their order, then each parameter, then each studied output (or the loss). */
+function columnsOf(e: Experiment): Array<{ key: string; label: string }> {
+  const d = e.design;
+  if (!d) return [];
+  const params = d.parameters.map((p) => ({ key: `params.${p.name}`, label: p.name }));
+  const told = d.kind === 'sensitivity'
+    ? d.outputs.map((o) => {
+      const key = o.summary === 'value' ? o.output : `${o.output}.${o.summary}`;
+      return { key: `outputs.${key}`, label: `${key}${o.units ? ` (${o.units})` : ''}` };
+    })
+    : [{ key: 'loss', label: 'loss' }];
+  return [...params, ...told];
+}
+
+/**
+ * A study's runs as data, a page at a time: each with the parameter set it was given and
+ * what it told the study (its outputs, or its loss), sortable by any of those columns,
+ * filtered by status; each run links to its own page.
+ */
+export function StudyRuns({ experiment: e }: { experiment: Experiment }) {
+  const { client } = useSession();
+  const [sort, setSort] = useState<{ key: string; order: 'asc' | 'desc' }>({ key: 'position', order: 'asc' });
+  const [status, setStatus] = useState('');
+  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
+  const cursor = cursors[cursors.length - 1];
+  const runs = useLoad(() => client.experiments.runs(e.id, {
+    limit: PAGE, cursor, sort: sort.key, order: sort.order, ...(status ? { status: status as StudyRunListParams['status'] } : {}),
+  }), [e.id, sort, status, cursor, e.updated_at]);
+  const columns = columnsOf(e);
+  const sortBy = (key: string) => {
+    setSort((s) => ({ key, order: s.key === key && s.order === 'asc' ? 'desc' : 'asc' }));
+    setCursors([undefined]);
+  };
+  const header = (key: string, label: string) => (
+    <th scope="col" aria-sort={sort.key === key ? (sort.order === 'asc' ? 'ascending' : 'descending') : 'none'}>
+      <button type="button" class="sort" onClick={() => sortBy(key)}>{label}{sort.key === key ? (sort.order === 'asc' ? ' ▲' : ' ▼') : ''}</button>
+    </th>
+  );
+  return (
+    <section aria-labelledby="study-runs">
+      <h2 id="study-runs">Runs</h2>
+      <form class="inline" aria-label="Filter the study's runs" onSubmit={(ev) => ev.preventDefault()}>
+        <label for="study-run-status">Status</label>
+        <select id="study-run-status" value={status} onChange={(ev) => { setStatus(ev.currentTarget.value); setCursors([undefined]); }}>
+          <option value="">any</option>
+          {STATUSES.map((s) => <option key={s} value={s}>{s.replace('_', ' ')}</option>)}
+        </select>
+      </form>
+      <ErrorNotice error={runs.error} />
+      <div class="table-scroll">
+        <table aria-busy={runs.loading} class="study-runs">
+          <caption>{e.run_totals.total} runs; sort by a column's heading</caption>
+          <thead>
+            <tr>
+              {header('position', '#')}
+              <th scope="col">Run</th>
+              {e.kind === 'arms' ? <><th scope="col">Arm</th><th scope="col">Replicate</th></> : null}
+              <th scope="col">Status</th>
+              {columns.map((c) => header(c.key, c.label))}
+            </tr>
+          </thead>
+          <tbody>
+            {(runs.data?.items ?? []).map((r) => (
+              <tr key={r.run_id}>
+                <td>{r.position}</td>
+                <td><a href={`/console/runs/${r.run_id}`}><code>{r.run_id.slice(0, 8)}</code></a></td>
+                {e.kind === 'arms' ? <><td>{r.arm}</td><td>{r.replicate}</td></> : null}
+                <td><span class={`status ${r.status}`}>{r.status.replace('_', ' ')}</span></td>
+                {columns.map((c) => {
+                  const [head, ...rest] = c.key.split('.');
+                  const v = head === 'params' ? r.params?.[rest.join('.')] : head === 'outputs' ? r.outputs?.[rest.join('.')] : r.loss;
+                  return <td key={c.key} class="number">{valueText(v)}</td>;
+                })}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {runs.data && runs.data.items.length === 0 ? <p>No runs{status ? ' in this status' : ''}.</p> : null}
+      <Pager cursors={cursors} next={runs.data?.next_cursor} onPage={setCursors} />
+    </section>
+  );
+}

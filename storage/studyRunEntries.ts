@@ -1,0 +1,57 @@
+import { outputKey, type StudyDesign } from './studyDesign.ts';
+import type { StudyRunRow } from './db/studyRuns.ts';
+import type { RunStatus } from './db/runs.ts';
+
+/**
+ * One of a study's runs as its listing (`GET /experiments/{id}/runs`) and `design.csv`
+ * show it: its place, the parameter set it was given, and the number it told the study
+ * (each studied output's summary for a sensitivity study, the loss for a calibration).
+ */
+export interface StudyRunEntry {
+  run_id: string;
+  position: number;
+  status: RunStatus;
+  seed: number;
+  arm: string;
+  replicate: number;
+  batch: number | null;
+  params: Record<string, number> | null;
+  outputs: Record<string, number | null> | null;
+  loss: number | null;
+}
+
+const numberOr = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+/** `design` is the study's (null for a comparison of arms); `arms` its arm labels in order. */
+export function studyRunEntry(design: StudyDesign | null, arms: string[], row: StudyRunRow): StudyRunEntry {
+  const told = row.outcome;
+  return {
+    run_id: row.run_id, position: row.position, status: row.status, seed: row.seed, arm: arms[row.arm_index] ?? '', replicate: row.replicate,
+    batch: row.batch, params: row.params,
+    outputs: design?.kind === 'sensitivity' && told ? Object.fromEntries(design.outputs.map((o) => [outputKey(o), numberOr(told[outputKey(o)])])) : null,
+    loss: design?.kind === 'calibration' ? numberOr(told?.loss) : null,
+  };
+}
+
+/** The numbers a study's runs can be sorted by, besides their start order: its parameters, and its outputs' keys or `loss`. */
+export function studySortKeys(design: StudyDesign | null): { params: string[]; outcomes: string[] } {
+  if (!design) return { params: [], outcomes: [] };
+  return { params: design.parameters.map((p) => p.name), outcomes: design.kind === 'sensitivity' ? design.outputs.map(outputKey) : ['loss'] };
+}
+
+/**
+ * `design.csv`'s columns in order: where the run stands (position, run id, status, seed),
+ * then each parameter, then each output's key (sensitivity) or `loss` (calibration); and a
+ * run's cells under them. A run not yet given a set, or not yet told, has empty cells.
+ */
+export function designCsvColumns(design: StudyDesign): string[] {
+  const { params, outcomes } = studySortKeys(design);
+  return ['position', 'run_id', 'status', 'seed', ...params, ...outcomes];
+}
+export function designCsvRow(design: StudyDesign, e: StudyRunEntry): Array<string | number | null> {
+  const { params, outcomes } = studySortKeys(design);
+  return [
+    e.position, e.run_id, e.status, e.seed, ...params.map((p) => e.params?.[p] ?? null),
+    ...outcomes.map((k) => (design.kind === 'sensitivity' ? e.outputs?.[k] ?? null : e.loss)),
+  ];
+}
