@@ -211,24 +211,29 @@ test('experimentWorkflow fails when its schedule cannot be read, starting no run
   assert.deepEqual(calls, ['experimentSchedule']);
 });
 
-test('experimentWorkflow cancelled with a run in flight ends cancelled: that run is cancelled and settled, no later run starts, the study is not finished', async () => {
+test('experimentWorkflow cancelled with a batch in flight ends cancelled: every run of the comparison ends cancelled and settled, no other batch executes, the comparison is not stored', async () => {
   const profile = `p-${crypto.randomUUID().slice(0, 8)}`;
-  const runIds = [crypto.randomUUID(), crypto.randomUUID()];
+  // Two arms of one run each: a batch holds one arm's runs, so the second arm's run never executes.
+  const runs = [0, 1].map((arm) => ({ runId: crypto.randomUUID(), ref: `ns/lab@${arm}`, arm }));
   const settled: Array<{ runId: string; status: string }> = [];
   const { outcome, status, calls } = await close(experimentWorkflow, [{ experimentId: `exp_${crypto.randomUUID()}` }], {
     [CONTROL_TASK_QUEUE]: {
-      experimentSchedule: () => ({ account: 'acct_test', runs: runIds.map((runId) => ({ runId, ref: 'ns/lab@1' })), window: 1 }),
+      experimentSchedule: () => ({ account: 'acct_test', runs, window: 1 }),
       finishExperiment: () => undefined,
       runSchedule: () => ({ profile, maxRuntimeSeconds: 60, scheduleToStartSeconds: 30 }),
-      acquireSlot: () => 'running',
-      finish: (f: { runId: string; status: string }) => { settled.push({ runId: f.runId, status: f.status }); return f.status; },
+      openRuns: (ids: string[]) => ids.filter((id) => !settled.some((s) => s.runId === id)),
+      endRuns: (ids: string[], ending: { status: string }) => {
+        const open = ids.filter((id) => !settled.some((s) => s.runId === id));
+        for (const runId of open) settled.push({ runId, status: ending.status });
+        return open;
+      },
     },
-    [computeTaskQueue(profile)]: { executeLab: 'hold' },
-  }, (c) => c.includes('executeLab'));
+    [computeTaskQueue(profile)]: { executeRuns: 'hold' },
+  }, (c) => c.includes('executeRuns'));
   assert.ok(cancelled(outcome), String(outcome));
   assert.equal(status, 'CANCELLED');
-  assert.deepEqual(settled, [{ runId: runIds[0], status: 'cancelled' }], 'the run in flight ended cancelled; the next never started');
-  assert.equal(calls.filter((c) => c === 'executeLab').length, 1);
+  assert.deepEqual(settled, runs.map((r) => ({ runId: r.runId, status: 'cancelled' })), 'the run in flight and the one never begun both end cancelled');
+  assert.equal(calls.filter((c) => c === 'executeRuns').length, 1, 'the other arm\'s batch never executed');
   assert.ok(!calls.includes('finishExperiment'));
 });
 

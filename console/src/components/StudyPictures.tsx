@@ -31,7 +31,7 @@ function SensitivityScatters({ d, runs }: { d: Extract<Design, { kind: 'sensitiv
                 label={`${told.length} runs: ${key} against ${p.name}, from ${valueText(p.low)} to ${valueText(p.high)}; the runs table lists each`}
                 caption={`Each completed run's ${key} at the ${p.name} it was given.`}
                 options={(Plot) => ({
-                  width: 320, height: 240, marginLeft: 56, grid: true,
+                  width: 320, height: 220, marginLeft: 56, grid: true,
                   x: { label: p.name, domain: [p.low, p.high], ticks: 4 }, y: { label: yLabel, ticks: 5 },
                   marks: [Plot.dot(told, { x: (r: StudyRun) => r.params![p.name], y: (r: StudyRun) => r.outputs![key], r: 2, fill: '#0072B2', fillOpacity: 0.6, ariaHidden: 'true' })],
                 })}
@@ -60,7 +60,7 @@ function CalibrationPictures({ d, runs }: { d: Extract<Design, { kind: 'calibrat
             label={`${told.length} evaluated sets: ${p.name} in the order asked; the best set's ${valueText(best.params![p.name])} marked`}
             caption={`The ${p.name} of each evaluated set in the order the optimizer asked for them; the best set is ringed.`}
             options={(Plot) => ({
-              width: 320, height: 240, marginLeft: 56, grid: true,
+              width: 320, height: 220, marginLeft: 56, grid: true,
               x: { label: 'evaluated set', ticks: 5 }, y: { label: p.name, domain: [p.low, p.high], ticks: 5 },
               marks: [
                 Plot.dot(told, { x: 'evaluated', y: (r: StudyRun) => r.params![p.name], r: 2, fill: '#0072B2', ariaHidden: 'true' }),

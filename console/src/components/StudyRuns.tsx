@@ -7,7 +7,7 @@ import { Pager } from './Pager.tsx';
 import { valueText } from '../format.ts';
 
 const STATUSES = ['queued', 'running', 'cancelling', 'completed', 'failed', 'cancelled', 'timed_out'] as const;
-const PAGE = 25;
+const PAGE = 20;
 
 /** The columns a study's runs sort by: their order, then each parameter, then each studied output (or the loss). */
 function columnsOf(e: Experiment): Array<{ key: string; label: string }> {
