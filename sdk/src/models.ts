@@ -84,6 +84,11 @@ export type WelchTest = Comparison['tests'][number];
 /** A stored file of the study (comparison CSV, chart). */
 export type ExperimentArtifact = Experiment['artifacts'][number];
 
+/** The key a sensitivity study's output has in a run's `outputs` (and in `sort=outputs.<key>`): `recovered`, or `recovered.final` when summarised. */
+export function studyOutputKey(o: { output: string; summary: string }): string {
+  return o.summary === 'value' ? o.output : `${o.output}.${o.summary}`;
+}
+
 /** Every run of the study has ended (the study is completed, or closed and drained). */
 export function isStudyFinished(e: Pick<ExperimentSummary, 'completed_at'>): boolean {
   return e.completed_at !== null && e.completed_at !== undefined;

@@ -5,7 +5,7 @@
  * time, the evaluated sets coloured by their loss, the best marked. The runs table below
  * is their text alternative: it lists every point drawn.
  */
-import type { Experiment, StudyRun } from '@silico/sdk';
+import { studyOutputKey, type Experiment, type StudyRun } from '@silico/sdk';
 import { useSession } from '../api.ts';
 import { useLoad } from '../hooks.ts';
 import { ErrorNotice } from './ErrorNotice.tsx';
@@ -19,7 +19,7 @@ function SensitivityScatters({ d, runs }: { d: Extract<Design, { kind: 'sensitiv
   return (
     <>
       {d.outputs.map((o) => {
-        const key = o.summary === 'value' ? o.output : `${o.output}.${o.summary}`;
+        const key = studyOutputKey(o);
         const told = runs.filter((r) => r.params && typeof r.outputs?.[key] === 'number');
         const yLabel = `${key}${o.units ? ` (${o.units})` : ''}`;
         return (

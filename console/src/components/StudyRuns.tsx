@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import type { Experiment, StudyRunListParams } from '@silico/sdk';
+import { studyOutputKey, type Experiment, type StudyRun, type StudyRunListParams } from '@silico/sdk';
 import { useSession } from '../api.ts';
 import { useLoad } from '../hooks.ts';
 import { ErrorNotice } from './ErrorNotice.tsx';
@@ -9,17 +9,17 @@ import { valueText } from '../format.ts';
 const STATUSES = ['queued', 'running', 'cancelling', 'completed', 'failed', 'cancelled', 'timed_out'] as const;
 const PAGE = 20;
 
-/** The columns a study's runs sort by: their order, then each parameter, then each studied output (or the loss). */
-function columnsOf(e: Experiment): Array<{ key: string; label: string }> {
+/** The columns a study's runs sort by, besides their order: each parameter, then each studied output (or the loss), with how to read each from a run. */
+function columnsOf(e: Experiment): Array<{ key: string; label: string; value: (r: StudyRun) => number | null | undefined }> {
   const d = e.design;
   if (!d) return [];
-  const params = d.parameters.map((p) => ({ key: `params.${p.name}`, label: p.name }));
+  const params = d.parameters.map((p) => ({ key: `params.${p.name}`, label: p.name, value: (r: StudyRun) => r.params?.[p.name] }));
   const told = d.kind === 'sensitivity'
     ? d.outputs.map((o) => {
-      const key = o.summary === 'value' ? o.output : `${o.output}.${o.summary}`;
-      return { key: `outputs.${key}`, label: `${key}${o.units ? ` (${o.units})` : ''}` };
+      const key = studyOutputKey(o);
+      return { key: `outputs.${key}`, label: `${key}${o.units ? ` (${o.units})` : ''}`, value: (r: StudyRun) => r.outputs?.[key] };
     })
-    : [{ key: 'loss', label: 'loss' }];
+    : [{ key: 'loss', label: 'loss', value: (r: StudyRun) => r.loss }];
   return [...params, ...told];
 }
 
@@ -77,11 +77,7 @@ export function StudyRuns({ experiment: e }: { experiment: Experiment }) {
                 <td><a href={`/console/runs/${r.run_id}`}><code>{r.run_id.slice(0, 8)}</code></a></td>
                 {e.kind === 'arms' ? <><td>{r.arm}</td><td>{r.replicate}</td></> : null}
                 <td><span class={`status ${r.status}`}>{r.status.replace('_', ' ')}</span></td>
-                {columns.map((c) => {
-                  const [head, ...rest] = c.key.split('.');
-                  const v = head === 'params' ? r.params?.[rest.join('.')] : head === 'outputs' ? r.outputs?.[rest.join('.')] : r.loss;
-                  return <td key={c.key} class="number">{valueText(v)}</td>;
-                })}
+                {columns.map((c) => <td key={c.key} class="number">{valueText(c.value(r))}</td>)}
               </tr>
             ))}
           </tbody>
