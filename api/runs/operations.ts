@@ -142,31 +142,17 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
   },
 
   async run_create(input, ctx) {
-    // A retry whose earlier attempt recorded the run (its answer lost) answers that run,
-    // before its plan is checked: the plan is the earlier attempt's, used.
     const runId = runIdFor(ctx.caller.account.id, ctx.idempotencyKey);
-    const earlier = await earlierRun(ctx.deps, ctx.caller.account.id, runId);
-    if (earlier) return runCreated(earlier);
-    let proposal: RunProposal;
-    let planId: string | undefined;
-    let profile: ComputeProfileRow;
-    if (input.plan_id) {
-      const plan = await approvedPlan(ctx.deps.db, ctx.caller.account.id, 'run', input.plan_id, input.plan_sha256);
-      proposal = plan.proposal as RunProposal;
-      planId = plan.id;
-      profile = await recheckProposal(ctx.deps, ctx.caller, proposal);
-    } else {
-      const prepared = await prepareRun(ctx.deps, ctx.caller, {
-        ref: input.ref, refParam: 'ref', inputs: input.inputs ?? {}, profileId: input.compute_profile, profileParam: 'compute_profile',
-        maxRuntimeSeconds: input.max_runtime_seconds, seed: input.seed, reuse: input.reuse, caps: true,
-        environmentAsOf: pastDay(input.environment_as_of, 'environment_as_of'),
-      });
-      const blocking = prepared.findings.filter((f) => f.severity === 'blocking');
-      if (blocking.length) throw errors.validation(blocking[0]!.code, blocking.map((f) => f.message).join(' '), blocking[0]!.path, { findings: blocking });
-      proposal = prepared.proposal;
-      profile = prepared.profile;
+    try {
+      return runCreated(await createRun(input, ctx, runId));
+    } catch (err) {
+      // A retry whose earlier attempt recorded the run (its answer lost) answers that run,
+      // whatever this attempt ran into: its plan is used, its reservation taken, its id
+      // (runIdFor) recorded. Looked for only here, so a new run pays no read for it.
+      const earlier = await earlierRun(ctx.deps, ctx.caller.account.id, runId);
+      if (earlier) return runCreated(earlier);
+      throw err;
     }
-    return runCreated(await acceptRun(ctx.deps, ctx.caller, proposal, { runId, profile, planId, metadata: input.metadata }));
   },
 
   async run_get(input, ctx) {
@@ -271,6 +257,30 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
   },
 };
 
+/** POST /runs without its retry: the plan rechecked (or the request prepared) and the run accepted as `runId`. */
+async function createRun(input: Record<string, any>, ctx: ToolContext, runId: string): Promise<RunRow> {
+  let proposal: RunProposal;
+  let planId: string | undefined;
+  let profile: ComputeProfileRow;
+  if (input.plan_id) {
+    const plan = await approvedPlan(ctx.deps.db, ctx.caller.account.id, 'run', input.plan_id, input.plan_sha256);
+    proposal = plan.proposal as RunProposal;
+    planId = plan.id;
+    profile = await recheckProposal(ctx.deps, ctx.caller, proposal);
+  } else {
+    const prepared = await prepareRun(ctx.deps, ctx.caller, {
+      ref: input.ref, refParam: 'ref', inputs: input.inputs ?? {}, profileId: input.compute_profile, profileParam: 'compute_profile',
+      maxRuntimeSeconds: input.max_runtime_seconds, seed: input.seed, reuse: input.reuse, caps: true,
+      environmentAsOf: pastDay(input.environment_as_of, 'environment_as_of'),
+    });
+    const blocking = prepared.findings.filter((f) => f.severity === 'blocking');
+    if (blocking.length) throw errors.validation(blocking[0]!.code, blocking.map((f) => f.message).join(' '), blocking[0]!.path, { findings: blocking });
+    proposal = prepared.proposal;
+    profile = prepared.profile;
+  }
+  return acceptRun(ctx.deps, ctx.caller, proposal, { runId, profile, planId, metadata: input.metadata });
+}
+
 /**
  * Server-sent events: every event after `after`, then new ones as they are appended,
  * each with `id: <seq>` so a client resumes with Last-Event-ID; closes after the run's
@@ -288,21 +298,28 @@ function eventStream(ctx: ToolContext, runId: string, after: number): NodeJS.Rea
     closed = true;
     sub.close();
   });
-  // Sent at once, so the headers leave now: a client (or proxy) that hears nothing for a
-  // while would otherwise take the stream for a buffered one.
-  out.write(': stream open\n\n');
   void (async () => {
     let last = after;
     const deadline = Date.now() + 2 * 3600_000;
+    // Sent with the first read, so the headers leave at once: a client (or proxy) that
+    // hears nothing for a while would otherwise take the stream for a buffered one.
+    let opening = ': stream open\n\n';
     while (!closed && Date.now() < deadline) {
       const events = await listEvents(ctx.deps.db, runId, last, SSE_PAGE);
       let ended = false;
+      // The events of one read leave as one chunk: one socket write, not one per event.
+      let chunk = opening;
+      opening = '';
       for (const e of events) {
-        out.write(`id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(eventView(e))}\n\n`);
+        chunk += `id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(eventView(e))}\n\n`;
         last = e.seq;
         if (e.type === 'state_changed' && TERMINAL.includes(e.data.status as never)) ended = true;
       }
-      if (ended) break;
+      if (ended) {
+        out.end(chunk);
+        return;
+      }
+      if (chunk) out.write(chunk);
       if (events.length === SSE_PAGE) continue;
       if (!(await sub.next(SSE_IDLE_MS)) && !closed) out.write(': keep-alive\n\n');
     }
