@@ -1,3 +1,4 @@
+import { workflowMetadata } from '../kernel/workflowMetadata.ts';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { WebhookConfig } from '../kernel/config.ts';
@@ -17,7 +18,7 @@ const SWEEP_MS = 5000;
  * Every worker runs one; the workflow id (`webhook-delivery-<id>-<generation>`) makes a
  * second start of the same delivery a no-op, so they never deliver twice.
  */
-export async function startWebhookDispatcher(deps: { db: Db; client: Client; databaseUrl: string; config: WebhookConfig; log: Logger }): Promise<{ stop: () => Promise<void> }> {
+export async function startWebhookDispatcher(deps: { db: Db; client: Client; databaseUrl: string; baseUrl: string; config: WebhookConfig; log: Logger }): Promise<{ stop: () => Promise<void> }> {
   const { db, client, config, log } = deps;
   let running = false;
   let again = false;
@@ -37,6 +38,11 @@ export async function startWebhookDispatcher(deps: { db: Db; client: Client; dat
               taskQueue: CONTROL_TASK_QUEUE,
               workflowId: webhookDeliveryWorkflowId(row.id, row.generation),
               args: [{ deliveryId: row.id, generation: row.generation, firstRetryMs: config.firstRetryMs, maxRetryMs: config.maxRetryMs, retryForMs: config.retryForMs }],
+              ...workflowMetadata(deps.baseUrl, {
+                summary: `webhook delivery of ${row.event_type} to endpoint ${row.endpoint_id} for ${row.account_id}${row.generation > 1 ? ` (replay ${row.generation - 1})` : ''}`,
+                facts: [`Delivery ${row.id} of event ${row.event_id}, generation ${row.generation}: retried with backoff until it is answered 2xx or ${Math.round(config.retryForMs / 3_600_000)} h pass.`],
+                resource: `/webhook-deliveries?endpoint_id=${row.endpoint_id}`,
+              }),
             });
           } catch (err) {
             if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;

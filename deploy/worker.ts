@@ -152,7 +152,7 @@ async function main(): Promise<void> {
   })] : [];
   const workers = [control, runs, ...compute, ...serving, ...host];
   log.info({ taskQueues: [CONTROL_TASK_QUEUE, RUN_TASK_QUEUE, ...profiles.map(computeTaskQueue), ...(host.length ? [hostQueue] : [])] }, 'worker started');
-  const dispatcher = await startWebhookDispatcher({ db, client, databaseUrl: config.databaseUrl, config: config.webhooks, log });
+  const dispatcher = await startWebhookDispatcher({ db, client, databaseUrl: config.databaseUrl, baseUrl: config.baseUrl, config: config.webhooks, log });
   const health = config.worker.healthPort === null ? null : await startWorkerHealth(config.worker.healthPort, workers);
   const stop = () => workers.forEach((w) => w.shutdown());
   process.once('SIGTERM', stop);

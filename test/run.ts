@@ -14,6 +14,7 @@ import { resolveBinary } from '../deploy/local/binaries.ts';
 import { kubernetesSchemas } from '../deploy/local/kubernetesSchemas.ts';
 import { pythonTool } from '../deploy/local/pythonTools.ts';
 import { runFiles, type Schedule } from './schedule.ts';
+import { checkWorkflowSummaries } from './workflowSummaries.ts';
 
 /**
  * `npm test`: Node's test runner has no global setup, so this script is it. It starts one
@@ -174,7 +175,11 @@ async function main(): Promise<number> {
     const labs = values.only ? Promise.resolve(0) : pytest(stackEnv.SILICO_PYTHON!, env);
     const schedule: Schedule = await runFiles(picked.files, { env, namePattern: picked.namePattern, stop: stopped.signal });
     const labsCode = await labs;
-    code = schedule.failed || schedule.notRun.length || labsCode ? 1 : 0;
+    // Every workflow the files started explains itself to operators, and says nothing it should not.
+    const summaries = attached ? { checked: 0, problems: [] } : await checkWorkflowSummaries(info.temporal_address, stackEnv.DATABASE_URL!);
+    if (!attached) process.stdout.write(`[operators] ${summaries.checked} workflows checked for their summary and details: ${summaries.problems.length ? `${summaries.problems.length} problems` : 'all explain themselves'}\n`);
+    for (const p of summaries.problems.slice(0, 50)) process.stdout.write(`[operators] ${p}\n`);
+    code = schedule.failed || schedule.notRun.length || labsCode || summaries.problems.length ? 1 : 0;
     if (labsCode) process.stdout.write(`[labs] pytest failed (exit ${labsCode})\n`);
     if (process.env.SILICO_CAPTURE_HISTORIES) {
       const types = await captureHistories(info.temporal_address, temporalBin, path.resolve(REPO_ROOT, process.env.SILICO_CAPTURE_HISTORIES));

@@ -2,6 +2,7 @@ import { proxyLocalActivities, proxyActivities, patched } from '@temporalio/work
 import type { ExperimentActivities } from '../activities/experiments.ts';
 import { runChildren } from './childRuns.ts';
 import { runBatches, hearRunCancels } from './studyBatches.ts';
+import { explained } from './explain.ts';
 
 /**
  * Comparisons from this version on execute their runs in batches (studyBatches.ts), as
@@ -22,12 +23,28 @@ const control = proxyActivities<ExperimentActivities>({ startToCloseTimeout: '2 
  */
 export async function experimentWorkflow(args: { experimentId: string }): Promise<string> {
   const cancels = hearRunCancels();
+  const progress = { status: 'running', runs: 0, completed: 0, not_completed: 0 };
+  const tell = explained(() => ({ object: 'experiment', experiment_id: args.experimentId, ...progress }), (v) => (v.status === 'running'
+    ? `**Running**: ${v.completed + v.not_completed} of ${v.runs} runs ended, ${v.completed} completed, ${v.not_completed} did not.`
+    : `**${v.status === 'comparing' ? 'Storing the comparison' : 'Completed'}**: ${v.completed} of ${v.runs} runs completed.`));
   const { account, runs, window } = await local.experimentSchedule(args.experimentId);
+  progress.runs = runs.length;
+  tell();
   if (patched(RUNS_IN_BATCHES)) {
     // Arms may differ in compute profile and limits: a batch holds one arm's runs.
     const armOf = new Map(runs.map((r) => [r.runId, r.arm ?? 0]));
-    await runBatches(account, runs.map((r) => r.runId), window, cancels, undefined, (runId) => armOf.get(runId)!);
+    const notCompleted = new Set<string>();
+    await runBatches(account, runs.map((r) => r.runId), window, cancels, (done, others) => {
+      progress.completed += done;
+      for (const id of others) notCompleted.add(id);
+      progress.not_completed = notCompleted.size;
+      tell();
+    }, (runId) => armOf.get(runId)!);
   } else await runChildren(account, runs, window);
+  progress.status = 'comparing';
+  tell();
   await control.finishExperiment(args.experimentId);
+  progress.status = 'completed';
+  tell();
   return 'completed';
 }

@@ -4,6 +4,7 @@ import {
 } from '@temporalio/workflow';
 import type { HostingActivities, ChecksResult, HostingAction, HostingStatus } from '../activities/hosting.ts';
 import { oneAtATime } from './serial.ts';
+import { explained } from './explain.ts';
 import type { InvocationActivities } from '../activities/invocations.ts';
 import { computeTaskQueue, servingTaskQueue } from '../kernel/workflowNames.ts';
 
@@ -42,6 +43,19 @@ const ALLOWED: Record<HostingAction, readonly HostingStatus[]> = {
 };
 const AFTER: Record<HostingAction, HostingStatus> = { pause: 'paused', resume: 'ready', retire: 'retiring' };
 
+/** What each status means for an operator reading the lifecycle in the Temporal UI. */
+const STANDING: Record<HostingStatus, string> = {
+  requested: 'requested; its deployment checks start next.',
+  checking: 'running the deployment checks (release bytes, environment, smoke run).',
+  awaiting_review: "waiting for the operator's review (public or GPU hosting).",
+  ready: 'ready: a worker of the profile holds its warm instances; the standing cost is charged hourly.',
+  paused: 'paused: no instances held, nothing charged.',
+  retiring: 'retiring: its instances are being released.',
+  retired: 'retired.',
+  failed: 'failed its deployment checks.',
+  rejected: "rejected by the operator's review.",
+};
+
 /** How often a ready deployment's standing cost is charged. */
 const ACCRUAL_PERIOD = '1 hour';
 
@@ -69,6 +83,7 @@ export async function hostingLifecycleWorkflow(initial: HostingState): Promise<H
     serial(() => control.recordHosting(state.labId, state.generation, change, event));
   const moveTo = async (status: HostingStatus, kind: string, message: string, actor: string | null = null) => {
     state.status = status;
+    tell();
     await record({ status, pending_action: queue[0]?.action ?? null }, { kind, actor, message });
   };
 
@@ -123,9 +138,18 @@ export async function hostingLifecycleWorkflow(initial: HostingState): Promise<H
   };
 
   setHandler(hostingStateQuery, recorded);
+  const tell = explained(() => ({
+    object: 'hosting', lab_id: state.labId, generation: state.generation, compute_profile: state.profile, ...recorded(),
+    approval: state.approvalRequired ? (state.review?.decision ?? 'awaiting') : 'not_required',
+  }), (v) => {
+    const pending = v.pending_actions.length ? `\n\nPending: ${v.pending_actions.join(', ')}.` : '';
+    const review = v.status === 'awaiting_review' ? `\n\nReview it: \`npm run admin -- hosting approve ${v.lab_id}\` (or \`reject\`).` : '';
+    return `**${v.status}** (revision ${v.revision}, generation ${v.generation}): ${STANDING[v.status]}${review}${pending}`;
+  });
   setHandler(hostingActionUpdate, async ({ action, actor }) => {
     state.revision += 1;
     queue.push({ action, actor });
+    tell();
     await record({ revision: state.revision, pending_action: queue[0]!.action }, { kind: 'action_requested', actor, message: `${action} requested (revision ${state.revision}).` });
     return recorded();
   }, {
@@ -136,6 +160,7 @@ export async function hostingLifecycleWorkflow(initial: HostingState): Promise<H
   });
   setHandler(hostingReviewUpdate, async (review) => {
     state.review = review;
+    tell();
     const approved = review.decision === 'approve';
     await record({ approval: { required: true, reasons: [], decision: approved ? 'approved' : 'rejected', actor: review.actor, note: review.note ?? null, decided_at: new Date().toISOString() } },
       { kind: approved ? 'approved' : 'rejected', actor: review.actor, message: `Review: ${approved ? 'approved' : 'rejected'}${review.note ? ` (${review.note})` : ''}.` });

@@ -1,5 +1,6 @@
 import { condition, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
-import type { PurchaseActivities } from '../activities/purchases.ts';
+import type { PurchaseActivities, PurchaseState } from '../activities/purchases.ts';
+import { explained } from './explain.ts';
 
 const act = proxyActivities<PurchaseActivities>({ startToCloseTimeout: '1 minute', retry: { initialInterval: '1 second', maximumInterval: '30 seconds' } });
 
@@ -19,15 +20,28 @@ export async function purchaseWorkflow(args: { purchaseId: string }): Promise<st
   setHandler(purchaseEventSignal, () => {
     signalled++;
   });
-  let state = await act.purchaseState(args.purchaseId);
+  let state: PurchaseState | undefined;
+  let applied = 0;
+  const tell = explained(() => ({
+    object: 'purchase', purchase_id: args.purchaseId, status: state?.status ?? 'reading', expires_at: state ? new Date(state.expiresAtMs).toISOString() : null, event_batches_applied: applied,
+  }), (v) => (v.status === 'pending'
+    ? `**pending**: waiting for the provider's payment until ${v.expires_at}; expired then if none came.`
+    : `**${v.status}**.`) + `\n\n${v.event_batches_applied} signalled event batches applied.`);
+  state = await act.purchaseState(args.purchaseId);
+  tell();
   for (;;) {
     if (signalled > 0) {
       signalled = 0;
       state = await act.applyPurchaseEvents(args.purchaseId);
+      applied++;
+      tell();
       continue;
     }
     if (state.status !== 'pending') return state.status;
     const left = state.expiresAtMs - Date.now();
-    if (!(await condition(() => signalled > 0, Math.max(left, 1000)))) state = await act.expirePurchase(args.purchaseId);
+    if (!(await condition(() => signalled > 0, Math.max(left, 1000)))) {
+      state = await act.expirePurchase(args.purchaseId);
+      tell();
+    }
   }
 }

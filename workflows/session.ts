@@ -3,6 +3,7 @@ import {
 } from '@temporalio/workflow';
 import type { Completion, EvidenceBinding, Requirement, SessionActivities, Step, StepStatus, Validation } from '../activities/sessions/activities.ts';
 import { oneAtATime } from './serial.ts';
+import { explained } from './explain.ts';
 
 /** What the session's workflow holds (and carries into a continued run): identities and states, never the progress itself. */
 export interface SessionState {
@@ -90,6 +91,18 @@ export async function sessionWorkflow(initial: SessionState): Promise<void> {
   });
 
   setHandler(sessionStateQuery, () => ({ version: state.version, seq: state.seq, steps: state.steps, runId: workflowInfo().runId }));
+  // For operators: counts and step ids, never a title, a note or a conversation's id.
+  const tell = explained(() => ({
+    object: 'session', session_id: state.sessionId, status: completed ? 'completed' : 'open', version: state.version,
+    requirements: state.requirements.length, steps: state.steps.map((s) => ({ id: s.id, status: s.status })),
+    progress_entries: state.seq, conversations: state.externals.length,
+  }), (v) => {
+    const by = (status: StepStatus) => v.steps.filter((s) => s.status === status).length;
+    const plan = v.steps.length ? `${by('done')} of ${v.steps.length} steps done, ${by('started')} started, ${by('blocked')} blocked` : 'no execution plan yet';
+    const n = (k: number, one: string, many: string) => `${k} ${k === 1 ? one : many}`;
+    return `**${v.status === 'completed' ? 'Completed' : `Version ${v.version}`}**: ${n(v.requirements, 'requirement', 'requirements')}; ${plan}.`
+      + `\n\n${n(v.progress_entries, 'progress entry', 'progress entries')}; ${n(v.conversations, 'conversation', 'conversations')} attached.`;
+  });
 
   // Validators refuse early; each step checks again when its turn comes, since updates
   // admitted together were each validated against the state before any of them applied.
@@ -119,6 +132,7 @@ export async function sessionWorkflow(initial: SessionState): Promise<void> {
     checkExternal(e);
     await control.recordExternalSession({ session_id: state.sessionId, provider: e.provider, external_id: e.external_id, url: e.url });
     state.externals.push(`${e.provider}/${e.external_id}`);
+    tell();
     return { attached: `${e.provider}/${e.external_id}` };
   }), checkExternal);
   setHandler(sessionExternalUpdate, external.handler, { validator: external.validator });
@@ -138,6 +152,7 @@ export async function sessionWorkflow(initial: SessionState): Promise<void> {
     state.version = version;
     if (c.contract) state.requirements = c.contract.requirements.map((r) => r.id);
     if (steps) state.steps = steps;
+    tell();
     return { version };
   }), checkChange);
   setHandler(sessionChangeUpdate, change.handler, { validator: change.validator });
@@ -172,6 +187,7 @@ export async function sessionWorkflow(initial: SessionState): Promise<void> {
     }
     state.seq = seq;
     state.steps = steps;
+    tell();
     for (const a of answers) a();
   };
   const progress = remembered((p: ProgressRequest) => new Promise<{ seq: number }>((resolve, reject) => {
@@ -198,6 +214,7 @@ export async function sessionWorkflow(initial: SessionState): Promise<void> {
     open();
     const out = await control.completeSession(state.sessionId);
     if (out.completion.complete) completed = true;
+    tell();
     return out;
   }), { validator: () => open() });
 

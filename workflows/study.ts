@@ -1,4 +1,5 @@
-import { proxyLocalActivities, proxyActivities, continueAsNew, workflowInfo, patched, setCurrentDetails } from '@temporalio/workflow';
+import { proxyLocalActivities, proxyActivities, continueAsNew, workflowInfo, patched, setCurrentDetails, setHandler } from '@temporalio/workflow';
+import { stateQuery } from './explain.ts';
 import type { StudyActivities } from '../activities/studies/studies.ts';
 import { runChildren } from './childRuns.ts';
 import { runBatches, hearRunCancels } from './studyBatches.ts';
@@ -32,6 +33,8 @@ export async function studyWorkflow(args: { experimentId: string; batch?: number
   const cancels = hearRunCancels();
   const { account, ref, window } = await local.studySchedule(args.experimentId);
   const bound = args.historyBound ?? STUDY_HISTORY_BOUND;
+  const view = { object: 'experiment', experiment_id: args.experimentId, status: 'running', batch: (args.batch ?? 0) + 1, batch_runs: 0, runs: null as number | null, completed: null as number | null, not_completed: null as number | null };
+  setHandler(stateQuery, () => ({ ...view }));
   for (let batch = args.batch ?? 0; ; batch++) {
     setCurrentDetails(`Asking for batch ${batch + 1}.`);
     const { runIds, standing } = await control.studyAsk(args.experimentId, batch);
@@ -41,6 +44,7 @@ export async function studyWorkflow(args: { experimentId: string; batch?: number
     const notCompleted = new Set<string>();
     const show = (doing: string) => {
       const others = (standing?.notCompleted ?? 0) + notCompleted.size;
+      Object.assign(view, { batch: batch + 1, batch_runs: runIds.length, runs: standing?.runs ?? null, completed: standing ? completed : null, not_completed: standing ? others : null });
       const ended = standing ? `\n\n${completed + others} of ${standing.runs} runs ended: ${completed} completed, ${others} did not.` : '';
       setCurrentDetails(`**Batch ${batch + 1}** (${runIds.length} runs): ${doing}.${ended}`);
     };
@@ -58,8 +62,10 @@ export async function studyWorkflow(args: { experimentId: string; batch?: number
       await continueAsNew<typeof studyWorkflow>({ ...args, batch: batch + 1 });
     }
   }
+  view.status = 'analysing';
   setCurrentDetails('Analysing what the runs found.');
   await control.finishStudy(args.experimentId);
+  view.status = 'completed';
   setCurrentDetails('Completed: the analysis is stored.');
   return 'completed';
 }

@@ -1,5 +1,6 @@
 import { proxyActivities, sleep } from '@temporalio/workflow';
 import type { WebhookActivities } from '../activities/webhooks.ts';
+import { explained } from './explain.ts';
 
 /** Database trouble is retried by Temporal; an endpoint's failures are counted by the workflow itself. */
 const acts = proxyActivities<WebhookActivities>({
@@ -27,14 +28,35 @@ export interface WebhookDeliveryArgs {
 export async function webhookDeliveryWorkflow(a: WebhookDeliveryArgs): Promise<'delivered' | 'dead' | 'ended'> {
   const ref = { deliveryId: a.deliveryId, generation: a.generation };
   const started = Date.now();
+  const now = { status: 'attempting' as 'attempting' | 'waiting' | 'delivered' | 'dead' | 'ended', attempt: 1, next_attempt_at: null as string | null };
+  const tell = explained(() => ({ object: 'webhook_delivery', delivery_id: a.deliveryId, generation: a.generation, ...now, gives_up_at: new Date(started + a.retryForMs).toISOString() }), (v) => {
+    switch (v.status) {
+      case 'attempting': return `**Attempt ${v.attempt}** under way.`;
+      case 'waiting': return `**Attempt ${v.attempt - 1} failed**; retry ${v.attempt} at ${v.next_attempt_at}. Dead-lettered if still failing at ${v.gives_up_at}.`;
+      case 'dead': return `**Dead** after ${v.attempt} attempts: the account can list and replay it.`;
+      default: return `**${v.status}** after ${v.attempt} ${v.attempt === 1 ? 'attempt' : 'attempts'}.`;
+    }
+  });
+  const end = <S extends 'delivered' | 'dead' | 'ended'>(status: S): S => {
+    now.status = status;
+    tell();
+    return status;
+  };
   for (let attempt = 1; ; attempt++) {
+    now.attempt = attempt;
+    now.status = 'attempting';
+    tell();
     const { done, delivered } = await acts.webhookAttempt(ref);
-    if (done) return delivered ? 'delivered' : 'ended';
+    if (done) return end(delivered ? 'delivered' : 'ended');
     const wait = Math.min(a.firstRetryMs * 2 ** (attempt - 1), a.maxRetryMs);
     if (Date.now() + wait - started > a.retryForMs) {
       await acts.webhookDeadLetter(ref);
-      return 'dead';
+      return end('dead');
     }
+    now.status = 'waiting';
+    now.attempt = attempt + 1;
+    now.next_attempt_at = new Date(Date.now() + wait).toISOString();
+    tell();
     await sleep(wait);
   }
 }

@@ -1,3 +1,4 @@
+import { workflowMetadata } from '../../kernel/workflowMetadata.ts';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, WorkflowIdReusePolicy } from '@temporalio/common';
 import type { ToolDef } from '../tools/tool.ts';
@@ -82,6 +83,8 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     const result = await ctx.deps.temporal.executeWorkflow(biologySearchWorkflow, {
       taskQueue: CONTROL_TASK_QUEUE, workflowId: biologySearchWorkflowId(newUuid()), args: [{ sourceIds, query: input.query, limit: input.limit ?? 10 }],
       workflowExecutionTimeout: '1 minute', typedSearchAttributes: workflowSearchAttributes({ account: ctx.caller.account.id, kind: 'biology_search', ref: sourceIds.join(',') }),
+      // The query is the caller's words: not shown to operators.
+      ...workflowMetadata(ctx.deps.config.baseUrl, { summary: `biology search of ${sourceIds.join(', ')} for ${ctx.caller.account.id}` }),
     }, SEARCH_WAIT_MS);
     if (result.failures.length === sourceIds.length) {
       const wait = Math.max(5, ...result.failures.map((f) => f.retry_after_seconds ?? 0));
@@ -126,6 +129,10 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
         taskQueue: CONTROL_TASK_QUEUE, workflowId,
         args: [{ fetchId, accountId: ctx.caller.account.id, sourceId, recordIds, format, expectedSha256: input.expected_sha256 ?? null }],
         workflowExecutionTimeout: '10 minutes', typedSearchAttributes: workflowSearchAttributes({ account: ctx.caller.account.id, kind: 'biology_fetch', ref: sourceId }),
+        ...workflowMetadata(ctx.deps.config.baseUrl, {
+          summary: `biology fetch of ${recordIds.length} ${recordIds.length === 1 ? 'record' : 'records'} from ${sourceId} for ${ctx.caller.account.id}`,
+          facts: [`Fetch ${fetchId}: the records are stored as the account's files once every checksum holds.`],
+        }),
         // A retry after the fetch completed joins it (its result, not a second fetch); after it failed, fetches again.
         workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
       }, ctx.waitMs ?? FETCH_WAIT_MS, { join: Boolean(ctx.idempotencyKey) }));

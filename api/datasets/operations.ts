@@ -1,3 +1,4 @@
+import { workflowMetadata } from '../../kernel/workflowMetadata.ts';
 import type { ToolDef } from '../tools/tool.ts';
 import { errors, ApiError } from '../errors.ts';
 import { isoTime, newId } from '../../storage/ids.ts';
@@ -71,6 +72,11 @@ const DATASET_HANDLERS: Record<string, ToolDef['handler']> = {
       await ctx.deps.temporal.startWorkflow(datasetRegistrationWorkflow, {
         taskQueue: CONTROL_TASK_QUEUE, workflowId: datasetWorkflowId(id), args: [{ datasetId: id }],
         typedSearchAttributes: workflowSearchAttributes({ account: accountId, kind: 'dataset', ref: input.name }),
+        ...workflowMetadata(ctx.deps.config.baseUrl, {
+          summary: `registration of dataset ${input.name} v${inserted.version} (${members.length} members) for ${accountId}`,
+          facts: [`Dataset version ${id}: each member's bytes are hashed again from the store.`],
+          resource: `/datasets/${id}`,
+        }),
       });
       return inserted;
     });

@@ -1,6 +1,7 @@
 import type { Deps, Caller } from '../tools/tool.ts';
 import { errors } from '../errors.ts';
 import { acceptAndStart, type Acceptance } from '../acceptAndStart.ts';
+import { workflowMetadata } from '../../kernel/workflowMetadata.ts';
 import { fairShare } from '../../kernel/fairShares.ts';
 import { planUnavailable, planUsed, resultOf } from '../plans.ts';
 import { spendCapRefusal, studyCapFindings } from '../spendCaps.ts';
@@ -100,9 +101,11 @@ export async function openExperiment(deps: Deps, caller: Caller, planId: string,
       account: caller.account.id, kind: 'experiment', ref: [...new Set(proposal.arms.map((a) => a.resolved_ref.split('@')[0]))].join(' ').slice(0, 1000),
     }),
     priority: fairShare(caller.account.id),
-    // What operators see of it in the Temporal UI: ids and figures only, nothing personal.
-    staticSummary: experimentSummary(proposal, caller.account.id),
-    staticDetails: `Experiment [${row.id}](${deps.config.baseUrl}/experiments/${row.id}) of account ${caller.account.id}.`,
+    ...workflowMetadata(deps.config.baseUrl, {
+      summary: experimentSummary(proposal, caller.account.id),
+      facts: [`Experiment ${row.id} of account ${caller.account.id}.`],
+      resource: `/experiments/${row.id}`, page: `experiments/${row.id}`,
+    }),
   });
   // A study that answers a question is asked, run and told in batches by its own workflow.
   return proposal.design

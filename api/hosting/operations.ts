@@ -1,3 +1,4 @@
+import { workflowMetadata } from '../../kernel/workflowMetadata.ts';
 import type { ToolDef, ToolContext } from '../tools/tool.ts';
 import { str, obj, sha256Hex, planExecute, id } from '../schemas/common.ts';
 import { hostedRelease, hostingPlan, hostingRecord } from './schemas.ts';
@@ -129,6 +130,11 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
           labId: p.lab_id, generation: recorded.row.generation, profile: p.compute_profile, status: 'requested', revision: 1, approvalRequired: p.approval_required, review: null,
         } satisfies HostingState],
         typedSearchAttributes: workflowSearchAttributes({ account: ctx.caller.account.id, kind: 'hosting', ref: p.reference }),
+        ...workflowMetadata(ctx.deps.config.baseUrl, {
+          summary: `hosting of ${p.reference} on ${p.compute_profile} (${p.min_instances}–${p.max_instances} instances, ${p.visibility}) for ${ctx.caller.account.id}`,
+          facts: [`Hosting of lab ${p.lab_id}, generation ${recorded.row.generation}${p.approval_required ? ': waits for an operator\'s review' : ''}.`],
+          resource: `/labs/${p.lab_id}/hosting`, page: 'hosting',
+        }),
       }),
       startOptions: { awaitPreviousMs: 5000 },
       undo: (recorded) => unrequestHosting(ctx.deps.db, recorded.row, recorded.previous),

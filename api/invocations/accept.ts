@@ -1,3 +1,4 @@
+import { workflowMetadata } from '../../kernel/workflowMetadata.ts';
 import type { Deps, Caller } from '../tools/tool.ts';
 import { ApiError, errors } from '../errors.ts';
 import { acceptAndStart } from '../acceptAndStart.ts';
@@ -43,6 +44,15 @@ async function recheckInvocation(deps: Deps, caller: Caller, p: InvocationPropos
   return again.hosting;
 }
 
+/** What an invocation's workflow tells operators (kernel/workflowMetadata.ts). */
+export function invocationMetadata(baseUrl: string, row: Pick<InvocationRow, 'id' | 'account_id' | 'lab_id' | 'hosting_generation' | 'reference' | 'reserved_micros'>) {
+  return workflowMetadata(baseUrl, {
+    summary: `hosted invocation of ${row.reference} for ${row.account_id}, $${microsToUsd(row.reserved_micros)} reserved`,
+    facts: [`Invocation ${row.id} on lab ${row.lab_id}'s deployment, generation ${row.hosting_generation}.`],
+    resource: `/hosted-invocations/${row.id}`,
+  });
+}
+
 /**
  * Accepts an approved invocation plan, only from the OAuth client and account that
  * prepared it (rule 12; another account's plan is already not found): rechecks it, then
@@ -80,6 +90,7 @@ export async function acceptHostedInvocation(deps: Deps, caller: Caller, plan: P
       // attempt is sent to the warm instances without reading them back.
       args: [{ invocationId: row.id, schedule: { labId: row.lab_id, generation: row.hosting_generation, maxSeconds: row.max_seconds }, servedBy: hosting.serving_queue } satisfies InvocationArgs],
       typedSearchAttributes: workflowSearchAttributes({ account: caller.account.id, kind: 'invocation', ref: p.reference }),
+      ...invocationMetadata(deps.config.baseUrl, row),
     }),
     undo: () => unacceptInvocation(deps.db, id),
     // Recorded by an earlier attempt of this plan and still queued: it may never have started.

@@ -1,3 +1,4 @@
+import { workflowMetadata } from '../../kernel/workflowMetadata.ts';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { ToolContext, ToolDef, ToolResult } from '../tools/tool.ts';
 import { errors } from '../errors.ts';
@@ -38,6 +39,11 @@ async function buildPassport(ctx: ToolContext, subject: PassportSubject): Promis
     await ctx.deps.temporal.executeWorkflow(passportWorkflow, {
       taskQueue: CONTROL_TASK_QUEUE, workflowId: passportWorkflowId(passportId), args: [{ passportId, accountId, subject }],
       typedSearchAttributes: workflowSearchAttributes({ account: accountId, kind: 'passport', ref }),
+      ...workflowMetadata(ctx.deps.config.baseUrl, {
+        summary: `passport of ${subject.kind === 'run' ? `run ${subject.run_id}` : subject.kind === 'experiment' ? `experiment ${subject.experiment_id}` : `revision ${subject.revision_id}`} (${ref}) for ${accountId}`,
+        facts: [`Passport ${passportId}: every check's evidence derived again, then signed and stored.`],
+        resource: `/passports?passport_id=${passportId}`,
+      }),
     }, ctx.deps.config.passports.buildTimeoutMs);
   } catch (err) {
     if (err instanceof WorkflowFailedError) throw errors.internal('passport_build_failed', 'The passport could not be built and signed; nothing was stored.');

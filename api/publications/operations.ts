@@ -1,3 +1,4 @@
+import { workflowMetadata } from '../../kernel/workflowMetadata.ts';
 import { listOf } from '../../storage/labContract.ts';
 import path from 'node:path';
 import { runtimeFormatFindings } from '../workspaces/formatFindings.ts';
@@ -184,6 +185,12 @@ export const publicationTools: ToolDef[] = [
         await ctx.deps.temporal.startWorkflow(publicationWorkflow, {
           taskQueue: CONTROL_TASK_QUEUE, workflowId: publicationWorkflowId(id), args: [{ publicationId: id }],
           typedSearchAttributes: workflowSearchAttributes({ account: ctx.caller.account.id, kind: 'publication', ref: `${p.namespace}/${p.name}@${p.version}` }),
+          ...workflowMetadata(ctx.deps.config.baseUrl, {
+            summary: `publication of ${p.namespace}/${p.name}@${p.version} for ${ctx.caller.account.id}`,
+            facts: [`Publication ${id} of lab ${p.lab_id}, revision ${p.revision_id}: packed, smoke-run, then released.`],
+            resource: `/hub/releases/${p.namespace}/${p.name}@${p.version}`,
+            page: `hub/${p.namespace}/${p.name}/${p.version}`,
+          }),
         });
       });
       const body = publicationView({ id, status: 'publishing', namespace: p.namespace, name: p.name, version: p.version, approval, findings: null });

@@ -5,6 +5,8 @@ import { cursor, limit, obj, uuid } from '../schemas/common.ts';
 import { ApiError, errors } from '../errors.ts';
 import { decodeCursor, pageBody } from '../pagination.ts';
 import { acceptAndStart } from '../acceptAndStart.ts';
+import { workflowMetadata } from '../../kernel/workflowMetadata.ts';
+import { microsToUsd } from '../../storage/ledger.ts';
 import { keyedUuid } from '../../storage/ids.ts';
 import { DependencyUnavailable } from '../../storage/dependencies.ts';
 import { CENT_MICROS } from '../../kernel/payments.ts';
@@ -63,6 +65,18 @@ export const purchaseTools: ToolDef[] = [
   },
 ];
 
+/** How a purchase's workflow starts (when it is not open already). */
+function purchaseStart(baseUrl: string, p: Pick<PurchaseRow, 'id' | 'account_id' | 'amount_micros'>) {
+  return {
+    workflowId: purchaseWorkflowId(p.id), taskQueue: CONTROL_TASK_QUEUE, args: [{ purchaseId: p.id }] as [{ purchaseId: string }],
+    ...workflowMetadata(baseUrl, {
+      summary: `purchase of $${microsToUsd(p.amount_micros)} of compute for ${p.account_id}`,
+      facts: [`Purchase ${p.id} of account ${p.account_id}: credited once its payment completes, ended if it fails or expires.`],
+      resource: `/purchases/${p.id}`,
+    }),
+  };
+}
+
 const HANDLERS: Record<string, ToolDef['handler']> = {
   async purchase_create(input, ctx) {
     const provider = configured(ctx.deps.payments, 'payment provider key');
@@ -86,7 +100,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
         }
       },
       workflow: purchaseWorkflow,
-      start: (r) => ({ workflowId: purchaseWorkflowId(r.id), taskQueue: CONTROL_TASK_QUEUE, args: [{ purchaseId: r.id }] }),
+      start: (r) => purchaseStart(config.baseUrl, r),
       undo: (r) => discardPurchase(db, r.id),
     });
     return { body: purchaseView(p) };
@@ -115,14 +129,10 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
       throw new ApiError(400, 'signature_invalid', 'The Stripe-Signature header does not verify this body with the configured signing secret (or is too old).', 'Stripe-Signature');
     }
     const ev = providerEvent(event);
-    const { purchaseId } = await recordProviderEvent(ctx.deps.db, ev);
+    const { purchase } = await recordProviderEvent(ctx.deps.db, ev);
     // Signalled every time, also for an event kept before: the workflow applies only what is new.
-    if (purchaseId) {
-      await ctx.deps.temporal.signalWithStart(purchaseWorkflow, purchaseEventSignal, [ev.id], {
-        workflowId: purchaseWorkflowId(purchaseId), taskQueue: CONTROL_TASK_QUEUE, args: [{ purchaseId }],
-      });
-    }
-    return { body: { object: 'payment_event', event_id: ev.id, type: ev.type, effect: ev.effect, purchase_id: purchaseId } };
+    if (purchase) await ctx.deps.temporal.signalWithStart(purchaseWorkflow, purchaseEventSignal, [ev.id], purchaseStart(ctx.deps.config.baseUrl, purchase));
+    return { body: { object: 'payment_event', event_id: ev.id, type: ev.type, effect: ev.effect, purchase_id: purchase?.id ?? null } };
   },
 };
 

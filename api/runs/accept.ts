@@ -8,6 +8,8 @@ import { isSqlState, SQLSTATE } from '../../storage/db/sqlStates.ts';
 import { spendCapRefusal } from '../spendCaps.ts';
 import { keyedUuid, newUuid } from '../../storage/ids.ts';
 import { RUN_TASK_QUEUE, runWorkflowId } from '../../kernel/workflowNames.ts';
+import { workflowMetadata } from '../../kernel/workflowMetadata.ts';
+import { microsToUsd } from '../../storage/ledger.ts';
 import { fairShare } from '../../kernel/fairShares.ts';
 import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import type { RunProposal } from './prepare.ts';
@@ -19,7 +21,7 @@ import type { ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
  * How a run's workflow starts: its id, queue and search attributes, from the run; with its
  * compute profile (a run just accepted), its schedule too, and whether it took its slot.
  */
-function runStart(run: Pick<RunRow, 'id' | 'account_id' | 'kind' | 'resolved_ref' | 'status' | 'max_runtime_seconds'>, profile?: Pick<ComputeProfileRow, 'id' | 'schedule_to_start_seconds'>) {
+function runStart(baseUrl: string, run: Pick<RunRow, 'id' | 'account_id' | 'kind' | 'resolved_ref' | 'status' | 'max_runtime_seconds' | 'compute_profile' | 'reserved_micros'>, profile?: Pick<ComputeProfileRow, 'id' | 'schedule_to_start_seconds'>) {
   const input: RunWorkflowInput = profile
     ? { runId: run.id, schedule: { profile: profile.id, maxRuntimeSeconds: run.max_runtime_seconds, scheduleToStartSeconds: profile.schedule_to_start_seconds }, running: run.status === 'running' }
     : { runId: run.id };
@@ -29,6 +31,11 @@ function runStart(run: Pick<RunRow, 'id' | 'account_id' | 'kind' | 'resolved_ref
     args: [input] as [RunWorkflowInput],
     typedSearchAttributes: workflowSearchAttributes({ account: run.account_id, kind: run.kind, ref: run.resolved_ref }),
     priority: fairShare(run.account_id),
+    ...workflowMetadata(baseUrl, {
+      summary: `run of ${run.resolved_ref} on ${run.compute_profile} for ${run.account_id}, $${microsToUsd(run.reserved_micros)} reserved`,
+      facts: [`Run ${run.id} of account ${run.account_id}.`],
+      resource: `/runs/${run.id}`, page: `runs/${run.id}`,
+    }),
   };
 }
 
@@ -51,7 +58,7 @@ export async function earlierRun(deps: Deps, accountId: string, runId: string): 
   }
   // A run whose execution has not begun may lack its workflow (one that took its slot at
   // acceptance is running already); a reused one never has one.
-  if ((run.status === 'queued' || (run.status === 'running' && !run.started_at)) && !run.reused_from) await startAccepted(deps.temporal, runWorkflow, runStart(run));
+  if ((run.status === 'queued' || (run.status === 'running' && !run.started_at)) && !run.reused_from) await startAccepted(deps.temporal, runWorkflow, runStart(deps.config.baseUrl, run));
   return run;
 }
 
@@ -95,7 +102,7 @@ export async function acceptRun(deps: Deps, caller: Caller, proposal: RunProposa
     record: () => insertAcceptedRun(deps.db, record, { slots: deps.config.limits.concurrentRunsPerAccount }),
     refusal,
     workflow: runWorkflow,
-    start: (recorded) => runStart(recorded, opts.profile),
+    start: (recorded) => runStart(deps.config.baseUrl, recorded, opts.profile),
     undo: () => unacceptRun(deps.db, runId),
   });
 }

@@ -1,3 +1,4 @@
+import { workflowMetadata } from '../../kernel/workflowMetadata.ts';
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -176,6 +177,11 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
       start: () => ({
         taskQueue: CONTROL_TASK_QUEUE, workflowId: sessionWorkflowId(sid), args: [state],
         typedSearchAttributes: workflowSearchAttributes({ account: ctx.caller.account.id, kind: 'session', ref: sid }),
+        ...workflowMetadata(ctx.deps.config.baseUrl, {
+          summary: `collaboration session ${sid} for ${ctx.caller.account.id}`,
+          facts: [`Session ${sid}: its contract, plan, progress and conversations, changed only through approved plans.`],
+          resource: `/sessions/${sid}`,
+        }),
       }),
       undo: () => deleteSession(ctx.deps.db, sid),
     });

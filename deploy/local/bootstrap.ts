@@ -17,9 +17,17 @@ import type { Sandbox } from '../../activities/execution/sandbox.ts';
 
 export const OPERATOR_NAMESPACE = 'local';
 /** The workflows Temporal starts on a schedule: housekeeping each hour, the run sweeper each minute. */
-const SCHEDULES: Array<{ id: string; every: Duration; workflowType: keyof typeof workflows; workflowId: string }> = [
-  { id: MAINTENANCE_SCHEDULE_ID, every: '1 hour', workflowType: 'maintenanceWorkflow', workflowId: 'maintenance' },
-  { id: RUN_SWEEP_SCHEDULE_ID, every: '1 minute', workflowType: 'runSweepWorkflow', workflowId: 'run-sweep' },
+const SCHEDULES: Array<{ id: string; every: Duration; workflowType: keyof typeof workflows; workflowId: string; summary: string; details: string }> = [
+  {
+    id: MAINTENANCE_SCHEDULE_ID, every: '1 hour', workflowType: 'maintenanceWorkflow', workflowId: 'maintenance',
+    summary: 'hourly maintenance: expired idempotency keys and rate limits purged, orphaned records reconciled, unnamed objects swept',
+    details: `Started by the schedule ${MAINTENANCE_SCHEDULE_ID}; its result counts what each step removed or ended.`,
+  },
+  {
+    id: RUN_SWEEP_SCHEDULE_ID, every: '1 minute', workflowType: 'runSweepWorkflow', workflowId: 'run-sweep',
+    summary: 'run sweep: runs whose workflow is gone are ended truthfully, their reservations settled',
+    details: `Started by the schedule ${RUN_SWEEP_SCHEDULE_ID} each minute; its result lists the runs it ended.`,
+  },
 ];
 
 export const SKILLS_DIR = fileURLToPath(new URL('../skills', import.meta.url));
@@ -72,15 +80,13 @@ export async function bootstrap(opts: {
   try {
     const client = new Client({ connection, namespace: opts.namespace });
     for (const s of SCHEDULES) {
+      const action = { type: 'startWorkflow', workflowType: s.workflowType, taskQueue: CONTROL_TASK_QUEUE, workflowId: s.workflowId, staticSummary: s.summary, staticDetails: s.details } as const;
       try {
-        await client.schedule.create({
-          scheduleId: s.id,
-          spec: { intervals: [{ every: s.every }] },
-          action: { type: 'startWorkflow', workflowType: s.workflowType, taskQueue: CONTROL_TASK_QUEUE, workflowId: s.workflowId },
-          policies: { overlap: ScheduleOverlapPolicy.SKIP },
-        });
+        await client.schedule.create({ scheduleId: s.id, spec: { intervals: [{ every: s.every }] }, action, policies: { overlap: ScheduleOverlapPolicy.SKIP } });
       } catch (err) {
         if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+        // A schedule made by an earlier version starts its workflows as this one says.
+        await client.schedule.getHandle(s.id).update((prev) => ({ ...prev, action }));
       }
     }
   } finally {

@@ -84,7 +84,7 @@ export async function listPurchases(db: Db, accountId: string, f: { limit: numbe
  * its row. Answers the purchase it concerns (named by the event, or by the payment a
  * purchase already has), or null when none does yet (a refund before its completion).
  */
-export async function recordProviderEvent(db: Db, ev: ProviderEvent): Promise<{ purchaseId: string | null }> {
+export async function recordProviderEvent(db: Db, ev: ProviderEvent): Promise<{ purchase: Pick<PurchaseRow, 'id' | 'account_id' | 'amount_micros'> | null }> {
   const named = ev.purchaseId ? await db('purchases').where({ id: ev.purchaseId }).first('id') : undefined;
   const byPayment = !named && ev.paymentId ? await db('purchases').where({ payment_id: ev.paymentId }).first('id') : undefined;
   const purchaseId = (named ?? byPayment)?.id ?? null;
@@ -93,7 +93,8 @@ export async function recordProviderEvent(db: Db, ev: ProviderEvent): Promise<{ 
     refunded_total_micros: ev.refundedTotalMicros, object: JSON.stringify(ev.object), failure: ev.failure ?? null,
   }).onConflict('id').ignore();
   const kept = await db('purchase_events').where({ id: ev.id }).first('purchase_id');
-  return { purchaseId: kept?.purchase_id ?? purchaseId };
+  const id = kept?.purchase_id ?? purchaseId;
+  return { purchase: id ? await db('purchases').where({ id }).first('id', 'account_id', 'amount_micros') ?? null : null };
 }
 
 interface EventRow { id: string; effect: PurchaseEffect; payment_id: string | null; amount_micros: string | null; refunded_total_micros: string | null; failure: string | null }

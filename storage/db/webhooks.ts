@@ -131,8 +131,9 @@ export async function replayDelivery(db: Db, accountId: string, id: string): Pro
 }
 
 /** Deliveries whose workflow has not been started, oldest first. */
-export async function undispatchedDeliveries(db: Db, limit: number): Promise<Array<Pick<WebhookDeliveryRow, 'id' | 'generation'>>> {
-  return db('webhook_deliveries').whereNull('dispatched_at').orderBy('created_at').limit(limit).select('id', 'generation');
+export async function undispatchedDeliveries(db: Db, limit: number): Promise<Array<Pick<WebhookDeliveryRow, 'id' | 'generation' | 'account_id' | 'endpoint_id' | 'event_id'> & { event_type: string }>> {
+  return db('webhook_deliveries as d').join('webhook_events as e', 'e.id', 'd.event_id').whereNull('d.dispatched_at').orderBy('d.created_at').limit(limit)
+    .select('d.id', 'd.generation', 'd.account_id', 'd.endpoint_id', 'd.event_id', 'e.type as event_type');
 }
 
 export async function markDispatched(db: Db, id: string, generation: number): Promise<void> {

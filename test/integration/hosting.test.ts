@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { operatorView } from '../operatorView.ts';
 import { admin, call, closeTestDb, errorOf, hostedLabOwner, newAccount, testDb, testObjects, until } from '../helpers.ts';
 
 // The hosting lifecycle on the real stack: plan, request, deployment checks, operator
@@ -159,6 +160,11 @@ test('the whole public lifecycle: plan, request, checks, review, ready, invoke, 
   await request(pub, p);
   const waiting = await waitForStatus(pub, 'awaiting_review');
   assert.equal(waiting.ready, false);
+  // What an operator reads of the lifecycle in the Temporal UI while it waits: what to run.
+  const seen = await operatorView(waiting.workflow_id, { state: true });
+  assert.equal(seen.summary, `hosting of ${pub.reference} on ${waiting.compute_profile} (${waiting.min_instances}–${waiting.max_instances} instances, public) for ${pub.owner.account.id}`);
+  assert.match(seen.current!, new RegExp(`^\\*\\*awaiting_review\\*\\* \\(revision 1, generation \\d+\\): waiting for the operator's review \\(public or GPU hosting\\)\\.\n\nReview it: \`npm run admin -- hosting approve ${pub.labId}\` \\(or \`reject\`\\)\\.$`));
+  assert.deepEqual([seen.state!.status, seen.state!.approval, seen.state!.lab_id], ['awaiting_review', 'awaiting', pub.labId]);
   const listed = await admin('hosting', 'list', '--status', 'awaiting_review');
   assert.ok(listed.some((h: any) => h.lab_id === pub.labId));
   await assert.rejects(admin('hosting', 'approve', lab.labId), 'a hosting not awaiting review cannot be approved');

@@ -15,6 +15,7 @@ import { acceptInvocation, getInvocation, requestCancel } from '../../storage/db
 import { digestJson } from '../../storage/digest.ts';
 import { newId } from '../../storage/ids.ts';
 import { CONTROL_TASK_QUEUE, invocationWorkflowId } from '../../kernel/workflowNames.ts';
+import { invocationMetadata } from '../../api/invocations/accept.ts';
 
 // Hosted execution below the HTTP routes: a ready deployment is served from warm
 // instances on one worker, an invocation accepted in Postgres runs there under a lease,
@@ -72,11 +73,13 @@ async function invoke(inputs: Record<string, unknown>, seed: number, target = { 
   const hosting = await testDb()('hostings').where({ lab_id: target.labId }).first();
   const plan = await createPlan(testDb(), { accountId: target.owner.account.id, kind: 'hosted_invocation', proposal: { inputs }, findings: [], ttlSeconds: 600 });
   const id = newId('inv');
-  await acceptInvocation(testDb(), {
+  const row = await acceptInvocation(testDb(), {
     id, account_id: target.owner.account.id, client_id: 'cli_test', lab_id: target.labId, hosting_generation: hosting.generation, reference: target.reference, package_sha256: target.packageSha,
     compute_profile: hosting.compute_profile, inputs, inputs_sha256: digestJson(inputs), seed, max_seconds: 60, reserved_micros: 600, plan_id: plan.id,
   });
-  await client.workflow.start('invocationWorkflow', { taskQueue: CONTROL_TASK_QUEUE, workflowId: invocationWorkflowId(id), args: [{ invocationId: id }] });
+  await client.workflow.start('invocationWorkflow', {
+    taskQueue: CONTROL_TASK_QUEUE, workflowId: invocationWorkflowId(id), args: [{ invocationId: id }], ...invocationMetadata(BASE_URL, row),
+  });
   return id;
 }
 

@@ -9,6 +9,8 @@ import { KEY_SCOPES, SCOPES } from '../../storage/db/apiKeys.ts';
 import { reserveCompute } from '../../storage/ledger.ts';
 import { auditLedger } from '../../storage/db/audit.ts';
 import { mcpClients } from '../mcpClients.ts';
+import { operatorView } from '../operatorView.ts';
+import { purchaseWorkflowId } from '../../kernel/workflowNames.ts';
 
 // Buying compute on the real stack, with the payment provider's own mock server
 // (stripe-mock) behind the checkouts. That server sends no events, so this file signs
@@ -116,6 +118,12 @@ test('a signed completion sent three times at once credits once; the credit appe
   await until(20_000, async () => ((await testDb()('purchase_events').where({ purchase_id: p.purchase_id }).whereNull('applied_at')).length === 0 ? true : undefined));
   assert.equal(await available(buyer.key), before + 20);
   assert.equal((await testDb()('ledger_txns').where({ kind: 'purchase', ref: `purchase:${p.purchase_id}` })).length, 1);
+  // What an operator reads of its workflow (the latest run: a later event starts one anew).
+  const seen = await operatorView(purchaseWorkflowId(p.purchase_id), { state: true });
+  assert.equal(seen.summary, `purchase of $20 of compute for ${buyer.account.id}`);
+  assert.match(seen.details!, new RegExp(`^Purchase ${p.purchase_id} of account ${buyer.account.id}: .*\\[API\\]\\(${BASE_URL}/purchases/${p.purchase_id}\\)$`, 's'));
+  assert.deepEqual({ ...seen.state, event_batches_applied: undefined }, { object: 'purchase', purchase_id: p.purchase_id, status: 'paid', expires_at: p.expires_at, event_batches_applied: undefined });
+  assert.match(seen.current!, /^\*\*paid\*\*\.\n\n\d+ signalled event batches applied\.$/);
   const audit = await auditLedger(testDb(), [buyer.account.id]);
   assert.deepEqual(Object.values(audit.problems).filter((v) => v > 0), [], JSON.stringify(audit.problems));
   assert.ok(audit.purchases.paid >= 1 && audit.purchases.paid === audit.purchases.credited);

@@ -11,6 +11,9 @@ import { insertAcceptedRun } from '../../storage/db/runs.ts';
 import { keyedUuid } from '../../storage/ids.ts';
 import { sha256Hex, digestJson } from '../../storage/digest.ts';
 import { getBalances } from '../../storage/ledger.ts';
+import { operatorView } from '../operatorView.ts';
+import { runWorkflowId } from '../../kernel/workflowNames.ts';
+import { consoleRoot } from '../../kernel/workflowMetadata.ts';
 
 after(closeTestDb);
 
@@ -55,6 +58,10 @@ test('a plan, approved by its digest, runs microbial-growth to its known answer 
   const after = await getBalances(testDb(), owner.account.id);
   assert.equal(after.reserved_micros, before.reserved_micros, 'the reservation was settled');
   assert.equal(before.available_micros - after.available_micros, Math.round(run.credits_settled * 1e6), 'only actual use was charged');
+  // What an operator reads of its workflow in the Temporal UI.
+  const seen = await operatorView(runWorkflowId(run.id));
+  assert.equal(seen.summary, `run of ${run.resolved_ref} on cpu-small for ${owner.account.id}, $0.0012 reserved`);
+  assert.equal(seen.details, `Run ${run.id} of account ${owner.account.id}.\n\n[API](${BASE_URL}/runs/${run.id}) · [console](${consoleRoot(BASE_URL)}runs/${run.id})`);
 
   const results = await call('GET', `/runs/${run.id}/results`, { key: owner.key });
   assert.equal(results.status, 200);

@@ -6,6 +6,7 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { BASE_URL, call, closeTestDb, errorOf, newAccount, publishFixtureLab, silicoCli, testDb, until, waitForRun } from '../helpers.ts';
+import { operatorView } from '../operatorView.ts';
 import { Silico, passportOf } from '../../sdk/src/index.ts';
 import { sessionWorkflowId } from '../../kernel/workflowNames.ts';
 
@@ -155,6 +156,15 @@ test('a session from creation through contract, plan, conversations and progress
   assert.ok(after.completed_at);
   const wf = await client.workflow.getHandle(sessionWorkflowId(s.session_id)).describe();
   assert.equal(wf.status.name, 'COMPLETED', 'completing closes the workflow');
+  // What an operator reads of it in the Temporal UI: ids and counts, never its title or goal.
+  const seen = await operatorView(sessionWorkflowId(s.session_id), { state: true });
+  assert.equal(seen.summary, `collaboration session ${s.session_id} for ${owner.account.id}`);
+  assert.match(seen.details!, new RegExp(`\\[API\\]\\(${BASE_URL}/sessions/${s.session_id}\\)$`));
+  assert.equal(seen.current, '**Completed**: 2 requirements; 2 of 2 steps done, 0 started, 0 blocked.\n\n3 progress entries; 1 conversation attached.');
+  assert.deepEqual(seen.state, {
+    object: 'session', session_id: s.session_id, status: 'completed', version: 2, requirements: 2,
+    steps: [{ id: 'run', status: 'done' }, { id: 'write', status: 'done' }], progress_entries: 3, conversations: 1,
+  });
 });
 
 test('evidence of other kinds is read from its record: a file by its digest (a wrong pin or another account\'s file unsatisfied), a passport by its signature', { timeout: 180_000 }, async () => {

@@ -8,10 +8,12 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { call, closeTestDb, newAccount, testDb, until, waitForRun, workspaceOfLab } from '../helpers.ts';
+import { BASE_URL, call, closeTestDb, newAccount, testDb, until, waitForRun, workspaceOfLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { Client, Connection } from '@temporalio/client';
 import { experimentWorkflowId } from '../../kernel/workflowNames.ts';
+import { consoleRoot } from '../../kernel/workflowMetadata.ts';
+import { stateQuery } from '../../workflows/explain.ts';
 
 const LAB = path.join(REPO_ROOT, 'test/fixtures/labs/ishigami');
 const PROFILE = 'cpu-small';
@@ -85,7 +87,10 @@ test('a study\'s run executed in a batch records what a lone run of the same lab
     const handle = new Client({ connection }).workflow.getHandle(experimentWorkflowId(study.body.id));
     const described = await handle.describe();
     assert.equal(await described.staticSummary(), `sensitivity study (sobol, 10 runs) of ${done.arms[0].resolved_ref} on ${PROFILE} for ${owner.account.id}, $${plan.body.estimated_max_usd} reserved`);
-    assert.match((await described.staticDetails())!, new RegExp(`^Experiment \\[${study.body.id}\\]\\(http.*/experiments/${study.body.id}\\) of account ${owner.account.id}\\.$`));
+    assert.equal(await described.staticDetails(), `Experiment ${study.body.id} of account ${owner.account.id}.\n\n[API](${BASE_URL}/experiments/${study.body.id}) · [console](${consoleRoot(BASE_URL)}experiments/${study.body.id})`);
+    // Where it stands, answered by the workflow itself (the UI's Queries tab).
+    const state = await handle.query(stateQuery);
+    assert.deepEqual({ ...state, runs: undefined, completed: undefined, not_completed: undefined }, { object: 'experiment', experiment_id: study.body.id, status: 'completed', batch: 1, batch_runs: 10, runs: undefined, completed: undefined, not_completed: undefined });
   } finally {
     await connection.close();
   }

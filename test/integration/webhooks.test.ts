@@ -15,6 +15,8 @@ import { verifyWebhook, WebhookSignatureError } from '../../sdk/src/index.ts';
 import { admin, call, closeTestDb, errorOf, newAccount, silicoCli, spawnApi, testDb, until } from '../helpers.ts';
 import { secretsKeyringOf } from '../../kernel/config.ts';
 import { resealEndpointSecrets } from '../../storage/db/webhooks.ts';
+import { operatorView } from '../operatorView.ts';
+import { webhookDeliveryWorkflowId } from '../../kernel/workflowNames.ts';
 
 interface Received { raw: string; headers: Record<string, string | string[] | undefined>; answered: number }
 
@@ -189,6 +191,12 @@ test('a delivery that never succeeds is dead-lettered after its retry window, li
   });
   assert.ok(dead.attempts >= 3, `retried with backoff (${dead.attempts} attempts)`);
   assert.equal(dead.last_error, 'the endpoint answered 500');
+  // What an operator reads of it in the Temporal UI: ids only (never the endpoint's URL or secret).
+  const seen = await operatorView(webhookDeliveryWorkflowId(dead.delivery_id, 1), { state: true });
+  assert.equal(seen.summary, `webhook delivery of ${dead.event_type} to endpoint ${dead.endpoint_id} for ${who.account.id}`);
+  assert.equal(seen.current, `**Dead** after ${dead.attempts} attempts: the account can list and replay it.`);
+  assert.deepEqual([seen.state!.status, seen.state!.attempt], ['dead', dead.attempts]);
+  assert.ok(!`${seen.summary}${seen.details}`.includes(await r.url), 'no URL');
   const pendingReplay = await call('POST', `/webhook-deliveries/${dead.delivery_id}/replay`, { key: (await newAccount()).key });
   assert.equal(pendingReplay.status, 404, 'another account\'s delivery is not found');
   up = true;

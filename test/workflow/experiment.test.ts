@@ -1,4 +1,6 @@
 import { test } from 'node:test';
+import { workflowMetadataQuery } from '@temporalio/workflow';
+import { stateQuery } from '../../workflows/explain.ts';
 import assert from 'node:assert/strict';
 import { Worker } from '@temporalio/worker';
 import { useWorkflowEnvironment, workflowsPath } from './env.ts';
@@ -75,7 +77,11 @@ test('a comparison executes its runs in batches of one arm on that arm\'s profil
   });
   const workflowId = `experiment-${experimentId}`;
   const handle = await env.client.workflow.start(experimentWorkflow, { taskQueue: CONTROL_TASK_QUEUE, workflowId, args: [{ experimentId }] });
-  assert.equal(await running(handle.result()), 'completed');
+  // With its ending, what an operator reads of it in the Temporal UI: its `state` query and current details.
+  const { result, stateOf, detailsOf } = await running(handle.result().then(async (r) => ({
+    result: r, stateOf: await handle.query(stateQuery), detailsOf: (await handle.query(workflowMetadataQuery)).currentDetails,
+  })));
+  assert.equal(result, 'completed');
   const all = c.runs.map((r) => r.runId).sort();
   assert.deepEqual([...executed].sort(), all, 'each run executed exactly once');
   assert.deepEqual([...ended.keys()].sort(), all);
@@ -87,6 +93,8 @@ test('a comparison executes its runs in batches of one arm on that arm\'s profil
   assert.ok(most <= 2, `at most the window in flight, saw ${most}`);
   assert.equal(most, 2, 'batches did go side by side');
   assert.deepEqual(finishedStudies, [experimentId]);
+  assert.deepEqual(stateOf, { object: 'experiment', experiment_id: experimentId, status: 'completed', runs: all.length, completed: all.length, not_completed: 0 });
+  assert.equal(detailsOf, `**Completed**: ${all.length} of ${all.length} runs completed.`);
   await Worker.runReplayHistory({ workflowsPath }, await handle.fetchHistory(), workflowId);
 });
 

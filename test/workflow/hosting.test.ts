@@ -1,4 +1,6 @@
 import { test } from 'node:test';
+import { workflowMetadataQuery } from '@temporalio/workflow';
+import { stateQuery } from '../../workflows/explain.ts';
 import assert from 'node:assert/strict';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure, defaultPayloadConverter, type Payload } from '@temporalio/common';
@@ -126,6 +128,12 @@ test('past the history Temporal suggests, a lifecycle continues as a new run car
     const first = env.client.workflow.getHandle(lab.workflowId, firstRunId);
     let now = await settled(handle);
     assert.deepEqual(now.state, { status: 'ready', revision: 1, pending_actions: [] }, 'checked and ready (no review asked)');
+    // What an operator reads in the Temporal UI: where it stands (details) and the `state` query.
+    assert.deepEqual(await handle.query(stateQuery), {
+      object: 'hosting', lab_id: lab.initial.labId, generation: lab.initial.generation, compute_profile: lab.initial.profile, status: 'ready', revision: 1, pending_actions: [], approval: 'not_required',
+    });
+    assert.equal((await handle.query(workflowMetadataQuery)).currentDetails,
+      `**ready** (revision 1, generation ${lab.initial.generation}): ready: a worker of the profile holds its warm instances; the standing cost is charged hourly.`);
     assert.equal(lab.servings.filter((s) => !s.stopped).length, 1, 'a ready deployment is served');
 
     // Pause and resume, one change at a time, until the run has continued as new.

@@ -1,4 +1,6 @@
 import { test } from 'node:test';
+import { workflowMetadataQuery } from '@temporalio/workflow';
+import { stateQuery } from '../../workflows/explain.ts';
 import assert from 'node:assert/strict';
 import { Worker } from '@temporalio/worker';
 import { useWorkflowEnvironment, workflowsPath } from './env.ts';
@@ -32,25 +34,33 @@ async function deliver(outcomes: Array<'fail' | 'deliver' | 'gone'>, window: Par
     },
   });
   const workflowId = webhookDeliveryWorkflowId(args.deliveryId, 1);
-  const outcome = await worker.runUntil(env.client.workflow.execute(webhookDeliveryWorkflow, { taskQueue: CONTROL_TASK_QUEUE, workflowId, args: [args] }));
-  return { outcome, attempts, dead, history: await env.client.workflow.getHandle(workflowId).fetchHistory(), workflowId };
+  return worker.runUntil(async () => {
+    const handle = await env.client.workflow.start(webhookDeliveryWorkflow, { taskQueue: CONTROL_TASK_QUEUE, workflowId, args: [args] });
+    const outcome = await handle.result();
+    // What an operator reads of it once it ended: its current details and `state` query.
+    const ended = { details: (await handle.query(workflowMetadataQuery)).currentDetails, state: await handle.query(stateQuery) };
+    return { outcome, attempts, dead, history: await handle.fetchHistory(), workflowId, ended };
+  });
 }
 
 const timersOf = (h: Awaited<ReturnType<typeof deliver>>['history']) =>
   h.events!.filter((e) => e.timerStartedEventAttributes).map((e) => Number(e.timerStartedEventAttributes!.startToFireTimeout!.seconds ?? 0) * 1000 + Math.round((e.timerStartedEventAttributes!.startToFireTimeout!.nanos ?? 0) / 1e6));
 
 test('failed attempts are retried with doubling waits up to the cap, until one delivers; the history replays', async () => {
-  const { outcome, attempts, dead, history, workflowId } = await deliver(['fail', 'fail', 'fail', 'fail', 'deliver']);
+  const { outcome, attempts, dead, history, workflowId, ended } = await deliver(['fail', 'fail', 'fail', 'fail', 'deliver']);
   assert.equal(outcome, 'delivered');
   assert.equal(attempts.length, 5);
   assert.deepEqual(dead, []);
   assert.deepEqual(timersOf(history), [100, 200, 400, 400], 'waits double from the first, capped');
+  assert.equal(ended.details, '**delivered** after 5 attempts.');
+  assert.equal(ended.state.status, 'delivered');
   await Worker.runReplayHistory({ workflowsPath }, history, workflowId);
 });
 
 test('a delivery failing for its whole window is dead-lettered once, with no attempt after', async () => {
-  const { outcome, attempts, dead, history } = await deliver([], { retryForMs: 1500 });
+  const { outcome, attempts, dead, history, ended } = await deliver([], { retryForMs: 1500 });
   assert.equal(outcome, 'dead');
+  assert.equal(ended.details, `**Dead** after ${attempts.length} attempts: the account can list and replay it.`);
   assert.equal(dead.length, 1);
   const waits = timersOf(history);
   assert.equal(attempts.length, waits.length + 1, 'an attempt before and after each wait, none after the dead letter');
@@ -62,4 +72,28 @@ test('an attempt that finds the delivery ended (endpoint removed, or a newer gen
   assert.equal(outcome, 'ended');
   assert.equal(attempts.length, 2);
   assert.deepEqual(dead, []);
+});
+
+test('while it waits to retry, a delivery tells operators which attempt comes next and when, and when it gives up', async () => {
+  const env = testEnv();
+  const args: WebhookDeliveryArgs = { deliveryId: `whd_${crypto.randomUUID()}`, generation: 1, firstRetryMs: 2000, maxRetryMs: 2000, retryForMs: 60_000 };
+  let attempts = 0;
+  const worker = await Worker.create({
+    connection: env.nativeConnection, taskQueue: CONTROL_TASK_QUEUE, workflowsPath,
+    activities: { webhookAttempt: async () => ({ done: ++attempts > 1, delivered: true }), webhookDeadLetter: async () => undefined },
+  });
+  await worker.runUntil(async () => {
+    const handle = await env.client.workflow.start(webhookDeliveryWorkflow, { taskQueue: CONTROL_TASK_QUEUE, workflowId: webhookDeliveryWorkflowId(args.deliveryId, 1), args: [args] });
+    // Two seconds between the failed first attempt and the second: time to read it there.
+    let details = '';
+    while (!details.startsWith('**Attempt 1 failed**')) {
+      details = (await handle.query(workflowMetadataQuery)).currentDetails ?? '';
+      assert.equal(attempts < 2 || details.startsWith('**Attempt 1 failed**'), true, `read before the retry: ${details}`);
+    }
+    const state = await handle.query(stateQuery);
+    assert.deepEqual({ ...state, next_attempt_at: undefined, gives_up_at: undefined }, { object: 'webhook_delivery', delivery_id: args.deliveryId, generation: 1, status: 'waiting', attempt: 2, next_attempt_at: undefined, gives_up_at: undefined });
+    assert.equal(details, `**Attempt 1 failed**; retry 2 at ${state.next_attempt_at}. Dead-lettered if still failing at ${state.gives_up_at}.`);
+    assert.ok(Date.parse(state.next_attempt_at as string) > Date.now(), 'the retry is still to come');
+    assert.equal(await handle.result(), 'delivered');
+  });
 });
