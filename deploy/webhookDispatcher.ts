@@ -39,6 +39,7 @@ export async function startWebhookDispatcher(deps: { db: Db; client: Client; dat
               workflowId: webhookDeliveryWorkflowId(row.id, row.generation),
               args: [{ deliveryId: row.id, generation: row.generation, firstRetryMs: config.firstRetryMs, maxRetryMs: config.maxRetryMs, retryForMs: config.retryForMs }],
               ...workflowMetadata(deps.baseUrl, {
+                attributes: { account: row.account_id, kind: 'webhook_delivery' },
                 summary: `webhook delivery of ${row.event_type} to endpoint ${row.endpoint_id} for ${row.account_id}${row.generation > 1 ? ` (replay ${row.generation - 1})` : ''}`,
                 facts: [`Delivery ${row.id} of event ${row.event_id}, generation ${row.generation}: retried with backoff until it is answered 2xx or ${Math.round(config.retryForMs / 3_600_000)} h pass.`],
                 resource: `/webhook-deliveries?endpoint_id=${row.endpoint_id}`,

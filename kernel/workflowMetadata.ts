@@ -1,3 +1,6 @@
+import type { TypedSearchAttributes } from '@temporalio/common';
+import { workflowSearchAttributes } from './searchAttributes.ts';
+
 /**
  * What a workflow says about itself in the Temporal UI (Temporal's user metadata): a
  * one-line summary (what it is, whose, which release and profile, what was reserved) and
@@ -8,6 +11,8 @@
 export interface WorkflowMetadata {
   staticSummary: string;
   staticDetails: string;
+  /** The summary again as the SilicoSummary search attribute (a column of the UI's list), with the account, kind and reference. */
+  typedSearchAttributes: TypedSearchAttributes;
 }
 
 export interface Description {
@@ -19,9 +24,11 @@ export interface Description {
   page?: string;
   /** Further lines of details (Markdown). */
   facts?: string[];
+  /** Its account, kind and the lab reference or name it concerns, to search by. */
+  attributes?: { account?: string; kind?: string; ref?: string };
 }
 
-/** The UI shows a summary on one line; longer ones are cut, never rejected. */
+/** The UI shows a summary on one line, and a Keyword search attribute holds 255 characters: longer ones are cut, never rejected. */
 const SUMMARY_MAX = 200;
 
 /** The console's root for an API base URL (`https://host/v1` → `https://host/console/`). */
@@ -39,5 +46,6 @@ export function workflowMetadata(baseUrl: string, d: Description): WorkflowMetad
   return {
     staticSummary: summary,
     staticDetails: [...(d.facts ?? []), ...(links.length ? [links.join(' · ')] : [])].join('\n\n') || summary,
+    typedSearchAttributes: workflowSearchAttributes({ ...d.attributes, summary }),
   };
 }

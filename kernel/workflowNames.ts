@@ -30,6 +30,7 @@ export const SEARCH_ATTRIBUTES = {
   SilicoAccount: 'Keyword',
   SilicoKind: 'Keyword',
   SilicoCapabilityRef: 'Keyword',
+  SilicoSummary: 'Keyword',
 } as const;
 
 export const MAINTENANCE_SCHEDULE_ID = 'silico-maintenance';

@@ -142,7 +142,7 @@ async function main(): Promise<number> {
       // only one whose sources may be private addresses).
       biology = await serveBiologySources();
       biologyEnv = biology.env;
-      const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
+      const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: await getPort(), minio: await getPort(), minioConsole: await getPort() };
       stack = await startStack({
         dataDir, ports, mode: 'test', exitOnSignal: true, sink,
         serviceEnv: { LOG_LEVEL: 'warn', SILICO_RATE_READS_PER_MIN: '100000', SILICO_RATE_RUNS_PER_MIN: '100000', SILICO_RATE_DAILY: '1000000', SILICO_SESSION_HISTORY_BOUND: '400', SILICO_DRAIN_MS: '0',

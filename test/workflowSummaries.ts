@@ -1,6 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { workflowMetadataQuery } from '@temporalio/workflow';
 import { createDb } from '../storage/db/knex.ts';
+import { SUMMARY_KEY } from '../kernel/searchAttributes.ts';
 
 const SECRET = /\bsk_[0-9A-Za-z]{20,}|\bwhsec_[0-9A-Za-z]+|-----BEGIN/;
 const EMAIL = /[^\s@()[\]]+@[^\s@()[\]]+\.[a-z]{2,}/i;
@@ -41,6 +42,9 @@ export async function checkWorkflowSummaries(temporalAddress: string, databaseUr
           if (!continued) problems.push(`${name}: ${!summary?.trim() ? 'no summary' : 'no details'}`);
           else if (!current.trim()) problems.push(`${name}: continued as new, and no current details`);
         }
+        // The same line as a column of the UI's list.
+        const column = described.typedSearchAttributes.get(SUMMARY_KEY);
+        if (summary?.trim() && column !== summary) problems.push(`${name}: its SilicoSummary search attribute is ${JSON.stringify(column)}, not its summary`);
         const text = `${summary ?? ''}\n${details ?? ''}\n${current}`;
         if (SECRET.test(text)) problems.push(`${name}: a secret in its metadata`);
         if (EMAIL.test(text)) problems.push(`${name}: an email address in its metadata`);

@@ -10,7 +10,6 @@ import { getBiologyResource, type BiologyResourceRow } from '../../storage/db/bi
 import { digestJson } from '../../storage/digest.ts';
 import { isoTime, newUuid } from '../../storage/ids.ts';
 import { biologyFetchWorkflowId, biologySearchWorkflowId, CONTROL_TASK_QUEUE } from '../../kernel/workflowNames.ts';
-import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import { biologyFetchWorkflow, biologySearchWorkflow } from '../../workflows/biology.ts';
 import { biologyFetch, biologySearch } from './schemas.ts';
 import { WorkflowStillRunning } from '../temporal.ts';
@@ -82,9 +81,12 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     const sourceIds = input.source_ids as BiologySourceId[];
     const result = await ctx.deps.temporal.executeWorkflow(biologySearchWorkflow, {
       taskQueue: CONTROL_TASK_QUEUE, workflowId: biologySearchWorkflowId(newUuid()), args: [{ sourceIds, query: input.query, limit: input.limit ?? 10 }],
-      workflowExecutionTimeout: '1 minute', typedSearchAttributes: workflowSearchAttributes({ account: ctx.caller.account.id, kind: 'biology_search', ref: sourceIds.join(',') }),
+      workflowExecutionTimeout: '1 minute',
       // The query is the caller's words: not shown to operators.
-      ...workflowMetadata(ctx.deps.config.baseUrl, { summary: `biology search of ${sourceIds.join(', ')} for ${ctx.caller.account.id}` }),
+      ...workflowMetadata(ctx.deps.config.baseUrl, {
+        attributes: { account: ctx.caller.account.id, kind: 'biology_search', ref: sourceIds.join(',') },
+        summary: `biology search of ${sourceIds.join(', ')} for ${ctx.caller.account.id}`,
+      }),
     }, SEARCH_WAIT_MS);
     if (result.failures.length === sourceIds.length) {
       const wait = Math.max(5, ...result.failures.map((f) => f.retry_after_seconds ?? 0));
@@ -128,8 +130,9 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
       ({ resourceIds } = await ctx.deps.temporal.executeWorkflow(biologyFetchWorkflow, {
         taskQueue: CONTROL_TASK_QUEUE, workflowId,
         args: [{ fetchId, accountId: ctx.caller.account.id, sourceId, recordIds, format, expectedSha256: input.expected_sha256 ?? null }],
-        workflowExecutionTimeout: '10 minutes', typedSearchAttributes: workflowSearchAttributes({ account: ctx.caller.account.id, kind: 'biology_fetch', ref: sourceId }),
+        workflowExecutionTimeout: '10 minutes',
         ...workflowMetadata(ctx.deps.config.baseUrl, {
+          attributes: { account: ctx.caller.account.id, kind: 'biology_fetch', ref: sourceId },
           summary: `biology fetch of ${recordIds.length} ${recordIds.length === 1 ? 'record' : 'records'} from ${sourceId} for ${ctx.caller.account.id}`,
           facts: [`Fetch ${fetchId}: the records are stored as the account's files once every checksum holds.`],
         }),

@@ -4,7 +4,6 @@ import { errors, ApiError } from '../errors.ts';
 import { isoTime, newId } from '../../storage/ids.ts';
 import { datasetManifest, recordedMismatches, splitLeaks, type Member } from '../../storage/datasets.ts';
 import { filesById, getDataset, insertDataset, latestLiveDataset, listDatasets, type DatasetRow } from '../../storage/db/datasets.ts';
-import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import { CONTROL_TASK_QUEUE, datasetWorkflowId } from '../../kernel/workflowNames.ts';
 import { str, limit, offset, arr, obj, id } from '../schemas/common.ts';
 import { datasetRecord, datasetPage, member } from './schemas.ts';
@@ -71,8 +70,8 @@ const DATASET_HANDLERS: Record<string, ToolDef['handler']> = {
       // exists, the answer is 503, and a retry with the same Idempotency-Key registers it.
       await ctx.deps.temporal.startWorkflow(datasetRegistrationWorkflow, {
         taskQueue: CONTROL_TASK_QUEUE, workflowId: datasetWorkflowId(id), args: [{ datasetId: id }],
-        typedSearchAttributes: workflowSearchAttributes({ account: accountId, kind: 'dataset', ref: input.name }),
         ...workflowMetadata(ctx.deps.config.baseUrl, {
+          attributes: { account: accountId, kind: 'dataset', ref: input.name },
           summary: `registration of dataset ${input.name} v${inserted.version} (${members.length} members) for ${accountId}`,
           facts: [`Dataset version ${id}: each member's bytes are hashed again from the store.`],
           resource: `/datasets/${id}`,

@@ -12,7 +12,6 @@ import { isSqlState, SQLSTATE } from '../../storage/db/sqlStates.ts';
 import { newId, newUuid } from '../../storage/ids.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
 import { CONTROL_TASK_QUEUE, experimentWorkflowId } from '../../kernel/workflowNames.ts';
-import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import { armRunProposal, type ExperimentProposal } from './prepare.ts';
 import { experimentWorkflow } from '../../workflows/experiment.ts';
 import { studyWorkflow } from '../../workflows/study.ts';
@@ -97,11 +96,9 @@ export async function openExperiment(deps: Deps, caller: Caller, planId: string,
     taskQueue: CONTROL_TASK_QUEUE,
     workflowId: experimentWorkflowId(row.id),
     args: [{ experimentId: row.id }] as [{ experimentId: string }],
-    typedSearchAttributes: workflowSearchAttributes({
-      account: caller.account.id, kind: 'experiment', ref: [...new Set(proposal.arms.map((a) => a.resolved_ref.split('@')[0]))].join(' ').slice(0, 1000),
-    }),
     priority: fairShare(caller.account.id),
     ...workflowMetadata(deps.config.baseUrl, {
+      attributes: { account: caller.account.id, kind: 'experiment', ref: [...new Set(proposal.arms.map((a) => a.resolved_ref.split('@')[0]))].join(' ').slice(0, 1000) },
       summary: experimentSummary(proposal, caller.account.id),
       facts: [`Experiment ${row.id} of account ${caller.account.id}.`],
       resource: `/experiments/${row.id}`, page: `experiments/${row.id}`,

@@ -12,7 +12,6 @@ import { microsToUsd } from '../../storage/ledger.ts';
 import { getComputeProfile } from '../../storage/db/computeProfiles.ts';
 import { declaredContractOf } from '../../storage/labContract.ts';
 import { CONTROL_TASK_QUEUE, hostingWorkflowId } from '../../kernel/workflowNames.ts';
-import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import type { ActionRequest, HostingState } from '../../workflows/hosting.ts';
 import { ownedLab, prepareHosting, recheckHosting, type HostingProposal, type HostingRequest } from './prepare.ts';
 import { hostingView } from './view.ts';
@@ -129,8 +128,8 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
         args: [{
           labId: p.lab_id, generation: recorded.row.generation, profile: p.compute_profile, status: 'requested', revision: 1, approvalRequired: p.approval_required, review: null,
         } satisfies HostingState],
-        typedSearchAttributes: workflowSearchAttributes({ account: ctx.caller.account.id, kind: 'hosting', ref: p.reference }),
         ...workflowMetadata(ctx.deps.config.baseUrl, {
+          attributes: { account: ctx.caller.account.id, kind: 'hosting', ref: p.reference },
           summary: `hosting of ${p.reference} on ${p.compute_profile} (${p.min_instances}–${p.max_instances} instances, ${p.visibility}) for ${ctx.caller.account.id}`,
           facts: [`Hosting of lab ${p.lab_id}, generation ${recorded.row.generation}${p.approval_required ? ': waits for an operator\'s review' : ''}.`],
           resource: `/labs/${p.lab_id}/hosting`, page: 'hosting',

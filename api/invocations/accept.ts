@@ -13,7 +13,6 @@ import { spendCapRefusal } from '../spendCaps.ts';
 import { newId } from '../../storage/ids.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
 import { CONTROL_TASK_QUEUE, invocationWorkflowId } from '../../kernel/workflowNames.ts';
-import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import { invocationWorkflow } from '../../workflows/invocation.ts';
 
 const unavailable = (message: string) => new ApiError(409, 'deployment_unavailable', message, 'plan_id');
@@ -47,6 +46,7 @@ async function recheckInvocation(deps: Deps, caller: Caller, p: InvocationPropos
 /** What an invocation's workflow tells operators (kernel/workflowMetadata.ts). */
 export function invocationMetadata(baseUrl: string, row: Pick<InvocationRow, 'id' | 'account_id' | 'lab_id' | 'hosting_generation' | 'reference' | 'reserved_micros'>) {
   return workflowMetadata(baseUrl, {
+    attributes: { account: row.account_id, kind: 'invocation', ref: row.reference },
     summary: `hosted invocation of ${row.reference} for ${row.account_id}, $${microsToUsd(row.reserved_micros)} reserved`,
     facts: [`Invocation ${row.id} on lab ${row.lab_id}'s deployment, generation ${row.hosting_generation}.`],
     resource: `/hosted-invocations/${row.id}`,
@@ -89,7 +89,6 @@ export async function acceptHostedInvocation(deps: Deps, caller: Caller, plan: P
       // Its schedule and where the deployment is served now go with it, so the first
       // attempt is sent to the warm instances without reading them back.
       args: [{ invocationId: row.id, schedule: { labId: row.lab_id, generation: row.hosting_generation, maxSeconds: row.max_seconds }, servedBy: hosting.serving_queue } satisfies InvocationArgs],
-      typedSearchAttributes: workflowSearchAttributes({ account: caller.account.id, kind: 'invocation', ref: p.reference }),
       ...invocationMetadata(deps.config.baseUrl, row),
     }),
     undo: () => unacceptInvocation(deps.db, id),

@@ -8,7 +8,6 @@ import { ownedSubject, passportRequest } from './request.ts';
 import { getPassport, listPassportKeys, type PassportRow } from '../../storage/db/passports.ts';
 import { isoTime, newId } from '../../storage/ids.ts';
 import { CONTROL_TASK_QUEUE, passportWorkflowId } from '../../kernel/workflowNames.ts';
-import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import type { PassportSubject } from '../../storage/passportDocument.ts';
 import { passportWorkflow } from '../../workflows/passport.ts';
 
@@ -38,8 +37,8 @@ async function buildPassport(ctx: ToolContext, subject: PassportSubject): Promis
   try {
     await ctx.deps.temporal.executeWorkflow(passportWorkflow, {
       taskQueue: CONTROL_TASK_QUEUE, workflowId: passportWorkflowId(passportId), args: [{ passportId, accountId, subject }],
-      typedSearchAttributes: workflowSearchAttributes({ account: accountId, kind: 'passport', ref }),
       ...workflowMetadata(ctx.deps.config.baseUrl, {
+        attributes: { account: accountId, kind: 'passport', ref },
         summary: `passport of ${subject.kind === 'run' ? `run ${subject.run_id}` : subject.kind === 'experiment' ? `experiment ${subject.experiment_id}` : `revision ${subject.revision_id}`} (${ref}) for ${accountId}`,
         facts: [`Passport ${passportId}: every check's evidence derived again, then signed and stored.`],
         resource: `/passports?passport_id=${passportId}`,

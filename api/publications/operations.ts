@@ -3,7 +3,6 @@ import { listOf } from '../../storage/labContract.ts';
 import path from 'node:path';
 import { runtimeFormatFindings } from '../workspaces/formatFindings.ts';
 import { parseManifestText } from '../../storage/labManifests.ts';
-import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import semver from 'semver';
 import type { ToolDef, ToolContext } from '../tools/tool.ts';
 import { str, obj, uuid, sha256Hex, id } from '../schemas/common.ts';
@@ -184,8 +183,8 @@ export const publicationTools: ToolDef[] = [
         // not consumed, the version not taken, the answer is 503 and a retry publishes.
         await ctx.deps.temporal.startWorkflow(publicationWorkflow, {
           taskQueue: CONTROL_TASK_QUEUE, workflowId: publicationWorkflowId(id), args: [{ publicationId: id }],
-          typedSearchAttributes: workflowSearchAttributes({ account: ctx.caller.account.id, kind: 'publication', ref: `${p.namespace}/${p.name}@${p.version}` }),
           ...workflowMetadata(ctx.deps.config.baseUrl, {
+            attributes: { account: ctx.caller.account.id, kind: 'publication', ref: `${p.namespace}/${p.name}@${p.version}` },
             summary: `publication of ${p.namespace}/${p.name}@${p.version} for ${ctx.caller.account.id}`,
             facts: [`Publication ${id} of lab ${p.lab_id}, revision ${p.revision_id}: packed, smoke-run, then released.`],
             resource: `/hub/releases/${p.namespace}/${p.name}@${p.version}`,

@@ -70,6 +70,7 @@ function purchaseStart(baseUrl: string, p: Pick<PurchaseRow, 'id' | 'account_id'
   return {
     workflowId: purchaseWorkflowId(p.id), taskQueue: CONTROL_TASK_QUEUE, args: [{ purchaseId: p.id }] as [{ purchaseId: string }],
     ...workflowMetadata(baseUrl, {
+      attributes: { account: p.account_id, kind: 'purchase' },
       summary: `purchase of $${microsToUsd(p.amount_micros)} of compute for ${p.account_id}`,
       facts: [`Purchase ${p.id} of account ${p.account_id}: credited once its payment completes, ended if it fails or expires.`],
       resource: `/purchases/${p.id}`,

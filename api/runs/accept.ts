@@ -11,7 +11,6 @@ import { RUN_TASK_QUEUE, runWorkflowId } from '../../kernel/workflowNames.ts';
 import { workflowMetadata } from '../../kernel/workflowMetadata.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
 import { fairShare } from '../../kernel/fairShares.ts';
-import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import type { RunProposal } from './prepare.ts';
 import { runWorkflow } from '../../workflows/run.ts';
 import type { RunWorkflowInput } from '../../kernel/runSchedule.ts';
@@ -29,9 +28,9 @@ function runStart(baseUrl: string, run: Pick<RunRow, 'id' | 'account_id' | 'kind
     taskQueue: RUN_TASK_QUEUE,
     workflowId: runWorkflowId(run.id),
     args: [input] as [RunWorkflowInput],
-    typedSearchAttributes: workflowSearchAttributes({ account: run.account_id, kind: run.kind, ref: run.resolved_ref }),
     priority: fairShare(run.account_id),
     ...workflowMetadata(baseUrl, {
+      attributes: { account: run.account_id, kind: run.kind, ref: run.resolved_ref },
       summary: `run of ${run.resolved_ref} on ${run.compute_profile} for ${run.account_id}, $${microsToUsd(run.reserved_micros)} reserved`,
       facts: [`Run ${run.id} of account ${run.account_id}.`],
       resource: `/runs/${run.id}`, page: `runs/${run.id}`,

@@ -13,7 +13,6 @@ import { newId } from '../../storage/ids.ts';
 import { getWorkspace } from '../../storage/db/workspaces.ts';
 import { getLab } from '../../storage/db/labs.ts';
 import { CONTROL_TASK_QUEUE, sessionWorkflowId } from '../../kernel/workflowNames.ts';
-import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import { SESSION_REFUSALS, type ChangeRequest, type ProgressRequest, type SessionState } from '../../workflows/session.ts';
 import { EVIDENCE_KINDS, EVIDENCE_REF_PATTERN } from '../../kernel/evidence.ts';
 import type { Validation } from '../../activities/sessions/activities.ts';
@@ -176,8 +175,8 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
       workflow: sessionWorkflow,
       start: () => ({
         taskQueue: CONTROL_TASK_QUEUE, workflowId: sessionWorkflowId(sid), args: [state],
-        typedSearchAttributes: workflowSearchAttributes({ account: ctx.caller.account.id, kind: 'session', ref: sid }),
         ...workflowMetadata(ctx.deps.config.baseUrl, {
+          attributes: { account: ctx.caller.account.id, kind: 'session', ref: sid },
           summary: `collaboration session ${sid} for ${ctx.caller.account.id}`,
           facts: [`Session ${sid}: its contract, plan, progress and conversations, changed only through approved plans.`],
           resource: `/sessions/${sid}`,

@@ -17,6 +17,8 @@ export const BINARIES = {
   // above embeds (1.29.1), as its own services on Postgres, and its schema tool.
   'temporal-server': { module: 'go.temporal.io/server/cmd/server', version: 'v1.29.1', envVar: 'TEMPORAL_SERVER_BIN' },
   'temporal-sql-tool': { module: 'go.temporal.io/server/cmd/tools/sql', version: 'v1.29.1', envVar: 'TEMPORAL_SQL_TOOL_BIN' },
+  // Its web UI, the one the dev server embeds (the CLI v1.5.1 pins ui-server v2.42.1), its assets built in.
+  'temporal-ui-server': { module: 'github.com/temporalio/ui-server/v2/cmd/server', version: 'v2.42.1', envVar: 'TEMPORAL_UI_SERVER_BIN' },
   // The payment provider's own mock server, for the local stack when no provider key is set.
   'stripe-mock': { module: 'github.com/stripe/stripe-mock', version: 'v0.203.0', envVar: 'STRIPE_MOCK_BIN' },
   // Validates deploy/k8s offline (test/unit/manifests.test.ts).

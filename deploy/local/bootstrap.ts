@@ -11,6 +11,7 @@ import { grantCompute, usdToMicros } from '../../storage/ledger.ts';
 import { publishSkills } from '../../storage/skills.ts';
 import { publishBuiltinLabs } from './builtinLabs.ts';
 import { ensureKeyring } from '../../storage/passportKeys.ts';
+import { workflowSearchAttributes } from '../../kernel/searchAttributes.ts';
 import { CONTROL_TASK_QUEUE, MAINTENANCE_SCHEDULE_ID, RUN_SWEEP_SCHEDULE_ID } from '../../kernel/workflowNames.ts';
 import type * as workflows from '../../workflows/index.ts';
 import type { Sandbox } from '../../activities/execution/sandbox.ts';
@@ -80,7 +81,10 @@ export async function bootstrap(opts: {
   try {
     const client = new Client({ connection, namespace: opts.namespace });
     for (const s of SCHEDULES) {
-      const action = { type: 'startWorkflow', workflowType: s.workflowType, taskQueue: CONTROL_TASK_QUEUE, workflowId: s.workflowId, staticSummary: s.summary, staticDetails: s.details } as const;
+      const action = {
+        type: 'startWorkflow', workflowType: s.workflowType, taskQueue: CONTROL_TASK_QUEUE, workflowId: s.workflowId,
+        staticSummary: s.summary, staticDetails: s.details, typedSearchAttributes: workflowSearchAttributes({ kind: 'housekeeping', summary: s.summary }),
+      } as const;
       try {
         await client.schedule.create({ scheduleId: s.id, spec: { intervals: [{ every: s.every }] }, action, policies: { overlap: ScheduleOverlapPolicy.SKIP } });
       } catch (err) {

@@ -13,6 +13,7 @@ import { startMinio } from './minio.ts';
 import { MOCK_SECRET_KEY, startPaymentProvider } from './paymentProvider.ts';
 import { Supervisor, waitFor, assertPortsFree, type LogSink, type Supervised } from './processes.ts';
 import { startTemporalCluster, type TemporalCluster } from './temporalCluster.ts';
+import { startTemporalUi } from './temporalUi.ts';
 import { restartable, respawnWith, temporalServes, type Dependency, type DependencyName } from './dependencies.ts';
 import { startBalancer } from './balancer.ts';
 import getPort from 'get-port';
@@ -182,14 +183,14 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const mockPayments = !{ ...process.env, ...opts.serviceEnv }.SILICO_STRIPE_SECRET_KEY;
     const [temporalBin, minioBin, python, analysisPython, , clusterBins, stripeMockBin] = await Promise.all([
       resolveBinary('temporal', say), resolveBinary('minio', say), ensureRuntime(say), ensureAnalysisEnv(say), ensureSandboxTool(say, { ...process.env, ...opts.serviceEnv }),
-      cluster ? Promise.all([resolveBinary('temporal-server', say), resolveBinary('temporal-sql-tool', say)]) : undefined,
+      cluster ? Promise.all([resolveBinary('temporal-server', say), resolveBinary('temporal-sql-tool', say), opts.ports.temporalUi === null ? undefined : resolveBinary('temporal-ui-server', say)]) : undefined,
       mockPayments ? resolveBinary('stripe-mock', say) : undefined,
     ]);
     await assertPortsFree([
       { port: opts.ports.api, what: 'api', envVar: 'SILICO_API_PORT' },
       ...(pgEnv.DATABASE_URL ? [] : [{ port: opts.ports.postgres, what: 'Postgres', envVar: 'SILICO_PG_PORT' }]),
       { port: opts.ports.temporal, what: 'Temporal', envVar: 'TEMPORAL_PORT' },
-      ...(opts.ports.temporalUi === null || cluster ? [] : [{ port: opts.ports.temporalUi, what: 'Temporal UI', envVar: 'TEMPORAL_UI_PORT' }]),
+      ...(opts.ports.temporalUi === null ? [] : [{ port: opts.ports.temporalUi, what: 'Temporal UI', envVar: 'TEMPORAL_UI_PORT' }]),
       { port: opts.ports.minio, what: 'MinIO', envVar: 'MINIO_PORT' },
       { port: opts.ports.minioConsole, what: 'MinIO console', envVar: 'MINIO_CONSOLE_PORT' },
     ]);
@@ -206,7 +207,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         serverBin: clusterBins![0], sqlToolBin: clusterBins![1], dataDir: opts.dataDir, frontendPort: opts.ports.temporal, namespace: 'default', log: say,
         postgres: { host: u.hostname, port: Number(u.port), user: decodeURIComponent(u.username) },
       });
-      temporal = { address: temporalCluster.address, uiUrl: null };
+      const ui = clusterBins![2] && opts.ports.temporalUi !== null
+        ? await startTemporalUi(sup, { bin: clusterBins![2], dataDir: opts.dataDir, port: opts.ports.temporalUi, temporalAddress: temporalCluster.address, namespace: 'default' })
+        : undefined;
+      temporal = { address: temporalCluster.address, uiUrl: ui?.url ?? null };
     } else {
       [pg, temporal] = await Promise.all([
         startPostgres(sup, { dataDir: opts.dataDir, port: opts.ports.postgres, fast, log: say, env: pgEnv, settings: opts.postgresSettings }),

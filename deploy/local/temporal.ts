@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fairSharesOf } from './fairShares.ts';
 import { Connection } from '@temporalio/client';
 import { waitFor, type Supervised, type Supervisor } from './processes.ts';
+import { ensureSearchAttributes } from './searchAttributes.ts';
 import { SEARCH_ATTRIBUTES } from '../../kernel/workflowNames.ts';
 
 /**
@@ -38,6 +39,8 @@ export async function startTemporal(
     const conn = await Connection.connect({ address, connectTimeout: 1000 });
     try {
       await conn.workflowService.describeNamespace({ namespace: opts.namespace });
+      // --search-attribute registers them in a new database only.
+      await ensureSearchAttributes(conn, opts.namespace);
       return true;
     } finally {
       await conn.close();

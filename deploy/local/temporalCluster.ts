@@ -9,10 +9,9 @@ import pg from 'pg';
 import { stringify } from 'yaml';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common';
-import protoPkg from '@temporalio/proto';
 import { waitFor, type Supervised, type Supervisor } from './processes.ts';
 import { fairSharesOf } from './fairShares.ts';
-import { SEARCH_ATTRIBUTES } from '../../kernel/workflowNames.ts';
+import { ensureSearchAttributes } from './searchAttributes.ts';
 import { temporalServes } from './dependencies.ts';
 
 const run = promisify(execFile);
@@ -118,20 +117,7 @@ async function registerNamespace(address: string, namespace: string): Promise<vo
     } catch (err) {
       if ((err as { code?: number }).code !== 6) throw err; // ALREADY_EXISTS
     }
-    const have = await conn.operatorService.listSearchAttributes({ namespace });
-    const missing = Object.entries(SEARCH_ATTRIBUTES).filter(([name]) => !have.customAttributes?.[name]);
-    if (missing.length) {
-      await conn.operatorService.addSearchAttributes({
-        namespace,
-        searchAttributes: Object.fromEntries(missing.map(([name, type]) => [name, protoPkg.temporal.api.enums.v1.IndexedValueType[`INDEXED_VALUE_TYPE_${type.toUpperCase()}` as 'INDEXED_VALUE_TYPE_KEYWORD']])),
-      });
-    }
-    // The frontend's namespace cache refreshes on its own interval: wait until it knows.
-    await waitFor('the namespace', async () => {
-      await conn.workflowService.describeNamespace({ namespace });
-      const sa = await conn.operatorService.listSearchAttributes({ namespace });
-      return Object.keys(SEARCH_ATTRIBUTES).every((n) => sa.customAttributes?.[n]);
-    }, 60000);
+    await ensureSearchAttributes(conn, namespace);
   } finally {
     await conn.close();
   }
