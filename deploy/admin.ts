@@ -17,6 +17,7 @@ import { rotatePassportKey } from '../storage/passportKeys.ts';
 import { listPassportKeys, type PassportKeyRow } from '../storage/db/passports.ts';
 import { HOSTING_USAGE, listForReview, reviewHosting } from './adminHosting.ts';
 import { WEBHOOKS_USAGE, adminWebhooks } from './adminWebhooks.ts';
+import { SHOW_USAGE, showRecord } from './adminShow.ts';
 import { setSpendCaps, spendCaps } from '../storage/db/spendCaps.ts';
 import { capView } from '../api/spendCaps.ts';
 
@@ -48,6 +49,7 @@ const USAGE = `usage: npm run admin -- <command> [options] [--json]
   passport-keys rotate                           (a new signing key in the keyring; the old one is retired and keeps verifying)
 ${HOSTING_USAGE}
 ${WEBHOOKS_USAGE}
+${SHOW_USAGE}
 
 A grant (a workflow grant) lets the account's automated pipeline publish plans of that
 lab whose version is in RANGE (semver, default *) with POST /v1/publications
@@ -268,6 +270,13 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
       const a = await account(db, v.account);
       return adminWebhooks(db, secretsOrLocal, cmd!, arg, { accountId: a.id, url: v.url, events: v.events, note: v.note, overlapSeconds: v['overlap-seconds'] }, (m) => new UsageError(m));
     }
+    case 'runs show':
+    case 'studies show':
+    case 'hosting show':
+    case 'invocations show':
+    case 'sessions show':
+    case 'purchases show':
+      return showRecord(db, localDataDir(), group!, arg, (m) => new UsageError(m));
     default:
       throw new UsageError(what ? `unknown command: ${what}` : 'no command given');
   }

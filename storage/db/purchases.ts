@@ -64,9 +64,11 @@ export async function discardPurchase(db: Db, id: string): Promise<void> {
   await db('purchases').where({ id, status: 'pending' }).whereNotExists(db('purchase_events').where({ purchase_id: id }).select(db.raw('1'))).delete();
 }
 
-/** One of the account's purchases (another account's is not found). */
-export async function getPurchase(db: Db, accountId: string, id: string): Promise<PurchaseRow | undefined> {
-  return db('purchases').where({ id, account_id: accountId }).first();
+/** One of the account's purchases (another account's is not found); any account's when none is given (the operator's). */
+export async function getPurchase(db: Db, accountId: string | undefined, id: string): Promise<PurchaseRow | undefined> {
+  const q = db('purchases').where({ id });
+  if (accountId) q.andWhere({ account_id: accountId });
+  return q.first();
 }
 
 export async function purchaseById(db: Db, id: string): Promise<PurchaseRow | undefined> {

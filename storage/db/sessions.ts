@@ -52,8 +52,11 @@ export async function failSession(db: Db, id: string, error: { code: string; mes
 }
 
 /** A session of this account, or undefined (another account's is the same as none). */
-export async function getSession(db: Db, id: string, accountId: string): Promise<SessionRow | undefined> {
-  return db('sessions').where({ id, account_id: accountId }).first();
+/** A session of this account (any account's when none is given: the operator's). */
+export async function getSession(db: Db, id: string, accountId?: string): Promise<SessionRow | undefined> {
+  const q = db('sessions').where({ id });
+  if (accountId) q.andWhere({ account_id: accountId });
+  return q.first();
 }
 
 /** Newest first; `status` narrows. */

@@ -2,7 +2,8 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { admin, call, closeTestDb, errorOf, testDb } from '../helpers.ts';
+import { admin, call, closeTestDb, errorOf, newAccount, testDb, waitForRun } from '../helpers.ts';
+import { runWorkflowId, sessionWorkflowId } from '../../kernel/workflowNames.ts';
 import { serviceArgs } from '../../deploy/local/serviceProcess.ts';
 import { sha256Hex } from '../../storage/digest.ts';
 
@@ -52,3 +53,28 @@ test('operator CLI refuses bad input with a usage error and exit code 2', async 
   const run = promisify(execFile)(process.execPath, [...serviceArgs('deploy/admin.ts'), 'keys', 'create', '--account', 'nobody-here', '--json'], { env: process.env });
   await assert.rejects(run, (err: { code: number; stderr: string }) => err.code === 2 && /no account with namespace/.test(err.stderr));
 });
+
+test('operator CLI links both ways: `<kind> show ID` prints the record, the workflow that owns it and its Temporal UI page', async () => {
+  const owner = await newAccount({ usd: 5 });
+  const started = await call('POST', '/runs', { key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { ref: 'platform/microbial-growth', inputs: {} } });
+  assert.equal(started.status, 200, started.text);
+  const run = await waitForRun(owner.key, started.body.id);
+  const shown = await admin('runs', 'show', run.id);
+  assert.deepEqual([shown.run_id, shown.account_id, shown.status, shown.workflow_id], [run.id, owner.account.id, 'completed', runWorkflowId(run.id)]);
+  assert.equal(shown.temporal_ui, `${process.env.TEMPORAL_UI_URL}/namespaces/default/workflows/${runWorkflowId(run.id)}`);
+  // The link opens that workflow's page in the UI (it redirects to its latest run).
+  assert.equal((await fetch(shown.temporal_ui)).status, 200);
+
+  const session = await call('POST', '/sessions', { key: owner.key, body: { title: 'An operator should not read this title' } });
+  const s = await admin('sessions', 'show', session.body.session_id);
+  assert.deepEqual([s.session_id, s.account_id, s.status, s.workflow_id], [session.body.session_id, owner.account.id, 'open', sessionWorkflowId(session.body.session_id)]);
+  assert.ok(!JSON.stringify(s).includes('should not read'), 'counts and states, not the account\'s words');
+
+  // Another kind's id, or none at all, is refused plainly.
+  const missing = promisify(execFile)(process.execPath, [...serviceArgs('deploy/admin.ts'), 'studies', 'show', run.id, '--json'], { env: process.env });
+  await assert.rejects(missing, (err: { code: number; stderr: string }) => err.code === 1 && stderrHas(err.stderr, `no study ${run.id}`));
+  const bare = promisify(execFile)(process.execPath, [...serviceArgs('deploy/admin.ts'), 'purchases', 'show', '--json'], { env: process.env });
+  await assert.rejects(bare, (err: { code: number; stderr: string }) => err.code === 2 && stderrHas(err.stderr, 'purchases show needs the purchase\'s id'));
+});
+
+const stderrHas = (stderr: string, text: string) => JSON.parse(stderr).error.message === text;

@@ -9,6 +9,9 @@ import { startStack, type Stack } from '../../deploy/local/stack.ts';
 import { createDb, type Db } from '../../storage/db/knex.ts';
 import { revokeKey } from '../../storage/db/apiKeys.ts';
 import { call, errorOf, newAccount, refusedWithin, TERMINAL_RUN, until, type Res } from '../helpers.ts';
+import { chromium } from 'playwright-core';
+import { browserExecutable } from '../browser/browser.ts';
+import { listUrl, screenshot, temporalUiPage, workflowUrl } from '../browser/temporalUi.ts';
 
 // The production topology (npm run start:cluster) on this machine: the Temporal server's
 // services on Postgres, two api replicas behind HAProxy, two workers. Each property a
@@ -25,7 +28,7 @@ before(async () => {
   stack = await startStack({
     dataDir, mode: 'test', topology: 'cluster', exitOnSignal: true,
     sink: (source, line) => log.write(`${source.padEnd(10)}| ${line}\n`),
-    ports: { api: await getPort(), postgres: await getPort(), temporal: await getPort({ port: portNumbers(20000, 32767) }), temporalUi: null, minio: await getPort(), minioConsole: await getPort() },
+    ports: { api: await getPort(), postgres: await getPort(), temporal: await getPort({ port: portNumbers(20000, 32767) }), temporalUi: await getPort(), minio: await getPort(), minioConsole: await getPort() },
     // Set here, not inherited from the test stack's environment: this suite's own limits.
     // Sandbox uids of its own too (the shared stack's workers take 61000 up): a uid is what
     // a sandbox's process count is kept against.
@@ -107,6 +110,34 @@ test('the Temporal cluster persists to Postgres, visibility included: search att
     assert.ok(found.includes(`run-${started.body.id}`), JSON.stringify(found));
   } finally {
     await connection.close();
+  }
+});
+
+test('the cluster runs the Temporal UI: in a real browser its list shows an account\'s run with its summary, and the run\'s page its details', { timeout: 300_000 }, async () => {
+  assert.ok(stack.info.temporal_ui_url, 'the UI server runs beside the cluster');
+  const a = await account();
+  const started = await call('POST', '/runs', { key: a.key, headers: idem(), body: RUN, base: balancer() });
+  assert.equal(started.status, 200, started.text);
+  assert.equal((await waitRun(a.key, started.body.id)).status, 'completed');
+  const summary = `run of ${RUN.ref} on cpu-small for ${a.account.id}, $${started.body.credits_reserved} reserved`;
+  const browser = await chromium.launch({ executablePath: await browserExecutable(), args: ['--no-sandbox'] });
+  try {
+    const page = await temporalUiPage(browser);
+    await page.goto(listUrl(stack.info.temporal_ui_url!, `SilicoAccount = "${a.account.id}"`));
+    const row = page.getByRole('row').filter({ hasText: `run-${started.body.id}` });
+    await row.waitFor({ timeout: 30_000 });
+    assert.ok((await row.innerText()).includes(summary), await row.innerText());
+    await screenshot(page, 'temporal-ui-cluster-list');
+    const { Connection, Client } = await import('@temporalio/client');
+    const connection = await Connection.connect({ address: stack.info.temporal_address });
+    const { runId } = await new Client({ connection }).workflow.getHandle(`run-${started.body.id}`).describe().finally(() => connection.close());
+    await page.goto(workflowUrl(stack.info.temporal_ui_url!, `run-${started.body.id}`, runId));
+    await until(30_000, async () => {
+      const shown = (await Promise.all(page.frames().map((f) => f.locator('body').innerText().catch(() => '')))).join('\n');
+      return shown.includes(`Run ${started.body.id} of account ${a.account.id}.`) ? true : undefined;
+    });
+  } finally {
+    await browser.close();
   }
 });
 

@@ -1,0 +1,106 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Db } from '../storage/db/knex.ts';
+import { getRun } from '../storage/db/runs.ts';
+import { getExperiment } from '../storage/db/experiments.ts';
+import { getHosting } from '../storage/db/hosting.ts';
+import { getInvocation } from '../storage/db/hostedInvocations.ts';
+import { getSession } from '../storage/db/sessions.ts';
+import { getPurchase } from '../storage/db/purchases.ts';
+import { isoTime } from '../storage/ids.ts';
+import { microsToUsd } from '../storage/ledger.ts';
+import { runView } from '../api/runs/view.ts';
+import { invocationView } from '../api/invocations/view.ts';
+import { purchaseView } from '../api/purchases/view.ts';
+import { experimentWorkflowId, hostingWorkflowId, invocationWorkflowId, purchaseWorkflowId, runWorkflowId, sessionWorkflowId } from '../kernel/workflowNames.ts';
+import { hostingView } from './adminHosting.ts';
+
+export const SHOW_USAGE = `  runs show RUN_ID                              (each: the record, the workflow that owns it
+  studies show EXPERIMENT_ID                     and its Temporal UI link; TEMPORAL_UI_URL,
+  hosting show LAB_ID                            or the local stack's)
+  invocations show INVOCATION_ID
+  sessions show SESSION_ID
+  purchases show PURCHASE_ID`;
+
+/** What each `show` reads, how it prints it, and the workflow that owns it. */
+const RECORDS: Record<string, { read(db: Db, id: string): Promise<Record<string, unknown> | null | undefined>; what: string }> = {
+  runs: {
+    what: 'run',
+    async read(db, id) {
+      const r = await getRun(db, id);
+      if (!r) return null;
+      // A study's run has no workflow of its own: its study's batches execute it.
+      return { ...runView(r), account_id: r.account_id, workflow_id: r.experiment_id ? experimentWorkflowId(r.experiment_id) : runWorkflowId(r.id) };
+    },
+  },
+  studies: {
+    what: 'study',
+    async read(db, id) {
+      const e = await getExperiment(db, id);
+      return e && {
+        experiment_id: e.id, account_id: e.account_id, kind: e.kind, status: e.status, arms: e.arms.map((a) => a.resolved_ref),
+        reserved_usd: microsToUsd(Number(e.reserved_micros)), created_at: isoTime(e.created_at), completed_at: isoTime(e.completed_at), closed_at: isoTime(e.closed_at),
+        workflow_id: experimentWorkflowId(e.id),
+      };
+    },
+  },
+  hosting: {
+    what: 'hosting',
+    async read(db, id) {
+      const h = await getHosting(db, id);
+      return h && { ...hostingView(h), workflow_id: hostingWorkflowId(h.lab_id) };
+    },
+  },
+  invocations: {
+    what: 'invocation',
+    async read(db, id) {
+      const r = await getInvocation(db, id);
+      return r && { ...invocationView(r, []), account_id: r.account_id, workflow_id: invocationWorkflowId(r.id) };
+    },
+  },
+  sessions: {
+    what: 'session',
+    async read(db, id) {
+      const s = await getSession(db, id);
+      // Its title and goal are the account's own words: counts and states only.
+      return s && {
+        session_id: s.id, account_id: s.account_id, status: s.status, version: s.version, requirements: s.contract?.requirements.length ?? 0,
+        steps: s.execution_plan?.steps.map((x) => `${x.id}: ${x.status}`) ?? [], progress_entries: s.progress_count, workflow_id: sessionWorkflowId(s.id),
+      };
+    },
+  },
+  purchases: {
+    what: 'purchase',
+    async read(db, id) {
+      const p = await getPurchase(db, undefined, id);
+      return p && { ...purchaseView(p), account_id: p.account_id, workflow_id: purchaseWorkflowId(p.id) };
+    },
+  },
+};
+
+/** The Temporal UI's address: TEMPORAL_UI_URL, else the local stack's; null when neither says. */
+function temporalUiUrl(dataDir: string): string | null {
+  if (process.env.TEMPORAL_UI_URL) return process.env.TEMPORAL_UI_URL.replace(/\/$/, '');
+  try {
+    return (JSON.parse(readFileSync(path.join(dataDir, 'local.json'), 'utf8')) as { temporal_ui_url?: string | null }).temporal_ui_url ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * `<group> show ID`: the record, the id of the workflow that owns it and that workflow's
+ * page in the Temporal UI (its latest run), so an operator goes from either to the other.
+ */
+export async function showRecord(db: Db, dataDir: string, group: string, id: string | undefined, usage: (m: string) => Error): Promise<Record<string, unknown>> {
+  const kind = RECORDS[group]!;
+  if (!id) throw usage(`${group} show needs the ${kind.what}'s id`);
+  const record = await kind.read(db, id);
+  if (!record) throw new Error(`no ${kind.what} ${id}`);
+  const ui = temporalUiUrl(dataDir);
+  const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
+  return {
+    ...record,
+    temporal_ui: ui ? `${ui}/namespaces/${namespace}/workflows/${encodeURIComponent(String(record.workflow_id))}` : 'set TEMPORAL_UI_URL to link the workflow',
+  };
+}
