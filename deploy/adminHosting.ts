@@ -5,7 +5,7 @@ import type { Db } from '../storage/db/knex.ts';
 import { listHostings, type HostingRow, type HostingStatus } from '../storage/db/hosting.ts';
 import { isoTime } from '../storage/ids.ts';
 import { hostingWorkflowId } from '../kernel/workflowNames.ts';
-import type { Recorded, Review } from '../workflows/hosting.ts';
+import { hostingReviewUpdate, type Recorded, type Review } from '../workflows/hosting.ts';
 
 /**
  * The operator's side of hosting: the review list, and approving or rejecting a public
@@ -41,7 +41,7 @@ export async function reviewHosting(dataDir: string, labId: string, review: Revi
   const connection = await Connection.connect({ address: temporalAddress(dataDir) });
   try {
     const client = new Client({ connection, namespace: process.env.TEMPORAL_NAMESPACE ?? 'default' });
-    return await client.workflow.getHandle(hostingWorkflowId(labId)).executeUpdate<Recorded, [Review]>('hostingReview', { args: [review] });
+    return await client.workflow.getHandle(hostingWorkflowId(labId)).executeUpdate(hostingReviewUpdate, { args: [review] });
   } catch (err) {
     if (err instanceof WorkflowUpdateFailedError) throw new Error(err.cause?.message ?? err.message);
     if (err instanceof WorkflowNotFoundError) throw new Error(`no hosting lifecycle for ${labId}`);

@@ -34,7 +34,7 @@ test('every Kubernetes manifest in deploy/k8s is valid against the pinned API, w
   const { code, summary, out } = await validate(files);
   assert.equal(code, 0, out);
   assert.deepEqual([summary.invalid, summary.errors, summary.skipped], [0, 0, 0], out);
-  assert.equal(summary.valid, 9, 'config, two secrets, api (deployment, service, budget), worker (deployment, budget, autoscaler)');
+  assert.equal(summary.valid, 10, 'config, three secrets (the Temporal UI\'s sign-in among them), api (deployment, service, budget), worker (deployment, budget, autoscaler)');
 });
 
 test('the check can fail: an unknown field and a wrong type are refused', async () => {
