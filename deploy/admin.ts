@@ -266,9 +266,11 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
     case 'webhooks add':
     case 'webhooks list':
     case 'webhooks rotate-secret':
-    case 'webhooks remove': {
+    case 'webhooks remove':
+    case 'webhooks deliveries':
+    case 'webhooks replay': {
       const a = await account(db, v.account);
-      return adminWebhooks(db, secretsOrLocal, cmd!, arg, { accountId: a.id, url: v.url, events: v.events, note: v.note, overlapSeconds: v['overlap-seconds'] }, (m) => new UsageError(m));
+      return adminWebhooks(db, secretsOrLocal, cmd!, arg, { accountId: a.id, url: v.url, events: v.events, note: v.note, overlapSeconds: v['overlap-seconds'], status: v.status }, (m) => new UsageError(m));
     }
     case 'runs show':
     case 'studies show':

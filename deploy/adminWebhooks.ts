@@ -1,24 +1,26 @@
 import type { Db } from '../storage/db/knex.ts';
-import { WEBHOOK_EVENT_TYPES, createEndpoint, getEndpoint, listEndpoints, removeEndpoint, rotateEndpointSecret, type WebhookEventType } from '../storage/db/webhooks.ts';
+import { WEBHOOK_EVENT_TYPES, createEndpoint, getDelivery, getEndpoint, listDeliveries, listEndpoints, removeEndpoint, replayDelivery, rotateEndpointSecret, type WebhookEventType } from '../storage/db/webhooks.ts';
 import { newWebhookSecret } from '../storage/webhookSecrets.ts';
 import { newId } from '../storage/ids.ts';
 import type { SecretsKeyring } from '../kernel/sealedSecrets.ts';
 import { webhookUrlRules } from '../kernel/config.ts';
 import { ApiError } from '../api/errors.ts';
-import { checkWebhookUrl, endpointView } from '../api/webhooks/view.ts';
+import { checkWebhookUrl, deliveryView, endpointView } from '../api/webhooks/view.ts';
 import { DEFAULT_OVERLAP_SECONDS } from '../api/webhooks/operations.ts';
 
 export const WEBHOOKS_USAGE = `  webhooks add --account NS --url URL [--events a,b,...|all] [--note TEXT]   (the secret is printed once)
   webhooks list --account NS
   webhooks rotate-secret ENDPOINT_ID --account NS [--overlap-seconds N]  (the old secret also signs for N s, default 86400)
   webhooks remove ENDPOINT_ID --account NS
+  webhooks deliveries --account NS [--status pending|delivered|dead]   (newest first)
+  webhooks replay DELIVERY_ID --account NS       (a dead or delivered one, sent again as its next generation)
   events: ${WEBHOOK_EVENT_TYPES.join(', ')}`;
 
 /**
  * `npm run admin -- webhooks ...`: the same endpoints the account manages through
  * /v1/webhook-endpoints, from the operator's side, under the api's URL rules (kernel/config.ts webhookUrlRules).
  */
-export async function adminWebhooks(db: Db, secrets: () => SecretsKeyring, cmd: string, arg: string | undefined, o: { accountId: string; url?: string; events?: string; note?: string; overlapSeconds?: string }, usage: (m: string) => Error): Promise<unknown> {
+export async function adminWebhooks(db: Db, secrets: () => SecretsKeyring, cmd: string, arg: string | undefined, o: { accountId: string; url?: string; events?: string; note?: string; overlapSeconds?: string; status?: string }, usage: (m: string) => Error): Promise<unknown> {
   switch (cmd) {
     case 'add': {
       if (!o.url) throw usage('webhooks add needs --url');
@@ -51,6 +53,16 @@ export async function adminWebhooks(db: Db, secrets: () => SecretsKeyring, cmd: 
       const e = arg ? await removeEndpoint(db, o.accountId, arg) : undefined;
       if (!e) throw usage(`no endpoint ${arg ?? '(none given)'} of this account`);
       return { ...endpointView(e), removed: true };
+    }
+    case 'deliveries':
+      if (o.status && !['pending', 'delivered', 'dead'].includes(o.status)) throw usage('--status must be pending, delivered or dead');
+      return (await listDeliveries(db, o.accountId, { status: o.status ?? null, limit: 1000 })).rows.map(deliveryView);
+    case 'replay': {
+      const d = arg ? await getDelivery(db, o.accountId, arg) : undefined;
+      if (!d) throw usage(`no delivery ${arg ?? '(none given)'} of this account`);
+      const replayed = await replayDelivery(db, o.accountId, d.id);
+      if (!replayed) throw usage(`delivery ${d.id} is still being attempted; replay one that is dead or delivered`);
+      return deliveryView({ ...replayed, type: d.type });
     }
     default:
       throw usage(`unknown command: webhooks ${cmd}`);
