@@ -1,6 +1,6 @@
 import {
   ApplicationFailure, condition, continueAsNew, defineQuery, defineUpdate, proxyActivities, proxyLocalActivities, setHandler, workflowInfo, allHandlersFinished, ActivityFailure,
-  CancellationScope, ActivityCancellationType, isCancellation, log,
+  CancellationScope, ActivityCancellationType, isCancellation, log, patched,
 } from '@temporalio/workflow';
 import type { HostingActivities, ChecksResult, HostingAction, HostingStatus } from '../activities/hosting.ts';
 import { oneAtATime } from './serial.ts';
@@ -56,6 +56,9 @@ const STANDING: Record<HostingStatus, string> = {
   rejected: "rejected by the operator's review.",
 };
 
+/** Lifecycles from this version on say whose warm instances their long serving activity holds (its summary on the UI's timeline). */
+const SERVING_SUMMARY = 'hosting-serving-summary';
+
 /** How often a ready deployment's standing cost is charged. */
 const ACCRUAL_PERIOD = '1 hour';
 
@@ -100,7 +103,9 @@ export async function hostingLifecycleWorkflow(initial: HostingState): Promise<H
     const scope = new CancellationScope();
     serving = {
       scope,
-      done: scope.run(() => host.serveDeployment(state.labId, state.generation)).catch((err: unknown) => {
+      done: scope.run(() => (patched(SERVING_SUMMARY)
+        ? host.serveDeployment.executeWithOptions({ summary: `warm instances of lab ${state.labId}, generation ${state.generation}, on ${servingTaskQueue(state.profile)}` }, [state.labId, state.generation])
+        : host.serveDeployment(state.labId, state.generation))).catch((err: unknown) => {
         if (!isCancellation(err)) log.warn('serving the deployment ended', { labId: state.labId, error: String(err) });
       }),
     };

@@ -1,6 +1,6 @@
 import {
   proxyActivities, proxyLocalActivities, sleep, condition, CancellationScope, isCancellation, ActivityFailure, ApplicationFailure, TimeoutFailure, ActivityCancellationType,
-  defineSignal, setHandler,
+  defineSignal, setHandler, patched,
 } from '@temporalio/workflow';
 import type { RunActivities } from '../activities/runs.ts';
 import type { BatchActivities, BatchResult } from '../activities/execution/batch.ts';
@@ -14,6 +14,13 @@ export const BATCH_RUNS = 50;
 export const BATCH_SECONDS = 1;
 /** How many worker shutdowns a run may be moved across before it fails (as a lone run's). */
 const MAX_SHUTDOWN_RESTARTS = 20;
+
+/**
+ * Batches scheduled from this version on say which runs they execute, on the UI's
+ * timeline and its "Events with Metadata" (an activity's summary), instead of only
+ * `executeRuns`.
+ */
+const BATCH_SUMMARIES = 'batch-activity-summaries';
 
 const control = proxyLocalActivities<RunActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 20 } });
 
@@ -82,7 +89,10 @@ export async function runBatches(
 
   async function batch(ids: string[]): Promise<Pick<BatchResult, 'left' | 'waiting'>> {
     try {
-      const done = await computeOf.get(groupOf(ids[0]!))!.executeRuns({ runIds: ids, budgetSeconds: BATCH_SECONDS });
+      const execute = computeOf.get(groupOf(ids[0]!))!.executeRuns;
+      const work = { runIds: ids, budgetSeconds: BATCH_SECONDS };
+      const summary = `${ids.length} ${ids.length === 1 ? 'run' : 'runs'}, from run ${ids[0]}, for up to ${BATCH_SECONDS} s`;
+      const done = await (patched(BATCH_SUMMARIES) ? execute.executeWithOptions({ summary }, [work]) : execute(work));
       tally(done.completed, done.notCompleted);
       return done;
     } catch (err) {

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import { workflowMetadataQuery } from '@temporalio/workflow';
 import { stateQuery } from '../../workflows/explain.ts';
 import assert from 'node:assert/strict';
+import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
 import { useWorkflowEnvironment, workflowsPath } from './env.ts';
 import { experimentWorkflow } from '../../workflows/experiment.ts';
@@ -95,6 +96,10 @@ test('a comparison executes its runs in batches of one arm on that arm\'s profil
   assert.deepEqual(finishedStudies, [experimentId]);
   assert.deepEqual(stateOf, { object: 'experiment', experiment_id: experimentId, status: 'completed', runs: all.length, completed: all.length, not_completed: 0 });
   assert.equal(detailsOf, `**Completed**: ${all.length} of ${all.length} runs completed.`);
+  // Each batch says on the UI's timeline which runs it executes (its activity's summary).
+  const scheduled = (await handle.fetchHistory()).events!.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'executeRuns');
+  assert.deepEqual(scheduled.map((e) => defaultPayloadConverter.fromPayload<string>(e.userMetadata!.summary as Payload)).sort(),
+    batches.map((b) => `${b.runIds.length} ${b.runIds.length === 1 ? 'run' : 'runs'}, from run ${b.runIds[0]}, for up to 1 s`).sort());
   await Worker.runReplayHistory({ workflowsPath }, await handle.fetchHistory(), workflowId);
 });
 
