@@ -40,7 +40,7 @@ const ROOTS = ['test/unit', 'test/workflow', 'test/replay', 'test/integration', 
  */
 function suiteTools(say: (l: string) => void): Promise<unknown> {
   return Promise.all([
-    resolveBinary('temporal-server', say), resolveBinary('temporal-sql-tool', say), resolveBinary('kubeconform', say), kubernetesSchemas(say),
+    resolveBinary('temporal-server', say), resolveBinary('temporal-sql-tool', say), resolveBinary('temporal-ui-server', say), resolveBinary('kubeconform', say), kubernetesSchemas(say),
     pythonTool(path.join(REPO_ROOT, 'deploy/docker/lint-tools.lock'), 'hadolint'),
   ]);
 }
