@@ -1,5 +1,5 @@
-import { workflowMetadata } from '../kernel/workflowMetadata.ts';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { workflowMetadata } from '../kernel/workflowMetadata.ts';
 import type { Logger } from 'pino';
 import type { WebhookConfig } from '../kernel/config.ts';
 import type { Db } from '../storage/db/knex.ts';
@@ -41,7 +41,7 @@ export async function startWebhookDispatcher(deps: { db: Db; client: Client; dat
               ...workflowMetadata(deps.baseUrl, {
                 attributes: { account: row.account_id, kind: 'webhook_delivery' },
                 summary: `webhook delivery of ${row.event_type} to endpoint ${row.endpoint_id} for ${row.account_id}${row.generation > 1 ? ` (replay ${row.generation - 1})` : ''}`,
-                facts: [`Delivery ${row.id} of event ${row.event_id}, generation ${row.generation}: retried with backoff until it is answered 2xx or ${Math.round(config.retryForMs / 3_600_000)} h pass.`],
+                facts: [`Delivery ${row.id} of event ${row.event_id}, generation ${row.generation}: retried with backoff until it is answered 2xx or ${config.retryForMs >= 3_600_000 ? `${Math.round(config.retryForMs / 3_600_000)} h` : `${Math.round(config.retryForMs / 1000)} s`} pass.`],
                 resource: `/webhook-deliveries?endpoint_id=${row.endpoint_id}`,
               }),
             });
