@@ -144,7 +144,12 @@ test('a purchase that did not credit: found by the guide\'s search while it wait
     const found = await search(query);
     return found.length ? found : undefined;
   }), [purchaseWorkflowId(id)]);
-  assert.equal((await operatorView(purchaseWorkflowId(id))).current, `**pending**: waiting for the provider's payment until ${bought.body.expires_at}; expired then if none came.\n\n0 signalled event batches applied.`);
+  // Once it has read its purchase (its first step), it says what it waits for.
+  const current = await until(20_000, async () => {
+    const c = (await operatorView(purchaseWorkflowId(id))).current;
+    return c?.startsWith('**pending**') ? c : undefined;
+  });
+  assert.equal(current, `**pending**: waiting for the provider's payment until ${bought.body.expires_at}; expired then if none came.\n\n0 signalled event batches applied.`);
   const shown = await run(commands[0]!);
   assert.deepEqual([shown.purchase_id, shown.status, shown.credited_usd, shown.workflow_id], [id, 'pending', 0, purchaseWorkflowId(id)]);
 });
