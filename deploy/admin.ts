@@ -17,7 +17,8 @@ import { rotatePassportKey } from '../storage/passportKeys.ts';
 import { listPassportKeys, type PassportKeyRow } from '../storage/db/passports.ts';
 import { HOSTING_USAGE, listForReview, reviewHosting } from './adminHosting.ts';
 import { WEBHOOKS_USAGE, adminWebhooks } from './adminWebhooks.ts';
-import { SHOW_USAGE, showRecord } from './adminShow.ts';
+import { SHOW_USAGE, showEnvironment, showRecord } from './adminShow.ts';
+import { stackSetting } from './localStackSetting.ts';
 import { setSpendCaps, spendCaps } from '../storage/db/spendCaps.ts';
 import { capView } from '../api/spendCaps.ts';
 
@@ -76,13 +77,9 @@ function secretsOrLocal() {
 }
 
 function databaseUrl(): string {
-  if (process.env.DATABASE_URL) return process.env.DATABASE_URL;
-  const state = path.join(localDataDir(), 'local.json');
-  try {
-    return (JSON.parse(readFileSync(state, 'utf8')) as { database_url: string }).database_url;
-  } catch {
-    throw new UsageError(`set DATABASE_URL, or start the local stack first (npm start) so ${state} exists`);
-  }
+  const url = stackSetting(localDataDir(), 'DATABASE_URL', 'database_url');
+  if (!url) throw new UsageError(`set DATABASE_URL, or start the local stack first (npm start) so ${path.join(localDataDir(), 'local.json')} exists`);
+  return url;
 }
 
 async function account(db: Db, ns: string | undefined): Promise<AccountRow> {
@@ -279,6 +276,8 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
     case 'sessions show':
     case 'purchases show':
       return showRecord(db, localDataDir(), group!, arg, (m) => new UsageError(m));
+    case 'environments show':
+      return showEnvironment(db, arg, (m) => new UsageError(m));
     default:
       throw new UsageError(what ? `unknown command: ${what}` : 'no command given');
   }

@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { Client, Connection, WorkflowUpdateFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { Db } from '../storage/db/knex.ts';
+import { stackSetting } from './localStackSetting.ts';
 import { listHostings, type HostingRow, type HostingStatus } from '../storage/db/hosting.ts';
 import { isoTime } from '../storage/ids.ts';
 import { hostingWorkflowId } from '../kernel/workflowNames.ts';
@@ -23,12 +22,9 @@ export const hostingView = (h: HostingRow) => ({
 });
 
 function temporalAddress(dataDir: string): string {
-  if (process.env.TEMPORAL_ADDRESS) return process.env.TEMPORAL_ADDRESS;
-  try {
-    return (JSON.parse(readFileSync(path.join(dataDir, 'local.json'), 'utf8')) as { temporal_address: string }).temporal_address;
-  } catch {
-    throw new Error('set TEMPORAL_ADDRESS, or start the local stack first (npm start)');
-  }
+  const address = stackSetting(dataDir, 'TEMPORAL_ADDRESS', 'temporal_address');
+  if (!address) throw new Error('set TEMPORAL_ADDRESS, or start the local stack first (npm start)');
+  return address;
 }
 
 export async function listForReview(db: Db, status?: string): Promise<ReturnType<typeof hostingView>[]> {

@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import type { Db } from '../storage/db/knex.ts';
+import { stackSetting } from './localStackSetting.ts';
 import { getRun } from '../storage/db/runs.ts';
-import { getExperiment } from '../storage/db/experiments.ts';
+import { getExperiment, runTotals } from '../storage/db/experiments.ts';
+import { buildFailures, getLock } from '../storage/db/environments.ts';
 import { getHosting } from '../storage/db/hosting.ts';
 import { getInvocation } from '../storage/db/hostedInvocations.ts';
 import { getSession } from '../storage/db/sessions.ts';
@@ -20,7 +20,9 @@ export const SHOW_USAGE = `  runs show RUN_ID                              (each
   hosting show LAB_ID                            or the local stack's)
   invocations show INVOCATION_ID
   sessions show SESSION_ID
-  purchases show PURCHASE_ID`;
+  purchases show PURCHASE_ID
+  environments show LOCK_SHA256                  (a lab environment's lock: its pins, whether it is built,
+                                                 the runs that failed building it)`;
 
 /** What each `show` reads, how it prints it, and the workflow that owns it. */
 const RECORDS: Record<string, { read(db: Db, id: string): Promise<Record<string, unknown> | null | undefined>; what: string }> = {
@@ -30,7 +32,10 @@ const RECORDS: Record<string, { read(db: Db, id: string): Promise<Record<string,
       const r = await getRun(db, id);
       if (!r) return null;
       // A study's run has no workflow of its own: its study's batches execute it.
-      return { ...runView(r), account_id: r.account_id, workflow_id: r.experiment_id ? experimentWorkflowId(r.experiment_id) : runWorkflowId(r.id) };
+      return {
+        ...runView(r), account_id: r.account_id, environment_lock_sha256: r.runtime_sha256 ?? null,
+        workflow_id: r.experiment_id ? experimentWorkflowId(r.experiment_id) : runWorkflowId(r.id),
+      };
     },
   },
   studies: {
@@ -39,6 +44,8 @@ const RECORDS: Record<string, { read(db: Db, id: string): Promise<Record<string,
       const e = await getExperiment(db, id);
       return e && {
         experiment_id: e.id, account_id: e.account_id, kind: e.kind, status: e.status, arms: e.arms.map((a) => a.resolved_ref),
+        // Where its runs stand: a study that stopped has the same counts each time it is read.
+        runs: (await runTotals(db, [e.id])).get(e.id) ?? {},
         reserved_usd: microsToUsd(Number(e.reserved_micros)), created_at: isoTime(e.created_at), completed_at: isoTime(e.completed_at), closed_at: isoTime(e.closed_at),
         workflow_id: experimentWorkflowId(e.id),
       };
@@ -80,12 +87,7 @@ const RECORDS: Record<string, { read(db: Db, id: string): Promise<Record<string,
 
 /** The Temporal UI's address: TEMPORAL_UI_URL, else the local stack's; null when neither says. */
 function temporalUiUrl(dataDir: string): string | null {
-  if (process.env.TEMPORAL_UI_URL) return process.env.TEMPORAL_UI_URL.replace(/\/$/, '');
-  try {
-    return (JSON.parse(readFileSync(path.join(dataDir, 'local.json'), 'utf8')) as { temporal_ui_url?: string | null }).temporal_ui_url ?? null;
-  } catch {
-    return null;
-  }
+  return stackSetting(dataDir, 'TEMPORAL_UI_URL', 'temporal_ui_url')?.replace(/\/$/, '') ?? null;
 }
 
 /**
@@ -102,5 +104,24 @@ export async function showRecord(db: Db, dataDir: string, group: string, id: str
   return {
     ...record,
     temporal_ui: ui ? `${ui}/namespaces/${namespace}/workflows/${encodeURIComponent(String(record.workflow_id))}` : 'set TEMPORAL_UI_URL to link the workflow',
+  };
+}
+
+/**
+ * `environments show LOCK_SHA256`: a lab environment's lock (its Python and pins), whether
+ * a worker has built it, and the runs that ended because it could not be built, the
+ * latest with the installer's own message.
+ */
+export async function showEnvironment(db: Db, sha256: string | undefined, usage: (m: string) => Error): Promise<Record<string, unknown>> {
+  if (!sha256) throw usage('environments show needs the lock\'s sha256 (a run\'s environment_lock_sha256)');
+  const lock = await getLock(db, sha256);
+  if (!lock) throw new Error(`no environment lock ${sha256}`);
+  const failures = await buildFailures(db, sha256);
+  return {
+    lock_sha256: lock.sha256, python: lock.python, distributions: lock.distributions,
+    pins: lock.lock.split('\n').map((l) => /^([A-Za-z0-9][\w.-]*==[^\s\\;]+)/.exec(l)?.[1]).filter(Boolean),
+    created_at: isoTime(lock.created_at), built_at: isoTime(lock.built_at), build_seconds: lock.build_seconds,
+    failed_builds: failures.runs,
+    latest_failure: failures.latest && { run_id: failures.latest.run_id, finished_at: isoTime(failures.latest.finished_at), message: failures.latest.message },
   };
 }

@@ -44,3 +44,14 @@ export async function heldLocks(db: Db): Promise<Set<string>> {
   );
   return new Set(rows.map((r: { lock: string }) => r.lock));
 }
+
+/**
+ * The runs that ended because a lock's environment could not be built: how many, and the
+ * latest's id, time and message (an operator's occasional read: it scans failed runs).
+ */
+export async function buildFailures(db: Db, sha256: string): Promise<{ runs: number; latest: { run_id: string; finished_at: Date; message: string } | null }> {
+  const failed = () => db('runs').where({ runtime_sha256: sha256, status: 'failed' }).whereRaw(`error->>'code' = 'environment_build_failed'`);
+  const [counted] = await failed().count({ n: '*' });
+  const latest = await failed().orderBy('finished_at', 'desc').first('id as run_id', 'finished_at', db.raw(`error->>'message' as message`));
+  return { runs: Number(counted?.n ?? 0), latest: latest ?? null };
+}

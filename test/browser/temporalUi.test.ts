@@ -6,15 +6,14 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { Client, Connection } from '@temporalio/client';
-import { call, closeTestDb, newAccount, until, waitForRun, workspaceOfLab } from '../helpers.ts';
-import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { call, closeTestDb, newAccount, until, waitForRun } from '../helpers.ts';
 import { experimentWorkflowId, runWorkflowId } from '../../kernel/workflowNames.ts';
 import { operatorView } from '../operatorView.ts';
 import { browserExecutable } from './browser.ts';
-import { listUrl, screenshot, temporalUiPage, workflowUrl } from './temporalUi.ts';
+import { listUrl, screenshot, shownText, temporalUiPage, workflowUrl } from './temporalUi.ts';
+import { startSlowStudy } from '../slowStudy.ts';
 
 const UI = process.env.TEMPORAL_UI_URL!;
 let browser: Browser;
@@ -38,15 +37,8 @@ test('the workflow list says what each of an account\'s workflows is; a running 
   assert.equal(started.status, 200, started.text);
   const run = await waitForRun(owner.key, started.body.id);
   // A study slow enough to be seen running: each run busy for 4-6 s.
-  const ws = await workspaceOfLab(owner.key, 'Slow study for operators', path.join(REPO_ROOT, 'test/fixtures/labs/slow-lab'));
-  const plan = await call('POST', '/experiment-plans', { key: owner.key, body: {
-    name: 'Slow sensitivity', lab: { workspace_id: ws.workspace_id, revision_id: ws.revision_id, compute_profile_id: 'cpu-small', max_runtime_seconds: 60, inputs: {} },
-    sensitivity: { parameters: [{ input: 'busy_seconds', low: 4, high: 6 }], outputs: [{ output: 'elapsed', summary: 'final' }], method: 'sobol', base_sample: 2, seed: 7 },
-  } });
-  assert.equal(plan.body.status, 'ready', plan.text);
-  const study = await call('POST', '/experiments', { key: owner.key, body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
-  assert.equal(study.status, 200, study.text);
-  const studyWorkflow = experimentWorkflowId(study.body.id);
+  const studyId = await startSlowStudy(owner.key, { title: 'Slow study for operators', busy: [4, 6], maxRuntimeSeconds: 60 });
+  const studyWorkflow = experimentWorkflowId(studyId);
   await until(60_000, async () => ((await operatorView(studyWorkflow)).current?.startsWith('**Batch 1**') ? true : undefined));
 
   // The list, filtered to the account as the runbook's searches are: each row's summary is there.
@@ -67,18 +59,16 @@ test('the workflow list says what each of an account\'s workflows is; a running 
   // The study's own page while it runs: its summary, details and where it stands.
   const described = await new Client({ connection }).workflow.getHandle(studyWorkflow).describe();
   await page.goto(workflowUrl(UI, studyWorkflow, described.runId));
-  // The UI renders each piece of Markdown in a frame of its own.
-  const shown = () => Promise.all(page.frames().map((f) => f.locator('body').innerText().catch(() => ''))).then((t) => t.join('\n'));
   const text = await until(20_000, async () => {
-    const t = await shown();
+    const t = await shownText(page);
     return t.includes('Batch 1') && t.includes(expected[1]!.summary) ? t : undefined;
   });
   assert.match(text, /Batch 1\s*\(\d+ runs\): (running|telling the results)/, 'its current details: the batch and what it does');
-  assert.ok(text.includes(`Experiment ${study.body.id} of account ${owner.account.id}.`), 'its details');
+  assert.ok(text.includes(`Experiment ${studyId} of account ${owner.account.id}.`), 'its details');
   await screenshot(page, 'temporal-ui-study');
 
   const done = await until(120_000, async () => {
-    const e = (await call('GET', `/experiments/${study.body.id}`, { key: owner.key })).body;
+    const e = (await call('GET', `/experiments/${studyId}`, { key: owner.key })).body;
     return e.completed_at ? e : undefined;
   });
   assert.equal(done.status, 'completed');

@@ -37,3 +37,8 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   await mkdir(dir, { recursive: true });
   await page.screenshot({ path: path.join(dir, `${name}.png`) });
 }
+
+/** Every text the page shows: the UI renders each piece of Markdown in a frame of its own. */
+export async function shownText(page: Page): Promise<string> {
+  return (await Promise.all(page.frames().map((f) => f.locator('body').innerText().catch(() => '')))).join('\n');
+}

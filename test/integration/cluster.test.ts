@@ -11,7 +11,7 @@ import { revokeKey } from '../../storage/db/apiKeys.ts';
 import { call, errorOf, newAccount, refusedWithin, TERMINAL_RUN, until, type Res } from '../helpers.ts';
 import { chromium } from 'playwright-core';
 import { browserExecutable } from '../browser/browser.ts';
-import { listUrl, screenshot, temporalUiPage, workflowUrl } from '../browser/temporalUi.ts';
+import { listUrl, screenshot, shownText, temporalUiPage, workflowUrl } from '../browser/temporalUi.ts';
 
 // The production topology (npm run start:cluster) on this machine: the Temporal server's
 // services on Postgres, two api replicas behind HAProxy, two workers. Each property a
@@ -132,10 +132,7 @@ test('the cluster runs the Temporal UI: in a real browser its list shows an acco
     const connection = await Connection.connect({ address: stack.info.temporal_address });
     const { runId } = await new Client({ connection }).workflow.getHandle(`run-${started.body.id}`).describe().finally(() => connection.close());
     await page.goto(workflowUrl(stack.info.temporal_ui_url!, `run-${started.body.id}`, runId));
-    await until(30_000, async () => {
-      const shown = (await Promise.all(page.frames().map((f) => f.locator('body').innerText().catch(() => '')))).join('\n');
-      return shown.includes(`Run ${started.body.id} of account ${a.account.id}.`) ? true : undefined;
-    });
+    await until(30_000, async () => ((await shownText(page)).includes(`Run ${started.body.id} of account ${a.account.id}.`) ? true : undefined));
   } finally {
     await browser.close();
   }

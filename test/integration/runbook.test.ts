@@ -14,9 +14,11 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { admin, call, closeTestDb, hostedLabOwner, newAccount, publishFixtureLab, testDb, testObjects, until, waitForRun } from '../helpers.ts';
+import { startSlowStudy } from '../slowStudy.ts';
+import { workspaceWith } from '../labWorkspaces.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { KEY_SCOPES } from '../../storage/db/apiKeys.ts';
-import { hostingWorkflowId, purchaseWorkflowId, runWorkflowId } from '../../kernel/workflowNames.ts';
+import { experimentWorkflowId, hostingWorkflowId, purchaseWorkflowId, runWorkflowId } from '../../kernel/workflowNames.ts';
 import { operatorView } from '../operatorView.ts';
 
 const GUIDE = readFileSync(path.join(REPO_ROOT, 'docs/operations.md'), 'utf8');
@@ -152,4 +154,71 @@ test('a purchase that did not credit: found by the guide\'s search while it wait
   assert.equal(current, `**pending**: waiting for the provider's payment until ${bought.body.expires_at}; expired then if none came.\n\n0 signalled event batches applied.`);
   const shown = await run(commands[0]!);
   assert.deepEqual([shown.purchase_id, shown.status, shown.credited_usd, shown.workflow_id], [id, 'pending', 0, purchaseWorkflowId(id)]);
+});
+
+test('a study that stopped: found by the guide\'s search, its details stay at its batch, its pending batch and its record read with its commands, then closed by its owner', { timeout: 240_000 }, async () => {
+  const owner = await newAccount({ usd: 50 });
+  // Runs that go on for minutes: to an operator, a study that stopped.
+  const id = await startSlowStudy(owner.key, { title: 'A study that stops', busy: [200, 250], maxRuntimeSeconds: 300 });
+  const runsOf = async () => (await call('GET', `/experiments/${id}/runs?limit=100`, { key: owner.key })).body.items as any[];
+  const runs = await until(60_000, async () => {
+    const r = await runsOf();
+    return r.some((x) => x.status === 'running') ? r : undefined;
+  });
+  const { search: query, commands } = incident('study-stopped', { account_id: owner.account.id, experiment_id: id });
+  assert.deepEqual(await search(query), [experimentWorkflowId(id)]);
+  const current = await until(30_000, async () => {
+    const c = (await operatorView(experimentWorkflowId(id))).current;
+    return c?.startsWith('**Batch 1**') ? c : undefined;
+  });
+  assert.equal(current, `**Batch 1** (${runs.length} runs): running.\n\n0 of ${runs.length} runs ended: 0 completed, 0 did not.`);
+  assert.equal(commands.length, 2);
+  const described: string = await run(commands[0]!);
+  assert.match(described, /^Pending Activities: [1-9]\d*$/m, described);
+  assert.match(described, /^\s+Type\s+executeRuns\n\s+State\s+Started\n\s+Attempt\s+1\n/m, 'a batch of it, started');
+  assert.match(described, /^\s+LastHeartbeatTime\s+\S/m, 'with its last heartbeat');
+  const shown = await run(commands[1]!);
+  assert.deepEqual([shown.experiment_id, shown.status, shown.workflow_id], [id, 'running', experimentWorkflowId(id)]);
+  assert.equal(Object.values(shown.runs as Record<string, number>).reduce((a, b) => a + b, 0), runs.length);
+  assert.ok(shown.runs.running >= 1 && !shown.runs.completed, JSON.stringify(shown.runs));
+
+  // Its owner closes it, stopping its running runs: every run ends cancelled within seconds.
+  const closed = await call('PATCH', `/experiments/${id}`, { key: owner.key, body: { status: 'closed', cancel_running: true } });
+  assert.equal(closed.status, 200, closed.text);
+  await until(30_000, async () => ((await runsOf()).every((r) => r.status === 'cancelled') ? true : undefined));
+  const afterwards = await run(commands[1]!);
+  assert.deepEqual([afterwards.status, afterwards.runs], ['closed', { cancelled: runs.length }]);
+});
+
+test('an environment that cannot be built: its run fails saying so, is found by the guide\'s search, and its run and lock are read with its commands', { timeout: 600_000 }, async () => {
+  const owner = await newAccount({ usd: 5 });
+  const { ws, revisionId } = await workspaceWith(owner.key, 'Unbuildable', 'pinned-runtime', (p, t) => (p === 'models/core/model.yaml' ? t.replace('["biosimulant==0.0.34"]', '["biosimulant==0.0.34", "tabulate==0.9.0"]') : t));
+  const plan = await call('POST', '/run-plans', { key: owner.key, body: { workspace_id: ws.workspace_id, revision_id: revisionId, inputs: {}, max_runtime_seconds: 120 } });
+  assert.equal(plan.body.status, 'ready', JSON.stringify(plan.body.findings));
+  const lockSha: string = plan.body.environment.lock_sha256;
+  assert.equal(plan.body.environment.status, 'build_required', 'built by no worker yet');
+  // The package index no longer serves one of its pins, as when a maintainer deletes a
+  // release: its lock is made to pin a version no index has.
+  const locks = () => testDb()('environment_locks').where({ sha256: lockSha });
+  const { lock } = await locks().first();
+  assert.match(lock, /^tabulate==0\.9\.0 /m);
+  await locks().update({ lock: lock.replace(/^tabulate==0\.9\.0 /m, 'tabulate==999.0.0 ') });
+  const started = await call('POST', '/runs', { key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
+  assert.equal(started.status, 200, started.text);
+  const failed = await waitForRun(owner.key, started.body.id, 300_000);
+  assert.deepEqual([failed.status, failed.error?.code], ['failed', 'environment_build_failed'], JSON.stringify(failed.error));
+  assert.match(failed.error.message, new RegExp(`could not build the environment ${lockSha}: .*tabulate`), 'the installer\'s own message');
+  assert.match(failed.error.message, /999\.0\.0/);
+
+  const { search: query, commands } = incident('environment-build-failed', { account_id: owner.account.id, ref: failed.resolved_ref, run_id: failed.id, lock_sha256: lockSha });
+  assert.deepEqual(await search(query), [runWorkflowId(failed.id)]);
+  assert.equal(commands.length, 2);
+  const shown = await run(commands[0]!);
+  assert.deepEqual([shown.run_id, shown.status, shown.error.code, shown.environment_lock_sha256], [failed.id, 'failed', 'environment_build_failed', lockSha]);
+  const environment = await run(commands[1]!);
+  assert.equal(environment.lock_sha256, lockSha);
+  assert.equal(environment.python, '3.12');
+  assert.ok(environment.pins.includes('tabulate==999.0.0') && environment.pins.includes('biosimulant==0.0.34'), JSON.stringify(environment.pins));
+  assert.deepEqual([environment.built_at, environment.failed_builds, environment.latest_failure.run_id], [null, 1, failed.id]);
+  assert.equal(environment.latest_failure.message, failed.error.message);
 });
