@@ -176,7 +176,7 @@ async function main(): Promise<number> {
     const schedule: Schedule = await runFiles(picked.files, { env, namePattern: picked.namePattern, stop: stopped.signal });
     const labsCode = await labs;
     // Every workflow the files started explains itself to operators, and says nothing it should not.
-    const summaries = attached ? { checked: 0, problems: [] } : await checkWorkflowSummaries(info.temporal_address, stackEnv.DATABASE_URL!);
+    const summaries = attached ? { checked: 0, problems: [] } : await checkWorkflowSummaries(info.temporal_address, stackEnv.DATABASE_URL!, !values.only && !positionals.length);
     if (!attached) process.stdout.write(`[operators] ${summaries.checked} workflows checked for their summary and details: ${summaries.problems.length ? `${summaries.problems.length} problems` : 'all explain themselves'}\n`);
     for (const p of summaries.problems.slice(0, 50)) process.stdout.write(`[operators] ${p}\n`);
     code = schedule.failed || schedule.notRun.length || labsCode || summaries.problems.length ? 1 : 0;
