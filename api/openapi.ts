@@ -1,3 +1,4 @@
+import { PREFER_WAIT_MAX_SECONDS } from './preferWait.ts';
 import { ROUTES, type RouteDef } from './routeTable.ts';
 import { TOOLS } from './tools/index.ts';
 import { jsonBodySchema, type ToolDef } from './tools/tool.ts';
@@ -33,6 +34,13 @@ function parameters(tool: ToolDef, route: RouteDef) {
       name: 'Idempotency-Key', in: 'header', required: route.idempotency === 'required',
       description: 'A unique key per logical request; reuse it only when retrying the same payload. Kept 24 hours.',
       schema: { type: 'string', maxLength: 255 },
+    });
+  }
+  if (route.preferWait) {
+    out.push({
+      name: 'Prefer', in: 'header', required: false,
+      description: `\`wait=N\` (RFC 7240): answer once the work this starts has ended, or after N seconds (at most ${PREFER_WAIT_MAX_SECONDS}), whichever is first; the answer then carries \`Preference-Applied: wait=N\`. Other preferences are ignored.`,
+      schema: { type: 'string', example: 'wait=30' },
     });
   }
   return out;

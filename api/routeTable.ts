@@ -18,6 +18,12 @@ export interface RouteDef {
   /** Starts compute, publishes, changes a lab or reaches external sources: needs the gateway. */
   gateway?: boolean;
   idempotency?: 'required' | 'optional';
+  /**
+   * Honours `Prefer: wait=N` (RFC 7240): the answer waits up to N seconds (at most
+   * PREFER_WAIT_MAX_SECONDS) for the work it started to end, and says so in
+   * `Preference-Applied`.
+   */
+  preferWait?: boolean;
   /** Run-creation routes draw from the tighter rate bucket. */
   bucket?: 'runs';
   /** Plain body (capability objects), not the envelope. */
@@ -85,7 +91,7 @@ export const ROUTES: readonly RouteDef[] = [
   r('GET', '/hosted-invocations/{invocation_id}', 'hosted_invocation_get', 'hosted invocations', { notFound: true }),
   r('POST', '/hosted-invocations/{invocation_id}/cancel', 'hosted_invocation_cancel', 'hosted invocations', { notFound: true }),
   r('GET', '/hosted-invocations/{invocation_id}/artifacts/{port}/metadata', 'hosted_invocation_artifact_get', 'hosted invocations', { notFound: true }),
-  r('POST', '/runs', 'run_create', 'runs', { gateway: true, idempotency: 'required', bucket: 'runs', notFound: true }),
+  r('POST', '/runs', 'run_create', 'runs', { gateway: true, idempotency: 'required', bucket: 'runs', notFound: true, preferWait: true }),
   r('GET', '/runs', 'run_list', 'runs'),
   r('POST', '/runs/{run_id}/cancel', 'run_cancel', 'runs', { notFound: true }),
   r('GET', '/runs/{run_id}/results', 'run_results', 'runs', { notFound: true }),

@@ -1,3 +1,4 @@
+import { preferredWaitSeconds } from './preferWait.ts';
 import Router from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
 import type { Context, Middleware } from 'koa';
@@ -67,12 +68,14 @@ function validateInput(tool: ToolDef): Middleware {
 /** Runs the operation (or answers 501 while it is not built) and renders its envelope. */
 function execute(route: RouteDef, tool: ToolDef, deps: Deps): Middleware {
   return async (ctx) => {
+    const wait = route.preferWait ? preferredWaitSeconds(ctx.get('Prefer') || undefined) : undefined;
     const result = await runOperation(tool, ctx.state.input, {
       deps, caller: ctx.state.caller, requestId: ctx.state.requestId, idempotencyKey: route.idempotency ? ctx.get('Idempotency-Key') || undefined : undefined,
-      requestsToday: ctx.state.requestsToday,
+      requestsToday: ctx.state.requestsToday, ...(wait === undefined ? {} : { waitMs: wait * 1000 }),
       http: { accept: ctx.get('Accept'), lastEventId: ctx.get('Last-Event-ID') || undefined, range: ctx.get('Range') || undefined, request: ctx.req },
     });
     ctx.status = route.success;
+    if (wait !== undefined) ctx.set('Preference-Applied', `wait=${wait}`);
     if (result.raw) {
       if (result.raw.status) ctx.status = result.raw.status;
       for (const [k, v] of Object.entries(result.raw.headers ?? {})) ctx.set(k, v);

@@ -5,6 +5,7 @@ import { errors } from '../errors.ts';
 import { prepareRun, recheckProposal, type RunProposal } from './prepare.ts';
 import type { ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
 import { acceptRun, earlierRun, runIdFor } from './accept.ts';
+import { runWhenEnded } from './wait.ts';
 import { runView, artifactView } from './view.ts';
 import { redirectQuery, redirectToStore, runArtifactDirectDownload, runArtifactDownloadable } from '../artifactUrls.ts';
 
@@ -100,12 +101,24 @@ export const runTools: ToolDef[] = [
 
 /** What POST /runs answers: the run, and where to follow it. */
 function runCreated(run: RunRow) {
+  // Answered once it ended (`Prefer: wait`): what comes next is its results.
+  if (TERMINAL.includes(run.status)) return runAnswer(run);
   return {
     body: runView(run),
     next_actions: [
       { tool: 'run_get', description: 'Check progress.', arguments: { run_id: run.id } },
       { tool: 'run_events', description: 'Follow the log.', arguments: { run_id: run.id } },
     ],
+  };
+}
+
+/** A run as GET /runs/{id} answers it, with the step that comes next for it. */
+function runAnswer(run: RunRow) {
+  return {
+    body: runView(run),
+    next_actions: TERMINAL.includes(run.status)
+      ? [{ tool: 'run_results', description: 'Read outputs and hashed artifacts.', arguments: { run_id: run.id } }]
+      : [{ tool: 'run_events', description: 'Follow the log.', arguments: { run_id: run.id } }],
   };
 }
 
@@ -143,26 +156,23 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
 
   async run_create(input, ctx) {
     const runId = runIdFor(ctx.caller.account.id, ctx.idempotencyKey);
+    let run: RunRow;
     try {
-      return runCreated(await createRun(input, ctx, runId));
+      run = await createRun(input, ctx, runId);
     } catch (err) {
       // A retry whose earlier attempt recorded the run (its answer lost) answers that run,
       // whatever this attempt ran into: its plan is used, its reservation taken, its id
       // (runIdFor) recorded. Looked for only here, so a new run pays no read for it.
       const earlier = await earlierRun(ctx.deps, ctx.caller.account.id, runId);
-      if (earlier) return runCreated(earlier);
-      throw err;
+      if (!earlier) throw err;
+      run = earlier;
     }
+    // `Prefer: wait=N`: answered once it has ended, when that is within N seconds.
+    return runCreated(ctx.waitMs ? await runWhenEnded(ctx, run, ctx.waitMs) : run);
   },
 
   async run_get(input, ctx) {
-    const run = await ownedRun(ctx, input.run_id);
-    return {
-      body: runView(run),
-      next_actions: TERMINAL.includes(run.status)
-        ? [{ tool: 'run_results', description: 'Read outputs and hashed artifacts.', arguments: { run_id: run.id } }]
-        : [{ tool: 'run_events', description: 'Follow the log.', arguments: { run_id: run.id } }],
-    };
+    return runAnswer(await ownedRun(ctx, input.run_id));
   },
 
   async run_list(input, ctx) {

@@ -46,6 +46,13 @@ export interface ClientOptions {
   userAgent?: string;
 }
 
+/**
+ * How long `client.run()` lets POST /runs wait for the run to end (`Prefer: wait`): well
+ * within the per-request timeout (60 s unless set; 10 s of it kept for the answer), so a
+ * waiting answer is never cut off.
+ */
+const RUN_WAIT_SECONDS = 20;
+
 /** `client.run()` options: a direct run request, plus how long to wait for it. */
 export interface RunOptions extends RunStartOptions {
   /** Give up waiting after this long with RunTimeout (the run goes on). Default: no limit. */
@@ -83,6 +90,9 @@ export class Silico {
   /** Buying compute (a key with the compute:buy scope). */
   readonly purchases: Purchases;
 
+  /** Each request's own timeout: a creation that waits for its run must answer within it. */
+  private readonly requestTimeoutMs: number;
+
   constructor(options: ClientOptions = {}) {
     // No `process` in a browser (the console passes both options).
     const env = typeof process === 'undefined' ? {} : process.env;
@@ -92,10 +102,11 @@ export class Silico {
     if (!baseUrl) throw new SilicoError('No base URL: pass `baseUrl` (ending in /v1) or set SILICO_BASE_URL.');
     if (!/^https?:\/\//.test(baseUrl)) throw new SilicoError(`baseUrl must be an http(s) URL, got ${JSON.stringify(baseUrl)}.`);
     this.baseUrl = baseUrl.replace(/\/+$/, '');
+    this.requestTimeoutMs = options.timeoutMs ?? 60_000;
     const http = new HttpClient({
       apiKey,
       baseUrl: this.baseUrl,
-      timeoutMs: options.timeoutMs ?? 60_000,
+      timeoutMs: this.requestTimeoutMs,
       retry: { ...DEFAULT_RETRY_POLICY, ...options.retry, maxRetries: options.maxRetries ?? DEFAULT_RETRY_POLICY.maxRetries },
       // Called unbound: a browser's fetch must not be called as a method of another object.
       fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
@@ -129,8 +140,13 @@ export class Silico {
    * `timeoutMs` passes first. One idempotency key covers the creation and its retries.
    */
   async run(ref: string, options: RunOptions = {}): Promise<RunOutcome> {
-    const handle = await this.runs.start(ref, options);
-    const run = await handle.wait({ timeoutMs: options.timeoutMs, pollIntervalMs: options.pollIntervalMs, signal: options.signal });
+    // A short run is answered ended by its creation; a longer one is followed.
+    const waitSeconds = options.waitSeconds ?? Math.max(0, Math.min(RUN_WAIT_SECONDS, Math.floor((options.timeoutMs ?? Infinity) / 1000), Math.floor(this.requestTimeoutMs / 1000) - 10));
+    const handle = await this.runs.start(ref, { ...options, waitSeconds });
+    const answered = handle.lastSeen as WithEnvelope<Run> | undefined;
+    const run = answered?.status === 'completed'
+      ? answered
+      : await handle.wait({ timeoutMs: options.timeoutMs, pollIntervalMs: options.pollIntervalMs, signal: options.signal });
     const results = await handle.results({ signal: options.signal });
     return { run, results, handle };
   }

@@ -2,8 +2,10 @@
  * `npm run bench:runs`: what our run orchestration costs over bare Temporal, as ratios
  * measured in one run.
  *
- * Ours: N runs through the API, each `POST /run-plans` + `POST /runs` + following the
- * run's event stream until it closes, then `GET /runs/{id}`: auth, rate limits, plan
+ * Ours: N runs through the API, each `POST /run-plans` + `POST /runs` with `Prefer:
+ * wait` answered once the run has ended, as the SDK's client.run() asks for it (with
+ * BENCH_FOLLOW set: answered at acceptance, then the run's event stream followed until it
+ * closes, then `GET /runs/{id}`): auth, rate limits, plan
  * digest, ledger reservation and settlement, the run's events, and runWorkflow's
  * activities. The lab execution is a no-op here (a compute profile served, in this
  * process, by an executeLab that returns at once): the platform, not Python. Baseline: N
@@ -14,7 +16,7 @@
  * latency ratio (ours/bare, goal <= 1.3) and the CPU per run of each process; the
  * medians of the rounds' ratios are printed last.
  *
- * Env: BENCH_RUNS (300), BENCH_CONCURRENCY (16), BENCH_POLL_MS (0: wait on the stream),
+ * Env: BENCH_RUNS (300), BENCH_CONCURRENCY (16), BENCH_FOLLOW, BENCH_POLL_MS (0: wait on the stream),
  * BENCH_TOPOLOGY (`single`: the dev server; `cluster`: the npm run start:cluster topology,
  * through its balancer), BENCH_PROFILE (a folder: instead of the rounds, one measured
  * batch of ours with the api's and worker's V8 CPU profiles and Postgres's
@@ -42,6 +44,10 @@ const PROFILE = 'bench-noop';
 // it polls GET /runs/{id} this often instead, and that load is part of what is measured.
 const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 0);
 const TOPOLOGY = process.env.BENCH_TOPOLOGY === 'cluster' ? 'cluster' : 'single';
+// The SDK's way (client.run): POST /runs with `Prefer: wait`, answered once the run ended;
+// BENCH_FOLLOW=1: the answer at acceptance, then the run followed (stream or polls).
+const FOLLOW = Boolean(process.env.BENCH_FOLLOW);
+const WAIT_SECONDS = 20;
 const ROUNDS = 3;
 const PROFILE_DIR = process.env.BENCH_PROFILE ? path.resolve(process.env.BENCH_PROFILE) : undefined;
 const profiling = PROFILE_DIR ? profilingSettings(PROFILE_DIR) : undefined;
@@ -105,7 +111,9 @@ async function main(): Promise<void> {
     clients.push(http);
     const ours = async () => {
       const plan = await http.json('POST', '/run-plans', { capability_ref: 'platform/microbial-growth@1.0.0', inputs: {}, compute_profile_id: PROFILE, max_runtime_seconds: 60 });
-      const run = await http.json('POST', '/runs', { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, { 'Idempotency-Key': crypto.randomUUID() });
+      const run = await http.json('POST', '/runs', { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, { 'Idempotency-Key': crypto.randomUUID(), ...(FOLLOW ? {} : { Prefer: `wait=${WAIT_SECONDS}` }) });
+      // As the SDK's client.run(): a run that ended within the wait is answered ended.
+      if (run.status === 'completed') return;
       if (POLL_MS > 0) {
         for (;;) {
           const r = await http.json('GET', `/runs/${run.id}`);
@@ -141,7 +149,7 @@ async function main(): Promise<void> {
       profiled = { from, to };
       return;
     }
-    console.log(`${N} runs a side, ${C} at a time, ${TOPOLOGY} topology`);
+    console.log(`${N} runs a side, ${C} at a time, ${TOPOLOGY} topology, ours ${FOLLOW ? (POLL_MS > 0 ? `polling every ${POLL_MS} ms` : "following the event stream") : `answered ended (Prefer: wait=${WAIT_SECONDS})`}`);
     const throughput: number[] = [];
     const latency: number[] = [];
     for (let round = 1; round <= ROUNDS; round++) {

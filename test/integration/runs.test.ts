@@ -107,6 +107,35 @@ test('the direct form (ref without a version) prepares and executes in one step'
   assert.equal(errorOf(bad).param, 'inputs.growth_rate');
 });
 
+test('POST /runs with Prefer: wait answers the run once it has ended; one that outlasts the wait as it stands then; other preferences change nothing', async () => {
+  const waited = await call('POST', '/runs', { key: owner.key, headers: { ...idem(), Prefer: 'wait=30' }, body: { ref: 'platform/microbial-growth', inputs: {}, max_runtime_seconds: 60 } });
+  assert.equal(waited.status, 200, waited.text);
+  assert.equal(waited.headers.get('preference-applied'), 'wait=30');
+  assert.equal(waited.body.status, 'completed', 'answered once it ended');
+  assert.ok(waited.body.finished_at && waited.body.credits_settled !== null, 'ended and settled');
+  const read = (await call('GET', `/runs/${waited.body.id}`, { key: owner.key })).body;
+  assert.deepEqual({ ...waited.body, request_id: null }, { ...read, request_id: null }, 'the run, and what comes next for it, as GET /runs/{id} gives them');
+
+  const t0 = Date.now();
+  const outlasting = await call('POST', '/runs', { key: owner.key, headers: { ...idem(), Prefer: 'respond-async, wait=1' }, body: { ref: slowRef, inputs: { seconds_per_window: 0.5 }, max_runtime_seconds: 600 } });
+  assert.equal(outlasting.status, 200, outlasting.text);
+  assert.ok(Date.now() - t0 >= 1000, 'it waited the second asked for');
+  assert.equal(outlasting.headers.get('preference-applied'), 'wait=1');
+  assert.ok(['queued', 'running'].includes(outlasting.body.status), outlasting.body.status);
+  assert.equal((await call('POST', `/runs/${outlasting.body.id}/cancel`, { key: owner.key })).status, 200);
+
+  // A longer wait than the service gives is capped; no wait, or one not in whole seconds, is none.
+  const capped = await call('POST', '/runs', { key: owner.key, headers: { ...idem(), Prefer: 'wait=600' }, body: { ref: 'platform/microbial-growth', inputs: {}, max_runtime_seconds: 60 } });
+  assert.equal(capped.headers.get('preference-applied'), 'wait=60');
+  assert.equal(capped.body.status, 'completed');
+  for (const prefer of ['respond-async', 'wait=soon']) {
+    const plain = await call('POST', '/runs', { key: owner.key, headers: { ...idem(), Prefer: prefer }, body: { ref: 'platform/microbial-growth', inputs: {}, max_runtime_seconds: 60 } });
+    assert.equal(plain.status, 200, plain.text);
+    assert.equal(plain.headers.get('preference-applied'), null, prefer);
+    await waitForRun(owner.key, plain.body.id);
+  }
+});
+
 test('plan errors: unknown inputs, digest mismatch, blocked, expired, consumed', async () => {
   const unknown = await plan(owner.key, { inputs: { initial_biomass: 1, colour: 'red', zeta: 2 } });
   assert.equal(unknown.status, 422);

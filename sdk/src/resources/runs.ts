@@ -36,6 +36,12 @@ export interface RunStartOptions {
   reuse?: boolean;
   /** Your own key for this logical request (a retry of yours must send the same one). */
   idempotencyKey?: string;
+  /**
+   * Let POST /runs answer once the run has ended, if it ends within this many seconds
+   * (`Prefer: wait`, at most 60; keep it under the client's per-request timeout). A run
+   * that outlasts it is answered as it stands then.
+   */
+  waitSeconds?: number;
   signal?: AbortSignal;
 }
 
@@ -65,7 +71,7 @@ export class Runs extends Resource {
       ...(options.maxRuntimeSeconds !== undefined ? { max_runtime_seconds: options.maxRuntimeSeconds } : {}),
       ...(options.seed !== undefined ? { seed: options.seed } : {}),
       ...(options.reuse !== undefined ? { reuse: options.reuse } : {}),
-    }, { idempotencyKey: options.idempotencyKey, signal: options.signal });
+    }, { idempotencyKey: options.idempotencyKey, signal: options.signal, ...(options.waitSeconds ? { headers: { Prefer: `wait=${Math.ceil(options.waitSeconds)}` } } : {}) });
     return new RunHandle(this, run.id, run);
   }
 
