@@ -9,7 +9,6 @@ import { approvedPlan, planUsed, planView, resultOf, PLAN_TTL_SECONDS } from '..
 import { createPlan } from '../../storage/db/plans.ts';
 import { getHosting, hostingEvents, HostingExists, HOSTING_ENDED, PlanAlreadyUsed, requestHosting, unrequestHosting, type HostingRow } from '../../storage/db/hosting.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
-import { getComputeProfile } from '../../storage/db/computeProfiles.ts';
 import { declaredContractOf } from '../../storage/labContract.ts';
 import { CONTROL_TASK_QUEUE, hostingWorkflowId } from '../../kernel/workflowNames.ts';
 import type { ActionRequest, HostingState } from '../../workflows/hosting.ts';
@@ -147,7 +146,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
 
   async hosted_release_get(input, ctx) {
     const { release, hosting } = await visibleHostedRelease(ctx.deps, ctx.caller, input.reference, input.sha256);
-    const profile = (await getComputeProfile(ctx.deps.db, hosting.compute_profile))!;
+    const profile = (await ctx.deps.profiles(hosting.compute_profile))!;
     return {
       body: {
         object: 'hosted_release', reference: hosting.reference, sha256: hosting.package_sha256, status: hosting.status, ready: hosting.status === 'ready',

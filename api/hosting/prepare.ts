@@ -3,7 +3,7 @@ import { errors } from '../errors.ts';
 import { planUnavailable } from '../plans.ts';
 import { getLab, type LabRow } from '../../storage/db/labs.ts';
 import { findVisibleRelease, parseReference, type ReleaseRow } from '../../storage/db/releases.ts';
-import { getComputeProfile, type ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
+import type { ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
 import type { Finding } from '../../storage/db/plans.ts';
 import { digestJson } from '../../storage/digest.ts';
 import { smokeInputsOf } from '../../storage/labContract.ts';
@@ -62,7 +62,7 @@ export async function prepareHosting(deps: Deps, caller: Caller, labId: string, 
     throw errors.validation('checksum_mismatch', `${req.release.reference} has package digest ${digest}, not ${req.release.sha256}.`, `${param}.sha256`);
   }
   const profileId = req.compute_profile_id ?? 'cpu-small';
-  const profile = await getComputeProfile(deps.db, profileId);
+  const profile = await deps.profiles(profileId);
   if (!profile) throw errors.validation('compute_profile_not_found', `No compute profile ${profileId}; see GET /v1/compute-profiles.`, 'compute_profile_id');
   const min = req.min_instances ?? 1;
   const max = req.max_instances ?? Math.max(1, min);

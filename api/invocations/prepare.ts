@@ -4,7 +4,7 @@ import { ApiError } from '../errors.ts';
 import { checkInputs } from '../../storage/inputChecks.ts';
 import { resolveInputReferences } from '../runs/inputRefs.ts';
 import { visibleHostedRelease } from '../hosting/release.ts';
-import { getComputeProfile, type ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
+import type { ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
 import type { HostingRow } from '../../storage/db/hosting.ts';
 import type { NewInvocation } from '../../storage/db/hostedInvocations.ts';
 import type { Finding } from '../../storage/db/plans.ts';
@@ -54,7 +54,7 @@ export async function prepareInvocation(deps: Deps, caller: Caller, req: Invocat
   findings.push(...await resolveInputReferences(deps, caller, release.manifest, inputs));
   const unavailable = deploymentFinding(hosting);
   if (unavailable) findings.unshift(unavailable);
-  const profile = (await getComputeProfile(deps.db, hosting.compute_profile))!;
+  const profile = (await deps.profiles(hosting.compute_profile))!;
   const capped = await invocationCapFindings(deps, caller, Math.min(INVOCATION_MAX_SECONDS, profile.max_runtime_seconds), profile);
   findings.push(...capped.findings);
   const maxSeconds = capped.maxSeconds;

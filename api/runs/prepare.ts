@@ -5,7 +5,7 @@ import type { Deps, Caller } from '../tools/tool.ts';
 import { ApiError, errors } from '../errors.ts';
 import { planUnavailable } from '../plans.ts';
 import { findLatestVisibleRelease, findVisibleRelease, parseReference, type ReleaseRow } from '../../storage/db/releases.ts';
-import { getComputeProfile, type ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
+import type { ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
 import type { Finding } from '../../storage/db/plans.ts';
 import { checkInputs, contractOf } from '../../storage/inputChecks.ts';
 import { resolveInputReferences } from './inputRefs.ts';
@@ -63,7 +63,7 @@ export async function resolveRelease(deps: Deps, caller: Caller, ref: string, pa
 
 
 async function profileOf(deps: Deps, id: string, param: string): Promise<ComputeProfileRow> {
-  const p = await getComputeProfile(deps.db, id);
+  const p = await deps.profiles(id);
   if (!p) throw errors.validation('compute_profile_not_found', `No compute profile ${id}; see GET /v1/compute-profiles.`, param);
   return p;
 }

@@ -10,6 +10,7 @@ import type { Config } from '../../kernel/config.ts';
 import type { JsonSchema } from '../schemas/common.ts';
 import type { TemporalGateway } from '../temporal.ts';
 import type { KeyResolver } from '../../storage/db/keyCache.ts';
+import type { ProfileResolver } from '../../storage/db/computeProfiles.ts';
 import type { RunEventWatcher } from '../../storage/db/runEventWatch.ts';
 import type { RuntimeLock } from '../../storage/runtimePins.ts';
 
@@ -26,6 +27,8 @@ export interface Deps {
   payments: Stripe | null;
   temporal: TemporalGateway;
   keys: KeyResolver;
+  /** Compute profiles by id, kept until one changes. */
+  profiles: ProfileResolver;
   /** Wakes a run's event streams when an event is appended (Postgres NOTIFY). */
   runEvents: RunEventWatcher;
   /** The lab runtime's installed set (the committed lock), read once: plan-time pin checks. */

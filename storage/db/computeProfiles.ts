@@ -1,5 +1,10 @@
 import type { Db } from './knex.ts';
 import { runPrepared, statement } from './prepared.ts';
+import type { NotificationListener } from './notifications.ts';
+import { noticedCache } from './noticedCache.ts';
+
+/** Notified by every change to the compute profiles (a trigger, migration 045). */
+export const PROFILES_CHANNEL = 'silico_compute_profiles_changed';
 
 export interface ComputeProfileRow {
   id: string;
@@ -24,3 +29,10 @@ export async function getComputeProfile(db: Db, id: string): Promise<ComputeProf
 const GET_PROFILE = statement('get-compute-profile', `
   SELECT id, title, kind, vcpus, memory_mib, gpu, price_per_second_micros, max_runtime_seconds, schedule_to_start_seconds
     FROM compute_profiles WHERE id = $1`);
+
+/** A compute profile by id, kept in process until the profiles change (noticedCache.ts); read-only. */
+export type ProfileResolver = (id: string) => Promise<Readonly<ComputeProfileRow> | undefined>;
+
+export function createProfileResolver(db: Db, listener: NotificationListener): ProfileResolver {
+  return noticedCache(listener, PROFILES_CHANNEL, (id) => getComputeProfile(db, id), { max: 1000 });
+}

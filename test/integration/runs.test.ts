@@ -136,6 +136,27 @@ test('POST /runs with Prefer: wait answers the run once it has ended; one that o
   }
 });
 
+test('a compute profile changed in Postgres applies to the next plan at once: the api keeps profiles only until one changes', async () => {
+  const id = `cache-${crypto.randomUUID().slice(0, 8)}`;
+  const profiles = () => testDb()('compute_profiles').where({ id });
+  await testDb()('compute_profiles').insert({ id, title: 'cached', kind: 'cpu', vcpus: 1, memory_mib: 512, gpu: null, price_per_second_micros: 10, max_runtime_seconds: 100, schedule_to_start_seconds: 60, sort: 98 });
+  try {
+    const plan = (seconds: number) => call('POST', '/run-plans', { key: owner.key, body: { capability_ref: 'platform/microbial-growth@1.0.0', inputs: {}, compute_profile_id: id, max_runtime_seconds: seconds } });
+    const first = await plan(100);
+    assert.equal(first.status, 200, first.text);
+    assert.equal(first.body.estimated_max_usd, 0.001);
+    await profiles().update({ max_runtime_seconds: 50, price_per_second_micros: 20 });
+    const bounded = await plan(100);
+    assert.equal(bounded.status, 422, bounded.text);
+    assert.match(errorOf(bounded).message, /at most 50 on cache-/);
+    assert.equal((await plan(50)).body.estimated_max_usd, 0.001, 'the new price');
+    await profiles().delete();
+    assert.equal(errorOf(await plan(50)).code, 'compute_profile_not_found');
+  } finally {
+    await profiles().delete();
+  }
+});
+
 test('plan errors: unknown inputs, digest mismatch, blocked, expired, consumed', async () => {
   const unknown = await plan(owner.key, { inputs: { initial_biomass: 1, colour: 'red', zeta: 2 } });
   assert.equal(unknown.status, 422);

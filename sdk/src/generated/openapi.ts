@@ -7105,6 +7105,8 @@ export interface operations {
             header: {
                 /** @description A unique key per logical request; reuse it only when retrying the same payload. Kept 24 hours. */
                 "Idempotency-Key": string;
+                /** @description `wait=N` (RFC 7240): answer once the work this starts has ended, or after N seconds (at most 60), whichever is first; the answer then carries `Preference-Applied: wait=N`. Other preferences are ignored. */
+                Prefer?: string;
             };
             path?: never;
             cookie?: never;

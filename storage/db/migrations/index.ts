@@ -41,6 +41,7 @@ import * as purchases from './041_purchases.ts';
 import * as invocationCancelNotify from './042_invocation_cancel_notify.ts';
 import * as acceptRunRunning from './043_accept_run_running.ts';
 import * as acceptExperimentRuns from './044_accept_experiment_runs.ts';
+import * as computeProfilesNotify from './045_compute_profiles_notify.ts';
 import * as biologyResources from './025_biology_resources.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
@@ -91,6 +92,7 @@ const migrations: Record<string, Migration> = {
   '042_invocation_cancel_notify': invocationCancelNotify,
   '043_accept_run_running': acceptRunRunning,
   '044_accept_experiment_runs': acceptExperimentRuns,
+  '045_compute_profiles_notify': computeProfilesNotify,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
