@@ -28,7 +28,7 @@ function reached(limit: CapLimit, profile: ComputeProfileRow, path: string | nul
  * under, if any.
  */
 export async function runCapFindings(deps: Deps, caller: Caller, maxMicros: number, profile: ComputeProfileRow): Promise<{ findings: Finding[]; capMicros?: number }> {
-  const limit = runSpendLimit(await spendCaps(deps.db, caller.account.id, caller.key.id));
+  const limit = runSpendLimit(await spendCaps(deps.db, caller.account.id, caller.key.id, 'capped', caller.caps));
   if (!limit || limit.micros >= maxMicros) return { findings: [] };
   if (limit.micros < profile.price_per_second_micros) return { findings: [reached(limit, profile, null)] };
   const seconds = Math.floor(limit.micros / profile.price_per_second_micros);
@@ -46,7 +46,7 @@ export async function runCapFindings(deps: Deps, caller: Caller, maxMicros: numb
  */
 export async function invocationCapFindings(deps: Deps, caller: Caller, maxSeconds: number, profile: ComputeProfileRow): Promise<{ findings: Finding[]; maxSeconds: number; capMicros?: number }> {
   const price = Number(profile.price_per_second_micros);
-  const limit = runSpendLimit(await spendCaps(deps.db, caller.account.id, caller.key.id));
+  const limit = runSpendLimit(await spendCaps(deps.db, caller.account.id, caller.key.id, 'capped', caller.caps));
   if (!limit || limit.micros >= maxSeconds * price) return { findings: [], maxSeconds };
   if (limit.micros < price) return { findings: [reached(limit, profile, null)], maxSeconds };
   const seconds = Math.floor(limit.micros / price);

@@ -6,6 +6,7 @@ import type { DirectDownloads } from '../../storage/directDownloads.ts';
 import type Stripe from 'stripe';
 import type { AccountRow } from '../../storage/db/accounts.ts';
 import type { ApiKeyRow, Scope } from '../../storage/db/apiKeys.ts';
+import type { CapSettings } from '../../storage/db/spendCaps.ts';
 import type { Config } from '../../kernel/config.ts';
 import type { JsonSchema } from '../schemas/common.ts';
 import type { TemporalGateway } from '../temporal.ts';
@@ -41,6 +42,8 @@ export interface Deps {
 export interface Caller {
   account: AccountRow;
   key: ApiKeyRow;
+  /** The caps the account and key are set to, as resolved with the key (absent: read when needed). */
+  caps?: CapSettings;
 }
 
 export interface ToolContext {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import baseX from 'base-x';
 import type { Db } from './knex.ts';
+import { CAP_SETTING_COLUMNS, type CapSettings } from './spendCaps.ts';
 import { newId } from '../ids.ts';
 import { sha256Hex } from '../digest.ts';
 import type { AccountRow } from './accounts.ts';
@@ -40,6 +41,8 @@ export interface ApiKeyRow {
 export interface KeyPrincipal {
   key: ApiKeyRow;
   account: AccountRow;
+  /** The spend caps the account and the key are set to (what they spent is read when needed). */
+  caps: CapSettings;
 }
 
 /** A secret is shown once; only its SHA-256 is stored. */
@@ -91,11 +94,11 @@ export async function findKeyByHash(db: Db, keySha256: string): Promise<KeyPrinc
     .first(
       'k.id', 'k.account_id', 'k.principal_id', 'k.client_id', 'k.prefix', 'k.scopes', 'k.name',
       'k.expires_at', 'k.revoked_at', 'k.rotated_from', 'k.created_at',
-      db.raw(`row_to_json(a.*) as account`),
+      db.raw(`row_to_json(a.*) as account`), db.raw(CAP_SETTING_COLUMNS),
     );
   if (!row) return undefined;
-  const { account, ...key } = row as ApiKeyRow & { account: AccountRow & { created_at: string } };
-  return { key, account: { ...account, created_at: new Date(account.created_at) } };
+  const { account, a_monthly, a_run, k_monthly, k_run, ...key } = row as ApiKeyRow & CapSettings & { account: AccountRow & { created_at: string } };
+  return { key, account: { ...account, created_at: new Date(account.created_at) }, caps: { a_monthly, a_run, k_monthly, k_run } };
 }
 
 export async function listKeys(db: Db, accountId?: string): Promise<ApiKeyRow[]> {

@@ -7,6 +7,11 @@ import type { Db } from './knex.ts';
 export interface Cap { monthly_micros: number | null; run_micros: number | null; month_spent_micros: number | null }
 export interface SpendCaps { account: Cap; key: Cap }
 
+/** The caps an account and a key are set to, without what they spent (capColumns' first four). */
+export interface CapSettings { a_monthly: number | null; a_run: number | null; k_monthly: number | null; k_run: number | null }
+/** capColumns' settings alone: no sums, so they may be kept with the key they were read with. */
+export const CAP_SETTING_COLUMNS = 'a.monthly_cap_micros::float8 AS a_monthly, a.run_cap_micros::float8 AS a_run, k.monthly_cap_micros::float8 AS k_monthly, k.run_cap_micros::float8 AS k_run';
+
 /**
  * The columns (`a` the account row, `k` the key row) that capsOf reads, for a statement
  * that selects more. What each has spent this month is `silico_month_spent` (migration
@@ -17,7 +22,7 @@ export interface SpendCaps { account: Cap; key: Cap }
  */
 export function capColumns(spent: 'always' | 'capped'): string {
   const month = (holder: 'a' | 'k', call: string) => (spent === 'always' ? call : `CASE WHEN ${holder}.monthly_cap_micros IS NOT NULL THEN ${call} END`);
-  return `a.monthly_cap_micros::float8 AS a_monthly, a.run_cap_micros::float8 AS a_run, k.monthly_cap_micros::float8 AS k_monthly, k.run_cap_micros::float8 AS k_run,
+  return `${CAP_SETTING_COLUMNS},
   (${month('a', 'silico_month_spent(a.id, NULL)')})::float8 AS a_spent, (${month('k', 'silico_month_spent(a.id, k.id)')})::float8 AS k_spent`;
 }
 
@@ -28,8 +33,13 @@ export function capsOf(r: { a_monthly: number | null; a_run: number | null; k_mo
   };
 }
 
-/** An account's and a key's caps; what each spent this month always, or (plans) only where a monthly cap needs it. */
-export async function spendCaps(db: Db, accountId: string, keyId: string, spent: 'always' | 'capped' = 'capped'): Promise<SpendCaps> {
+/**
+ * An account's and a key's caps; what each spent this month always, or (plans) only where
+ * a monthly cap needs it. With `known` settings (read with the key, kept until the account
+ * or key changes) and no monthly cap among them, nothing is read.
+ */
+export async function spendCaps(db: Db, accountId: string, keyId: string, spent: 'always' | 'capped' = 'capped', known?: CapSettings): Promise<SpendCaps> {
+  if (spent === 'capped' && known && known.a_monthly === null && known.k_monthly === null) return capsOf({ ...known, a_spent: null, k_spent: null });
   const { rows } = await db.raw(`SELECT ${capColumns(spent)} FROM accounts a JOIN api_keys k ON k.id = ? AND k.account_id = a.id WHERE a.id = ?`, [keyId, accountId]);
   return capsOf(rows[0] ?? { a_monthly: null, a_run: null, k_monthly: null, k_run: null, a_spent: null, k_spent: null });
 }
