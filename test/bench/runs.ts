@@ -2,10 +2,11 @@
  * `npm run bench:runs`: what our run orchestration costs over bare Temporal, as ratios
  * measured in one run.
  *
- * Ours: N runs through the API, each `POST /run-plans` + `POST /runs` with `Prefer:
- * wait` answered once the run has ended, as the SDK's client.run() asks for it (with
- * BENCH_FOLLOW set: answered at acceptance, then the run's event stream followed until it
- * closes, then `GET /runs/{id}`): auth, rate limits, plan
+ * Ours: N runs through the API as an agent makes them, each `POST /run-plans` + `POST
+ * /runs` of the approved plan, with `Prefer: wait` so it is answered once the run has
+ * ended, as the SDK's client.run() asks (BENCH_FOLLOW set: answered at acceptance, then
+ * the run's event stream followed until it closes, then `GET /runs/{id}`; BENCH_FLOW=direct:
+ * one `POST /runs` in the direct form, as client.run() makes it): auth, rate limits, plan
  * digest, ledger reservation and settlement, the run's events, and runWorkflow's
  * activities. The lab execution is a no-op here (a compute profile served, in this
  * process, by an executeLab that returns at once): the platform, not Python. Baseline: N
@@ -16,7 +17,7 @@
  * latency ratio (ours/bare, goal <= 1.3) and the CPU per run of each process; the
  * medians of the rounds' ratios are printed last.
  *
- * Env: BENCH_RUNS (300), BENCH_CONCURRENCY (16), BENCH_FOLLOW, BENCH_POLL_MS (0: wait on the stream),
+ * Env: BENCH_RUNS (300), BENCH_CONCURRENCY (16), BENCH_FLOW, BENCH_FOLLOW, BENCH_POLL_MS (0: wait on the stream),
  * BENCH_TOPOLOGY (`single`: the dev server; `cluster`: the npm run start:cluster topology,
  * through its balancer), BENCH_PROFILE (a folder: instead of the rounds, one measured
  * batch of ours with the api's and worker's V8 CPU profiles and Postgres's
@@ -47,6 +48,7 @@ const TOPOLOGY = process.env.BENCH_TOPOLOGY === 'cluster' ? 'cluster' : 'single'
 // The SDK's way (client.run): POST /runs with `Prefer: wait`, answered once the run ended;
 // BENCH_FOLLOW=1: the answer at acceptance, then the run followed (stream or polls).
 const FOLLOW = Boolean(process.env.BENCH_FOLLOW);
+const DIRECT = process.env.BENCH_FLOW === 'direct';
 const WAIT_SECONDS = 20;
 const ROUNDS = 3;
 const PROFILE_DIR = process.env.BENCH_PROFILE ? path.resolve(process.env.BENCH_PROFILE) : undefined;
@@ -109,9 +111,14 @@ async function main(): Promise<void> {
 
     const http = createHttpClient(stack.info.base_url.replace('//localhost:', '//127.0.0.1:'), { Authorization: `Bearer ${stack.info.api_key}` });
     clients.push(http);
+    const request = { capability_ref: 'platform/microbial-growth@1.0.0', inputs: {}, compute_profile_id: PROFILE, max_runtime_seconds: 60 };
     const ours = async () => {
-      const plan = await http.json('POST', '/run-plans', { capability_ref: 'platform/microbial-growth@1.0.0', inputs: {}, compute_profile_id: PROFILE, max_runtime_seconds: 60 });
-      const run = await http.json('POST', '/runs', { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, { 'Idempotency-Key': crypto.randomUUID(), ...(FOLLOW ? {} : { Prefer: `wait=${WAIT_SECONDS}` }) });
+      const approved = async () => {
+        const plan = await http.json('POST', '/run-plans', request);
+        return { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 };
+      };
+      const body = DIRECT ? { ref: request.capability_ref, inputs: {}, compute_profile: PROFILE, max_runtime_seconds: 60 } : await approved();
+      const run = await http.json('POST', '/runs', body, { 'Idempotency-Key': crypto.randomUUID(), ...(FOLLOW ? {} : { Prefer: `wait=${WAIT_SECONDS}` }) });
       // As the SDK's client.run(): a run that ended within the wait is answered ended.
       if (run.status === 'completed') return;
       if (POLL_MS > 0) {
@@ -149,7 +156,7 @@ async function main(): Promise<void> {
       profiled = { from, to };
       return;
     }
-    console.log(`${N} runs a side, ${C} at a time, ${TOPOLOGY} topology, ours ${FOLLOW ? (POLL_MS > 0 ? `polling every ${POLL_MS} ms` : "following the event stream") : `answered ended (Prefer: wait=${WAIT_SECONDS})`}`);
+    console.log(`${N} runs a side, ${C} at a time, ${TOPOLOGY} topology, ours ${DIRECT ? 'direct, ' : 'planned, '}${FOLLOW ? (POLL_MS > 0 ? `polling every ${POLL_MS} ms` : "following the event stream") : `answered ended (Prefer: wait=${WAIT_SECONDS})`}`);
     const throughput: number[] = [];
     const latency: number[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
