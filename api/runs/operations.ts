@@ -5,7 +5,7 @@ import { errors } from '../errors.ts';
 import { prepareRun, recheckProposal, type RunProposal } from './prepare.ts';
 import type { ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
 import { acceptRun, earlierRun, runIdFor } from './accept.ts';
-import { runWhenEnded } from './wait.ts';
+import { runNotices, runWhenEnded } from './wait.ts';
 import { runView, artifactView } from './view.ts';
 import { redirectQuery, redirectToStore, runArtifactDirectDownload, runArtifactDownloadable } from '../artifactUrls.ts';
 
@@ -156,19 +156,26 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
 
   async run_create(input, ctx) {
     const runId = runIdFor(ctx.caller.account.id, ctx.idempotencyKey);
-    let run: RunRow;
-    try {
-      run = await createRun(input, ctx, runId);
-    } catch (err) {
-      // A retry whose earlier attempt recorded the run (its answer lost) answers that run,
-      // whatever this attempt ran into: its plan is used, its reservation taken, its id
-      // (runIdFor) recorded. Looked for only here, so a new run pays no read for it.
-      const earlier = await earlierRun(ctx.deps, ctx.caller.account.id, runId);
-      if (!earlier) throw err;
-      run = earlier;
-    }
     // `Prefer: wait=N`: answered once it has ended, when that is within N seconds.
-    return runCreated(ctx.waitMs ? await runWhenEnded(ctx, run, ctx.waitMs) : run);
+    const notices = ctx.waitMs ? runNotices(ctx, runId) : undefined;
+    try {
+      let run: RunRow;
+      let accepted = true;
+      try {
+        run = await createRun(input, ctx, runId);
+      } catch (err) {
+        // A retry whose earlier attempt recorded the run (its answer lost) answers that run,
+        // whatever this attempt ran into: its plan is used, its reservation taken, its id
+        // (runIdFor) recorded. Looked for only here, so a new run pays no read for it.
+        const earlier = await earlierRun(ctx.deps, ctx.caller.account.id, runId);
+        if (!earlier) throw err;
+        run = earlier;
+        accepted = false;
+      }
+      return runCreated(notices ? await runWhenEnded(ctx, run, ctx.waitMs!, notices, { accepted }) : run);
+    } finally {
+      notices?.close();
+    }
   },
 
   async run_get(input, ctx) {

@@ -17,7 +17,7 @@ import { readLabManifests } from '../../storage/labManifests.ts';
 import { planEnvironment, type EnvironmentPlan } from './environment.ts';
 import { lockAsOf } from './resolveLock.ts';
 import { getLock } from '../../storage/db/environments.ts';
-import { findReusableRun, reuseOwnerOf } from '../../storage/db/runs.ts';
+import { findReusableRun } from '../../storage/db/runs.ts';
 import { runCapFindings } from '../spendCaps.ts';
 import { digestJson } from '../../storage/digest.ts';
 
@@ -191,11 +191,10 @@ export async function prepareRun(
  * out. Only when nothing blocks the run.
  */
 async function reuseFindings(deps: Deps, caller: Caller, proposal: RunProposal, req: { seed?: number; reuse?: boolean }): Promise<Finding[]> {
-  const owner = proposal.release_id ? await reuseOwnerOf(deps.db, proposal.release_id) : null;
-  const accounts = owner && owner !== caller.account.id ? [caller.account.id, owner] : [caller.account.id];
-  const source = await findReusableRun(deps.db, accounts, {
+  const { owner, source } = await findReusableRun(deps.db, caller.account.id, proposal.release_id, {
     package_sha256: proposal.package_sha256, inputs_sha256: proposal.inputs_sha256!, compute_profile: proposal.compute_profile, runtime_sha256: proposal.runtime_sha256!, seed: req.seed,
   });
+  const accounts = owner ? [caller.account.id, owner] : [caller.account.id];
   if (!req.reuse) {
     return source ? [{ severity: 'info', code: 'identical_run_exists', message: `${source.account_id === caller.account.id ? `Run ${source.id}` : 'A run of this release\'s owner, who allows reuse,'} already computed exactly this${req.seed === undefined ? ` (with seed ${source.seed})` : ''}: send reuse: true to answer from it at no cost.`, path: 'reuse' }] : [];
   }

@@ -89,31 +89,33 @@ export async function insertReusedRun(db: Db, run: NewRun, source: { id: string;
 }
 
 /**
- * The owner of a public release who allows others to reuse their runs of it (its lab's
- * `content_settings.allow_reuse`), or null.
+ * Where an identical computation may be answered from, in one statement: the caller's own
+ * runs, and those of the release's owner when the release and its lab are public and the
+ * lab allows reuse (`owner`, null otherwise). The newest completed run of those accounts
+ * that is the same computation (the same package, inputs digest, compute profile and
+ * runtime, and the same seed when one is asked for) is `source`. A run that was itself a
+ * reuse is never a source, so reuse always points at a run that ran.
  */
-export async function reuseOwnerOf(db: Db, releaseId: string): Promise<string | null> {
-  const row = await db('releases as r').join('labs as l', (j) => j.on('l.account_id', 'r.account_id').andOn('l.name', 'r.name'))
-    .where({ 'r.id': releaseId, 'r.visibility': 'public', 'l.visibility': 'public' }).whereRaw(`(l.content_settings->>'allow_reuse') = 'true'`).first('r.account_id');
-  return row?.account_id ?? null;
-}
-
-/**
- * The newest completed run of the given accounts (the caller's, and a public release's
- * owner who allows reuse) that is the same computation: the same package, inputs digest,
- * compute profile and runtime, and the same seed when one is asked for. A run that was
- * itself a reuse is never a source, so reuse always points at a run that ran.
- */
-export async function findReusableRun(db: Db, accountIds: string[], k: { package_sha256: string; inputs_sha256: string; compute_profile: string; runtime_sha256: string; seed?: number }): Promise<Pick<RunRow, 'id' | 'account_id' | 'seed' | 'finished_at'> | undefined> {
+export async function findReusableRun(db: Db, callerId: string, releaseId: string | null, k: { package_sha256: string; inputs_sha256: string; compute_profile: string; runtime_sha256: string; seed?: number }): Promise<{ owner: string | null; source: Pick<RunRow, 'id' | 'account_id' | 'seed' | 'finished_at'> | undefined }> {
   // One account at a time: each is the first entry of an index ordered by finished_at
   // (migration 032), where an IN list would sort every identical run of both.
-  const newest = await Promise.all(accountIds.map((accountId) => {
-    const q = db('runs').where({ account_id: accountId, status: 'completed', package_sha256: k.package_sha256, inputs_sha256: k.inputs_sha256, compute_profile: k.compute_profile, runtime_sha256: k.runtime_sha256 })
-      .whereNull('reused_from');
-    if (k.seed !== undefined) q.andWhere({ seed: k.seed });
-    return q.orderBy('finished_at', 'desc').first('id', 'account_id', 'seed', 'finished_at') as Promise<Pick<RunRow, 'id' | 'account_id' | 'seed' | 'finished_at'> | undefined>;
-  }));
-  return newest.filter((r) => r !== undefined).sort((a, b) => b.finished_at!.getTime() - a.finished_at!.getTime())[0];
+  const same = (account: string) => `SELECT id, account_id, seed, finished_at FROM runs
+    WHERE account_id = ${account} AND status = 'completed' AND package_sha256 = :package AND inputs_sha256 = :inputs AND compute_profile = :profile
+      AND runtime_sha256 = :runtime AND reused_from IS NULL${k.seed === undefined ? '' : ' AND seed = :seed'}
+    ORDER BY finished_at DESC LIMIT 1`;
+  const { rows } = await db.raw(`
+    WITH owner AS (
+      SELECT r.account_id FROM releases r JOIN labs l ON l.account_id = r.account_id AND l.name = r.name
+       WHERE r.id = :release AND r.visibility = 'public' AND l.visibility = 'public' AND (l.content_settings->>'allow_reuse') = 'true' AND r.account_id <> :caller
+    )
+    SELECT (SELECT account_id FROM owner) AS owner, x.id, x.account_id, x.seed, x.finished_at
+      FROM (SELECT 1) AS one LEFT JOIN LATERAL (
+        SELECT * FROM ((${same(':caller')}) UNION ALL (${same('(SELECT account_id FROM owner)')})) AS both_accounts ORDER BY finished_at DESC LIMIT 1
+      ) AS x ON true`, {
+    release: releaseId, caller: callerId, package: k.package_sha256, inputs: k.inputs_sha256, profile: k.compute_profile, runtime: k.runtime_sha256, ...(k.seed === undefined ? {} : { seed: k.seed }),
+  });
+  const row = rows[0] as { owner: string | null; id: string | null; account_id: string; seed: number; finished_at: Date };
+  return { owner: row.owner, source: row.id ? { id: row.id, account_id: row.account_id, seed: row.seed, finished_at: row.finished_at } : undefined };
 }
 
 /**
