@@ -15,6 +15,7 @@ import { createNotificationListener } from '../storage/db/notifications.ts';
 import { RUN_EVENTS_CHANNEL, createRunEventWatcher } from '../storage/db/runEventWatch.ts';
 import { readRuntimeLock } from '../storage/runtimePins.ts';
 import { PROFILES_CHANNEL, createProfileResolver } from '../storage/db/computeProfiles.ts';
+import { RELEASES_CHANNEL, createReleaseResolver } from '../storage/db/releases.ts';
 
 export interface ApiServer {
   /** The api's Postgres (a run worker beside it uses the same pool). */
@@ -31,12 +32,12 @@ export async function startApi(config: Config, log: Logger, temporal: TemporalGa
   const db = createDb(config.databaseUrl, { poolMax: 20, timeoutMs });
   const pool = createPgPool(config.databaseUrl, 10, { timeoutMs });
   const objects = createObjectStore(config.s3, { timeoutMs });
-  const listener = await createNotificationListener(config.databaseUrl, [AUTH_CHANNEL, RUN_EVENTS_CHANNEL, PROFILES_CHANNEL]);
+  const listener = await createNotificationListener(config.databaseUrl, [AUTH_CHANNEL, RUN_EVENTS_CHANNEL, PROFILES_CHANNEL, RELEASES_CHANNEL]);
   const keys = createKeyResolver(db, listener);
   const runEvents = createRunEventWatcher(listener);
   const runtimeJudge = new RuntimeJudge(config.python);
   const direct = config.directDownloads.endpoint ? createDirectDownloads(config.s3, config.directDownloads.endpoint, config.directDownloads.expiresSeconds) : null;
-  const app = createApp({ config, db, pool, objects, directDownloads: direct, payments: paymentProvider(config.payments), temporal, keys, profiles: createProfileResolver(db, listener), runEvents, runtimeLock: readRuntimeLock(), runtimeJudge }, { log });
+  const app = createApp({ config, db, pool, objects, directDownloads: direct, payments: paymentProvider(config.payments), temporal, keys, profiles: createProfileResolver(db, listener), releases: createReleaseResolver(db, listener), runEvents, runtimeLock: readRuntimeLock(), runtimeJudge }, { log });
   const server = createServer(app.koa.callback());
   server.keepAliveTimeout = 65000;
   // An accept that fails (out of file descriptors under a burst) loses that connection, not

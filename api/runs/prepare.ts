@@ -4,7 +4,7 @@ import { randomInt } from 'node:crypto';
 import type { Deps, Caller } from '../tools/tool.ts';
 import { ApiError, errors } from '../errors.ts';
 import { planUnavailable } from '../plans.ts';
-import { findLatestVisibleRelease, findVisibleRelease, parseReference, type ReleaseRow } from '../../storage/db/releases.ts';
+import { parseReference, type ReleaseRow } from '../../storage/db/releases.ts';
 import type { ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
 import type { Finding } from '../../storage/db/plans.ts';
 import { checkInputs, contractOf } from '../../storage/inputChecks.ts';
@@ -54,9 +54,7 @@ export interface RunProposal {
 export async function resolveRelease(deps: Deps, caller: Caller, ref: string, param: string): Promise<ReleaseRow> {
   const r = parseReference(ref, false);
   if (!r) throw errors.validation('parameter_invalid_format', `${param} must look like <namespace>/<name>@<version>.`, param);
-  const release = r.version
-    ? await findVisibleRelease(deps.db, caller.account.id, { ...r, version: r.version })
-    : await findLatestVisibleRelease(deps.db, caller.account.id, r.namespace, r.name);
+  const release = await deps.releases(caller.account.id, r);
   if (!release) throw errors.notFound('capability_not_found', 'capability', param);
   return release as ReleaseRow;
 }

@@ -12,6 +12,7 @@ import type { JsonSchema } from '../schemas/common.ts';
 import type { TemporalGateway } from '../temporal.ts';
 import type { KeyResolver } from '../../storage/db/keyCache.ts';
 import type { ProfileResolver } from '../../storage/db/computeProfiles.ts';
+import type { ReleaseResolver } from '../../storage/db/releases.ts';
 import type { RunEventWatcher } from '../../storage/db/runEventWatch.ts';
 import type { RuntimeLock } from '../../storage/runtimePins.ts';
 
@@ -30,6 +31,8 @@ export interface Deps {
   keys: KeyResolver;
   /** Compute profiles by id, kept until one changes. */
   profiles: ProfileResolver;
+  /** The release a reference names for an account, kept until releases or teams change. */
+  releases: ReleaseResolver;
   /** Wakes a run's event streams when an event is appended (Postgres NOTIFY). */
   runEvents: RunEventWatcher;
   /** The lab runtime's installed set (the committed lock), read once: plan-time pin checks. */

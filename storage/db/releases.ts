@@ -1,5 +1,7 @@
 import semver from 'semver';
 import type { Db } from './knex.ts';
+import type { NotificationListener } from './notifications.ts';
+import { noticedCache } from './noticedCache.ts';
 import { newId } from '../ids.ts';
 import { keysetPage, type KeysetPage } from './pagination.ts';
 
@@ -93,6 +95,25 @@ export async function findLatestVisibleRelease(db: Db, accountId: string, namesp
   return rows
     .filter((r) => semver.valid(r.version))
     .sort((a, b) => semver.rcompare(a.version, b.version))[0];
+}
+
+/** Notified by every change to the releases or to team membership (a trigger, migration 046). */
+export const RELEASES_CHANNEL = 'silico_releases_changed';
+
+/**
+ * The release a reference names for an account (the newest it may see when the reference
+ * has no version), kept in process until a release or a team's membership changes
+ * (noticedCache.ts); read-only.
+ */
+export type ReleaseResolver = (accountId: string, ref: { namespace: string; name: string; version?: string }) => Promise<Readonly<ReleaseRow> | undefined>;
+
+export function createReleaseResolver(db: Db, listener: NotificationListener): ReleaseResolver {
+  // Releases carry their manifest and file tree: few are kept.
+  const cached = noticedCache(listener, RELEASES_CHANNEL, (key) => {
+    const [accountId, namespace, name, version] = JSON.parse(key) as [string, string, string, string | null];
+    return version ? findVisibleRelease(db, accountId, { namespace, name, version }) : findLatestVisibleRelease(db, accountId, namespace, name);
+  }, { max: 256 });
+  return (accountId, ref) => cached(JSON.stringify([accountId, ref.namespace, ref.name, ref.version ?? null]));
 }
 
 /** A release by id, whoever owns it (workers executing an accepted run). */

@@ -9,6 +9,7 @@ import { loadConfig } from '../../kernel/config.ts';
 import { createTemporalGateway } from '../../api/temporal.ts';
 import { AUTH_CHANNEL, createKeyResolver } from '../../storage/db/keyCache.ts';
 import { PROFILES_CHANNEL, createProfileResolver } from '../../storage/db/computeProfiles.ts';
+import { RELEASES_CHANNEL, createReleaseResolver } from '../../storage/db/releases.ts';
 import { createNotificationListener, type NotificationListener } from '../../storage/db/notifications.ts';
 import { RUN_EVENTS_CHANNEL, createRunEventWatcher } from '../../storage/db/runEventWatch.ts';
 import { createPgPool } from '../../storage/db/knex.ts';
@@ -42,8 +43,8 @@ const pool = createPgPool(process.env.DATABASE_URL!, 4);
 
 before(async () => {
   const config = { ...loadConfig(), logLevel: 'silent' };
-  listener = await createNotificationListener(config.databaseUrl, [AUTH_CHANNEL, RUN_EVENTS_CHANNEL, PROFILES_CHANNEL]);
-  const deps = { config, db: testDb(), pool, objects: testObjects(), directDownloads: null, payments: null, temporal, keys: createKeyResolver(testDb(), listener), profiles: createProfileResolver(testDb(), listener), runEvents: createRunEventWatcher(listener), runtimeLock: readRuntimeLock(), runtimeJudge: new RuntimeJudge(process.env.SILICO_PYTHON!) };
+  listener = await createNotificationListener(config.databaseUrl, [AUTH_CHANNEL, RUN_EVENTS_CHANNEL, PROFILES_CHANNEL, RELEASES_CHANNEL]);
+  const deps = { config, db: testDb(), pool, objects: testObjects(), directDownloads: null, payments: null, temporal, keys: createKeyResolver(testDb(), listener), profiles: createProfileResolver(testDb(), listener), releases: createReleaseResolver(testDb(), listener), runEvents: createRunEventWatcher(listener), runtimeLock: readRuntimeLock(), runtimeJudge: new RuntimeJudge(process.env.SILICO_PYTHON!) };
   const app = createApp(deps, { table: { routes: [...ROUTES, route], tools: new Map([...TOOLS, [probe.name, probe]]) } });
   server = createServer(app.koa.callback());
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

@@ -1,7 +1,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { admin, call, errorOf, closeTestDb, newAccount, testDb, until, workspaceOfLab } from '../helpers.ts';
+import { admin, call, errorOf, closeTestDb, newAccount, refusedWithin, testDb, until, workspaceOfLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { insertRelease } from '../../storage/db/releases.ts';
 import { sha256Hex } from '../../storage/digest.ts';
@@ -105,13 +105,19 @@ test('visibility and Hub listing are two settings: team shares with the team\'s 
 
   await visibility('public');
   assert.equal(await inspect(stranger.key), 200);
+  const strangerPlans = () => call('POST', '/run-plans', { key: stranger.key, body: { capability_ref: ref, inputs: {} } });
+  assert.equal((await strangerPlans()).status, 200, 'public: anyone can plan a run of it');
   assert.equal(await searched(stranger.key), false, 'public does not list it on the Hub');
   assert.equal(await searched(team.key), true, 'the owner always finds its own');
   const listed = await admin('hub', 'list', '--account', team.account.namespace, '--lab', 'shared-kinetics');
   assert.deepEqual([listed.hub_listed, listed.releases], [true, 1]);
   assert.equal(await searched(stranger.key), true, 'listed by the operator: Hub search offers it');
 
+  const madePrivate = Date.now();
   const back = await visibility('private');
+  // The api keeps resolved references until a release changes: the change reaches it as a
+  // Postgres notice, a moment after it commits.
+  await refusedWithin(2000, strangerPlans, (res) => res.status === 404, madePrivate);
   assert.equal(back.body.hub_listed, true, 'still listed: visibility did not change it');
   assert.deepEqual(back.body.warnings.map((w: any) => w.code), ['hub_listing_unchanged', 'listed_not_public']);
   assert.deepEqual([await inspect(stranger.key), await searched(stranger.key), await inspect(member.key)], [404, false, 404]);
