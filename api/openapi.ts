@@ -1,10 +1,10 @@
-import { PREFER_WAIT_MAX_SECONDS } from './preferWait.ts';
 import { ROUTES, type RouteDef } from './routeTable.ts';
 import { TOOLS } from './tools/index.ts';
 import { jsonBodySchema, type ToolDef } from './tools/tool.ts';
 import { successSchema } from './schemas/answer.ts';
 import { errorEnvelope, type JsonSchema } from './schemas/common.ts';
 import { SCHEMA_VERSION } from './envelope.ts';
+import { PREFER_WAIT_MAX_SECONDS } from './preferWait.ts';
 
 const ERROR_RESPONSES: Record<string, string> = {
   400: 'Malformed request (invalid JSON, or a required Idempotency-Key is missing).',

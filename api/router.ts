@@ -1,4 +1,3 @@
-import { preferredWaitSeconds } from './preferWait.ts';
 import Router from '@koa/router';
 import { bodyParser } from '@koa/bodyparser';
 import type { Context, Middleware } from 'koa';
@@ -11,6 +10,7 @@ import { renderBody, runOperation } from './operation.ts';
 import { errors } from './errors.ts';
 import { idempotency } from './middleware/idempotency.ts';
 import { check, compileInput } from './validation.ts';
+import { preferredWaitSeconds } from './preferWait.ts';
 
 export interface RouteTable { routes: readonly RouteDef[]; tools: ReadonlyMap<string, ToolDef> }
 

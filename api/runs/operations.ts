@@ -5,7 +5,7 @@ import { errors } from '../errors.ts';
 import { prepareRun, recheckProposal, type RunProposal } from './prepare.ts';
 import type { ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
 import { acceptRun, earlierRun, runIdFor } from './accept.ts';
-import { runNotices, runWhenEnded } from './wait.ts';
+import { runWhenEnded } from './wait.ts';
 import { runView, artifactView } from './view.ts';
 import { redirectQuery, redirectToStore, runArtifactDirectDownload, runArtifactDownloadable } from '../artifactUrls.ts';
 
@@ -157,7 +157,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
   async run_create(input, ctx) {
     const runId = runIdFor(ctx.caller.account.id, ctx.idempotencyKey);
     // `Prefer: wait=N`: answered once it has ended, when that is within N seconds.
-    const notices = ctx.waitMs ? runNotices(ctx, runId) : undefined;
+    const notices = ctx.waitMs ? ctx.deps.runEvents.subscribe(runId) : undefined;
     try {
       let run: RunRow;
       let accepted = true;

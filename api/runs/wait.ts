@@ -3,16 +3,10 @@ import type { RunEventSubscription } from '../../storage/db/runEventWatch.ts';
 import { getRun, TERMINAL, type RunRow } from '../../storage/db/runs.ts';
 
 /**
- * A run's event notices, subscribed before the request that may accept it, so that when it
- * does (`accepted`) no ending of the run can come before them.
- */
-export function runNotices(ctx: ToolContext, runId: string): RunEventSubscription {
-  return ctx.deps.runEvents.subscribe(runId);
-}
-
-/**
  * The run once it has ended, or as it stands when `ms` have passed or its client has
- * gone (`Prefer: wait` on POST /runs), reading it again on each of its notices.
+ * gone (`Prefer: wait` on POST /runs), reading it again on each of its `notices`: those
+ * subscribed before the request that may accept it, so that when it does no ending of
+ * the run can come before them.
  *
  * A run this request `accepted` (recorded, and its workflow started by this request)
  * cannot have ended before its workflow started, so the notices heard until then are its
