@@ -79,6 +79,24 @@ export function checkInputs(release: Contracted, inputs: Record<string, unknown>
   return { unknown, findings };
 }
 
+/** The most declared inputs an `unknown_inputs` message names (its details list them all). */
+const NAMED_IN_MESSAGE = 20;
+
+/**
+ * What an `unknown_inputs` refusal says besides the names it refuses: the inputs the lab
+ * does declare, all of them for its details (`declared`), the first of them in a sentence
+ * for its message.
+ */
+export function listDeclaredInputs(release: Contracted): { declared: ContractInput[]; sentence: string } {
+  const declared = release.inputs.map((i) => ({ name: i.name, value_type: i.value_type, required: i.required }));
+  const named = declared.slice(0, NAMED_IN_MESSAGE).map((i) => `${i.name} (${i.value_type}${i.required ? ', required' : ''})`);
+  const more = declared.length - named.length;
+  const sentence = declared.length
+    ? `It declares ${named.join(', ')}${more ? ` and ${more} more (details.declared lists them all)` : ''}.`
+    : 'It declares no inputs.';
+  return { declared, sentence };
+}
+
 /**
  * Why a value does not have a declared value_type (docs/contract/gaps.md's vocabulary), or null
  * when it has: what a passport's output_contract check asks of each declared output.

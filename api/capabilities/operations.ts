@@ -3,13 +3,28 @@ import { record, str, arr, limit, cursor, cursorPage, packageSha256 } from '../s
 import { findLatestVisibleRelease, listVisibleReleases, type ReleaseRow } from '../../storage/db/releases.ts';
 import { decodeCursor, pageBody } from '../pagination.ts';
 import { errors } from '../errors.ts';
+import { contractInput } from '../hub/schemas.ts';
+import { declaredContractOf } from '../../storage/labContract.ts';
 
 export const capability = record({
   ref: str(), name: str(), version: str(), title: str(),
-  inputs: arr(record({ name: str(), value_type: str(), required: { type: 'boolean' } })),
+  inputs: arr(contractInput),
   outputs: arr(record({ name: str(), value_type: str() })),
   package_sha256: packageSha256,
 });
+
+/**
+ * Each input of a release's contract (what its runs are checked against) with what its
+ * lab.yaml declares to fill it in: description, units, default and schema (its bounds),
+ * null where it declares none. hub_inspect shows the same.
+ */
+function capabilityInputs(r: Pick<ReleaseRow, 'inputs' | 'manifest'>) {
+  const declared = new Map(declaredContractOf(r.manifest).inputs.map((i) => [i.name, i]));
+  return r.inputs.map((i) => {
+    const d = declared.get(i.name);
+    return { name: i.name, value_type: i.value_type, required: i.required, description: d?.description ?? null, units: d?.units ?? null, default: d?.default ?? null, schema: d?.schema ?? null };
+  });
+}
 
 /** The capability view of a release: its contract and digest. */
 export function toCapability(r: ReleaseRow) {
@@ -18,7 +33,7 @@ export function toCapability(r: ReleaseRow) {
     name: r.name,
     version: r.version,
     title: r.title,
-    inputs: r.inputs.map((i) => ({ name: i.name, value_type: i.value_type, required: i.required })),
+    inputs: capabilityInputs(r),
     outputs: r.outputs.map((o) => ({ name: o.name, value_type: o.value_type })),
     package_sha256: `sha256:${r.package_sha256}`,
   };
@@ -28,7 +43,7 @@ const segment = { type: 'string', pattern: '^[a-z][a-z0-9-]{1,62}$' };
 
 export const capabilityList: ToolDef = {
   name: 'capability_list',
-  description: 'List runnable lab versions visible to the key owner with their declared input/output contracts.',
+  description: 'List runnable lab versions visible to the key owner with their contracts: each input\'s value type, required, description, units, default and schema (its bounds); each output\'s value type.',
   scope: 'capabilities:read',
   readOnly: true,
   input: { query: { limit, cursor } },
@@ -44,7 +59,7 @@ export const capabilityList: ToolDef = {
 
 export const capabilityGet: ToolDef = {
   name: 'capability_get',
-  description: 'Resolve the latest accessible version of namespace/name and return its contract.',
+  description: 'Resolve the latest accessible version of namespace/name and return its contract, each input with its units, default and schema (bounds).',
   scope: 'capabilities:read',
   readOnly: true,
   input: { path: { namespace: segment, name: segment } },

@@ -2,13 +2,15 @@ import { randomInt } from 'node:crypto';
 import { parse as parseCsv } from 'csv-parse/sync';
 import type { Deps, Caller } from '../tools/tool.ts';
 import { ApiError, errors } from '../errors.ts';
-import { prepareRun } from '../runs/prepare.ts';
+import { prepareRun, unknownInputsError } from '../runs/prepare.ts';
 import { studyCapFindings } from '../spendCaps.ts';
 import type { Finding } from '../../storage/db/plans.ts';
 import type { ExperimentArm } from '../../storage/db/experiments.ts';
 import { getDataset, filesById } from '../../storage/db/datasets.ts';
 import { checkInputs, type Contracted } from '../../storage/inputChecks.ts';
 import { listOf } from '../../storage/labContract.ts';
+import { microsToUsd } from '../../storage/ledger.ts';
+import { sampleSizeAdvice } from '../../storage/sampleSize.ts';
 import {
   sensitivityRunCount, type CalibrationDesign, type ObservedSeries, type OutputSummary, type SensitivityDesign, type StudyDesign, type StudyOutput, type StudyParameter,
 } from '../../storage/studyDesign.ts';
@@ -81,7 +83,7 @@ function studyParameters(
   return req.map((p, i) => {
     const here = `${at}.parameters[${i}]`;
     const d = inputs.get(p.input);
-    if (!d) throw errors.validation('unknown_inputs', `${p.input} is not an input the lab declares.`, `${here}.input`);
+    if (!d) throw unknownInputsError(release, [p.input], `${p.input} is not an input the lab declares.`, `${here}.input`);
     if (d.value_type !== 'number') throw errors.validation('parameter_not_numeric', `Input ${p.input} is declared ${d.value_type ?? 'object'}; a study varies number inputs only.`, `${here}.input`);
     if (seen.has(p.input)) throw errors.validation('duplicate_parameter', `Input ${p.input} is varied twice.`, `${here}.input`);
     seen.add(p.input);
@@ -134,6 +136,28 @@ function sensitivityDesign(release: Contracted, base: Record<string, unknown>, r
   return {
     kind: 'sensitivity', parameters, outputs: studied, method: req.method, base_sample: req.base_sample, num_levels: numLevels, num_resamples: 100,
     seed: req.seed ?? randomInt(0, MAX_SEED), run_count: runCount,
+  };
+}
+
+/**
+ * A sensitivity design whose sample is too small for stable indices (storage/sampleSize.ts):
+ * the confidence half-width it leaves, the base sample that meets the target, and that
+ * sample's runs and price at one run's maximum.
+ */
+function sampleSizeFinding(d: SensitivityDesign, perRunMicros: number): Finding | null {
+  const advice = sampleSizeAdvice(d.method, d.base_sample, d.parameters.length, MAX_STUDY_RUNS);
+  if (!advice) return null;
+  const sobol = d.method === 'sobol';
+  const now = sobol
+    ? `A base sample of ${d.base_sample} leaves each Sobol' index a 95% confidence half-width of up to about ±${advice.half_width.toFixed(2)}`
+    : `${d.base_sample} trajectories leave μ* a 95% confidence half-width of up to about ±${Math.round(advice.half_width * 100)}% of itself (for a parameter whose σ is as large as its μ*)`;
+  const target = sobol ? `±${advice.target}` : `±${advice.target * 100}%`;
+  const cost = advice.parameters_within === null
+    ? `${advice.suggested_run_count} runs, at most $${microsToUsd(advice.suggested_run_count * perRunMicros)}`
+    : `${advice.suggested_run_count} runs, more than the ${MAX_STUDY_RUNS} a study may take: vary at most ${advice.parameters_within} parameters (each adds ${advice.suggested} runs)${sobol ? ', or screen them first with method morris' : ''}`;
+  return {
+    severity: 'warning', code: 'sample_too_small', path: 'sensitivity.base_sample',
+    message: `${now}; base_sample ${advice.suggested} brings it within ${target}, the target for stable indices: ${cost}.`,
   };
 }
 
@@ -252,6 +276,8 @@ export async function prepareStudy(
   const total = design.run_count * arm.estimated_max_micros;
   const capped = await studyCapFindings(deps, caller, [{ ...arm, replicates: design.run_count }], total);
   findings.push(...capped.map((f) => ({ ...f, path: f.path?.replace(/^arms\[0\]/, 'lab') ?? null })));
+  const small = design.kind === 'sensitivity' ? sampleSizeFinding(design, arm.estimated_max_micros) : null;
+  if (small) findings.push(small);
   return {
     findings,
     proposal: { name: req.name, goal: req.goal ?? '', arms: [arm], run_count: design.run_count, estimated_max_micros: total, kind: design.kind, design },

@@ -1,10 +1,8 @@
 import {
-  anyObject, arr, cursorPage, finding, id, nullableTime, obj, packageSha256, sha256Hex, str, time, uuid, type JsonSchema,
+  anyObject, arr, cursorPage, finding, id, nullableTime, obj, packageSha256, sha256Hex, str, time, uuid, VISIBILITIES, type JsonSchema,
 } from '../schemas/common.ts';
 import { APPROVAL_KINDS, PUBLICATION_STATUSES } from '../publications/schemas.ts';
 
-/** Who may see a lab and its releases (labs and releases tables): this account, its team's members too, or anyone. */
-export const VISIBILITIES = ['private', 'team', 'public'] as const;
 /** How far a release was checked: `smoke_tested` when its declared smoke inputs ran at publication. */
 export const QUALIFICATION_STATES = ['unqualified', 'smoke_tested', 'qualified'] as const;
 
@@ -37,7 +35,7 @@ export const releaseSummary: JsonSchema = obj(releaseSummaryFields, Object.keys(
 export const releaseSearchPage: JsonSchema = cursorPage(releaseSummary);
 
 /** One input of a release's contract, with what its lab.yaml declares to fill it in. */
-const contractInput: JsonSchema = obj({
+export const contractInput: JsonSchema = obj({
   name: str(64),
   value_type: str(64),
   required: { type: 'boolean' },

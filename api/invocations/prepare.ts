@@ -1,8 +1,8 @@
 import { randomInt } from 'node:crypto';
 import type { Deps, Caller } from '../tools/tool.ts';
-import { ApiError } from '../errors.ts';
 import { checkInputs } from '../../storage/inputChecks.ts';
 import { resolveInputReferences } from '../runs/inputRefs.ts';
+import { unknownInputsError } from '../runs/prepare.ts';
 import { visibleHostedRelease } from '../hosting/release.ts';
 import type { ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
 import type { HostingRow } from '../../storage/db/hosting.ts';
@@ -48,7 +48,7 @@ export async function prepareInvocation(deps: Deps, caller: Caller, req: Invocat
   const inputs = req.inputs ?? {};
   const { unknown, findings } = checkInputs(release, inputs);
   if (unknown.length) {
-    throw new ApiError(422, 'unknown_inputs', `Inputs not declared by ${hosting.reference}: ${unknown.join(', ')}.`, 'inputs', { unknown });
+    throw unknownInputsError(release, unknown, `Inputs not declared by ${hosting.reference}: ${unknown.join(', ')}.`, 'inputs');
   }
   // A `file` or `dataset` input names the invoker's own (file_id, dataset id), as a run's does.
   findings.push(...await resolveInputReferences(deps, caller, release.manifest, inputs));

@@ -7,7 +7,7 @@ import { planUnavailable } from '../plans.ts';
 import { parseReference, type ReleaseRow } from '../../storage/db/releases.ts';
 import type { ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
 import type { Finding } from '../../storage/db/plans.ts';
-import { checkInputs, contractOf } from '../../storage/inputChecks.ts';
+import { checkInputs, contractOf, listDeclaredInputs, type Contracted } from '../../storage/inputChecks.ts';
 import { resolveInputReferences } from './inputRefs.ts';
 import { getRevision, getWorkspace } from '../../storage/db/workspaces.ts';
 import { blobKey } from '../../storage/objects.ts';
@@ -123,6 +123,15 @@ async function resolveRevision(deps: Deps, caller: Caller, w: { workspaceId: str
 }
 
 /**
+ * The 422 for inputs a lab does not declare (runs, invocations, studies): `said` names
+ * them; the message goes on with the inputs it declares, and the details list both.
+ */
+export function unknownInputsError(release: Contracted, unknown: string[], said: string, param: string): ApiError {
+  const { declared, sentence } = listDeclaredInputs(release);
+  return errors.validation('unknown_inputs', `${said} ${sentence}`, param, { unknown, declared });
+}
+
+/**
  * Everything a run plan checks, shared by POST /run-plans and the direct form of POST
  * /runs: the capability, the inputs against its contract (unknown names are a 422
  * `unknown_inputs`), the profile and its runtime bound, and the price. Nothing is
@@ -154,7 +163,7 @@ export async function prepareRun(
   // A release was judged by the runtime when it was packed; a revision is judged here.
   if (req.workspace) findings.push(...await runtimeFormatFindings(deps, release.tree!, 'blocking'));
   if (unknown.length) {
-    throw new ApiError(422, 'unknown_inputs', `Inputs not declared by ${release.namespace}/${release.name}@${release.version}: ${unknown.join(', ')}.`, 'inputs', { unknown });
+    throw unknownInputsError(release, unknown, `Inputs not declared by ${release.namespace}/${release.name}@${release.version}: ${unknown.join(', ')}.`, 'inputs');
   }
   findings.push(...await resolveInputReferences(deps, caller, release.manifest, req.inputs));
   try {

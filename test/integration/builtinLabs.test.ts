@@ -37,6 +37,12 @@ test('GET /capabilities lists the built-in labs with contracts and digests', asy
     assert.match(c.package_sha256, /^sha256:[0-9a-f]{64}$/);
     assert.ok(c.outputs.length > 0);
   }
+  // Each input as its lab.yaml declares it, to fill it in without reading the manifest.
+  const beta = res.body.items.find((c: any) => c.ref === 'platform/sir-epidemic@1.0.0').inputs.find((i: any) => i.name === 'beta');
+  assert.deepEqual(beta, {
+    name: 'beta', value_type: 'number', required: false, description: 'Contact (transmission) rate beta (1/day).', units: '1/day', default: null,
+    schema: { type: 'number', minimum: 0, maximum: 10 },
+  });
 });
 
 test('microbial-growth reproduces the closed-form logistic curve set by the substrate', async () => {

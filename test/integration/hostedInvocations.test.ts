@@ -124,6 +124,9 @@ test('the digest, unknown inputs and invalid values are refused as for a run; a 
   assert.equal(unknown.status, 422);
   assert.equal(errorOf(unknown).code, 'unknown_inputs');
   assert.deepEqual(errorOf(unknown).details.unknown, ['bogus']);
+  const declared = errorOf(unknown).details.declared as Array<{ name: string; value_type: string }>;
+  assert.ok(declared.some((i) => i.name === 'growth_rate' && i.value_type === 'number'), JSON.stringify(declared));
+  assert.match(errorOf(unknown).message, /: bogus\. It declares .*growth_rate \(number\)/);
   const bad = await prepare(lab.owner.key, { inputs: { growth_rate: 5 } });
   assert.equal(bad.status, 201, bad.text);
   assert.equal(bad.body.status, 'blocked');

@@ -41,8 +41,33 @@ test('GET /capabilities lists visible releases with contracts and digests, pagin
   const c = mine(all)[0];
   assert.deepEqual(Object.keys(c).sort(), ['inputs', 'name', 'outputs', 'package_sha256', 'ref', 'title', 'version']);
   assert.match(c.package_sha256, /^sha256:[0-9a-f]{64}$/);
-  assert.deepEqual(c.inputs[0], { name: 'r0', value_type: 'number', required: true });
+  assert.deepEqual(c.inputs[0], { name: 'r0', value_type: 'number', required: true, description: null, units: null, default: null, schema: null }, 'a lab.yaml that declares nothing more: null');
   assert.deepEqual(c.outputs, [{ name: 'final_size', value_type: 'number' }]);
+});
+
+test('a capability gives each input its description, units, default and schema (bounds) as the lab.yaml declares them, as hub_inspect does', async () => {
+  const owner = await newAccount();
+  const ns = owner.account.namespace;
+  const beta = { name: 'beta', maps_to: 'm.beta', value_type: 'number', required: false, description: 'Contact rate.', units: '1/day', default: 0.5, schema: { type: 'number', minimum: 0, maximum: 10 } };
+  const flag = { name: 'verbose', maps_to: 'm.verbose', value_type: 'boolean', required: true, default: false };
+  await insertRelease(testDb(), {
+    account_id: owner.account.id, namespace: ns, name: 'declared', version: '1.0.0', title: 'Declared', visibility: 'private',
+    manifest: { schema_version: '2.0', title: 'Declared', io: { inputs: [beta, flag], outputs: [{ name: 'y', maps_to: 'm.y', value_type: 'number' }] } },
+    inputs: [{ name: 'beta', value_type: 'number', required: false }, { name: 'verbose', value_type: 'boolean', required: true }],
+    outputs: [{ name: 'y', value_type: 'number' }],
+    package_sha256: sha256Hex(`${ns}/declared@1.0.0`),
+  });
+  const got = await call('GET', `/capabilities/${ns}/declared`, { key: owner.key });
+  assert.equal(got.status, 200, got.text);
+  assert.deepEqual(got.body.inputs, [
+    { name: 'beta', value_type: 'number', required: false, description: 'Contact rate.', units: '1/day', default: 0.5, schema: { type: 'number', minimum: 0, maximum: 10 } },
+    { name: 'verbose', value_type: 'boolean', required: true, description: null, units: null, default: false, schema: null },
+  ], 'a declared default of false is kept, not taken for absent');
+  const listed = (await call('GET', '/capabilities?limit=100', { key: owner.key })).body.items.find((c: any) => c.ref === `${ns}/declared@1.0.0`);
+  assert.deepEqual(listed.inputs, got.body.inputs, 'listed as got');
+  const inspected = await call('GET', `/hub/releases/${encodeURIComponent(`${ns}/declared@1.0.0`)}`, { key: owner.key });
+  assert.equal(inspected.status, 200, inspected.text);
+  assert.deepEqual(inspected.body.contract.inputs, got.body.inputs, 'one view of an input in both');
 });
 
 test('GET /capabilities/{namespace}/{name} resolves the latest version by semver', async () => {
@@ -90,7 +115,7 @@ test('GET /compute-profiles lists priced profiles; a profile without a worker is
 test('skills are listed and served only after their checksum verifies', async () => {
   const list = await call('GET', '/skills');
   assert.equal(list.status, 200);
-  assert.deepEqual(list.body.items.map((s: any) => s.name), ['naming', 'publishing-labs', 'running-simulations']);
+  assert.deepEqual(list.body.items.map((s: any) => s.name), ['authoring-labs', 'naming', 'publishing-labs', 'running-simulations']);
   const res = await call('GET', '/skills/running-simulations');
   assert.equal(res.status, 200);
   assert.equal(res.body.verified, true);

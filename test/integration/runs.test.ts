@@ -162,6 +162,11 @@ test('plan errors: unknown inputs, digest mismatch, blocked, expired, consumed',
   assert.equal(unknown.status, 422);
   assert.equal(errorOf(unknown).code, 'unknown_inputs');
   assert.deepEqual(errorOf(unknown).details.unknown, ['colour', 'zeta']);
+  // It lists what the lab declares, as its capability does, and says it.
+  const declared = (await call('GET', '/capabilities/platform/microbial-growth', { key: owner.key })).body.inputs
+    .map((i: any) => ({ name: i.name, value_type: i.value_type, required: i.required }));
+  assert.deepEqual(errorOf(unknown).details.declared, declared);
+  assert.equal(errorOf(unknown).message, 'Inputs not declared by platform/microbial-growth@1.0.0: colour, zeta. It declares initial_biomass (number), initial_substrate (number), growth_rate (number).');
 
   const ok = await plan(owner.key, { inputs: {}, max_runtime_seconds: 60 });
   const wrong = await call('POST', '/runs', { key: owner.key, headers: idem(), body: { plan_id: ok.body.plan_id, plan_sha256: 'f'.repeat(64) } });

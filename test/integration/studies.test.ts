@@ -409,6 +409,52 @@ test('a question study is checked whole against spend caps before anything is re
   assert.deepEqual(await testDb()('experiments').where({ account_id: who.account.id }).pluck('id'), [], 'no study');
 });
 
+test('a sensitivity sample too small for stable indices gets a warning with the base sample that meets the target, its runs and its price; one large enough gets none', async () => {
+  const prepare = (sensitivity: Record<string, unknown>) => call('POST', '/experiment-plans', {
+    key: owner.key, body: { name: 'Sample size', lab: lab(growth), sensitivity: { parameters: [{ input: 'growth_rate', low: 0.2, high: 0.6 }], outputs: [{ output: 'biomass', summary: 'max' }], ...sensitivity } },
+  });
+  const sizeFindings = (plan: any) => plan.findings.filter((f: any) => f.code === 'sample_too_small');
+  // One run here costs at most 60 s of the test profile: $0.0006.
+  const perRunUsd = 60 * PROFILE.price_per_second_micros / 1e6;
+  const cases: Array<[string, number, number | null, number]> = [
+    // [method, base_sample, suggested base sample or none, runs of the suggestion]
+    ['sobol', 2, 1024, 1024 * (1 + 2)],
+    ['sobol', 512, 1024, 1024 * (1 + 2)],
+    ['sobol', 1024, null, 0],
+    ['morris', 10, 16, 16 * (1 + 1)],
+    ['morris', 16, null, 0],
+  ];
+  for (const [method, baseSample, suggested, runs] of cases) {
+    const plan = await prepare({ method, base_sample: baseSample, seed: 1 });
+    assert.equal(plan.status, 200, plan.text);
+    assert.equal(plan.body.status, 'ready', `a warning does not block: ${JSON.stringify(plan.body.findings)}`);
+    const found = sizeFindings(plan.body);
+    if (suggested === null) {
+      assert.deepEqual(found, [], `${method} with ${baseSample}: large enough`);
+      continue;
+    }
+    assert.equal(found.length, 1, `${method} with ${baseSample}: ${JSON.stringify(plan.body.findings)}`);
+    const [f] = found;
+    assert.equal(f.severity, 'warning');
+    assert.equal(f.path, 'sensitivity.base_sample');
+    assert.ok(f.message.includes(`base_sample ${suggested} brings it within ${method === 'sobol' ? '±0.1' : '±50%'}`), f.message);
+    assert.ok(f.message.includes(`${runs} runs, at most $${Math.round(runs * perRunUsd * 1e6) / 1e6}`), f.message);
+  }
+  // The suggestion itself, planned: no finding, and the runs and price it said.
+  const followed = (await prepare({ method: 'sobol', base_sample: 1024, seed: 1 })).body;
+  assert.equal(followed.run_count, 3072);
+  assert.equal(followed.estimated_max_usd, Math.round(3072 * perRunUsd * 1e6) / 1e6);
+  // The suggestion's runs grow with the parameters varied: 1024 × (3 + 2).
+  const three = await call('POST', '/experiment-plans', {
+    key: owner.key, body: {
+      name: 'Three parameters', lab: lab(growth),
+      sensitivity: { parameters: ['growth_rate', 'initial_biomass', 'initial_substrate'].map((input) => ({ input, low: 0.2, high: 0.6 })), outputs: [{ output: 'biomass', summary: 'max' }], method: 'sobol', base_sample: 8 },
+    },
+  });
+  assert.equal(three.status, 200, three.text);
+  assert.match(sizeFindings(three.body)[0].message, /base_sample 1024 .*: 5120 runs, at most \$3\.072\.$/);
+});
+
 test('a design is checked against the lab\'s contract with precise codes and params', async () => {
   const prepare = (extra: Record<string, unknown>) => call('POST', '/experiment-plans', { key: owner.key, body: { name: 'Bad', lab: lab(growth), ...extra } });
   const sens = (s: Record<string, unknown>) => ({ sensitivity: { parameters: [{ input: 'growth_rate', low: 0.2, high: 0.6 }], outputs: [{ output: 'biomass' }], method: 'sobol', base_sample: 8, ...s } });
@@ -429,4 +475,9 @@ test('a design is checked against the lab\'s contract with precise codes and par
     assert.equal(errorOf(res).code, code, res.text);
     assert.equal(errorOf(res).param, param, res.text);
   }
+  // An input the lab does not declare is answered with those it does, as for a run.
+  const unknown = errorOf(await prepare(sens({ parameters: [{ input: 'nope', low: 0, high: 1 }] })));
+  assert.deepEqual(unknown.details.unknown, ['nope']);
+  assert.deepEqual((unknown.details.declared as Array<{ name: string }>).map((i) => i.name), ['initial_biomass', 'initial_substrate', 'growth_rate']);
+  assert.match(unknown.message, /^nope is not an input the lab declares\. It declares initial_biomass \(number\), /);
 });
