@@ -70,6 +70,7 @@ export const ROUTES: readonly RouteDef[] = [
   r('GET', '/passports/keys', 'passport_keys_list', 'passports', { addition: true }),
   r('POST', '/publication-plans', 'publish_prepare', 'publication', { idempotency: 'optional', notFound: true }),
   r('POST', '/publications', 'publish_execute', 'publication', { gateway: true, notFound: true }),
+  r('GET', '/publications/{publication_id}', 'publication_get', 'publication', { notFound: true, addition: true }),
   r('GET', '/labs/{lab_id}/hosting', 'hosting_get', 'hosting', { notFound: true }),
   r('PATCH', '/labs/{lab_id}/hosting', 'hosting_update', 'hosting', { notFound: true, gateway: true }),
   r('POST', '/labs/{lab_id}/hosting-plans', 'hosting_prepare', 'hosting', { success: 201, notFound: true, idempotency: 'required' }),

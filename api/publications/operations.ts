@@ -4,12 +4,12 @@ import path from 'node:path';
 import { runtimeFormatFindings } from '../workspaces/formatFindings.ts';
 import { parseManifestText } from '../../storage/labManifests.ts';
 import semver from 'semver';
-import type { ToolDef, ToolContext } from '../tools/tool.ts';
-import { str, obj, uuid, sha256Hex, id } from '../schemas/common.ts';
-import { publicationPlan, publicationStarted } from './schemas.ts';
-import { publicationView } from './view.ts';
+import { choose, type ToolDef, type ToolContext } from '../tools/tool.ts';
+import { str, obj, uuid, digestInput, id } from '../schemas/common.ts';
+import { publication, publicationPlan } from './schemas.ts';
+import { publicationNextSteps, publicationView, type PublicationOf } from './view.ts';
 import { ApiError, errors } from '../errors.ts';
-import { getRevision, getWorkspace } from '../../storage/db/workspaces.ts';
+import { getRevision, getRevisionById, getWorkspace } from '../../storage/db/workspaces.ts';
 import { blobKey } from '../../storage/objects.ts';
 import { createPlan, consumePlan, type Finding } from '../../storage/db/plans.ts';
 import { approvedPlan, grantablePlan, planUnavailable, planUsed, planView, PLAN_TTL_SECONDS, resultOf } from '../plans.ts';
@@ -18,10 +18,10 @@ import type { Db } from '../../storage/db/knex.ts';
 import { namingFindings, parseLabYaml } from '../workspaces/naming.ts';
 import { adoptDeclaredName, declaredName, declaredNameFindings } from '../workspaces/identity.ts';
 import { labYamlOf } from '../../storage/labManifests.ts';
-import { checkInputs, contractOf } from '../../storage/inputChecks.ts';
+import { checkInputs, contractOf, listDeclaredInputs } from '../../storage/inputChecks.ts';
 import { newId } from '../../storage/ids.ts';
-import { getLabById } from '../../storage/db/labs.ts';
-import { insertPublication, takenVersions } from '../../storage/db/publications.ts';
+import { getLabById, type LabRow } from '../../storage/db/labs.ts';
+import { getPublication, insertPublication, takenVersions } from '../../storage/db/publications.ts';
 import { publicationWorkflowId, CONTROL_TASK_QUEUE } from '../../kernel/workflowNames.ts';
 import type { Tree } from '../../storage/trees.ts';
 import { declaredIdentity } from '../../storage/labIdentity.ts';
@@ -103,8 +103,10 @@ async function staticFindings(ctx: ToolContext, tree: Tree, labYaml: { text?: st
   }
   const smoke = manifest.smoke?.inputs;
   if (smoke) {
-    const { unknown, findings: bad } = checkInputs({ inputs: contractOf(manifest).inputs, manifest }, smoke);
-    for (const u of unknown) findings.push({ severity: 'blocking', code: 'unknown_inputs', message: `smoke.inputs.${u} is not a declared input.`, path: `lab.yaml#/smoke/inputs/${u}` });
+    const contracted = { inputs: contractOf(manifest).inputs, manifest };
+    const { unknown, findings: bad } = checkInputs(contracted, smoke);
+    const { sentence } = listDeclaredInputs(contracted);
+    for (const u of unknown) findings.push({ severity: 'blocking', code: 'unknown_inputs', message: `smoke.inputs.${u} is not a declared input. ${sentence}`, path: `lab.yaml#/smoke/inputs/${u}` });
     findings.push(...bad.map((f) => ({ ...f, path: `lab.yaml#/smoke/${f.path}` })));
     findings.push({ severity: 'info', code: 'smoke_run_at_publication', message: 'The smoke inputs run when publishing (no charge); a failure publishes nothing.', path: 'lab.yaml#/smoke' });
   } else {
@@ -112,6 +114,25 @@ async function staticFindings(ctx: ToolContext, tree: Tree, labYaml: { text?: st
   }
   findings.push({ severity: 'info', code: 'package_checked_at_publication', message: 'Publishing packs the revision twice with the runtime and requires the same digest.', path: null });
   return { findings, environmentLock };
+}
+
+/**
+ * The release takes the lab's visibility when it is recorded (activities/publication.ts),
+ * so the plan states it and says how to change it; it is not part of what is approved.
+ */
+function visibilityFinding(lab: LabRow): Finding {
+  return {
+    severity: 'info', code: 'release_visibility',
+    message: `The release will be ${lab.visibility}: it takes the lab's visibility when it is recorded. lab_visibility_set changes it for the lab and all its releases, before or after publishing.`,
+    path: null,
+  };
+}
+
+/** The caller's publication with its revision's workspace; another account's is as missing as none. */
+async function ownedPublication(ctx: ToolContext, id: string): Promise<PublicationOf> {
+  const p = await getPublication(ctx.deps.db, id);
+  if (!p || p.account_id !== ctx.caller.account.id) throw errors.notFound('publication_not_found', 'publication', 'publication_id');
+  return { ...p, workspace_id: (await getRevisionById(ctx.deps.db, p.revision_id))!.workspace_id };
 }
 
 export const publicationTools: ToolDef[] = [
@@ -137,26 +158,30 @@ export const publicationTools: ToolDef[] = [
         ...(declared.kind === 'same' && declaredIdentity(manifest).package ? [{ severity: 'info' as const, code: 'package_declared', message: `Packed under the declared package ${declaredIdentity(manifest).package}.`, path: 'lab.yaml#/package' }] : []),
       ];
       const { findings, environmentLock } = await staticFindings(ctx, rev.tree, { text, manifest }, input.version, identity, await takenVersions(ctx.deps.db, namespace, name), pastDay(input.environment_as_of, 'environment_as_of'));
+      findings.push(visibilityFinding(lab));
       const proposal: Proposal = {
         workspace_id: ws.id, revision_id: rev.id, lab_id: lab.id, namespace, name, version: input.version, release_notes: input.release_notes ?? '', tree_sha256: rev.tree_sha256,
         ...(environmentLock ? { environment_lock_sha256: environmentLock } : {}),
       };
       const plan = await createPlan(ctx.deps.db, { accountId: ctx.caller.account.id, kind: 'publication', proposal, findings, ttlSeconds: PLAN_TTL_SECONDS });
       return {
-        body: { object: 'publication_plan', ...planView(plan), reference: `${namespace}/${name}@${input.version}` },
-        next_actions: plan.status === 'ready' ? [{ tool: 'publish_execute', description: 'After the user approves, publish exactly this release.', arguments: { plan_id: plan.id, plan_sha256: plan.plan_sha256 } }] : [],
+        body: { object: 'publication_plan', ...planView(plan), reference: `${namespace}/${name}@${input.version}`, visibility: lab.visibility },
+        next_actions: [
+          ...(plan.status === 'ready' ? [{ tool: 'publish_execute', description: 'After the user approves, publish exactly this release.', arguments: { plan_id: plan.id, plan_sha256: plan.plan_sha256 } }] : []),
+          { tool: 'lab_visibility_set', description: `The release will be ${lab.visibility}, as the lab is; to release it otherwise, change the lab's visibility (its releases follow).`, arguments: { lab_id: lab.id, visibility: choose('private, team or public') } },
+        ],
       };
     },
   },
   {
     name: 'publish_execute', scope: 'packages:publish', readOnly: false, idempotent: true,
-    description: 'Publish a plan: approved by its exact digest {plan_id, plan_sha256}, or by a matching workflow grant {plan_id, grant_id} that an operator issued for an automated pipeline. Packs and smoke-tests it, then records the immutable release.',
+    description: 'Publish a plan: approved by its exact digest {plan_id, plan_sha256}, or by a matching workflow grant {plan_id, grant_id} that an operator issued for an automated pipeline. Packs and smoke-tests it, then records the immutable release; answers `publishing` at once (follow it with publication_get).',
     input: {
-      body: obj({ plan_id: uuid, plan_sha256: sha256Hex, grant_id: id('grant') }, ['plan_id'], {
+      body: obj({ plan_id: uuid, plan_sha256: digestInput, grant_id: id('grant') }, ['plan_id'], {
         oneOf: [{ required: ['plan_sha256'] }, { required: ['grant_id'] }],
       }),
     },
-    output: publicationStarted,
+    output: publication,
     async handler(input, ctx) {
       const plan = input.grant_id
         ? await grantablePlan(ctx.deps.db, ctx.caller.account.id, 'publication', input.plan_id)
@@ -192,12 +217,18 @@ export const publicationTools: ToolDef[] = [
           }),
         });
       });
-      const body = publicationView({ id, status: 'publishing', namespace: p.namespace, name: p.name, version: p.version, approval, findings: null });
-      const reference = body.reference;
-      return {
-        body,
-        next_actions: [{ tool: 'hub_inspect', description: 'The release appears here once packing and the smoke run pass.', arguments: { reference } }],
-      };
+      const accepted = await ownedPublication(ctx, id);
+      return { body: publicationView(accepted), next_actions: publicationNextSteps(accepted) };
+    },
+  },
+  {
+    name: 'publication_get', scope: 'packages:publish', readOnly: true,
+    description: 'Follow a publication publish_execute started: publishing, then published (with its release) or failed (with why).',
+    input: { path: { publication_id: id('pub') } },
+    output: publication,
+    async handler(input, ctx) {
+      const p = await ownedPublication(ctx, input.publication_id);
+      return { body: publicationView(p), next_actions: publicationNextSteps(p) };
     },
   },
 ];

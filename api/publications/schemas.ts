@@ -1,4 +1,4 @@
-import { arr, finding, id, obj, planRecord, sha256Hex, str, type JsonSchema } from '../schemas/common.ts';
+import { arr, endingError, finding, id, nullableTime, obj, planRecord, record, sha256Hex, str, time, uuid, VISIBILITIES, type JsonSchema } from '../schemas/common.ts';
 
 /** A publication's life (storage/db/publications.ts, migration 010): a failed one frees its version again. */
 export const PUBLICATION_STATUSES = ['publishing', 'published', 'failed'] as const;
@@ -9,7 +9,13 @@ export const APPROVAL_KINDS = ['plan_digest', 'workflow_grant'] as const;
 const reference: JsonSchema = { ...str(300), description: 'The release it makes: `<namespace>/<name>@<version>`.' };
 
 /** POST /publication-plans: a checked, digested release candidate (nothing is published yet). */
-export const publicationPlan: JsonSchema = planRecord('publication_plan', { reference });
+export const publicationPlan: JsonSchema = planRecord('publication_plan', {
+  reference,
+  visibility: {
+    enum: [...VISIBILITIES],
+    description: 'Who will see the release: the lab\'s visibility as it is when the release is recorded (private: this account; team: also its team\'s members; public: anyone). lab_visibility_set changes it for the lab and all its releases, before or after publishing.',
+  },
+});
 
 /** The approval a publication records, as publish_execute answers it. */
 export const publicationApproval: JsonSchema = {
@@ -21,14 +27,22 @@ export const publicationApproval: JsonSchema = {
 };
 
 /**
- * POST /publications: accepted and on its way; the release exists only once packing and
- * the smoke run pass. An MCP task of publish_execute answers the same object at its end.
+ * A publication as POST /publications answers it when accepted and GET
+ * /publications/{publication_id} while it is followed (an MCP task of publish_execute
+ * answers the same object at its end). The release exists only once packing and the smoke
+ * run pass.
  */
-export const publicationStarted: JsonSchema = obj({
+export const publication: JsonSchema = record({
   object: { const: 'publication' },
   publication_id: id('pub'),
-  status: { enum: [...PUBLICATION_STATUSES], description: '`publishing` when POST /publications answers: follow the lab (lab_list) or hub_inspect for the outcome. An MCP task of publish_execute answers `published` or `failed` at its end.' },
+  status: { enum: [...PUBLICATION_STATUSES], description: '`publishing` while it is packed and smoke-run (follow it with publication_get); `published` once the release is recorded; `failed`: nothing was released, `error` says why and the version is free again.' },
   reference,
+  release_id: { type: ['string', 'null'], description: 'The release it recorded (hub_inspect `reference` reads it); null unless `published`.' },
+  workspace_id: { ...uuid, description: 'The workspace of the revision it publishes.' },
+  revision_id: uuid,
   approval: publicationApproval,
-  findings: arr(finding, { description: 'Why a failed publication failed (only when `failed`).' }),
-}, ['object', 'publication_id', 'status', 'reference', 'approval']);
+  error: { oneOf: [{ type: 'null' }, endingError], description: 'Why it failed (the first blocking finding\'s code, every finding\'s message); null unless `failed`.' },
+  findings: arr(finding, { description: 'What failed, with where to fix it (empty unless `failed`).' }),
+  created_at: time,
+  finished_at: { ...nullableTime, description: 'When it was published or failed; null while publishing.' },
+});

@@ -6,7 +6,8 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { promisify } from 'node:util';
-import { call, errorOf, closeTestDb, newAccount, waitForRun, testDb, testObjects, until as untilWithin } from '../helpers.ts';
+import { call, errorOf, closeTestDb, newAccount, waitForRun, testDb, testObjects, until as untilWithin, withoutRequestId } from '../helpers.ts';
+import { mcpClients } from '../mcpClients.ts';
 
 const until = <T>(f: () => Promise<T | undefined>, ms = 90000) => untilWithin(ms, f);
 import { sha256Hex } from '../../storage/digest.ts';
@@ -15,6 +16,22 @@ import { serviceArgs } from '../../deploy/local/serviceProcess.ts';
 
 after(closeTestDb);
 const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
+const { http: mcpClient } = mcpClients();
+
+/** Reads a publication (GET /publications/{id}) until `done` says it has got where it was going. */
+async function followPublication(key: string, publicationId: string, done: (p: any) => boolean): Promise<any> {
+  return until(async () => {
+    const r = await call('GET', `/publications/${publicationId}`, { key });
+    assert.equal(r.status, 200, r.text);
+    return done(r.body) ? r.body : undefined;
+  });
+}
+
+/** The MCP tool publication_get's answer: its structured content, refused or not. */
+async function publicationGetTool(key: string, publicationId: string): Promise<{ isError: boolean; body: any }> {
+  const res = await (await mcpClient(key)).callTool({ name: 'publication_get', arguments: { publication_id: publicationId } });
+  return { isError: Boolean(res.isError), body: res.structuredContent };
+}
 
 test('a lab authored from scratch runs as a managed run, is published as 1.0.0, found on the Hub, listed as a capability, and run as a Hub run', { timeout: 240_000 }, async () => {
   const { key, account } = await newAccount({ usd: 5 });
@@ -34,13 +51,42 @@ test('a lab authored from scratch runs as a managed run, is published as 1.0.0, 
   assert.equal(prep.status, 200, prep.text);
   assert.equal(prep.body.status, 'ready', JSON.stringify(prep.body.findings));
   assert.equal(prep.body.reference, `${ns}/reaction-rates@1.0.0`);
+  // The plan says who will see the release (a new lab is private) and how to change that.
+  const labId = (await call('GET', `/workspaces/${ws.workspace_id}`, { key })).body.lab_id;
+  assert.equal(prep.body.visibility, 'private');
+  assert.match(prep.body.findings.find((f: any) => f.code === 'release_visibility' && f.severity === 'info').message, /will be private/);
+  assert.deepEqual(prep.body.next_actions.map((a: any) => a.tool), ['publish_execute', 'lab_visibility_set']);
+  assert.equal(prep.body.next_actions[1].arguments.lab_id, labId);
+  assert.match(prep.body.next_actions[1].arguments.visibility, /^<choose: .+>$/);
   const pub = await call('POST', '/publications', { key, body: { plan_id: prep.body.plan_id, plan_sha256: prep.body.plan_sha256 } });
   assert.equal(pub.status, 200, pub.text);
   assert.equal(pub.body.status, 'publishing');
-  const release = await until(async () => {
-    const r = await call('GET', `/hub/releases/${encodeURIComponent(prep.body.reference)}`, { key });
-    return r.status === 200 ? r.body : undefined;
-  });
+  assert.match(pub.body.publication_id, /^pub_/);
+  assert.deepEqual([pub.body.release_id, pub.body.error, pub.body.findings, pub.body.finished_at], [null, null, [], null]);
+  assert.deepEqual([pub.body.workspace_id, pub.body.revision_id], [ws.workspace_id, rev.revision_id]);
+  assert.deepEqual(pub.body.next_actions.map((a: any) => [a.tool, a.arguments, a.http]), [['publication_get', { publication_id: pub.body.publication_id }, { method: 'GET', path: `/v1/publications/${pub.body.publication_id}` }]],
+    'the answer leads to following the publication, not yet to a release');
+  // Followed through its read, REST and MCP alike, to the release it records.
+  const published = await followPublication(key, pub.body.publication_id, (p) => p.status !== 'publishing');
+  assert.equal(published.status, 'published', JSON.stringify(published));
+  assert.match(published.release_id, /^rel_/);
+  assert.ok(published.finished_at >= published.created_at);
+  assert.equal(published.created_at, pub.body.created_at);
+  assert.deepEqual(published.next_actions.map((a: any) => [a.tool, a.arguments]), [['hub_inspect', { reference: prep.body.reference }]]);
+  const tool = await publicationGetTool(key, pub.body.publication_id);
+  assert.equal(tool.isError, false, JSON.stringify(tool.body));
+  assert.deepEqual(withoutRequestId(tool.body), withoutRequestId(published), 'the MCP tool answers what the route answers');
+  // Another account's publication is as missing as one that never was.
+  const stranger = await newAccount();
+  const foreign = await call('GET', `/publications/${pub.body.publication_id}`, { key: stranger.key });
+  const missing = await call('GET', '/publications/pub_00000000000000000000000000', { key: stranger.key });
+  assert.equal(foreign.status, 404);
+  assert.deepEqual([errorOf(foreign).code, foreign.body.error.param], ['publication_not_found', 'publication_id']);
+  assert.deepEqual({ ...foreign.body.error, request_id: null }, { ...missing.body.error, request_id: null });
+  const foreignTool = await publicationGetTool(stranger.key, pub.body.publication_id);
+  assert.deepEqual([foreignTool.isError, foreignTool.body.error.code, foreignTool.body.error.param], [true, 'publication_not_found', 'publication_id']);
+  const release = (await call('GET', `/hub/releases/${encodeURIComponent(prep.body.reference)}`, { key })).body;
+  assert.equal(release.visibility, 'private', 'the visibility the plan stated');
   assert.equal(release.qualification_state, 'smoke_tested');
   assert.deepEqual([release.origin.kind, release.origin.workspace_id, release.origin.revision_id, release.origin.tree_sha256, release.origin.approval], ['publication', ws.workspace_id, rev.revision_id, rev.tree_sha256, 'plan_digest'], 'origin from the records that exist');
   const evidence = (await call('GET', `/workspaces/${ws.workspace_id}?revision_id=${rev.revision_id}`, { key })).body.evidence as any[];
@@ -75,8 +121,13 @@ print(json.dumps({"valid": v.valid, "errors": v.errors, "sha256": yaml.safe_load
   const labs = await call('GET', '/labs', { key });
   assert.deepEqual(labs.body.items[0].releases.map((r: any) => r.ref), [prep.body.reference]);
 
-  // Releases are immutable: the same version again, or a lower one, is refused.
+  // Releases are immutable: the same version again, or a lower one, is refused. A plan
+  // states the lab's visibility as it is now.
+  assert.equal((await call('PUT', `/labs/${labId}/visibility`, { key, body: { visibility: 'public' } })).status, 200);
   const same = await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, version: '1.0.0' } });
+  assert.equal(same.body.visibility, 'public');
+  assert.match(same.body.findings.find((f: any) => f.code === 'release_visibility').message, /will be public/);
+  assert.deepEqual(same.body.next_actions.map((a: any) => a.tool), ['lab_visibility_set'], 'a blocked plan leads nowhere but to its visibility');
   assert.ok(same.body.findings.some((f: any) => f.code === 'version_exists' && f.severity === 'blocking'));
   assert.equal(errorOf(await call('POST', '/publications', { key, body: { plan_id: same.body.plan_id, plan_sha256: same.body.plan_sha256 } })).code, 'plan_blocked');
   const lower = await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, version: '0.9.0' } });
@@ -112,13 +163,24 @@ test('a smoke run that fails publishes nothing, and says why', { timeout: 120_00
   const rev = (await call('POST', '/workspace-revisions', { key, body: { plan_id: change.body.plan_id, plan_sha256: change.body.plan_sha256 } })).body;
   const prep = await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, version: '1.0.0' } });
   assert.equal(prep.body.status, 'ready', JSON.stringify(prep.body.findings));
-  await call('POST', '/publications', { key, body: { plan_id: prep.body.plan_id, plan_sha256: prep.body.plan_sha256 } });
-  const failed = await until(async () => {
-    const lab = (await call('GET', '/labs', { key })).body.items[0];
-    return lab.publications[0].status === 'failed' ? lab.publications[0] : undefined;
-  });
-  assert.equal(failed.findings[0].code, 'smoke_run_failed');
-  assert.match(failed.findings[0].message, /substrate exhausted the model/);
+  const pub = (await call('POST', '/publications', { key, body: { plan_id: prep.body.plan_id, plan_sha256: prep.body.plan_sha256 } })).body;
+  const failed = await followPublication(key, pub.publication_id, (p) => p.status !== 'publishing');
+  assert.equal(failed.status, 'failed', JSON.stringify(failed));
+  assert.equal(failed.error.code, 'smoke_run_failed');
+  assert.match(failed.error.message, /substrate exhausted the model/);
+  assert.deepEqual(failed.findings.map((f: any) => [f.code, f.path]), [['smoke_run_failed', 'lab.yaml#/smoke']]);
+  assert.equal(failed.release_id, null);
+  assert.ok(failed.finished_at);
+  assert.deepEqual(failed.next_actions.map((a: any) => [a.tool, a.arguments.workspace_id, a.arguments.revision_id]), [
+    ['workspace_get', ws.workspace_id, rev.revision_id],
+    ['publish_prepare', ws.workspace_id, failed.next_actions[1].arguments.revision_id],
+  ], 'what to fix, and to prepare again once fixed');
+  assert.match(failed.next_actions[1].arguments.revision_id, /^<choose: .+>$/);
+  assert.equal(failed.next_actions[1].arguments.version, '1.0.0');
+  const tool = await publicationGetTool(key, pub.publication_id);
+  assert.deepEqual(withoutRequestId(tool.body), withoutRequestId(failed), 'the MCP tool says the same');
+  const lab = (await call('GET', '/labs', { key })).body.items[0];
+  assert.deepEqual(lab.publications.map((p: any) => [p.publication_id, p.status]), [[pub.publication_id, 'failed']]);
   assert.equal((await call('GET', `/hub/releases/${encodeURIComponent(`${account.namespace}/fragile-growth@1.0.0`)}`, { key })).status, 404);
   const again = await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: rev.revision_id, version: '1.0.0' } });
   assert.ok(!again.body.findings.some((f: any) => f.code === 'version_exists'), 'a failed publication does not use up its version');

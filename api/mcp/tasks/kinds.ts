@@ -1,7 +1,3 @@
-import { successEnvelope } from '../../envelope.ts';
-import { errorBody, errors } from '../../errors.ts';
-import { getPublication } from '../../../storage/db/publications.ts';
-import { publicationView } from '../../publications/view.ts';
 import type { ToolAnswer } from '../call.ts';
 import type { Deps, Caller } from '../../tools/tool.ts';
 
@@ -113,29 +109,13 @@ const hosting: TaskKind = {
   }),
 };
 
-/**
- * A publication has no read route of its own (the release appears in the Hub once it
- * passes): its record is read here and answered as publish_execute answers it.
- */
+/** A publication: publication_get reads it; it cannot be cancelled (nothing is released until it passes). */
 const publication: TaskKind = {
   subject: (b) => ({ publication_id: b.publication_id }),
-  async read(c, s) {
-    const p = await getPublication(c.deps.db, s.publication_id);
-    if (!p || p.account_id !== c.caller.account.id) {
-      return { status: 404, body: errorBody(errors.notFound('publication_not_found', 'publication', null), c.requestId, false) };
-    }
-    const body = publicationView(p);
-    return {
-      status: 200,
-      body: successEnvelope({
-        body,
-        next_actions: p.status === 'published' ? [{ tool: 'hub_inspect', description: 'Inspect the release.', arguments: { reference: body.reference } }] : [],
-      }, c.requestId),
-    };
-  },
+  read: (c, s) => c.call('publication_get', s),
   state: fromRecord((b) => {
     if (b.status === 'published') return { status: 'completed', message: `${b.reference} is published.` };
-    if (b.status === 'failed') return { status: 'failed', message: `Publishing ${b.reference} failed: ${(b.findings as Array<{ message: string }> | undefined)?.map((f) => f.message).join(' ') || 'see its findings.'}` };
+    if (b.status === 'failed') return { status: 'failed', message: `Publishing ${b.reference} failed: ${b.error.code}: ${b.error.message}` };
     return { status: 'working', message: `${b.reference} is being packed and smoke-tested.` };
   }),
 };

@@ -1,5 +1,6 @@
-/** Publication: digest a release candidate, then publish exactly that plan. */
+/** Publication: digest a release candidate, publish exactly that plan, then follow it. */
 import type { RequestOptions } from '../core/http.ts';
+import { path } from '../core/url.ts';
 import type { RequestBody, ResponseBody } from '../types.ts';
 import { Resource } from './resource.ts';
 
@@ -12,5 +13,10 @@ export class Publications extends Resource {
   /** POST /publications: publish an approved plan. */
   execute(plan: RequestBody<'publish_execute'>, opts?: RequestOptions): Promise<ResponseBody<'publish_execute'>> {
     return this.postJson('/publications', plan, opts);
+  }
+
+  /** GET /publications/{publication_id}: publishing, then published (its release) or failed (why). */
+  get(publicationId: string, opts?: RequestOptions): Promise<ResponseBody<'publication_get'>> {
+    return this.getJson(path`/publications/${publicationId}`, undefined, opts);
   }
 }
