@@ -25,9 +25,18 @@ export class SkillChecksumMismatch extends Error {
   }
 }
 
+/** A skill's files: every file of its folder but skill.json, at any depth (a template lab beside SKILL.md), bytecode caches and dotfiles aside. */
+async function skillFiles(folder: string): Promise<string[]> {
+  return (await readdir(folder, { recursive: true, withFileTypes: true }))
+    .filter((e) => e.isFile())
+    .map((e) => path.relative(folder, path.join(e.parentPath, e.name)).split(path.sep).join('/'))
+    .filter((p) => p !== 'skill.json' && !p.split('/').some((part) => part.startsWith('.') || part === '__pycache__'))
+    .sort();
+}
+
 /**
  * Publishes every skill folder under `root` (a `skill.json` with name, version and
- * summary, plus markdown files): bytes into the store by sha256, manifest and checksum
+ * summary, plus its text files): bytes into the store by sha256, manifest and checksum
  * into Postgres. Re-publishing unchanged content changes nothing.
  */
 export async function publishSkills(db: Db, objects: ObjectStore, root: string): Promise<string[]> {
@@ -36,9 +45,9 @@ export async function publishSkills(db: Db, objects: ObjectStore, root: string):
     const folder = path.join(root, dir.name);
     const meta = JSON.parse(await readFile(path.join(folder, 'skill.json'), 'utf8')) as Omit<SkillManifest, 'files'>;
     const files: SkillFile[] = [];
-    for (const name of (await readdir(folder)).filter((f) => f.endsWith('.md')).sort()) {
+    for (const name of await skillFiles(folder)) {
       const bytes = await readFile(path.join(folder, name));
-      files.push({ path: name, sha256: await objects.putBlob(bytes, 'text/markdown; charset=utf-8'), size_bytes: bytes.length });
+      files.push({ path: name, sha256: await objects.putBlob(bytes, name.endsWith('.md') ? 'text/markdown; charset=utf-8' : 'text/plain; charset=utf-8'), size_bytes: bytes.length });
     }
     const manifest: SkillManifest = { name: meta.name, version: meta.version, summary: meta.summary, files };
     await db('skills')

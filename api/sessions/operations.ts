@@ -10,7 +10,8 @@ import { decodeCursor, pageBody } from '../pagination.ts';
 import { createPlan, type Finding } from '../../storage/db/plans.ts';
 import { createSession, deleteSession, externalSessions, getSession, listSessions, recentProgress, type Requirement, type SessionRow } from '../../storage/db/sessions.ts';
 import { newId } from '../../storage/ids.ts';
-import { getWorkspace } from '../../storage/db/workspaces.ts';
+import { getRevision, getWorkspace } from '../../storage/db/workspaces.ts';
+import { proposeChange, readAuthoringSkill } from '../workspaces/nextSteps.ts';
 import { getLab } from '../../storage/db/labs.ts';
 import { CONTROL_TASK_QUEUE, sessionWorkflowId } from '../../kernel/workflowNames.ts';
 import { SESSION_REFUSALS, type ChangeRequest, type ProgressRequest, type SessionState } from '../../workflows/session.ts';
@@ -267,10 +268,11 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     const { workspaceId } = s.workspace_id ? { workspaceId: s.workspace_id } : await update(ctx, s, sessionWorkspaceUpdate, [{ title }], 'session_id', 'workspace');
     const ws = (await getWorkspace(ctx.deps.db, workspaceId, ctx.caller.account.id))!;
     const lab = (await getLab(ctx.deps.db, ws.lab_id, ctx.caller.account.id))!;
+    const hasLab = Boolean((await getRevision(ctx.deps.db, ws.id, ws.head_revision_id))?.tree['lab.yaml']);
     return {
       body: { object: 'session_workspace', session_id: s.id, workspace_id: ws.id, lab_id: ws.lab_id, lab_name: lab.name, title: ws.title, head_revision_id: ws.head_revision_id, origin: ws.origin },
       links: { naming_skill: '/v1/skills/naming', workspace: `/v1/workspaces/${ws.id}` },
-      next_actions: [{ tool: 'workspace_change_prepare', description: 'Propose the session lab\'s files (lab.yaml, models) as a change plan.', arguments: { workspace_id: ws.id, base_revision_id: ws.head_revision_id } }],
+      next_actions: [...(hasLab ? [] : [readAuthoringSkill]), proposeChange(ws.id, ws.head_revision_id, hasLab)],
     };
   },
 };

@@ -21,12 +21,21 @@ const JUDGE_MS = 10_000;
 /** Address space of the judging process: far above what any manifest needs, far below what a YAML bomb takes. */
 const MEMORY_BYTES = 1 << 30;
 
-/** The runtime's verdict on a lab's manifests: its own messages, none when it accepts them. */
-export type RuntimeVerdict = { errors: string[]; /** The judge did not finish: no verdict to keep. */ timedOut?: true };
+/** A model whose `biosim.entrypoint` names no file of the lab, as the runtime looks for it (paths relative to the lab). */
+export interface UnresolvedEntrypoint {
+  manifest: string;
+  entrypoint: string;
+  /** The file the entrypoint's module would be; null when the entrypoint is not `module:Class`. */
+  module: string | null;
+}
+
+/** The runtime's verdict on a lab's manifests: its own messages, none when it accepts them; and the entrypoints it would not find in the lab. */
+export type RuntimeVerdict = { errors: string[]; entrypoints: UnresolvedEntrypoint[]; /** The judge did not finish: no verdict to keep. */ timedOut?: true };
 
 /**
- * The lab runtime's own manifest checks (api/workspaces/manifestCheck.py), asked of one
- * long-lived process of the default runtime's interpreter: what the runtime refuses is
+ * The lab runtime's own manifest checks (api/workspaces/manifestCheck.py), and where it
+ * looks for each model's entrypoint module, asked of one long-lived process of the default
+ * runtime's interpreter: what the runtime refuses is
  * refused in its words, and nothing it accepts is refused here. The process reads only
  * manifests (YAML data), never a lab's code, under an address-space limit; a check that
  * does not answer in time ends the process (the next check starts another).
@@ -69,7 +78,7 @@ export class RuntimeJudge {
     return new Promise<RuntimeVerdict>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
-        resolve({ errors: [`The lab runtime did not finish judging the manifests within ${JUDGE_MS / 1000} s.`], timedOut: true });
+        resolve({ errors: [`The lab runtime did not finish judging the manifests within ${JUDGE_MS / 1000} s.`], entrypoints: [], timedOut: true });
         child.kill('SIGKILL');
       }, JUDGE_MS);
       this.pending.set(id, { resolve, reject, timer });
@@ -86,13 +95,13 @@ export class RuntimeJudge {
     child.stderr.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-2000); });
     child.stdin.on('error', () => undefined);
     createInterface({ input: child.stdout }).on('line', (line) => {
-      const answer = JSON.parse(line) as { id: number; errors?: string[]; failure?: string };
+      const answer = JSON.parse(line) as { id: number; errors?: string[]; entrypoints?: UnresolvedEntrypoint[]; failure?: string };
       const waiting = this.pending.get(answer.id);
       if (!waiting) return;
       this.pending.delete(answer.id);
       clearTimeout(waiting.timer);
-      if (answer.failure) waiting.resolve({ errors: [`The lab runtime could not judge the manifests: ${answer.failure}`] });
-      else waiting.resolve({ errors: answer.errors ?? [] });
+      if (answer.failure) waiting.resolve({ errors: [`The lab runtime could not judge the manifests: ${answer.failure}`], entrypoints: [] });
+      else waiting.resolve({ errors: answer.errors ?? [], entrypoints: answer.entrypoints ?? [] });
     });
     const gone = (cause: unknown) => {
       if (this.child === child) this.child = null;

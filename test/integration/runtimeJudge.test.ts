@@ -27,7 +27,8 @@ test('the runtime accepts what it accepts and refuses in its own words, naming f
     'lab.yaml': `models:\n  - { alias: ${long}, path: models/a }\n  - { alias: Plot-1.x, path: models/b }\nwiring:\n  - { from: ${long}.state, to: [Plot-1.x.state] }\nruntime: { communication_step: 0.25 }\n`,
     'models/a/model.yaml': model, 'models/b/model.yaml': model, 'models/a/src/m.py': 'this is not even Python', 'models/a/data/x.xml': '<sbml/>',
   }));
-  assert.deepEqual(ok, { errors: [] });
+  // models/b's module is not in the lab: the runtime accepts the manifests, and says where it would not find it.
+  assert.deepEqual(ok, { errors: [], entrypoints: [{ manifest: 'models/b/model.yaml', entrypoint: 'src.m:M', module: 'models/b/src/m.py' }] });
   const refused = await judge.judgeTree(testObjects(), await treeOf({ 'lab.yaml': 'models:\n  - { alias: a, path: models/a }\nwiring: []\nruntime: { communication_step: 1 }\n', 'models/a/model.yaml': 'biosim: {}\n' }));
   assert.equal(refused.errors.length, 1);
   assert.match(refused.errors[0]!, /^Invalid embedded model manifest at models\/a\/model\.yaml: Model manifest must contain biosim\.entrypoint$/);
@@ -47,5 +48,5 @@ test('a YAML bomb is refused within the judge\'s bounds, and the judge answers t
   assert.equal(bomb.errors.length, 1);
   assert.ok(Date.now() - started < 15_000, 'within its time bound');
   const next = await judge.judgeTree(testObjects(), await treeOf({ 'lab.yaml': 'models: []\n' }));
-  assert.deepEqual(next, { errors: ['Lab manifest must contain a non-empty models list or children list'] });
+  assert.deepEqual(next, { errors: ['Lab manifest must contain a non-empty models list or children list'], entrypoints: [] });
 });

@@ -75,15 +75,19 @@ test('naming: duplicate and empty aliases block; any alias the runtime takes pas
   const { key } = await newAccount();
   const ws = await workspace(key);
   const model = 'biosim: { entrypoint: "src.m:M" }\n';
+  const module = 'from biosim import BioModule\n\n\nclass M(BioModule):\n    pass\n';
   const base = `schema_version: "2.0"\ntitle: Two\nmodels:\n  - { alias: prey, path: models/a }\n  - { alias: predator, path: models/b }\nwiring:\n  - { from: prey.x, to: [predator.x] }\nruntime: { duration: 1, communication_step: 1 }\nio:\n  outputs:\n    - { name: x, maps_to: prey.x }\n`;
   const first = await prepare(key, ws.workspace_id, ws.head_revision_id, [
     { kind: 'file_put', path: 'lab.yaml', content: base }, { kind: 'file_put', path: 'models/a/model.yaml', content: model }, { kind: 'file_put', path: 'models/b/model.yaml', content: model },
+    { kind: 'file_put', path: 'models/a/src/m.py', content: module }, { kind: 'file_put', path: 'models/b/src/m.py', content: module },
   ]);
   assert.equal(first.body.status, 'ready', JSON.stringify(first.body.findings));
-  assert.deepEqual(first.body.findings, []);
+  assert.deepEqual(first.body.findings.map((f: any) => [f.severity, f.code]), [['info', 'runtime_accepts']], 'what the runtime accepts it says it accepts');
+  assert.match(first.body.findings[0].message, /^The lab runtime \(biosimulant 0\.0\.40\) accepts these manifests, and every model's entrypoint module is in the tree\./);
   const head = (await apply(key, first.body)).body.revision_id;
   const findings = async (yaml: string) => (await prepare(key, ws.workspace_id, head, [{ kind: 'file_put', path: 'lab.yaml', content: yaml }])).body.findings as any[];
-  const codes = async (yaml: string) => (await findings(yaml)).map((f: any) => `${f.severity}:${f.code}`);
+  // The runtime's acceptance aside: what else is said of each lab.yaml.
+  const codes = async (yaml: string) => (await findings(yaml)).filter((f: any) => f.code !== 'runtime_accepts').map((f: any) => `${f.severity}:${f.code}`);
   assert.ok((await codes(base.replace('alias: predator', 'alias: prey'))).includes('blocking:alias_duplicate'));
   assert.ok((await codes(base.replace('alias: predator', 'alias: " "'))).includes('blocking:alias_invalid'));
   assert.deepEqual(await codes(base.replaceAll('prey', 'rabbit')), [], 'alias, wiring and io renamed together');
@@ -108,6 +112,20 @@ test('naming: duplicate and empty aliases block; any alias the runtime takes pas
   }
   const missingModel = (await findings(base.replace('models/b', 'models/c'))).filter((f: any) => f.code === 'runtime_refuses');
   assert.match(missingModel[0]?.message ?? '', /Embedded dependency path not found: models\/c/);
+  // Where the runtime looks for an entrypoint's module (<module>.py or <module>/__init__.py in
+  // the model's folder): one it would not find there is a warning on a draft, in a child lab too.
+  const entrypoints = async (ops: unknown[]) => (await prepare(key, ws.workspace_id, head, ops)).body.findings
+    .filter((f: any) => f.code.startsWith('entrypoint_')).map((f: any) => [f.severity, f.code, f.path]);
+  const entry = (e: string) => ({ kind: 'file_put', path: 'models/b/model.yaml', content: `biosim: { entrypoint: "${e}" }\n` });
+  assert.deepEqual(await entrypoints([entry('src.n:M')]), [['warning', 'entrypoint_missing', 'models/b/model.yaml#/biosim/entrypoint']]);
+  assert.deepEqual(await entrypoints([entry('src.n:M'), { kind: 'file_put', path: 'models/b/src/n/__init__.py', content: module }]), [], 'a package is a module too');
+  assert.deepEqual(await entrypoints([entry('M')]), [['warning', 'entrypoint_invalid', 'models/b/model.yaml#/biosim/entrypoint']]);
+  const child = [
+    { kind: 'file_put', path: 'lab.yaml', content: `${base}children:\n  - { alias: inner, path: labs/inner }\n` },
+    { kind: 'file_put', path: 'labs/inner/lab.yaml', content: 'models:\n  - { alias: c, path: models/c }\nwiring: []\nruntime: { duration: 1, communication_step: 1 }\n' },
+    { kind: 'file_put', path: 'labs/inner/models/c/model.yaml', content: model },
+  ];
+  assert.deepEqual(await entrypoints(child), [['warning', 'entrypoint_missing', 'labs/inner/models/c/model.yaml#/biosim/entrypoint']]);
   // YAML's "\0" is U+0000, which no plan or release could store: one blocking finding, no 500.
   assert.deepEqual(await codes(base.replace('alias: predator', 'alias: "pred\\0ator"')), ['blocking:manifest_invalid']);
   // A draft the runtime refuses is kept; running it is blocked, in the runtime's words.
