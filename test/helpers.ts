@@ -81,6 +81,14 @@ export async function call(
  * registered while a test runs is that test's own, so the file's cleanup still runs).
  */
 const driftOf = new WeakMap<Response, string>();
+/** A request's JSON body, when it sent one as text. */
+function requestJson(init: RequestInit | undefined): unknown {
+  try {
+    return typeof init?.body === 'string' ? JSON.parse(init.body) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 const plainFetch = globalThis.fetch;
 globalThis.fetch = async (input, init) => {
   const res = await plainFetch(input, init);
@@ -94,11 +102,17 @@ globalThis.fetch = async (input, init) => {
     return res;
   }
   // Imported once needed: it brings the api's whole operation graph.
-  const drift = (await import('./responseSchemas.ts')).responseProblem(method, url, res.status, body);
-  if (drift) {
-    driftOf.set(res, drift);
+  const checks = await import('./responseSchemas.ts');
+  const drift = checks.responseProblem(method, url, res.status, body);
+  const pathname = new URL(url).pathname;
+  const problems = [
+    ...(drift ? [drift] : []),
+    ...(pathname === '/mcp' ? await checks.mcpProblems(requestJson(init), body) : await checks.nextActionProblems(`${method} ${pathname}`, body)),
+  ];
+  if (problems.length) {
+    driftOf.set(res, problems.join('; '));
     after(() => {
-      throw new Error(`a response outside its published schema: ${drift}`);
+      throw new Error(`a response outside its contract: ${problems.join('; ')}`);
     });
   }
   return res;

@@ -1,8 +1,8 @@
 import { workflowMetadata } from '../../kernel/workflowMetadata.ts';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, WorkflowIdReusePolicy } from '@temporalio/common';
-import type { ToolDef } from '../tools/tool.ts';
-import { str, arr, obj, sha256Hex } from '../schemas/common.ts';
+import { choose, type ToolDef } from '../tools/tool.ts';
+import { str, arr, obj, digestInput } from '../schemas/common.ts';
 import { ApiError, errors } from '../errors.ts';
 import { BIOLOGY_SOURCE_IDS, type BiologySourceId } from '../../kernel/config.ts';
 import { SOURCE_RECORDS } from '../../kernel/biologyRecords.ts';
@@ -37,7 +37,7 @@ export const biologyTools: ToolDef[] = [
         source_id: { enum: [...BIOLOGY_SOURCE_IDS] },
         record_ids: arr(str(100, { minLength: 1 }), { minItems: 1, maxItems: 20, uniqueItems: true }),
         format: { enum: FORMATS },
-        expected_sha256: sha256Hex,
+        expected_sha256: digestInput,
       }, ['source_id', 'record_ids']),
     },
     output: biologyFetch,
@@ -158,7 +158,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
       warnings: [{ code: 'not_pinned', message: 'Fetching records them as resources; it pins nothing. Pin one into a workspace revision with a change plan (file_put with resource_id).' }],
       next_actions: [{
         tool: 'workspace_change_prepare', description: 'Pin a resource into a workspace revision (file_put with its resource_id).',
-        arguments: { workspace_id: '<workspace_id>', base_revision_id: '<head_revision_id>', operations: [{ kind: 'file_put', path: `data/${resources[0]!.record_id}.${format}`, resource_id: resources[0]!.resource_id }] },
+        arguments: { workspace_id: choose('the workspace to pin it in (workspace_list)'), base_revision_id: choose('that workspace\'s head_revision_id'), operations: [{ kind: 'file_put', path: `data/${resources[0]!.record_id}.${format}`, resource_id: resources[0]!.resource_id }] },
       }],
     };
   },

@@ -14,7 +14,7 @@ import {
   closeExperiment, describeExperiment, detachRuns, experimentRuns, getExperiment, listExperiments, lockBalanceFirst, runTotals, type ExperimentRow,
 } from '../../storage/db/experiments.ts';
 import { compareArms } from '../../storage/experimentComparison.ts';
-import { experimentPage, experimentPlan, experimentRecord, studyRunPage } from './schemas.ts';
+import { experimentPage, experimentPlan, experimentRecord, includeRuns, studyRunPage } from './schemas.ts';
 import { RUN_STATUSES } from '../runs/schemas.ts';
 import { listRunsOfStudy } from './runList.ts';
 import { storeComparisonArtifacts } from '../../storage/experimentArtifacts.ts';
@@ -57,13 +57,15 @@ export const experimentTools: ToolDef[] = [
     name: 'experiment_create', scope: 'runs:write', readOnly: false, idempotent: true,
     description: 'Open the approved study: reserve it whole (402 and no run when short) and queue exactly its arms x replicates under that approval.',
     output: experimentRecord,
-    input: { body: planExecute },
+    input: { query: { include_runs: includeRuns }, body: planExecute },
+    agentDefaults: { include_runs: false },
   },
   {
     name: 'experiment_get', scope: 'runs:read', readOnly: true,
-    description: 'Read arms, their runs and the comparison across them (completed runs only; descriptive statistics).',
+    description: 'Read a study: arms, run totals, the comparison across arms (completed runs only; descriptive statistics), its design and analysis. Its runs: experiment_run_list, or include_runs.',
     output: experimentRecord,
-    input: { path: experimentPath },
+    input: { path: experimentPath, query: { include_runs: includeRuns } },
+    agentDefaults: { include_runs: false },
   },
   {
     name: 'experiment_run_list', scope: 'runs:read', readOnly: true,
@@ -83,8 +85,10 @@ export const experimentTools: ToolDef[] = [
     name: 'experiment_update', scope: 'runs:write', readOnly: false, idempotent: true, destructive: true,
     description: 'Rename, re-goal or close a study (closing cancels its queued runs, and running ones only with cancel_running), or detach runs; deletes nothing.',
     output: experimentRecord,
+    agentDefaults: { include_runs: false },
     input: {
       path: experimentPath,
+      query: { include_runs: includeRuns },
       body: obj({
         name: str(200, { minLength: 1 }), goal: str(2000), status: { const: 'closed' }, detach_run_ids: arr(uuid, { minItems: 1, maxItems: 200, uniqueItems: true }),
         cancel_running: { type: 'boolean', description: 'With status closed: also cancel runs already running (only elapsed compute is charged).' },
@@ -99,11 +103,14 @@ async function ownedExperiment(ctx: ToolContext, experimentId: string): Promise<
   return e;
 }
 
-async function fullView(ctx: ToolContext, e: ExperimentRow) {
+async function fullView(ctx: ToolContext, e: ExperimentRow, includeRuns: boolean | undefined) {
   const runs = await experimentRuns(ctx.deps.db, e.id);
   const totals = await runTotals(ctx.deps.db, [e.id]);
-  return experimentView(e, runs, totals.get(e.id), compareArms(e.arms, runs), ctx.deps.config.baseUrl);
+  return experimentView(e, runs, totals.get(e.id), compareArms(e.arms, runs), ctx.deps.config.baseUrl, includeRuns ?? true);
 }
+
+/** Where a study's runs are read a page at a time. */
+const followRuns = (experimentId: string) => ({ tool: 'experiment_run_list', description: 'Its runs, a page at a time, with each one\'s parameters and outputs.', arguments: { experiment_id: experimentId } });
 
 /** Runs of a study that are running now. */
 async function runningRuns(ctx: ToolContext, experimentId: string): Promise<string[]> {
@@ -141,8 +148,8 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     const plan = await approvedPlan(ctx.deps.db, ctx.caller.account.id, 'experiment', input.plan_id, input.plan_sha256, { resumable: true });
     const e = await openExperiment(ctx.deps, ctx.caller, plan.id, plan.proposal as ExperimentProposal);
     return {
-      body: await fullView(ctx, e),
-      next_actions: [{ tool: 'experiment_get', description: 'Follow the study: run totals, then the comparison.', arguments: { experiment_id: e.id } }],
+      body: await fullView(ctx, e, input.include_runs),
+      next_actions: [{ tool: 'experiment_get', description: 'Follow the study: run totals, then the comparison.', arguments: { experiment_id: e.id } }, followRuns(e.id)],
     };
   },
 
@@ -157,7 +164,8 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
   async experiment_get(input, ctx) {
     const e = await ownedExperiment(ctx, input.experiment_id);
     return {
-      body: await fullView(ctx, e),
+      body: await fullView(ctx, e, input.include_runs),
+      next_actions: [followRuns(e.id)],
       warnings: [{ code: 'not_validation', message: 'The comparison is descriptive: completed runs only, no correction for multiple outputs, and no statement of scientific validity.' }],
     };
   },
@@ -206,7 +214,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
       await storeComparisonArtifacts(ctx.deps, e, compareArms(e.arms, await experimentRuns(ctx.deps.db, e.id)));
       e = (await getExperiment(ctx.deps.db, e.id))!;
     }
-    return { body: await fullView(ctx, e) };
+    return { body: await fullView(ctx, e, input.include_runs) };
   },
 };
 

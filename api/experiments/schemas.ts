@@ -144,13 +144,19 @@ export const experimentSummary: JsonSchema = obj(summaryFields, Object.keys(summ
 const fullFields: Record<string, JsonSchema> = {
   ...summaryFields,
   credits_settled: { ...usd, description: 'US dollars charged so far for its ended runs (detached ones included).' },
-  arms: arr(obj({ ...armFields, runs: arr(experimentRun, { description: 'Its attached runs, in start order.' }) }, [...Object.keys(armFields), 'runs'])),
-  detached_runs: arr(detachedExperimentRun),
+  arms: arr(obj({ ...armFields, runs: arr(experimentRun, { description: 'Its attached runs, in start order (absent with include_runs false).' }) }, Object.keys(armFields))),
+  detached_runs: arr(detachedExperimentRun, { description: 'Runs detached from the study (absent with include_runs false).' }),
   comparison,
   design: studyDesign,
   analysis: studyAnalysis,
 };
-export const experimentRecord: JsonSchema = obj(fullFields, Object.keys(fullFields));
+export const experimentRecord: JsonSchema = obj(fullFields, Object.keys(fullFields).filter((k) => k !== 'detached_runs'));
+
+/**
+ * Whether a study's answer lists its runs: a 1,000-run study's runs are most of its
+ * answer, and GET /experiments/{id}/runs pages them with more about each.
+ */
+export const includeRuns: JsonSchema = { type: 'boolean', description: 'List each arm\'s runs and the detached runs (default true; over MCP false: experiment_run_list pages them).' };
 
 export const experimentPage: JsonSchema = cursorPage(experimentSummary);
 

@@ -50,15 +50,15 @@ function runEntry(r: ExperimentRunRow) {
   };
 }
 
-/** A study in full: each arm with its runs, detached runs, money settled so far, and the comparison. */
-export function experimentView(e: ExperimentRow, runs: ExperimentRunRow[], counts: Record<string, number> | undefined, comparison: Comparison, baseUrl: string) {
+/** A study in full: each arm (with its runs unless left out), detached runs, money settled so far, and the comparison. */
+export function experimentView(e: ExperimentRow, runs: ExperimentRunRow[], counts: Record<string, number> | undefined, comparison: Comparison, baseUrl: string, includeRuns = true) {
   const attached = runs.filter((r) => !r.detached_at);
   const settled = runs.filter((r) => TERMINAL.includes(r.status)).reduce((sum, r) => sum + (r.settled_micros ?? 0), 0);
   return {
     ...experimentSummary(e, counts, baseUrl),
     credits_settled: microsToUsd(settled),
-    arms: e.arms.map((arm, i) => ({ ...armView(arm), runs: attached.filter((r) => r.arm_index === i).map(runEntry) })),
-    detached_runs: runs.filter((r) => r.detached_at).map((r) => ({ ...runEntry(r), arm: e.arms[r.arm_index]!.label, detached_at: isoTime(r.detached_at) })),
+    arms: e.arms.map((arm, i) => (includeRuns ? { ...armView(arm), runs: attached.filter((r) => r.arm_index === i).map(runEntry) } : armView(arm))),
+    ...(includeRuns ? { detached_runs: runs.filter((r) => r.detached_at).map((r) => ({ ...runEntry(r), arm: e.arms[r.arm_index]!.label, detached_at: isoTime(r.detached_at) })) } : {}),
     comparison,
     design: e.design,
     analysis: e.analysis,

@@ -12,7 +12,7 @@ import { decodeCursor, pageBody } from '../pagination.ts';
 import { isoTime, newUuid } from '../../storage/ids.ts';
 import { ApiError } from '../errors.ts';
 import { ArchiveError, readZipMembers } from '../../storage/archives.ts';
-import { str, nullableStr, limit, cursor, arr, obj, uuid, sha256Hex, id } from '../schemas/common.ts';
+import { str, nullableStr, limit, cursor, arr, obj, uuid, id, digestInput } from '../schemas/common.ts';
 // RFC 6266: an ASCII fallback name plus the exact name as filename* (RFC 5987).
 import contentDisposition from 'content-disposition';
 import { fileItems, filePage, fileRecord, fileWithContent } from './schemas.ts';
@@ -23,7 +23,7 @@ export const fileTools: ToolDef[] = [
     description: 'Copy verified artifact bytes into private reusable files, keeping their run origin. With `members`, copy files from inside a ZIP artifact instead (needs the zip_member_import feature); every requested member is verified before any is stored.',
     input: {
       body: obj({
-        run_id: uuid, artifact_id: id('art'), expected_sha256: sha256Hex,
+        run_id: uuid, artifact_id: id('art'), expected_sha256: digestInput,
         members: arr(str(1024, { minLength: 1 }), { minItems: 1, maxItems: 100, uniqueItems: true }),
       }, ['run_id', 'artifact_id', 'expected_sha256']),
     },

@@ -1,6 +1,6 @@
 import { workflowMetadata } from '../../kernel/workflowMetadata.ts';
 import type { ToolDef, ToolContext } from '../tools/tool.ts';
-import { str, obj, sha256Hex, planExecute, id } from '../schemas/common.ts';
+import { str, obj, digestInput, planExecute, id } from '../schemas/common.ts';
 import { hostedRelease, hostingPlan, hostingRecord } from './schemas.ts';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -37,7 +37,7 @@ export const hostingTools: ToolDef[] = [
     input: {
       path: { lab_id: id('lab') },
       body: obj({
-        release: obj({ reference: str(300), sha256: sha256Hex }, ['reference', 'sha256']),
+        release: obj({ reference: str(300), sha256: digestInput }, ['reference', 'sha256']),
         compute_profile_id: str(64), min_instances: { type: 'integer', minimum: 0, maximum: 10 },
         max_instances: { type: 'integer', minimum: 1, maximum: 10 }, visibility: { enum: ['private', 'team', 'public'] },
       }, ['release']),
@@ -53,7 +53,7 @@ export const hostingTools: ToolDef[] = [
   {
     name: 'hosted_release_get', scope: 'runs:read', readOnly: true,
     description: 'Read accessible hosting inputs and bounds without exposing private smoke fixtures.',
-    input: { path: { reference: str(300) }, query: { sha256: sha256Hex }, requiredQuery: ['sha256'] },
+    input: { path: { reference: str(300) }, query: { sha256: digestInput }, requiredQuery: ['sha256'] },
     output: hostedRelease,
   },
 ];

@@ -1,5 +1,5 @@
 import type { ToolDef, ToolContext } from '../tools/tool.ts';
-import { str, obj, sha256Hex, planExecute, id } from '../schemas/common.ts';
+import { str, obj, digestInput, planExecute, id } from '../schemas/common.ts';
 import { invocationArtifactRead, invocationPlan, invocationRecord } from './schemas.ts';
 import { errors } from '../errors.ts';
 import { approvedPlan, planView, PLAN_TTL_SECONDS } from '../plans.ts';
@@ -21,7 +21,7 @@ export const hostedInvocationTools: ToolDef[] = [
   {
     name: 'hosted_invocation_prepare', scope: 'runs:write', readOnly: true,
     description: 'Bind input identities, deployment, account, expiry and compute bounds; no execution starts.',
-    input: { body: obj({ reference: str(300), sha256: sha256Hex, inputs: { type: 'object', maxProperties: 256 }, seed }, ['reference', 'sha256']) },
+    input: { body: obj({ reference: str(300), sha256: digestInput, inputs: { type: 'object', maxProperties: 256 }, seed }, ['reference', 'sha256']) },
     output: invocationPlan,
   },
   {

@@ -54,7 +54,7 @@ export async function answerTool(entry: CatalogEntry, args: Record<string, unkno
   const { route, tool, compiled } = entry;
   try {
     authorizeCall(ctx.caller, route, tool);
-    const parts = splitArguments(entry, args);
+    const parts = splitArguments(entry, { ...tool.agentDefaults, ...args });
     check(compiled.path, parts.path);
     const queryText = asQueryText(parts.query);
     check(compiled.query, parts.query);

@@ -1,6 +1,6 @@
 import { blobKey } from '../../storage/objects.ts';
 import { PassThrough } from 'node:stream';
-import type { ToolDef, ToolContext } from '../tools/tool.ts';
+import { choose, NEW_IDEMPOTENCY_KEY, type NextStep, type ToolDef, type ToolContext } from '../tools/tool.ts';
 import { errors } from '../errors.ts';
 import { prepareRun, recheckProposal, type RunProposal } from './prepare.ts';
 import type { ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
@@ -20,7 +20,7 @@ import { isoTime } from '../../storage/ids.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
 import { decodeCursor, pageBody } from '../pagination.ts';
 import { askRunToStop } from './stop.ts';
-import { str, uuid, sha256Hex, limit, cursor, nullableStr, id } from '../schemas/common.ts';
+import { str, uuid, digestInput, limit, cursor, nullableStr, id } from '../schemas/common.ts';
 // RFC 6266: an ASCII fallback name plus the exact name as filename* (RFC 5987).
 import contentDisposition from 'content-disposition';
 import { RUN_STATUSES, artifactMetadata, environmentAsOf, runEventPage, runPage, runPlan, runRecord, runResults } from './schemas.ts';
@@ -39,7 +39,7 @@ const reuse = { type: 'boolean', description: 'Answer from an identical complete
 export const runTools: ToolDef[] = [
   {
     name: 'run_prepare', scope: 'runs:write', readOnly: true,
-    description: 'Check a simulation before running: resolve the capability or workspace revision, validate inputs against its contract, price it, and return findings and a plan digest. No compute starts and nothing is reserved.',
+    description: 'Check a simulation before running: resolve the capability or workspace revision, validate inputs against its contract, price it, and return findings and a plan digest. No compute starts and nothing is reserved. (run_create\'s direct form names capability_ref and compute_profile_id `ref` and `compute_profile`.)',
     input: {
       body: {
         type: 'object', additionalProperties: false,
@@ -54,12 +54,12 @@ export const runTools: ToolDef[] = [
   },
   {
     name: 'run_create', scope: 'runs:write', readOnly: false, idempotent: true,
-    description: 'Start an approved simulation: an approved plan {plan_id, plan_sha256}, or a direct request {ref, inputs, compute_profile, metadata} prepared and executed in one step. Requires Idempotency-Key.',
+    description: 'Start an approved simulation: an approved plan {plan_id, plan_sha256}, or a direct request {ref, inputs, compute_profile, metadata} prepared and executed in one step (`ref` and `compute_profile` are run_prepare\'s capability_ref and compute_profile_id). Requires an idempotency_key.',
     input: {
       body: {
         type: 'object', additionalProperties: false,
         properties: {
-          plan_id: uuid, plan_sha256: sha256Hex, ref: str(200, { minLength: 1 }), inputs, compute_profile: str(64), metadata,
+          plan_id: uuid, plan_sha256: digestInput, ref: str(200, { minLength: 1 }), inputs, compute_profile: str(64), metadata,
           max_runtime_seconds: { type: 'integer', minimum: 1 }, seed, reuse, environment_as_of: environmentAsOf,
         },
         oneOf: [{ required: ['plan_id', 'plan_sha256'] }, { required: ['ref'] }],
@@ -98,6 +98,17 @@ export const runTools: ToolDef[] = [
     output: artifactMetadata,
   },
 ];
+
+/** Where a workspace revision that ran goes next: a study of it, or a release. */
+function revisionRan(workspaceId: string, revisionId: string): NextStep[] {
+  return [
+    {
+      tool: 'experiment_prepare', description: 'Study this revision: its sensitivity to its parameters (Sobol\' or Morris), or its calibration to a dataset.',
+      arguments: { name: choose('a name for the study'), lab: { workspace_id: workspaceId, revision_id: revisionId }, sensitivity: choose('{parameters: [{input, low, high}], outputs: [{output, summary}], method, base_sample}') },
+    },
+    { tool: 'publish_prepare', description: 'Check this revision as a release (the publishing-labs skill).', arguments: { workspace_id: workspaceId, revision_id: revisionId, version: choose('a semantic version above the lab\'s last release, e.g. 1.0.0') } },
+  ];
+}
 
 /** What POST /runs answers: the run, and where to follow it. */
 function runCreated(run: RunRow) {
@@ -149,7 +160,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
         environment: proposal.environment ?? null,
       },
       next_actions: plan.status === 'ready'
-        ? [{ tool: 'run_create', description: 'After the user approves this digest and price, start the run (send an Idempotency-Key).', arguments: { plan_id: plan.id, plan_sha256: plan.plan_sha256 } }]
+        ? [{ tool: 'run_create', description: 'After the user approves this digest and price, start the run.', arguments: { plan_id: plan.id, plan_sha256: plan.plan_sha256, idempotency_key: NEW_IDEMPOTENCY_KEY } }]
         : [],
     };
   },
@@ -241,6 +252,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
         },
       },
       warnings: run.status === 'completed' ? [{ code: 'not_validation', message: 'Completion is not scientific validation; hash artifacts before interpreting them.' }] : [],
+      next_actions: run.status === 'completed' && run.workspace_id && run.revision_id ? revisionRan(run.workspace_id, run.revision_id) : [],
     };
   },
 

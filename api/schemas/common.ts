@@ -6,6 +6,14 @@ export type JsonSchema = Record<string, unknown>;
 
 export const uuid: JsonSchema = { type: 'string', format: 'uuid' };
 export const sha256Hex: JsonSchema = { type: 'string', pattern: '^[0-9a-f]{64}$', description: '64 lowercase hex characters' };
+/**
+ * A digest a caller sends: bare hex, or as the service writes digests it returns
+ * (`sha256:<hex>`). The `x-digest` keyword (kernel/ajv.ts) strips the prefix while
+ * validating, so an operation always receives bare hex.
+ */
+export const digestInput: JsonSchema = { type: 'string', pattern: '^(sha256:)?[0-9a-f]{64}$', description: '64 lowercase hex characters; a `sha256:` prefix is accepted', 'x-digest': true };
+/** Who may see a lab and its releases (labs and releases tables): this account, its team's members too, or anyone. */
+export const VISIBILITIES = ['private', 'team', 'public'] as const;
 export const packageSha256: JsonSchema = { type: 'string', pattern: '^sha256:[0-9a-f]{64}$' };
 export const limit: JsonSchema = { type: 'integer', minimum: 1, maximum: 100, default: 20, description: 'page size (default 20, max 100)' };
 export const cursor: JsonSchema = { type: ['string', 'null'], maxLength: 512, description: 'opaque next_cursor of the previous page' };
@@ -27,7 +35,7 @@ export function obj(properties: Record<string, JsonSchema>, required: string[] =
 export function arr(items: JsonSchema, extra: JsonSchema = {}): JsonSchema {
   return { type: 'array', items, ...extra };
 }
-export const planExecute: JsonSchema = obj({ plan_id: uuid, plan_sha256: sha256Hex }, ['plan_id', 'plan_sha256']);
+export const planExecute: JsonSchema = obj({ plan_id: uuid, plan_sha256: digestInput }, ['plan_id', 'plan_sha256']);
 
 /** The error envelope of every failure. */
 export const errorEnvelope: JsonSchema = obj({

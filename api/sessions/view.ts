@@ -1,7 +1,7 @@
 import type { ExternalSessionRow, ProgressRow, SessionRow } from '../../storage/db/sessions.ts';
 import { isoTime } from '../../storage/ids.ts';
 import { sessionWorkflowId } from '../../kernel/workflowNames.ts';
-import type { NextStep } from '../tools/tool.ts';
+import { choose, type NextStep } from '../tools/tool.ts';
 
 /** Progress entries shown when a session is resumed (the rest stay in Postgres). */
 export const RECENT_PROGRESS = 20;
@@ -24,8 +24,8 @@ export function progressView(p: ProgressRow) {
 export function sessionNextActions(s: SessionRow): NextStep[] {
   const id = s.id;
   if (s.status !== 'open') return [];
-  if (!s.contract) return [{ tool: 'session_contract_prepare', description: 'Propose what must be true at the end: requirements and the evidence each needs.', arguments: { session_id: id } }];
-  if (!s.execution_plan) return [{ tool: 'session_execution_prepare', description: 'Propose how it will be done: steps and what each depends on.', arguments: { session_id: id } }];
+  if (!s.contract) return [{ tool: 'session_contract_prepare', description: 'Propose what must be true at the end: requirements and the evidence each needs.', arguments: { session_id: id, requirements: choose('the requirements: each an id, a statement and the evidence kind it needs') } }];
+  if (!s.execution_plan) return [{ tool: 'session_execution_prepare', description: 'Propose how it will be done: steps and what each depends on.', arguments: { session_id: id, steps: choose('the steps: each an id, a title and the steps it depends on') } }];
   const steps = s.execution_plan.steps;
   const doneIds = new Set(steps.filter((x) => x.status === 'done' || x.status === 'skipped').map((x) => x.id));
   const startable = steps.filter((x) => (x.status === 'pending' || x.status === 'blocked') && x.depends_on.every((d) => doneIds.has(d)));

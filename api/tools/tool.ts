@@ -73,6 +73,23 @@ export interface ToolContext {
 /** A suggested next step (the envelope's next_actions item, before the route is filled in). */
 export interface NextStep { tool: string; description: string; arguments: Record<string, unknown> }
 
+/**
+ * A next step's argument the caller must choose (an idempotency key, an input's value): the
+ * argument is named, its value says what to choose. A next step carries every required
+ * argument, so an agent can follow it knowing only which of them are placeholders.
+ */
+export function choose(what: string): string {
+  return `<choose: ${what}>`;
+}
+
+/** The `idempotency_key` of a next step that takes one: the caller makes it, once per logical request. */
+export const NEW_IDEMPOTENCY_KEY = choose('a fresh UUID for this request; send it again only to retry the same call');
+
+/** Whether an argument's value is a placeholder made by `choose`. */
+export function isPlaceholder(value: unknown): boolean {
+  return typeof value === 'string' && /^<choose: .+>$/s.test(value);
+}
+
 export interface ToolResult {
   body: Record<string, unknown>;
   /** REST-only raw answer (bytes or a stream) instead of the JSON envelope. */
@@ -118,6 +135,12 @@ export interface ToolDef {
   destructive?: boolean;
   /** Reaches sources outside the service. */
   openWorld?: boolean;
+  /**
+   * Over MCP, the values of optional arguments an agent leaves out, where the operation's
+   * own default (REST's) answers more than an agent's context should hold; `tools/list`
+   * shows them as the arguments' defaults.
+   */
+  agentDefaults?: Record<string, unknown>;
   /** Absent while the operation is specified but not built: the route answers 501. */
   handler?: (input: Record<string, any>, ctx: ToolContext) => Promise<ToolResult>;
 }

@@ -66,7 +66,7 @@ export type Experiment = Answer<'experiment_get'>;
 /** An arm as approved, with its runs. */
 export type ExperimentArm = Experiment['arms'][number];
 /** One run of a study. */
-export type ExperimentRun = ExperimentArm['runs'][number];
+export type ExperimentRun = NonNullable<ExperimentArm['runs']>[number];
 /** A study's runs per status (every status named, zero included) and their total. */
 export type RunTotals = Experiment['run_totals'];
 /** The comparison across arms, from completed attached runs only (descriptive). */

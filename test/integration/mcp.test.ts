@@ -4,6 +4,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { BASE_URL, call, closeTestDb, newAccount, spawnApi } from '../helpers.ts';
 import { CONTRACT_ROUTES } from '../contract.ts';
 import { mcpClients } from '../mcpClients.ts';
+import { MAX_TOOL_LIST_BYTES } from '../../api/mcp/catalog.ts';
 
 after(closeTestDb);
 
@@ -31,15 +32,21 @@ before(async () => {
   key = (await newAccount({ usd: 5 })).key;
 });
 
-test('over streamable HTTP, tools/list is exactly the route table\'s tools, with hints and REST schemas', async () => {
+test('over streamable HTTP, tools/list is exactly the route table\'s tools, with hints and REST schemas, within an agent\'s budget', async () => {
   const client = await httpClient(key);
   const { tools } = await client.listTools();
   assert.deepEqual(tools.map((t) => t.name).sort(), EXPECTED_TOOLS);
   assert.ok(!tools.some((t) => ['file_upload', 'file_content', 'run_artifact_download'].includes(t.name)));
   const byName = new Map(tools.map((t) => [t.name, t]));
-  assert.deepEqual(byName.get('run_get')!.annotations, { readOnlyHint: true, idempotentHint: true, destructiveHint: false, openWorldHint: false });
-  assert.equal(byName.get('run_cancel')!.annotations!.destructiveHint, true);
+  assert.deepEqual(byName.get('run_get')!.annotations, { readOnlyHint: true, openWorldHint: false });
+  assert.equal(byName.get('run_cancel')!.annotations!.destructiveHint, undefined, 'destructive: MCP\'s default');
   assert.equal(byName.get('workspace_create')!.annotations!.destructiveHint, false);
+  const listed = await fetch(MCP_URL, {
+    method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+  });
+  const bytes = Buffer.byteLength(await listed.text());
+  assert.ok(bytes <= MAX_TOOL_LIST_BYTES, `tools/list answered ${bytes} bytes`);
   const create = byName.get('run_create')!.inputSchema as any;
   assert.ok(create.required.includes('idempotency_key'));
   assert.ok(create.properties.plan_id && create.properties.ref && create.oneOf, 'the body schema, its one-of rule and the key');
@@ -141,6 +148,24 @@ test('/mcp shares the per-key rate limits with /v1: run-creating calls draw from
   } finally {
     await replica.stop();
   }
+});
+
+test('a JSON-RPC request whose params do not fit its method is -32602 with a one-line message; an unknown method -32601', async () => {
+  const ask = async (message: Record<string, unknown>) => (await (await fetch(MCP_URL, {
+    method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 7, ...message }),
+    headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+  })).json()).error as { code: number; message: string };
+  for (const [message, said] of [
+    [{ method: 'initialize' }, /^Invalid params: params: .+\.$/],
+    [{ method: 'tools/call', params: {} }, /params\.name: /],
+    [{ method: 'resources/read', params: { uri: 5 } }, /params\.uri: /],
+  ] as const) {
+    const error = await ask(message);
+    assert.equal(error.code, -32602, JSON.stringify(error));
+    assert.match(error.message, said);
+    assert.ok(!error.message.includes('\n'), `one line: ${error.message}`);
+  }
+  assert.equal((await ask({ method: 'no/such' })).code, -32601);
 });
 
 test('/mcp is behind the same Bearer auth: no key or a bad key is a 401 envelope; only POST is served', async () => {

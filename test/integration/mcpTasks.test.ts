@@ -175,7 +175,7 @@ test('a study opened as a task: tasks/get counts its runs to completed, tasks/re
   assert.match(states.at(-1)!.statusMessage!, /^All 2 runs ended: /);
   const result = await c.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema);
   const study = result.structuredContent as Record<string, any>;
-  assert.deepEqual(withoutRequestId(study), withoutRequestId((await call('GET', `/experiments/${study.id}`, { key: owner.key })).body));
+  assert.deepEqual(withoutRequestId(study), withoutRequestId((await call('GET', `/experiments/${study.id}?include_runs=false`, { key: owner.key })).body));
 
   const second = await open('Study cancelled as a task');
   await c.experimental.tasks.cancelTask(second.taskId);
@@ -204,6 +204,7 @@ test('a publication as a task: working while it is packed and smoke-tested, comp
   assert.equal(published.status, 'published', JSON.stringify(published));
   assert.equal(published.reference, plan.body.reference);
   assert.equal((await call('GET', `/hub/releases/${encodeURIComponent(published.reference)}`, { key: owner.key })).status, 200, 'the release it names exists');
+  assert.deepEqual(withoutRequestId(published), withoutRequestId((await call('GET', `/publications/${published.publication_id}`, { key: owner.key })).body), 'the result is the publication as its REST read answers it');
 });
 
 test('a biology fetch as a task: answered at once without waiting for the source, completed once its records are stored; its result is the fetch as a REST retry with the same key answers it', async () => {

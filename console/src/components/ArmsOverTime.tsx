@@ -14,7 +14,7 @@ export function ArmsOverTime({ experiment }: { experiment: Experiment }) {
   const charts = useLoad(async () => {
     const byOutput = new Map<string, Series[]>();
     for (const arm of experiment.arms) {
-      const run = arm.runs.find((r) => r.status === 'completed');
+      const run = (arm.runs ?? []).find((r) => r.status === 'completed');
       if (!run) continue;
       for (const s of await runSeries(client, run.run_id, await unitsOf(client, arm.resolved_ref))) {
         const group = byOutput.get(s.name) ?? [];

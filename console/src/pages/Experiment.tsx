@@ -65,7 +65,7 @@ export function ExperimentPage({ id }: { id: string }) {
             {e.kind === 'arms' ? <h3>{a.label}</h3> : null}
             <p><code>{a.resolved_ref}</code></p>
             <p>Inputs <code>{JSON.stringify(a.inputs)}</code></p>
-            <p>{e.kind === 'arms' ? `${a.replicates} replicates` : `${a.runs.length} runs, one per parameter set`} on {a.compute_profile}</p>
+            <p>{e.kind === 'arms' ? `${a.replicates} replicates` : `${(a.runs ?? []).length} runs, one per parameter set`} on {a.compute_profile}</p>
           </section>
         ))}
       </div>

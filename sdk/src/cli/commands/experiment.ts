@@ -119,7 +119,7 @@ export function comparisonText(c: Comparison): string {
 
 /** A study for people: status, run totals, money, comparison, stored files. */
 export function studyText(e: Experiment): string {
-  const failed = e.arms.flatMap((a) => a.runs.filter((r) => r.error).map((r) => `  ${a.label} #${r.replicate} ${r.run_id}: ${r.error!.code}: ${r.error!.message}`));
+  const failed = e.arms.flatMap((a) => (a.runs ?? []).filter((r) => r.error).map((r) => `  ${a.label} #${r.replicate} ${r.run_id}: ${r.error!.code}: ${r.error!.message}`));
   return [
     `study     ${e.id}  ${e.name} (${e.status}${e.completed_at ? `, every run ended ${e.completed_at}` : ''})`,
     ...(e.goal ? [`goal      ${e.goal}`] : []),
