@@ -361,7 +361,7 @@ test('through MCP: experiment_prepare proposes what REST proposes; experiment_cr
   }
   assert.equal(state.status, 'completed', state.statusMessage);
   const study = (await c.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema)).structuredContent as Record<string, any>;
-  assert.deepEqual(withoutRequestId(study), withoutRequestId((await call('GET', `/experiments/${study.id}`, { key: owner.key })).body));
+  assert.deepEqual(withoutRequestId(study), withoutRequestId((await call('GET', `/experiments/${study.id}?include_runs=false`, { key: owner.key })).body));
   const a = study.analysis;
   assert.equal(a.stopped, 'converged');
   assert.equal(a.runs_told, 4, 'two batches of two, then the rule held');
