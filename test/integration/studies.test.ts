@@ -367,9 +367,11 @@ test('through MCP: experiment_prepare proposes what REST proposes; experiment_cr
   assert.equal(a.runs_told, 4, 'two batches of two, then the rule held');
   assert.equal(study.run_totals.completed, 4);
   assert.equal(study.run_totals.cancelled, 8);
-  const never = study.arms[0].runs.filter((r: any) => r.status === 'cancelled');
+  // Its runs, which an agent's answer leaves to experiment_run_list, as REST lists them by default.
+  const withRuns = (await call('GET', `/experiments/${study.id}`, { key: owner.key })).body;
+  const never = withRuns.arms[0].runs.filter((r: any) => r.status === 'cancelled');
   assert.ok(never.every((r: any) => r.credits_settled === 0), 'a run never given a set is charged nothing');
-  await assertEachSetRanOnce(owner.key, study, {});
+  await assertEachSetRanOnce(owner.key, withRuns, {});
   // Its runs listed through MCP are what REST lists; those never given a set have none.
   const listedMcp = await c.callTool({ name: 'experiment_run_list', arguments: { experiment_id: study.id, sort: 'loss', limit: 20 } });
   assert.ok(!listedMcp.isError, JSON.stringify(listedMcp.structuredContent));
