@@ -20,6 +20,13 @@ const compiled = new Map<RouteDef, ValidateFunction>();
 /** Where to keep every body received, one JSON line per response in `<tool>.jsonl` (to write schemas against). */
 const RECORD_DIR = process.env.SILICO_RECORD_RESPONSES;
 
+/** A route's success schema, compiled once. */
+function validatorOf(route: RouteDef, tool: NonNullable<ReturnType<typeof TOOLS.get>>): ValidateFunction {
+  let validate = compiled.get(route);
+  if (!validate) compiled.set(route, (validate = ajv.compile(successSchema(tool, route))));
+  return validate;
+}
+
 function routeOf(method: string, pathname: string): RouteDef | undefined {
   // A literal segment wins over a parameter (`/runs/plans` before `/runs/{run_id}`).
   const candidates = matchers.filter((m) => m.route.method === method && m.pattern.test(pathname));
@@ -38,8 +45,7 @@ export function responseProblem(method: string, url: string, status: number, bod
     mkdirSync(RECORD_DIR, { recursive: true });
     appendFileSync(path.join(RECORD_DIR, `${route.tool}.jsonl`), `${JSON.stringify({ status, path: pathname, body })}\n`);
   }
-  let validate = compiled.get(route);
-  if (!validate) compiled.set(route, (validate = ajv.compile(successSchema(tool, route))));
+  const validate = validatorOf(route, tool);
   if (validate(body)) return null;
   return `${method} ${pathname} answered outside its schema (${route.tool}): ${ajv.errorsText(validate.errors, { separator: '; ' })}`;
 }
@@ -102,8 +108,7 @@ export async function mcpProblems(request: unknown, response: unknown): Promise<
     const route = ROUTES.find((r) => r.tool === name);
     const tool = TOOLS.get(name);
     if (!route || !tool || tool.output === 'bytes') continue;
-    let validate = compiled.get(route);
-    if (!validate) compiled.set(route, (validate = ajv.compile(successSchema(tool, route))));
+    const validate = validatorOf(route, tool);
     if (!validate(answer)) out.push(`MCP ${name} answered outside its schema: ${ajv.errorsText(validate.errors, { separator: '; ' })}`);
     out.push(...await nextActionProblems(`MCP ${name}`, answer));
   }

@@ -14,6 +14,8 @@ function failureOf(findings: Finding[]): { code: string; message: string } {
   return { code: findings[0]?.code ?? 'publication_error', message: findings.map((f) => f.message).join(' ') || 'The publication failed.' };
 }
 
+const referenceOf = (p: PublicationOf) => `${p.namespace}/${p.name}@${p.version}`;
+
 /** A publication as publish_execute and publication_get answer it (and an MCP task of publish_execute, at its end). */
 export function publicationView(p: PublicationOf) {
   const findings = p.status === 'failed' ? (p.findings ?? []) as Finding[] : [];
@@ -21,7 +23,7 @@ export function publicationView(p: PublicationOf) {
     object: 'publication' as const,
     publication_id: p.id,
     status: p.status,
-    reference: `${p.namespace}/${p.name}@${p.version}`,
+    reference: referenceOf(p),
     release_id: p.status === 'published' ? p.release_id : null,
     workspace_id: p.workspace_id,
     revision_id: p.revision_id,
@@ -35,7 +37,7 @@ export function publicationView(p: PublicationOf) {
 
 /** Where a publication leads: follow it while it is publishing, inspect its release, or fix what failed. */
 export function publicationNextSteps(p: PublicationOf): NextStep[] {
-  const reference = `${p.namespace}/${p.name}@${p.version}`;
+  const reference = referenceOf(p);
   switch (p.status) {
     case 'publishing':
       return [{ tool: 'publication_get', description: 'Follow it: packing twice and the smoke run take a minute or more; read it again until it is published or failed.', arguments: { publication_id: p.id } }];

@@ -13,7 +13,10 @@ const hasLabYaml = (tree: Tree) => Boolean(tree['lab.yaml'] || tree['lab.yml']);
  */
 export async function runtimeFormatFindings(deps: Deps, tree: Tree, severity: 'warning' | 'blocking'): Promise<Finding[]> {
   if (!hasLabYaml(tree)) return [];
-  const { errors } = await deps.runtimeJudge.judgeTree(deps.objects, tree);
+  return refusals(deps, (await deps.runtimeJudge.judgeTree(deps.objects, tree)).errors, severity);
+}
+
+function refusals(deps: Deps, errors: string[], severity: 'warning' | 'blocking'): Finding[] {
   const runtime = runtimeName(deps);
   return errors.map((message) => ({
     severity, code: 'runtime_refuses',
@@ -31,8 +34,8 @@ export async function runtimeFormatFindings(deps: Deps, tree: Tree, severity: 'w
  */
 export async function draftRuntimeFindings(deps: Deps, tree: Tree): Promise<Finding[]> {
   if (!hasLabYaml(tree)) return [];
-  const refusals = await runtimeFormatFindings(deps, tree, 'warning');
-  const { entrypoints } = await deps.runtimeJudge.judgeTree(deps.objects, tree);
+  const { errors, entrypoints } = await deps.runtimeJudge.judgeTree(deps.objects, tree);
+  const refused = refusals(deps, errors, 'warning');
   const unresolved: Finding[] = entrypoints.map((e) => (e.module === null
     ? {
       severity: 'warning', code: 'entrypoint_invalid', path: `${e.manifest}#/biosim/entrypoint`,
@@ -42,7 +45,7 @@ export async function draftRuntimeFindings(deps: Deps, tree: Tree): Promise<Find
       severity: 'warning', code: 'entrypoint_missing', path: `${e.manifest}#/biosim/entrypoint`,
       message: `${e.module} is not in the tree: ${e.manifest} names entrypoint ${e.entrypoint}, and the runtime looks for its module at ${e.module} (or ${e.module.replace(/\.py$/, '/__init__.py')}) before importing it from the lab's environment, where a lab's own modules are not. Put the module's file, or correct biosim.entrypoint.`,
     }));
-  if (refusals.length || unresolved.length) return [...refusals, ...unresolved];
+  if (refused.length || unresolved.length) return [...refused, ...unresolved];
   return [{
     severity: 'info', code: 'runtime_accepts', path: 'lab.yaml',
     message: `The lab runtime (${runtimeName(deps)}) accepts these manifests, and every model's entrypoint module is in the tree. The models' code is first loaded by a run (run_prepare checks the manifests again, run_create runs): what the code gets wrong is the run's error, in the runtime's words.`,

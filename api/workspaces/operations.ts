@@ -314,7 +314,7 @@ const WORKSPACE_HANDLERS: Record<string, ToolDef['handler']> = {
     if (!rev) {
       throw planUnavailable('The workspace head moved since this plan was prepared; prepare it again on the new head.', null, { head_revision_id: (await getWorkspace(ctx.deps.db, ws.id, ctx.caller.account.id))?.head_revision_id });
     }
-    return { body: { object: 'revision', workspace_id: ws.id, ...revisionView(rev) }, next_actions: await leadOn(ctx, ws.id, rev.id, rev.id, p.tree) };
+    return { body: { object: 'revision', workspace_id: ws.id, ...revisionView(rev) }, next_actions: await leadOn(ctx, ws.id, rev.id, rev.id, p.tree, manifest) };
   },
 };
 
@@ -322,9 +322,10 @@ const WORKSPACE_HANDLERS: Record<string, ToolDef['handler']> = {
  * Where a revision leads: a run plan of it when it holds a lab, a change plan on the head
  * either way, and the authoring skill while there is no lab.yaml yet.
  */
-async function leadOn(ctx: ToolContext, workspaceId: string, revisionId: string, head: string, tree: Tree) {
+async function leadOn(ctx: ToolContext, workspaceId: string, revisionId: string, head: string, tree: Tree, known?: unknown) {
   if (!tree['lab.yaml']) return [readAuthoringSkill, proposeChange(workspaceId, head, false)];
-  const manifest = await labYamlOf(ctx.deps.objects, tree);
+  // The caller may have read the manifest already (an apply does): a tree's lab.yaml is read once.
+  const manifest = known ?? await labYamlOf(ctx.deps.objects, tree);
   return [...(manifest && typeof manifest === 'object' ? [prepareRunOf(workspaceId, revisionId, manifest)] : []), proposeChange(workspaceId, head, true)];
 }
 
