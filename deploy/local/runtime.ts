@@ -5,6 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { createHash } from 'node:crypto';
 import { cacheDir } from './binaries.ts';
+import { discoverPythons } from './interpreters.ts';
 import { RUNTIME_LOCK_FILE, parseRuntimeLock } from '../../storage/runtimePins.ts';
 
 const run = promisify(execFile);
@@ -31,7 +32,9 @@ export async function runtimePython(env: NodeJS.ProcessEnv = process.env): Promi
 async function pythonOf(wanted: string, env: NodeJS.ProcessEnv): Promise<string | null> {
   const candidates = env.PYTHON ? [env.PYTHON] : [`python${wanted}`, 'python3'];
   for (const c of candidates) if ((await versionOf(c)) === wanted) return c;
-  return null;
+  // Where that version is not on PATH (a pyenv build outside `pyenv global`), the one lab
+  // environments would be built on.
+  return env.PYTHON ? null : (await discoverPythons(env))[wanted] ?? null;
 }
 
 /** The analysis environment's lock (activities/studies/analysis.lock). */
@@ -57,6 +60,21 @@ export async function ensureRuntime(log: (l: string) => void, env: NodeJS.Proces
 export async function ensureAnalysisEnv(log: (l: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<string> {
   if (env.SILICO_ANALYSIS_PYTHON) return env.SILICO_ANALYSIS_PYTHON;
   return ensureLockedEnv(log, env, { lockFile: ANALYSIS_LOCK_FILE, dirName: 'analysis', what: 'the analysis environment', contents: 'SALib, optuna, cmaes, ...', imports: 'SALib, optuna, cmaes, numpy, scipy' });
+}
+
+/** The PEtab toolkit's lock (activities/petab/toolkit.lock). */
+export const PETAB_LOCK_FILE = path.join(path.dirname(RUNTIME_LOCK_FILE), '..', 'petab', 'toolkit.lock');
+
+/**
+ * The PEtab toolkit (activities/petab/toolkit.lock: biosimulant, tellurium, petab,
+ * pyPESTO, fides), made like the lab runtime, for the suite and the benchmarks: pyPESTO
+ * in-process beside the service, and the engine's own tests. The service's calibrations
+ * run in the imported lab's environment, built from the same lock per lab like any other.
+ * Returns its Python interpreter.
+ */
+export async function ensurePetabEnv(log: (l: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  if (env.SILICO_PETAB_PYTHON) return env.SILICO_PETAB_PYTHON;
+  return ensureLockedEnv(log, env, { lockFile: PETAB_LOCK_FILE, dirName: 'petab', what: 'the PEtab toolkit', contents: 'biosimulant, tellurium, petab, pypesto, ...', imports: 'biosim, roadrunner, petab, pypesto, fides' });
 }
 
 /**

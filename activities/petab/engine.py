@@ -1,0 +1,365 @@
+"""Silico's PEtab engine: one PEtab problem, loaded once, evaluated, optimised or
+profiled in this process, inside the sandbox, in the environment of the problem's lab
+(activities/petab/toolkit.lock). The problem's model is simulated by libroadrunner through
+pyPESTO's PEtab importer for it; the likelihood is PEtab's, as the petab library and
+pyPESTO compute it, never ours. Reports to the worker as JSON lines on file descriptor 3:
+
+  {"type": "hello"}                                        (first: the sandbox is up)
+  {"type": "versions", "versions": {"petab": "0.10.0", ...}}
+  {"type": "heartbeat"}                                    (at least every 2 s)
+  {"type": "problem", ...}                                 (what is estimated, on which scale and bounds)
+  {"type": "findings", "findings": [...]}                  (lint: the petab library's own)
+  {"type": "evaluation", "index": 0, "fval": 138.2, ...}   (evaluate: one per parameter set)
+  {"type": "evaluations", "start": 3, "rows": [[n, fval, x0, x1, ...], ...]}  (optimize: every evaluation, in chunks)
+  {"type": "start_best", "start": 3, "n_fval": 120, "fval": 140.1, "x": [...]}  (optimize: the start's best so far)
+  {"type": "start_end", "start": 3, "fval": 138.2, "x": [...], "n_fval": 900, ...}
+  {"type": "profile", "parameter": "k1", "points": [[x, fval], ...], ...}
+  {"type": "result", "status": "completed" | "stopped", "cpu_seconds": 1.2}
+  {"type": "error", "code": "...", "message": "..."}       (then a non-zero exit)
+
+Usage: python engine.py PROBLEM_YAML < {"command": "describe" | "lint" | "evaluate" | "optimize" | "profile", ...}
+Parameter vectors are on the parameter scale (PEtab's parameterScale), in the order of the
+`problem` message's `parameters`: the estimated ones. SIGTERM stops between starts and
+between profiles; the process then ends as "stopped".
+"""
+import hashlib
+import json
+import logging
+import math
+import os
+import resource
+import signal
+import sys
+import threading
+import time
+import warnings
+
+warnings.filterwarnings("ignore")
+
+_lock = threading.Lock()
+_protocol = sys.stdout  # until main() opens descriptor 3
+
+# Integrator tolerances: tight enough that finite-difference gradients (step FD_STEP on the
+# parameter scale) are not noise, and that Boehm's nominal value meets AMICI's within 1e-8.
+RELATIVE_TOLERANCE = 1e-10
+ABSOLUTE_TOLERANCE = 1e-12
+FD_STEP = 1e-5
+# Evaluations are sent in chunks of at most this many rows or this many seconds.
+CHUNK_ROWS = 2000
+CHUNK_SECONDS = 1.0
+VERSIONED = ("petab", "pypesto", "libroadrunner", "fides", "scipy", "numpy")
+
+
+def emit(obj):
+    line = json.dumps(obj, allow_nan=False, default=_plain)
+    with _lock:
+        _protocol.write(line + "\n")
+        _protocol.flush()
+
+
+def _plain(v):
+    if hasattr(v, "tolist"):
+        return v.tolist()
+    raise TypeError(f"not JSON: {type(v).__name__}")
+
+
+def finite(v):
+    """A number for JSON: non-finite values (a failed simulation's inf) become null."""
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def cpu_seconds():
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    return me.ru_utime + me.ru_stime
+
+
+def fail(code, message):
+    emit({"type": "error", "code": code, "message": str(message)[:4000]})
+    sys.exit(2)
+
+
+def versions():
+    from importlib.metadata import version
+    return {name: version(name) for name in VERSIONED}
+
+
+class Problem:
+    """The PEtab problem and pyPESTO's problem of it (the estimated parameters, on their scales)."""
+
+    def __init__(self, yaml_path):
+        import petab.v1 as petab
+        from pypesto.objective.roadrunner import PetabImporterRR, SolverOptions
+
+        self.petab = petab.Problem.from_yaml(yaml_path)
+        importer = PetabImporterRR(self.petab)
+        objective = importer.create_objective()
+        objective.solver_options = SolverOptions(relative_tolerance=RELATIVE_TOLERANCE, absolute_tolerance=ABSOLUTE_TOLERANCE)
+        self.pypesto = importer.create_problem(objective=objective)
+        free = self.pypesto.x_free_indices
+        self.ids = [self.pypesto.x_names[i] for i in free]
+        df = self.petab.parameter_df
+        self.scales = [str(df.loc[i, "parameterScale"]) for i in self.ids]
+        self.lb = [float(v) for v in self.pypesto.lb]
+        self.ub = [float(v) for v in self.pypesto.ub]
+        self.nominal = [float(v) for v in self.petab.x_nominal_free_scaled]
+
+    def describe(self):
+        m = self.petab.measurement_df
+        return {
+            "type": "problem", "parameters": self.ids, "scales": self.scales, "lb": self.lb, "ub": self.ub, "nominal": self.nominal,
+            "observables": [str(o) for o in self.petab.observable_df.index], "conditions": [str(c) for c in self.petab.condition_df.index],
+            "measurements": int(len(m)), "preequilibration": bool("preequilibrationConditionId" in m and m["preequilibrationConditionId"].notna().any()),
+        }
+
+    def vector(self, values):
+        """A parameter vector from {id: value on scale}; ids not given keep their nominal value."""
+        unknown = sorted(set(values) - set(self.ids))
+        if unknown:
+            fail("parameter_unknown", f"not an estimated parameter of the problem: {', '.join(unknown)}")
+        return [float(values.get(i, n)) for i, n in zip(self.ids, self.nominal)]
+
+    def parameter_table(self, x):
+        """The parameter table with nominal values set to `x` (unscaled), as petab's calculators read them."""
+        import petab.v1 as petab
+        df = self.petab.parameter_df.copy()
+        for pid, scale, v in zip(self.ids, self.scales, x):
+            df.loc[pid, "nominalValue"] = petab.unscale(v, scale)
+        return df
+
+
+def evaluate(problem, request):
+    """Each set's negative log-likelihood, and with `petab_llh` the petab library's own
+    likelihood and χ² of its simulations (about a second each), with their digest."""
+    import numpy as np
+    import petab.v1 as petab
+    from pypesto.objective.roadrunner import simulation_to_measurement_df
+
+    for index, values in enumerate(request.get("sets") or [{}]):
+        x = problem.vector(values)
+        ret = problem.pypesto.objective(np.asarray(x), return_dict=True)
+        out = {"type": "evaluation", "index": index, "x": x, "fval": finite(ret["fval"])}
+        if request.get("petab_llh") or request.get("simulations"):
+            m = problem.petab.measurement_df
+            sim = simulation_to_measurement_df(ret["simulation_results"], m)
+            table = sim.to_csv(sep="\t", index=False)
+            out["simulation_sha256"] = hashlib.sha256(table.encode()).hexdigest()
+            if request.get("petab_llh"):
+                pars = problem.parameter_table(x)
+                out["petab_llh"] = finite(petab.calculate_llh(m, sim, problem.petab.observable_df, pars))
+                out["petab_chi2"] = finite(petab.calculate_chi2(m, sim, problem.petab.observable_df, pars))
+            if request.get("simulations"):
+                out["simulations"] = table
+        emit(out)
+
+
+class Recorder:
+    """Every evaluation of one start, sent in chunks, and its best so far."""
+
+    def __init__(self, start, f, budget, stop):
+        self.start, self.f, self.budget, self.stop = start, f, budget, stop
+        self.rows, self.n, self.sent = [], 0, time.monotonic()
+        self.best = (math.inf, None)
+
+    def __call__(self, x):
+        if self.stop.is_set():
+            raise Stopped()
+        if self.n >= self.budget:
+            raise BudgetSpent()
+        v = float(self.f(x))
+        self.n += 1
+        self.rows.append([self.n, finite(v), *map(float, x)])
+        if v < self.best[0]:
+            self.best = (v, [float(c) for c in x])
+        if len(self.rows) >= CHUNK_ROWS or time.monotonic() - self.sent > CHUNK_SECONDS:
+            self.flush()
+        return v
+
+    def __deepcopy__(self, memo):
+        # pyPESTO copies a problem's objective before optimising it: the copy must record here.
+        return self
+
+    def flush(self):
+        if self.rows:
+            emit({"type": "evaluations", "start": self.start, "rows": self.rows})
+            self.rows = []
+        if self.best[1] is not None:
+            emit({"type": "start_best", "start": self.start, "n_fval": self.n, "fval": self.best[0], "x": self.best[1]})
+        self.sent = time.monotonic()
+
+
+class Stopped(Exception):
+    pass
+
+
+class BudgetSpent(Exception):
+    pass
+
+
+def optimizer_of(name, max_iterations):
+    import fides
+    import pypesto.optimize as optimize
+    if name == "fides":
+        return optimize.FidesOptimizer(hessian_update=fides.BFGS(), options={fides.Options.MAXITER: max_iterations}, verbose=logging.ERROR)
+    if name == "lbfgsb":
+        return optimize.ScipyOptimizer(method="L-BFGS-B", options={"maxiter": max_iterations})
+    fail("optimizer_unknown", f"no optimizer {name!r}: fides or lbfgsb")
+
+
+def local_problem(problem, f):
+    """pyPESTO's problem of the estimated parameters with objective `f` and its central
+    finite-difference gradient (pyPESTO's FD, a constant step on the parameter scale)."""
+    import pypesto
+    from pypesto.objective import FD
+    objective = FD(pypesto.Objective(fun=f), grad=True, delta_fun=FD_STEP, delta_grad=FD_STEP, method="central")
+    return pypesto.Problem(objective=objective, lb=problem.lb, ub=problem.ub, x_names=problem.ids)
+
+
+def optimize_starts(problem, request, stop):
+    """Local optimisations from the given starts, one after the other; each start's every
+    evaluation is sent, and its end point. A start given `x` resumes from there."""
+    import numpy as np
+    import pypesto
+    import pypesto.optimize as optimize
+
+    budget = int(request.get("max_evaluations", 10000))
+    for start in request["starts"]:
+        if stop.is_set():
+            return
+        index = int(start["index"])
+        x0 = np.asarray(start.get("x") or start["x0"], dtype=float)
+        rec = Recorder(index, lambda x: problem.pypesto.objective(x), budget - int(start.get("n_fval", 0)), stop)
+        local = local_problem(problem, rec)
+        local.set_x_guesses(x0[None, :])
+        began = time.monotonic()
+        ended = "converged"
+        try:
+            result = optimize.minimize(local, optimizer=optimizer_of(request.get("optimizer", "fides"), int(request.get("max_iterations", 1000))),
+                                       n_starts=1, ids=[str(index)], engine=pypesto.engine.SingleCoreEngine(), progress_bar=False,
+                                       options=optimize.OptimizeOptions(allow_failed_starts=True))
+            best = result.optimize_result.list[0]
+            message = str(best.message)
+            if isinstance(best.exitflag, int) and best.exitflag < 0 and rec.n >= rec.budget:
+                ended = "budget"
+        except (BudgetSpent, Stopped) as why:
+            ended, message = ("budget", "the evaluation budget was spent") if isinstance(why, BudgetSpent) else ("stopped", "stopped")
+        rec.flush()
+        fval, x = rec.best
+        emit({"type": "start_end", "start": index, "fval": finite(fval), "x": x, "n_fval": rec.n + int(start.get("n_fval", 0)),
+              "ended": ended, "message": message[:500], "seconds": time.monotonic() - began})
+
+
+def profile(problem, request, stop):
+    """Each named parameter's profile likelihood from the best point (pyPESTO's profile,
+    re-optimising the others at every step), with its 95% interval where it crosses
+    ΔNLL = χ²(1, 0.95)/2 on either side."""
+    import numpy as np
+    import pypesto
+    import pypesto.optimize as optimize
+    import pypesto.profile as pprofile
+    from scipy.stats import chi2
+
+    x_best = np.asarray(request["x"], dtype=float)
+    f = lambda x: problem.pypesto.objective(x)
+    local = local_problem(problem, f)
+    fval = float(f(x_best))
+    result = pypesto.Result(local)
+    result.optimize_result.append(pypesto.OptimizerResult(id="best", x=x_best, fval=fval, exitflag=0))
+    threshold = chi2.ppf(0.95, 1) / 2
+    ratio = math.exp(-threshold)
+    options = pprofile.ProfileOptions(ratio_min=min(ratio / 2, 0.145), **request.get("options", {}))
+    for pid in request["parameters"]:
+        if stop.is_set():
+            return
+        i = problem.ids.index(pid)
+        began = time.monotonic()
+        result = pprofile.parameter_profile(local, result, optimize.FidesOptimizer(verbose=logging.ERROR), profile_index=[i],
+                                            profile_options=options, progress_bar=False, overwrite=True)
+        path = result.profile_result.list[-1][i]
+        xs, fvals, ratios = path.x_path[i], path.fval_path, path.ratio_path
+        low, high = pprofile.calculate_approximate_ci(xs, ratios, ratio)
+        # Bounded on a side when the profile rises past the threshold there before the bound.
+        below, above = ratios[xs <= x_best[i]], ratios[xs >= x_best[i]]
+        bounded = (below.size > 0 and below.min() < ratio, above.size > 0 and above.min() < ratio)
+        emit({"type": "profile", "parameter": pid, "points": [[float(a), finite(b)] for a, b in zip(xs, fvals)],
+              "threshold": threshold, "low": float(low) if bounded[0] else None, "high": float(high) if bounded[1] else None,
+              "identifiability": "identifiable" if all(bounded) else "one_sided" if any(bounded) else "flat",
+              "lb": problem.lb[i], "ub": problem.ub[i], "seconds": time.monotonic() - began})
+
+
+def lint(yaml_path):
+    """The petab library's own lint of the problem: each message it logs, by level."""
+    import petab.v1 as petab
+    findings = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            findings.append({"level": record.levelname.lower(), "message": record.getMessage()[:2000]})
+
+    handler = Collect(level=logging.WARNING)
+    logging.getLogger("petab").addHandler(handler)
+    try:
+        problem = petab.Problem.from_yaml(yaml_path)
+        petab.lint_problem(problem)
+    except Exception as err:  # a problem the library cannot read says why, in its words
+        findings.append({"level": "error", "message": f"{type(err).__name__}: {err}"[:2000]})
+    emit({"type": "findings", "findings": findings})
+
+
+# The protocol's plumbing (descriptor 3, heartbeats, SIGTERM) is the lab driver's
+# (activities/execution/driver.py) in kind: each trusted script is mounted alone in the
+# sandbox, so they share no module.
+def open_protocol():
+    global _protocol
+    try:
+        os.close(4)  # bubblewrap's report to the worker
+    except OSError:
+        pass
+    try:
+        _protocol = os.fdopen(3, "w", buffering=1)
+    except OSError:  # run by hand: the protocol goes to stdout
+        pass
+
+
+def main():
+    open_protocol()
+    if len(sys.argv) != 2:
+        fail("usage", "usage: engine.py PROBLEM_YAML < request.json")
+    emit({"type": "hello", "pid": os.getpid()})
+    emit({"type": "versions", "versions": versions()})
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    done = threading.Event()
+
+    def beat():
+        while not done.wait(2.0):
+            emit({"type": "heartbeat"})
+
+    threading.Thread(target=beat, daemon=True).start()
+    request = json.loads(sys.stdin.read() or "{}")
+    command = request.get("command")
+    try:
+        if command == "lint":
+            lint(sys.argv[1])
+        else:
+            problem = Problem(sys.argv[1])
+            emit(problem.describe())
+            if command == "evaluate":
+                evaluate(problem, request)
+            elif command == "optimize":
+                optimize_starts(problem, request, stop)
+            elif command == "profile":
+                profile(problem, request, stop)
+            elif command != "describe":
+                fail("command_unknown", f"no command {command!r}")
+    except SystemExit:
+        raise
+    except Exception as err:
+        fail("problem_failed", f"{type(err).__name__}: {err}")
+    finally:
+        done.set()
+    emit({"type": "result", "status": "stopped" if stop.is_set() else "completed", "cpu_seconds": cpu_seconds()})
+
+
+if __name__ == "__main__":
+    main()
