@@ -287,22 +287,84 @@ def profile(problem, request, stop):
               "lb": problem.lb[i], "ub": problem.ub[i], "seconds": time.monotonic() - began})
 
 
+TABLES = {"condition": "condition_files", "observable": "observable_files", "measurement": "measurement_files",
+          "parameter": "parameter_file", "visualization": "visualization_files", "model": "sbml_files"}
+ID_COLUMNS = {"condition": "conditionId", "observable": "observableId", "parameter": "parameterId", "measurement": "observableId"}
+
+
+def problem_files(yaml_path):
+    """The problem's files by table, as its YAML names them (relative to it)."""
+    import yaml
+    with open(yaml_path) as f:
+        config = yaml.safe_load(f) or {}
+    files = {"parameter": [config["parameter_file"]] if config.get("parameter_file") else []}
+    for sub in config.get("problems") or []:
+        for table, key in TABLES.items():
+            if table != "parameter":
+                files.setdefault(table, []).extend(sub.get(key) or [])
+    return files
+
+
+def locate(yaml_path, table, files, message):
+    """Which file, row (its line, the header being line 1) and column a message of the
+    lint's check of `table` concerns: the table's file, the column whose name it says,
+    and the row whose id it says."""
+    import re
+    import pandas as pd
+    where = {"file": files[0] if len(files) == 1 else None, "row": None, "column": None}
+    if table not in ID_COLUMNS or len(files) != 1:
+        return where
+    try:
+        df = pd.read_csv(os.path.join(os.path.dirname(yaml_path), files[0]), sep="\t", dtype=str, keep_default_na=False)
+    except Exception:
+        return where
+    # Words in the order said, leaving out a table's name ("the measurement table").
+    said = re.findall(r"[A-Za-z_][A-Za-z0-9_]*(?! table)", message)
+    id_column = ID_COLUMNS[table]
+    named = [w for w in said if w in df.columns]
+    where["column"] = next((c for c in named if c != id_column), named[0] if named else None)
+    if id_column in df.columns:
+        hit = df.index[df[id_column].isin(set(said))]
+        if len(hit):
+            where["row"] = int(hit[0]) + 2
+            where["column"] = where["column"] or id_column
+    return where
+
+
 def lint(yaml_path):
-    """The petab library's own lint of the problem: each message it logs, by level."""
+    """The petab library's own lint of the problem: each error or warning it logs, in its
+    words, with the file, row and column it concerns where the message names them (the
+    lint says which table it is checking before it checks it)."""
     import petab.v1 as petab
-    findings = []
+    findings, checking = [], [None]
+    try:
+        files = problem_files(yaml_path)
+    except Exception as err:
+        files = {}
+        findings.append({"level": "error", "message": f"the problem's YAML cannot be read: {err}"[:2000], "file": os.path.basename(yaml_path), "row": None, "column": None})
 
     class Collect(logging.Handler):
         def emit(self, record):
-            findings.append({"level": record.levelname.lower(), "message": record.getMessage()[:2000]})
+            message = record.getMessage()
+            table = next((t for t in TABLES if message.startswith(f"Checking {t}")), None)
+            if table:
+                checking[0] = table
+            elif record.levelno >= logging.WARNING and message != "Not OK":
+                at = locate(yaml_path, checking[0], files.get(checking[0]) or [], message) if checking[0] else {"file": None, "row": None, "column": None}
+                findings.append({"level": "error" if record.levelno >= logging.ERROR else "warning", "message": message[:2000], **at})
 
-    handler = Collect(level=logging.WARNING)
-    logging.getLogger("petab").addHandler(handler)
-    try:
-        problem = petab.Problem.from_yaml(yaml_path)
-        petab.lint_problem(problem)
-    except Exception as err:  # a problem the library cannot read says why, in its words
-        findings.append({"level": "error", "message": f"{type(err).__name__}: {err}"[:2000]})
+    handler = Collect(level=logging.INFO)
+    lint_logger = logging.getLogger("petab")
+    lint_logger.addHandler(handler)
+    lint_logger.setLevel(logging.INFO)
+    lint_logger.propagate = False
+    if not findings:
+        try:
+            petab.lint_problem(petab.Problem.from_yaml(yaml_path))
+        except Exception as err:  # a table the library cannot read: named where the error names it
+            message = f"{type(err).__name__}: {err}"[:2000]
+            named = next((f for fs in files.values() for f in fs if f in message), None)
+            findings.append({"level": "error", "message": message, "file": named, "row": None, "column": None})
     emit({"type": "findings", "findings": findings})
 
 

@@ -83,29 +83,53 @@ test('the PEtab test suite\'s v1 SBML cases: llh, chi² and every simulated valu
   })));
 });
 
-test('a malformed problem gets the petab library\'s own findings, naming what is wrong, and no evaluation', { skip }, async () => {
+/** Boehm with one table rewritten, in a folder of its own. */
+async function corrupted(table: string, edit: (lines: string[]) => string[] | null): Promise<string> {
+  const name = 'Boehm_JProteomeRes2014';
   const dir = await mkdtemp(path.join(tmpdir(), 'silico-petab-bad-'));
+  await cp(path.join(FIXTURES, 'benchmark', name), dir, { recursive: true });
+  await chmod(dir, 0o755); // read by the sandbox's own user
+  const file = path.join(dir, `${table}_${name}.tsv`);
+  const lines = edit((await readFile(file, 'utf8')).split('\n'));
+  if (lines) await writeFile(file, lines.join('\n'));
+  else await rm(file);
+  return dir;
+}
+
+/** Sets one cell of a TSV's lines: the row whose first cell is `id`, the named column. */
+function setCell(lines: string[], id: string, column: string, value: string): string[] {
+  const header = lines[0]!.split('\t');
+  const at = lines.findIndex((l) => l.startsWith(`${id}\t`));
+  const cells = lines[at]!.split('\t');
+  cells[header.indexOf(column)] = value;
+  return lines.map((l, i) => (i === at ? cells.join('\t') : l));
+}
+
+test('a malformed problem gets the petab library\'s own findings, each naming the file, row and column it concerns; a sound one gets none', { skip }, async () => {
+  const name = 'Boehm_JProteomeRes2014';
+  const cases = [
+    // An estimated parameter's upper bound below its lower bound: line 7 of the parameter table.
+    { dir: corrupted('parameters', (l) => setCell(l, 'k_phos', 'upperBound', '1e-9')), expected: { file: `parameters_${name}.tsv`, row: 7, column: 'lowerBound', message: /lowerBound greater than upperBound for parameterId k_phos/ } },
+    // A measurement of an observable the observable table does not define, on line 5.
+    { dir: corrupted('measurementData', (l) => l.map((line, i) => (i === 4 ? line.replace(/^pSTAT5A_rel/, 'pSTAT5C_rel') : line))), expected: { file: `measurementData_${name}.tsv`, row: 5, column: 'observableId', message: /pSTAT5C_rel/ } },
+    // A table the YAML names that is not there.
+    { dir: corrupted('parameters', () => null), expected: { file: `parameters_${name}.tsv`, row: null, column: null, message: /No such file/ } },
+  ];
   try {
-    const name = 'Boehm_JProteomeRes2014';
-    await cp(path.join(FIXTURES, 'benchmark', name), dir, { recursive: true });
-    await chmod(dir, 0o755); // read by the sandbox's own user
-    // An upper bound below its lower bound, for a parameter that is estimated.
-    const table = path.join(dir, `parameters_${name}.tsv`);
-    const rows = (await readFile(table, 'utf8')).split('\n');
-    const header = rows[0]!.split('\t');
-    const at = rows.findIndex((r) => r.startsWith('k_phos\t'));
-    const cells = rows[at]!.split('\t');
-    cells[header.indexOf('upperBound')] = '1e-9';
-    rows[at] = cells.join('\t');
-    await writeFile(table, rows.join('\n'));
-    const { outcome, messages } = await engine(dir, `${name}.yaml`, { command: 'lint' });
-    assert.equal(outcome.error, null);
-    const { findings } = messages.find((m) => m.type === 'findings') as { findings: Array<{ level: string; message: string }> };
-    assert.ok(findings.some((f) => f.level === 'error' && /bound/i.test(f.message)), JSON.stringify(findings));
-    const ok = await engine(path.join(FIXTURES, 'benchmark', name), `${name}.yaml`, { command: 'lint' });
-    assert.deepEqual(ok.messages.find((m) => m.type === 'findings')!.findings, []);
+    await Promise.all(cases.map((c) => twoAtOnce(async () => {
+      const { outcome, messages } = await engine(await c.dir, `${name}.yaml`, { command: 'lint' });
+      assert.equal(outcome.error, null);
+      const { findings } = messages.find((m) => m.type === 'findings') as { findings: Array<{ level: string; message: string; file: string | null; row: number | null; column: string | null }> };
+      assert.equal(findings.length, 1, JSON.stringify(findings));
+      const [f] = findings;
+      assert.equal(f!.level, 'error');
+      assert.match(f!.message, c.expected.message);
+      assert.deepEqual({ file: f!.file, row: f!.row, column: f!.column }, { file: c.expected.file, row: c.expected.row, column: c.expected.column });
+    })));
+    const sound = await engine(path.join(FIXTURES, 'benchmark', name), `${name}.yaml`, { command: 'lint' });
+    assert.deepEqual(sound.messages.find((m) => m.type === 'findings')!.findings, []);
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    await Promise.all(cases.map(async (c) => rm(await c.dir, { recursive: true, force: true })));
   }
 });
 
