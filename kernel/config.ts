@@ -328,6 +328,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxBytes: int(env, 'SILICO_ENVIRONMENTS_MAX_BYTES', 20 * 2 ** 30),
       buildMaxBytes: int(env, 'SILICO_ENVIRONMENT_BUILD_MAX_BYTES', 4 * 2 ** 30),
       timeoutSeconds: int(env, 'SILICO_ENVIRONMENT_BUILD_SECONDS', 900),
+      toolkitPython: env.SILICO_PETAB_PYTHON || null,
     },
     sandbox: sandboxSettings(env),
     sessions: { historyBound: int(env, 'SILICO_SESSION_HISTORY_BOUND', 2000) },

@@ -21,6 +21,13 @@ export interface EnvironmentSettings {
   buildMaxBytes: number;
   /** Bound of one resolution or build (SILICO_ENVIRONMENT_BUILD_SECONDS). */
   timeoutSeconds: number;
+  /**
+   * The PEtab toolkit's interpreter (activities/petab/toolkit.lock), made by the deployment
+   * from its committed lock (SILICO_PETAB_PYTHON); null where none is provided. Labs whose
+   * declared runtime it satisfies run in it: petab and fides publish no wheels, so an
+   * environment of their own could not be built here.
+   */
+  toolkitPython: string | null;
 }
 
 /** `3.12=/usr/bin/python3.12,3.11=/usr/bin/python3.11` → { '3.12': ..., '3.11': ... }. */

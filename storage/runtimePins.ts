@@ -7,6 +7,8 @@ import type { Finding } from './db/plans.ts';
 
 /** The committed lock of the lab runtime (activities/execution/requirements.lock). */
 export const RUNTIME_LOCK_FILE = fileURLToPath(new URL('../activities/execution/requirements.lock', import.meta.url));
+/** The committed lock of the PEtab toolkit (activities/petab/toolkit.lock): a runtime the deployment provides beside the default one. */
+export const TOOLKIT_LOCK_FILE = fileURLToPath(new URL('../activities/petab/toolkit.lock', import.meta.url));
 
 /** What every lab runs with: the Python minor version and each installed distribution's version. */
 export interface RuntimeLock {

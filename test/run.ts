@@ -13,7 +13,6 @@ import { captureHistories } from './replayCapture.ts';
 import { resolveBinary } from '../deploy/local/binaries.ts';
 import { kubernetesSchemas } from '../deploy/local/kubernetesSchemas.ts';
 import { pythonTool } from '../deploy/local/pythonTools.ts';
-import { ensurePetabEnv } from '../deploy/local/runtime.ts';
 import { runFiles, type Schedule } from './schedule.ts';
 import { checkWorkflowSummaries } from './workflowSummaries.ts';
 
@@ -133,11 +132,8 @@ async function main(): Promise<number> {
     let temporalBin: string;
     let biologyEnv: Record<string, string> = {};
     const tools = values.only ? undefined : suiteTools(say);
-    // Made beside the stack (cached after the first time).
-    const petabPython = ensurePetabEnv(say);
     // Awaited with the stack, never left unobserved if the stack fails first.
     tools?.catch(() => undefined);
-    petabPython.catch(() => undefined);
     if (attached) {
       ({ env: stackEnv, info } = attached);
       temporalBin = attached.binaries.temporal;
@@ -168,8 +164,6 @@ async function main(): Promise<number> {
     const env = {
       ...process.env,
       ...stackEnv,
-      // pyPESTO in-process beside the service, and the PEtab engine's own tests.
-      SILICO_PETAB_PYTHON: await petabPython,
       SILICO_TEST_BASE_URL: info.base_url,
       SILICO_TEST_API_KEY: info.api_key,
       SILICO_TEST_DATA_DIR: attached ? localData : dataDir,

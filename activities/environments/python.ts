@@ -1,7 +1,7 @@
 import type { Db } from '../../storage/db/knex.ts';
 import { getLock, heldLocks, markLockBuilt, type EnvironmentLockRow } from '../../storage/db/environments.ts';
 import { evictEnvironments, recordBuilt, touchUsed } from './cache.ts';
-import { readRuntimeLock } from '../../storage/runtimePins.ts';
+import { readRuntimeLock, TOOLKIT_LOCK_FILE } from '../../storage/runtimePins.ts';
 import { ensureEnvironment } from './build.ts';
 import type { EnvironmentSettings } from '../../kernel/environments.ts';
 import type { Sandbox } from '../execution/sandbox.ts';
@@ -9,6 +9,7 @@ import type { ObjectStore } from '../../storage/objects.ts';
 import { createSharedEnvironments } from './shared.ts';
 
 const DEFAULT_RUNTIME = readRuntimeLock();
+const TOOLKIT = readRuntimeLock(TOOLKIT_LOCK_FILE);
 
 export interface EnvironmentDeps {
   db: Db; environments: EnvironmentSettings; sandbox: Sandbox;
@@ -29,7 +30,8 @@ export class EnvironmentUnavailable extends Error {
 
 /**
  * The interpreter of the environment a lock names: the default runtime's for its lock
- * (or none, as recorded before environments), else that lock's environment, taken from
+ * (or none, as recorded before environments), the deployment's PEtab toolkit for its
+ * lock, else that lock's environment, taken from
  * another worker of this layout through the object store or built on this host first
  * when it has none (`onBuild` hears when a build starts and ends).
  */
@@ -38,6 +40,10 @@ export async function environmentPython(
   onBuild?: { started(lock: EnvironmentLockRow): void; finished(lock: EnvironmentLockRow, seconds: number): Promise<void> },
 ): Promise<string> {
   if (!lockSha256 || lockSha256 === DEFAULT_RUNTIME.sha256) return deps.python;
+  if (lockSha256 === TOOLKIT.sha256) {
+    if (deps.environments.toolkitPython) return deps.environments.toolkitPython;
+    throw new EnvironmentUnavailable('environment_unavailable', 'The PEtab toolkit runtime is not provided on this worker (SILICO_PETAB_PYTHON).');
+  }
   const lock = await getLock(deps.db, lockSha256);
   if (!lock) throw new EnvironmentUnavailable('environment_unavailable', `The environment lock ${lockSha256} is not recorded.`);
   let started = 0;

@@ -105,11 +105,25 @@ class Problem:
         self.nominal = [float(v) for v in self.petab.x_nominal_free_scaled]
 
     def describe(self):
+        import re
         m = self.petab.measurement_df
+        model = self.petab.model
+        sbml = model.sbml_model
+        # What a lab of the model needs: its global parameters (with their SBML values) as
+        # inputs, and the model's entities that the observable formulas read as outputs.
+        model_parameters = {str(k): float(v) for k, v in model.get_parameter_ids_with_values()}
+        entities = {e.getId() for e in [*sbml.getListOfSpecies(), *sbml.getListOfParameters(), *sbml.getListOfCompartments()]}
+        said = set()
+        for formula in self.petab.observable_df["observableFormula"].astype(str):
+            said.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", formula))
+        times = m["time"].astype(float)
         return {
             "type": "problem", "parameters": self.ids, "scales": self.scales, "lb": self.lb, "ub": self.ub, "nominal": self.nominal,
             "observables": [str(o) for o in self.petab.observable_df.index], "conditions": [str(c) for c in self.petab.condition_df.index],
             "measurements": int(len(m)), "preequilibration": bool("preequilibrationConditionId" in m and m["preequilibrationConditionId"].notna().any()),
+            "model": {"id": sbml.getId() or None, "name": sbml.getName() or None, "parameters": model_parameters,
+                      "observed": sorted(said & entities), "species": [s.getId() for s in sbml.getListOfSpecies()]},
+            "max_time": float(times[times.apply(math.isfinite)].max()) if len(times) else 0.0,
         }
 
     def vector(self, values):

@@ -9,8 +9,13 @@ export const ENGINE = fileURLToPath(new URL('./engine.py', import.meta.url));
 
 /** What the engine says of a problem before any command's answer (its `problem` message). */
 export interface ProblemDescription {
+  /** The estimated parameters, with their scales, bounds and nominal values on their scales. */
   parameters: string[]; scales: string[]; lb: number[]; ub: number[]; nominal: number[];
   observables: string[]; conditions: string[]; measurements: number; preequilibration: boolean;
+  /** The SBML model: its global parameters with their values, and the entities the observable formulas read. */
+  model: { id: string | null; name: string | null; parameters: Record<string, number>; observed: string[]; species: string[] };
+  /** The last finite measurement time. */
+  max_time: number;
 }
 
 export type EngineRequest =

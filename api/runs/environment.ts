@@ -1,7 +1,7 @@
 import { errors } from '../errors.ts';
 import type { Deps } from '../tools/tool.ts';
 import type { Finding } from '../../storage/db/plans.ts';
-import { runtimePinFindings, type LabManifests } from '../../storage/runtimePins.ts';
+import { readRuntimeLock, runtimePinFindings, TOOLKIT_LOCK_FILE, type LabManifests } from '../../storage/runtimePins.ts';
 import { declaredRuntime } from './declaredRuntime.ts';
 import { lockAsOf, resolveLock } from './resolveLock.ts';
 import { buildSecondsPerDistribution, recordLock, resolvedLock } from '../../storage/db/environments.ts';
@@ -40,9 +40,26 @@ const declaredIn = (f: Finding) => f.message.split(/ is (?:required|pinned|not i
 /** The version of a distribution a lock pins, if it does. */
 const lockedVersion = (lock: string, name: string) => new RegExp(`^${name}==(\\S+)`, 'mi').exec(lock)?.[1];
 
+const TOOLKIT = readRuntimeLock(TOOLKIT_LOCK_FILE);
+
+/**
+ * Where the PEtab toolkit (a runtime the deployment provides) satisfies everything a lab
+ * declares that the default runtime does not, the finding that says it runs there.
+ */
+function toolkitFor(lab: LabManifests): Finding | null {
+  const pins = runtimePinFindings(TOOLKIT, lab);
+  if (pins.some((f) => NEEDS_OWN.has(f.code) || f.severity === 'blocking')) return null;
+  return {
+    severity: 'info', code: 'environment_toolkit',
+    message: `The lab declares the PEtab toolkit's runtime (Python ${TOOLKIT.python}, petab ${TOOLKIT.packages.get('petab')}, pyPESTO ${TOOLKIT.packages.get('pypesto')}, tellurium ${TOOLKIT.packages.get('tellurium')}), which this deployment provides built (lock sha256:${TOOLKIT.sha256}); the lab runs in it without network.`,
+    path: 'lab.yaml',
+  };
+}
+
 /**
  * The environment a lab runs in, at plan time. A lab whose declared runtime (its Python
- * version, its pins and ranges) the default runtime satisfies runs in it; any other gets
+ * version, its pins and ranges) the default runtime satisfies runs in it; one the PEtab
+ * toolkit satisfies, where the deployment provides it, runs in that; any other gets
  * its own, resolved here by uv against the package index into a lock with hashes (once
  * per declaration: later plans read the recorded lock), and built by a worker before its
  * first run. A Python this deployment does not provide, or requirements the index cannot
@@ -58,6 +75,8 @@ export async function planEnvironment(deps: Deps, lab: LabManifests, asOf?: stri
   }
   if (others.some((f) => f.severity === 'blocking')) return { environment: null, findings: others };
   const settings = deps.config.environments;
+  const toolkit = settings.toolkitPython ? toolkitFor(lab) : null;
+  if (toolkit) return { environment: { lock_sha256: TOOLKIT.sha256, python: TOOLKIT.python, status: 'ready' }, findings: [...others, toolkit] };
   const declared = declaredRuntime(lab, deps.runtimeLock);
   if (declared.findings.some((f) => f.severity === 'blocking')) return { environment: null, findings: [...others, ...declared.findings] };
   const provided = Object.keys(settings.pythons).sort();

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { createHash } from 'node:crypto';
 import { cacheDir } from './binaries.ts';
 import { discoverPythons } from './interpreters.ts';
-import { RUNTIME_LOCK_FILE, parseRuntimeLock } from '../../storage/runtimePins.ts';
+import { RUNTIME_LOCK_FILE, TOOLKIT_LOCK_FILE, parseRuntimeLock } from '../../storage/runtimePins.ts';
 
 const run = promisify(execFile);
 
@@ -62,19 +62,15 @@ export async function ensureAnalysisEnv(log: (l: string) => void, env: NodeJS.Pr
   return ensureLockedEnv(log, env, { lockFile: ANALYSIS_LOCK_FILE, dirName: 'analysis', what: 'the analysis environment', contents: 'SALib, optuna, cmaes, ...', imports: 'SALib, optuna, cmaes, numpy, scipy' });
 }
 
-/** The PEtab toolkit's lock (activities/petab/toolkit.lock). */
-export const PETAB_LOCK_FILE = path.join(path.dirname(RUNTIME_LOCK_FILE), '..', 'petab', 'toolkit.lock');
-
 /**
  * The PEtab toolkit (activities/petab/toolkit.lock: biosimulant, tellurium, petab,
- * pyPESTO, fides), made like the lab runtime, for the suite and the benchmarks: pyPESTO
- * in-process beside the service, and the engine's own tests. The service's calibrations
- * run in the imported lab's environment, built from the same lock per lab like any other.
- * Returns its Python interpreter.
+ * pyPESTO, fides), made like the lab runtime: the runtime that labs declaring its pins
+ * (an imported PEtab problem's) run in, sandboxed, and pyPESTO in-process for the suite
+ * and the benchmarks. Returns its Python interpreter.
  */
 export async function ensurePetabEnv(log: (l: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<string> {
   if (env.SILICO_PETAB_PYTHON) return env.SILICO_PETAB_PYTHON;
-  return ensureLockedEnv(log, env, { lockFile: PETAB_LOCK_FILE, dirName: 'petab', what: 'the PEtab toolkit', contents: 'biosimulant, tellurium, petab, pypesto, ...', imports: 'biosim, roadrunner, petab, pypesto, fides' });
+  return ensureLockedEnv(log, env, { lockFile: TOOLKIT_LOCK_FILE, dirName: 'petab', what: 'the PEtab toolkit', contents: 'biosimulant, tellurium, petab, pypesto, ...', imports: 'biosim, roadrunner, petab, pypesto, fides' });
 }
 
 /**

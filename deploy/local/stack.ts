@@ -19,7 +19,7 @@ import { startBalancer } from './balancer.ts';
 import getPort from 'get-port';
 import { bootstrap, REPO_ROOT } from './bootstrap.ts';
 import { ensureSandboxTool } from './sandboxTool.ts';
-import { ensureAnalysisEnv, ensureRuntime } from './runtime.ts';
+import { ensureAnalysisEnv, ensurePetabEnv, ensureRuntime } from './runtime.ts';
 import { buildWorkflowBundle } from '../workflowBundle.ts';
 import { createTemporalGateway } from '../../api/temporal.ts';
 import { CONTROL_TASK_QUEUE, RUN_TASK_QUEUE } from '../../kernel/workflowNames.ts';
@@ -103,7 +103,7 @@ const S3_ACCESS = 'silico';
 const S3_SECRET = 'silico-local-secret';
 
 /** The environment that points a process (api, worker, test, CLI) at a local stack. */
-async function stackEnv(s: { databaseUrl: string; temporalAddress: string; temporalUiUrl: string | null; minioEndpoint: string; apiPort: number; python: string; analysisPython: string; dataDir: string }): Promise<Record<string, string>> {
+async function stackEnv(s: { databaseUrl: string; temporalAddress: string; temporalUiUrl: string | null; minioEndpoint: string; apiPort: number; python: string; analysisPython: string; petabPython: string; dataDir: string }): Promise<Record<string, string>> {
   return {
     // The marker of this stack's api and worker (and of the tests it serves): only they may
     // use the test-only settings and plain-http webhook endpoints (kernel/config.ts). No
@@ -124,6 +124,8 @@ async function stackEnv(s: { databaseUrl: string; temporalAddress: string; tempo
     SILICO_PYTHON: s.python,
     // Studies' samples, indices and optimizer (activities/studies/analysis.lock).
     SILICO_ANALYSIS_PYTHON: s.analysisPython,
+    // The PEtab toolkit's runtime (activities/petab/toolkit.lock), which imported problems' labs run in.
+    SILICO_PETAB_PYTHON: s.petabPython,
     // The passport keyring of this data dir (bootstrap makes its first key).
     SILICO_PASSPORT_KEYS_DIR: path.join(s.dataDir, 'passport-keys'),
     // Seals the secrets kept in Postgres (webhook signing secrets); made once per data dir.
@@ -153,9 +155,9 @@ export async function runningStack(dataDir: string): Promise<{ info: StackInfo; 
     return null;
   }
   const say = () => undefined;
-  const [python, analysisPython, temporal] = await Promise.all([ensureRuntime(say), ensureAnalysisEnv(say), resolveBinary('temporal', say)]);
+  const [python, analysisPython, petabPython, temporal] = await Promise.all([ensureRuntime(say), ensureAnalysisEnv(say), ensurePetabEnv(say), resolveBinary('temporal', say)]);
   const env = await stackEnv({ databaseUrl: info.database_url, temporalAddress: info.temporal_address, temporalUiUrl: info.temporal_ui_url, minioEndpoint: info.minio_endpoint,
-    apiPort: Number(new URL(info.base_url).port), python, analysisPython, dataDir });
+    apiPort: Number(new URL(info.base_url).port), python, analysisPython, petabPython, dataDir });
   if (info.stripe_mock_url) Object.assign(env, { SILICO_STRIPE_SECRET_KEY: MOCK_SECRET_KEY, SILICO_STRIPE_API_BASE: info.stripe_mock_url });
   if (info.stripe_webhook_secret) env.SILICO_STRIPE_WEBHOOK_SECRET = info.stripe_webhook_secret;
   return { info, env, binaries: { temporal } };
@@ -181,8 +183,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const cluster = opts.topology === 'cluster';
     // Without a provider key of its own, the stack buys from the provider's mock server.
     const mockPayments = !{ ...process.env, ...opts.serviceEnv }.SILICO_STRIPE_SECRET_KEY;
-    const [temporalBin, minioBin, python, analysisPython, , clusterBins, stripeMockBin] = await Promise.all([
-      resolveBinary('temporal', say), resolveBinary('minio', say), ensureRuntime(say), ensureAnalysisEnv(say), ensureSandboxTool(say, { ...process.env, ...opts.serviceEnv }),
+    const [temporalBin, minioBin, python, analysisPython, petabPython, , clusterBins, stripeMockBin] = await Promise.all([
+      resolveBinary('temporal', say), resolveBinary('minio', say), ensureRuntime(say), ensureAnalysisEnv(say), ensurePetabEnv(say), ensureSandboxTool(say, { ...process.env, ...opts.serviceEnv }),
       cluster ? Promise.all([resolveBinary('temporal-server', say), resolveBinary('temporal-sql-tool', say), opts.ports.temporalUi === null ? undefined : resolveBinary('temporal-ui-server', say)]) : undefined,
       mockPayments ? resolveBinary('stripe-mock', say) : undefined,
     ]);
@@ -225,7 +227,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         : restartable('temporal', temporal.proc!, { stopSignal: 'SIGTERM', ready: () => temporalServes(temporal.address), respawn: respawnWith(sup) }),
     };
     if (pg.server) dependencies.postgres = restartable('postgres', pg.server.proc, { stopSignal: 'SIGINT', ready: pg.server.ready, respawn: respawnWith(sup) });
-    const env = await stackEnv({ databaseUrl: pg.url, temporalAddress: temporal.address, temporalUiUrl: temporal.uiUrl, minioEndpoint: minio.endpoint, apiPort: opts.ports.api, python, analysisPython, dataDir: opts.dataDir });
+    const env = await stackEnv({ databaseUrl: pg.url, temporalAddress: temporal.address, temporalUiUrl: temporal.uiUrl, minioEndpoint: minio.endpoint, apiPort: opts.ports.api, python, analysisPython, petabPython, dataDir: opts.dataDir });
     const baseUrl = env.SILICO_BASE_URL!;
     if (stripeMockBin) Object.assign(env, await startPaymentProvider(sup, { bin: stripeMockBin, dataDir: opts.dataDir }));
     Object.assign(env, opts.serviceEnv);
