@@ -248,16 +248,20 @@ def optimize_starts(problem, request, stop):
         local.set_x_guesses(x0[None, :])
         began = time.monotonic()
         ended = "converged"
+        message = ""
         try:
             result = optimize.minimize(local, optimizer=optimizer_of(request.get("optimizer", "fides"), int(request.get("max_iterations", 1000))),
                                        n_starts=1, ids=[str(index)], engine=pypesto.engine.SingleCoreEngine(), progress_bar=False,
                                        options=optimize.OptimizeOptions(allow_failed_starts=True))
-            best = result.optimize_result.list[0]
-            message = str(best.message)
-            if isinstance(best.exitflag, int) and best.exitflag < 0 and rec.n >= rec.budget:
-                ended = "budget"
-        except (BudgetSpent, Stopped) as why:
-            ended, message = ("budget", "the evaluation budget was spent") if isinstance(why, BudgetSpent) else ("stopped", "stopped")
+            message = str(result.optimize_result.list[0].message)
+        except (BudgetSpent, Stopped):
+            message = ""
+        # pyPESTO may catch what the recorder raises (a failed start): how the start ended
+        # is read from the recorder and the stop, not from the optimiser's exit.
+        if stop.is_set():
+            ended, message = "stopped", "stopped"
+        elif rec.n >= rec.budget:
+            ended, message = "budget", "the evaluation budget was spent"
         rec.flush()
         fval, x = rec.best
         emit({"type": "start_end", "start": index, "fval": finite(fval), "x": x, "n_fval": rec.n + int(start.get("n_fval", 0)),

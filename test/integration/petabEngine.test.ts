@@ -223,3 +223,18 @@ test('Boehm from seeded random starts: fides reaches NLL ≤ 138.23, every evalu
   assert.equal(h.se[at('k_exp_hetero')], null);
   assert.ok(!h.free.includes('k_exp_hetero') && h.free.includes('k_phos'));
 });
+
+test('a start that spends its evaluation budget ends saying so, with exactly that many evaluations recorded; one given room converges', { skip }, async () => {
+  const dir = path.join(FIXTURES, 'suite', '0001');
+  const starts = [{ index: 0, x0: [1, 0, 0.8, 0.6] }];
+  const [spent, free] = [
+    await engine(dir, '_0001.yaml', { command: 'optimize', optimizer: 'fides', max_evaluations: 5, starts }),
+    await engine(dir, '_0001.yaml', { command: 'optimize', optimizer: 'fides', starts }),
+  ];
+  const end = (r: typeof spent) => r.messages.find((m) => m.type === 'start_end')!;
+  assert.equal(spent.outcome.error, null);
+  assert.deepEqual([end(spent).ended, end(spent).n_fval], ['budget', 5]);
+  assert.equal(spent.messages.filter((m) => m.type === 'evaluations').flatMap((m) => m.rows).length, 5);
+  assert.equal(end(free).ended, 'converged');
+  assert.ok(end(free).fval < end(spent).fval, 'room to go further, and it went');
+});
