@@ -31,7 +31,8 @@ test('Boehm\'s lab: the runtime accepts it, a run at the PEtab nominal parameter
     await rm(scratch, { recursive: true, force: true });
   }
   const problem = messages.find((m) => m.type === 'problem') as PetabLabSource['problem'];
-  const files = await Promise.all((await readdir(DIR)).map(async (f) => ({ path: f, bytes: await readFile(path.join(DIR, f)) })));
+  // The problem's files (the fixture's SOURCE.md, which names where they came from, is not one).
+  const files = await Promise.all((await readdir(DIR)).filter((f) => f !== 'SOURCE.md').map(async (f) => ({ path: f, bytes: await readFile(path.join(DIR, f)) })));
   const lab = petabLabFiles({ title: NAME, problem, files, sbml: `model_${NAME}.xml` });
   assert.ok(lab.some((f) => f.path === `${PROBLEM_DIR}/${NAME}.yaml`), 'the problem is kept');
 
