@@ -1,10 +1,10 @@
 import path from 'node:path';
 import { stringify } from 'yaml';
 import type { ProblemDescription } from '../../activities/petab/engine.ts';
-import { TOOLKIT_PINS } from '../../storage/runtimePins.ts';
+import { readRuntimeLock, TOOLKIT_LOCK_FILE, TOOLKIT_PINS } from '../../storage/runtimePins.ts';
 
 /** The Python version the toolkit's lock names (petab 0.10 needs 3.12). */
-export const TOOLKIT_PYTHON = '3.12';
+const TOOLKIT_PYTHON = readRuntimeLock(TOOLKIT_LOCK_FILE).python;
 
 /** Where an imported lab keeps its PEtab problem, unchanged: the engine reads it there. */
 export const PROBLEM_DIR = 'petab';
