@@ -31,6 +31,7 @@ import { createInvocationActivities, type Deployments } from '../activities/invo
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { createPassportActivities } from '../activities/passport/activities.ts';
+import { createPetabActivities } from '../activities/petab/activities.ts';
 import { registerKeyring } from '../storage/passportKeys.ts';
 import { WORKFLOWS_PATH } from './workflowBundle.ts';
 import { resealEndpointSecrets } from '../storage/db/webhooks.ts';
@@ -118,11 +119,13 @@ async function main(): Promise<void> {
   const executionDeps = { db, objects, python: config.python, environments: config.environments, sandbox, runCancels, stallSeconds: config.worker.labStallSeconds, warm };
   const lone = createExecutionActivities(executionDeps);
   const execution = { ...lone, ...createBatchActivities({ db: executionDeps.db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount, executeLab: lone.executeLab }) };
+  // PEtab problems are inspected where labs run: sandboxed, in the toolkit.
+  const petab = createPetabActivities({ objects, sandbox, environments: config.environments });
   const compute = await Promise.all(profiles.map((p) => Worker.create({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: computeTaskQueue(p),
-    activities: { ...execution, ...publication, ...hosting },
+    activities: { ...execution, ...publication, ...hosting, ...petab },
     maxConcurrentActivityTaskExecutions: COMPUTE_SLOTS,
     // SIGTERM drains: running labs get this long to finish; then they are stopped and
     // their runs rescheduled on another worker (not cancelled, no attempt used).

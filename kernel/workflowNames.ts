@@ -84,6 +84,11 @@ export function biologyFetchWorkflowId(fetchId: string): string {
   return `biology-fetch-${fetchId}`;
 }
 
+/** Workflow id of the inspection of a PEtab problem: its tree's digest and the caller's, so the same problem asked again joins it. */
+export function petabInspectWorkflowId(key: string): string {
+  return `petab-inspect-${key}`;
+}
+
 /** Workflow id of a session: the resource id. */
 export function sessionWorkflowId(sessionId: string): string {
   return `session-${sessionId}`;

@@ -41,18 +41,38 @@ function readEntry(zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<Buffer> {
  * Nothing in a member is interpreted.
  */
 export async function readZipMembers(bytes: Buffer, paths: readonly string[], maxBytes: number): Promise<Map<string, Buffer>> {
-  const zip = await open(bytes);
   const wanted = new Set(paths);
+  const out = await readMembers(bytes, (name) => wanted.has(name), { memberBytes: maxBytes, totalBytes: Infinity, members: Infinity });
+  const missing = paths.filter((p) => !out.has(p));
+  if (missing.length) throw new ArchiveError('members_missing', `The archive has no file ${missing.map((m) => JSON.stringify(m)).join(', ')}.`, missing);
+  return out;
+}
+
+/**
+ * Every file of a ZIP archive held in memory (folders left out), each verified as
+ * readZipMembers does, within bounds on their count and their size together (declared
+ * sizes, checked before anything is inflated).
+ */
+export async function readZipFiles(bytes: Buffer, bounds: { totalBytes: number; members: number }): Promise<Map<string, Buffer>> {
+  return readMembers(bytes, () => true, { memberBytes: bounds.totalBytes, ...bounds });
+}
+
+async function readMembers(bytes: Buffer, wanted: (name: string) => boolean, bounds: { memberBytes: number; totalBytes: number; members: number }): Promise<Map<string, Buffer>> {
+  const zip = await open(bytes);
   const out = new Map<string, Buffer>();
+  let total = 0;
   try {
     await new Promise<void>((resolve, reject) => {
       zip.on('error', (e: Error) => reject(e instanceof ArchiveError ? e : new ArchiveError('not_an_archive', `The artifact is not a readable ZIP archive: ${e.message}.`)));
       zip.on('end', () => resolve());
       zip.on('entry', (entry: yauzl.Entry) => {
-        if (!wanted.has(entry.fileName) || entry.fileName.endsWith('/')) return zip.readEntry();
-        if (entry.uncompressedSize > maxBytes) {
-          return reject(new ArchiveError('member_too_large', `${entry.fileName} is ${entry.uncompressedSize} bytes uncompressed; the bound is ${maxBytes}.`, [entry.fileName]));
+        if (!wanted(entry.fileName) || entry.fileName.endsWith('/')) return zip.readEntry();
+        total += entry.uncompressedSize;
+        if (entry.uncompressedSize > bounds.memberBytes) {
+          return reject(new ArchiveError('member_too_large', `${entry.fileName} is ${entry.uncompressedSize} bytes uncompressed; the bound is ${bounds.memberBytes}.`, [entry.fileName]));
         }
+        if (total > bounds.totalBytes) return reject(new ArchiveError('member_too_large', `The archive's files are more than ${bounds.totalBytes} bytes uncompressed together.`, [entry.fileName]));
+        if (out.size >= bounds.members) return reject(new ArchiveError('member_too_large', `The archive holds more than ${bounds.members} files.`, [entry.fileName]));
         readEntry(zip, entry).then((data) => {
           if (crc32(data) !== entry.crc32) throw new ArchiveError('member_corrupt', `${entry.fileName} does not match its CRC-32.`, [entry.fileName]);
           out.set(entry.fileName, data);
@@ -64,7 +84,5 @@ export async function readZipMembers(bytes: Buffer, paths: readonly string[], ma
   } finally {
     zip.close();
   }
-  const missing = paths.filter((p) => !out.has(p));
-  if (missing.length) throw new ArchiveError('members_missing', `The archive has no file ${missing.map((m) => JSON.stringify(m)).join(', ')}.`, missing);
   return out;
 }

@@ -3,7 +3,7 @@ import { ulid } from 'ulidx';
 import { v5 as uuidV5 } from 'uuid';
 
 /** Prefixes of the ULID-shaped identifiers docs/contract/gaps.md names. */
-export type IdPrefix = 'acct' | 'prn' | 'key' | 'cli' | 'rel' | 'lab' | 'exp' | 'ds' | 'inv' | 'ses' | 'art' | 'pp' | 'res' | 'pub' | 'grant' | 'whe';
+export type IdPrefix = 'acct' | 'prn' | 'key' | 'cli' | 'rel' | 'lab' | 'exp' | 'ds' | 'inv' | 'ses' | 'art' | 'pp' | 'res' | 'pub' | 'grant' | 'whe' | 'petab';
 
 /** A prefixed, time-sortable identifier such as `lab_01J...`. */
 export function newId(prefix: IdPrefix): string {

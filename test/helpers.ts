@@ -118,6 +118,15 @@ globalThis.fetch = async (input, init) => {
   return res;
 };
 
+/** Uploads one file (POST /files, multipart) as a client does; answers the file record. */
+export async function uploadFile(key: string, name: string, bytes: Buffer, base = BASE_URL): Promise<Res> {
+  const form = new FormData();
+  form.append('file', new Blob([new Uint8Array(bytes)]), name);
+  const res = await fetch(`${base}/files`, { method: 'POST', headers: { Authorization: `Bearer ${key}` }, body: form });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, text };
+}
+
 let seq = 0;
 /** A fresh account (unique namespace) with one key; options pick kind, gateway and scopes. */
 export async function newAccount(opts: { gateway?: boolean; scopes?: readonly string[]; usd?: number; expiresAt?: Date; kind?: 'personal' | 'team'; db?: Db } = {}) {

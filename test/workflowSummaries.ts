@@ -27,6 +27,7 @@ export const SUMMARY_SHAPES: Record<keyof typeof workflows, RegExp> = {
   biologyFetchWorkflow: shape(`biology fetch of \\d+ records? from [\\w-]+ for ${ACCOUNT}`),
   sessionWorkflow: shape(`collaboration session ses_[0-9a-z]+ for ${ACCOUNT}`),
   webhookDeliveryWorkflow: shape(`webhook delivery of [\\w.]+ to endpoint whe_[0-9a-z]+ for ${ACCOUNT}( \\(replay \\d+\\))?`),
+  petabInspectWorkflow: shape(`PEtab inspection of \\d+ files for ${ACCOUNT}`),
   purchaseWorkflow: shape(`purchase of \\$\\d+(\\.\\d+)? of compute for ${ACCOUNT}`),
   maintenanceWorkflow: shape('hourly maintenance: .+'),
   runSweepWorkflow: shape('run sweep: .+'),

@@ -12,3 +12,4 @@ export { biologySearchWorkflow, biologyFetchWorkflow } from './biology.ts';
 export { sessionWorkflow } from './session.ts';
 export { webhookDeliveryWorkflow } from './webhookDelivery.ts';
 export { purchaseWorkflow } from './purchase.ts';
+export { petabInspectWorkflow } from './petab.ts';

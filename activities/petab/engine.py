@@ -18,7 +18,9 @@ pyPESTO compute it, never ours. Reports to the worker as JSON lines on file desc
   {"type": "result", "status": "completed" | "stopped", "cpu_seconds": 1.2}
   {"type": "error", "code": "...", "message": "..."}       (then a non-zero exit)
 
-Usage: python engine.py PROBLEM_YAML < {"command": "describe" | "lint" | "evaluate" | "optimize" | "profile" | "hessian", ...}
+Usage: python engine.py PROBLEM_YAML < {"command": "describe" | "lint" | "inspect" | "evaluate" | "optimize" | "profile" | "hessian", ...}
+`inspect` is an import's one look: the lint's findings, and when it finds no error, the
+problem and its evaluation at the nominal parameters (with the petab library's likelihood).
 Parameter vectors are on the parameter scale (PEtab's parameterScale), in the order of the
 `problem` message's `parameters`: the estimated ones. SIGTERM stops between starts and
 between profiles; the process then ends as "stopped".
@@ -62,6 +64,11 @@ def _plain(v):
     if hasattr(v, "tolist"):
         return v.tolist()
     raise TypeError(f"not JSON: {type(v).__name__}")
+
+
+def _text(v):
+    """A table's optional text cell: absent or empty is None."""
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) or str(v) == "" else str(v)
 
 
 def finite(v):
@@ -118,8 +125,14 @@ class Problem:
         for formula in self.petab.observable_df["observableFormula"].astype(str):
             said.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", formula))
         times = m["time"].astype(float)
+        df = self.petab.parameter_df
+        table = [{"id": str(i), "name": _text(row.get("parameterName")), "scale": str(row.get("parameterScale", "lin")),
+                  "lower_bound": finite(row.get("lowerBound", float("nan"))), "upper_bound": finite(row.get("upperBound", float("nan"))),
+                  "nominal_value": finite(row.get("nominalValue", float("nan"))), "estimate": bool(int(row.get("estimate", 0)))}
+                 for i, row in df.iterrows()]
         return {
             "type": "problem", "parameters": self.ids, "scales": self.scales, "lb": self.lb, "ub": self.ub, "nominal": self.nominal,
+            "parameter_table": table,
             "observables": [str(o) for o in self.petab.observable_df.index], "conditions": [str(c) for c in self.petab.condition_df.index],
             "measurements": int(len(m)), "preequilibration": bool("preequilibrationConditionId" in m and m["preequilibrationConditionId"].notna().any()),
             "model": {"id": sbml.getId() or None, "name": sbml.getName() or None, "parameters": model_parameters,
@@ -431,6 +444,7 @@ def lint(yaml_path):
             named = next((f for fs in files.values() for f in fs if f in message), None)
             findings.append({"level": "error", "message": message, "file": named, "row": None, "column": None})
     emit({"type": "findings", "findings": findings})
+    return findings
 
 
 # The protocol's plumbing (descriptor 3, heartbeats, SIGTERM) is the lab driver's
@@ -468,6 +482,11 @@ def main():
     try:
         if command == "lint":
             lint(sys.argv[1])
+        elif command == "inspect":
+            if not any(f["level"] == "error" for f in lint(sys.argv[1])):
+                problem = Problem(sys.argv[1])
+                emit(problem.describe())
+                evaluate(problem, {"sets": [{}], "petab_llh": True})
         else:
             problem = Problem(sys.argv[1])
             emit(problem.describe())

@@ -11,6 +11,8 @@ export const ENGINE = fileURLToPath(new URL('./engine.py', import.meta.url));
 export interface ProblemDescription {
   /** The estimated parameters, with their scales, bounds and nominal values on their scales. */
   parameters: string[]; scales: string[]; lb: number[]; ub: number[]; nominal: number[];
+  /** The parameter table's every row as written (linear values), estimated or fixed. */
+  parameter_table: ParameterRow[];
   observables: string[]; conditions: string[]; measurements: number; preequilibration: boolean;
   /** The SBML model: its global parameters with their values, and the entities the observable formulas read. */
   model: { id: string | null; name: string | null; parameters: Record<string, number>; observed: string[]; species: string[] };
@@ -18,8 +20,17 @@ export interface ProblemDescription {
   max_time: number;
 }
 
+/** One row of a PEtab parameter table. */
+export interface ParameterRow {
+  id: string; name: string | null; scale: string;
+  lower_bound: number | null; upper_bound: number | null; nominal_value: number | null; estimate: boolean;
+}
+
+/** One finding of the petab library's lint, located where its message says. */
+export interface LintFinding { level: 'error' | 'warning'; message: string; file: string | null; row: number | null; column: string | null }
+
 export type EngineRequest =
-  | { command: 'describe' | 'lint' }
+  | { command: 'describe' | 'lint' | 'inspect' }
   | { command: 'evaluate'; sets: Array<Record<string, number>>; petab_llh?: boolean; simulations?: boolean }
   | { command: 'optimize'; optimizer: 'fides' | 'lbfgsb'; starts: Array<{ index: number; x0: number[]; x?: number[]; n_fval?: number }>; max_evaluations?: number; max_iterations?: number }
   | { command: 'profile'; x: number[]; parameters: string[]; options?: Record<string, number> }

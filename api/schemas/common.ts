@@ -79,6 +79,9 @@ export const finding: JsonSchema = obj({
   code: str(64),
   message: { type: 'string' },
   path: { type: ['string', 'null'] },
+  location: obj({
+    file: { type: ['string', 'null'] }, row: { type: ['integer', 'null'], minimum: 1, description: 'A table\'s line, its header being line 1.' }, column: { type: ['string', 'null'] },
+  }, ['file', 'row', 'column'], { description: 'Where in an uploaded file the finding is, as far as its checker says (a PEtab lint\'s table, row and column).' }),
 }, ['severity', 'code', 'message', 'path'], { description: 'A finding: `blocking` ones stop the plan from being executed.' });
 
 /** The fields every prepare route answers about its plan (api/plans.ts planView). */

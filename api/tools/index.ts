@@ -17,13 +17,14 @@ import { datasetTools } from '../datasets/operations.ts';
 import { sessionTools } from '../sessions/operations.ts';
 import { webhookTools } from '../webhooks/operations.ts';
 import { purchaseTools } from '../purchases/operations.ts';
+import { petabTools } from '../petab/operations.ts';
 
 /** Every operation of the service, by name. REST routes and MCP tools both look here. */
 export const TOOLS: ReadonlyMap<string, ToolDef> = new Map(
   [
     accountGet, computeProfileList, capabilityList, capabilityGet, skillList, skillGet,
     ...runTools, ...hubTools, ...biologyTools, ...labTools, ...workspaceTools, ...experimentTools,
-    ...passportTools, ...publicationTools, ...hostingTools, ...hostedInvocationTools, ...fileTools, ...datasetTools, ...sessionTools, ...webhookTools, ...purchaseTools,
+    ...passportTools, ...publicationTools, ...hostingTools, ...hostedInvocationTools, ...fileTools, ...datasetTools, ...sessionTools, ...webhookTools, ...purchaseTools, ...petabTools,
   ].map((t) => [t.name, t]),
 );
 

@@ -9,7 +9,7 @@ import { getLabById } from '../../storage/db/labs.ts';
 import { createWorkspace, getWorkspace, getRevision, listWorkspaces, appendRevision, slugOf, type RevisionRow, type WorkspaceRow } from '../../storage/db/workspaces.ts';
 import { declaredIdentity } from '../../storage/labIdentity.ts';
 import { revisionEvidence } from '../../storage/db/evidence.ts';
-import { getFile } from '../../storage/db/files.ts';
+import { ownedFileBytes } from '../files/ownedBytes.ts';
 import { sha256Hex as sha256Of } from '../../storage/digest.ts';
 import { normalizePath, PathError, treeDigest, treeSize, MAX_TREE_BYTES, type Tree } from '../../storage/trees.ts';
 import { blobKey } from '../../storage/objects.ts';
@@ -139,7 +139,7 @@ async function applyOperations(ctx: ToolContext, base: Tree, ops: Op[]): Promise
       const given = ['content', 'content_base64', 'file_id', 'resource_id'].filter((k) => (op as unknown as Record<string, unknown>)[k] !== undefined);
       if (given.length !== 1) throw errors.validation('parameter_invalid_combination', 'file_put takes exactly one of content, content_base64, file_id or resource_id.', at('content'));
       // Validation has refused text that is not well-formed (api/validation.ts).
-      const bytes = op.file_id !== undefined ? await fileBytes(ctx, op.file_id, at('file_id'))
+      const bytes = op.file_id !== undefined ? await ownedFileBytes(ctx, op.file_id, at('file_id'))
         : op.resource_id !== undefined ? await resourceBytes(ctx, op.resource_id, at('resource_id'))
           : op.content !== undefined ? Buffer.from(op.content, 'utf8') : strictBase64(op.content_base64!, at('content_base64'));
       const sha = await ctx.deps.objects.putBlob(bytes);
@@ -168,19 +168,6 @@ async function applyOperations(ctx: ToolContext, base: Tree, ops: Op[]): Promise
   const before = base['lab.yaml'] ? (await ctx.deps.objects.getBytes(blobKey(base['lab.yaml'].sha256))).toString('utf8') : undefined;
   const after = labYamlAfter === null ? before : labYamlAfter?.toString('utf8');
   return { tree, normalized, labYaml: { before, after } };
-}
-
-/**
- * The bytes of one of the caller's uploaded files, for `file_put {file_id}`: re-hashed, so
- * the tree records only bytes that are what the file says (another account's id is a 404).
- */
-async function fileBytes(ctx: ToolContext, fileId: string, param: string): Promise<Buffer> {
-  const f = await getFile(ctx.deps.db, fileId, ctx.caller.account.id);
-  if (!f) throw errors.notFound('file_not_found', 'file', param);
-  if (Number(f.size_bytes) > MAX_TREE_BYTES) throw errors.validation('tree_too_large', `The file is larger than a lab's whole tree may be (${MAX_TREE_BYTES} bytes).`, param);
-  const bytes = await ctx.deps.objects.getBytes(f.object_key);
-  if (sha256Of(bytes) !== f.sha256) throw errors.validation('checksum_mismatch', 'The file\'s stored bytes no longer match its digest; nothing was changed.', param);
-  return bytes;
 }
 
 /**

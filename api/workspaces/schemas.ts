@@ -9,11 +9,12 @@ const filePath: JsonSchema = { ...str(1024), description: 'A normalized relative
 
 /** Where a workspace came from: null when created empty. */
 const workspaceOrigin: JsonSchema = {
-  description: 'Null for a workspace created empty; `fork` of an exact Hub release; `session` when a guided session made it.',
+  description: 'Null for a workspace created empty; `fork` of an exact Hub release; `session` when a guided session made it; `petab_import` when a PEtab problem\'s import made it.',
   oneOf: [
     { type: 'null' },
     obj({ kind: { const: 'fork' }, reference: str(300), package_sha256: packageSha256, release_id: id('rel') }, ['kind', 'reference', 'package_sha256', 'release_id']),
     obj({ kind: { const: 'session' }, session_id: id('ses') }, ['kind', 'session_id']),
+    obj({ kind: { const: 'petab_import' }, import_id: id('petab'), plan_id: uuid }, ['kind', 'import_id', 'plan_id']),
   ],
 };
 

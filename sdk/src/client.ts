@@ -25,6 +25,7 @@ import { Runs, type RunStartOptions } from './resources/runs.ts';
 import { Sessions } from './resources/sessions.ts';
 import { Skills } from './resources/skills.ts';
 import { Workspaces } from './resources/workspaces.ts';
+import { Petab } from './resources/petab.ts';
 import { Webhooks } from './resources/webhooks.ts';
 import { Purchases } from './resources/purchases.ts';
 
@@ -75,6 +76,7 @@ export class Silico {
   readonly biology: Biology;
   readonly labs: Labs;
   readonly workspaces: Workspaces;
+  readonly petab: Petab;
   readonly computeProfiles: ComputeProfiles;
   readonly experiments: Experiments;
   readonly passports: Passports;
@@ -118,6 +120,7 @@ export class Silico {
     this.biology = new Biology(http);
     this.labs = new Labs(http);
     this.workspaces = new Workspaces(http);
+    this.petab = new Petab(http);
     this.computeProfiles = new ComputeProfiles(http);
     this.experiments = new Experiments(http);
     this.passports = new Passports(http);

@@ -31,6 +31,7 @@ export type { Capability, Capabilities } from './resources/capabilities.ts';
 export type { HubRelease, Hub } from './resources/hub.ts';
 export type { Lab, Labs } from './resources/labs.ts';
 export type { Workspace, Workspaces } from './resources/workspaces.ts';
+export type { Petab, PetabImport, PetabImportPlan } from './resources/petab.ts';
 export type { ExperimentListParams, ExperimentRunOptions, StudyRunListParams, Experiments } from './resources/experiments.ts';
 export type { Session, Sessions } from './resources/sessions.ts';
 export type { Dataset, DatasetPageBody, Datasets } from './resources/datasets.ts';

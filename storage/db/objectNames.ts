@@ -8,7 +8,7 @@ export const NAMED_PREFIXES = ['blobs/', 'files/'] as const;
  * imported file (`files.object_key`), a run's or a hosted invocation's artifact, a biology
  * record, a file of a workspace revision or of a release (its tree and the files inside
  * its package), a release's archive, a built-in skill's file, and a workspace change
- * prepared but not applied yet (its plan's tree, until the plan expires). Of `keys`,
+ * prepared but not applied yet, or a PEtab import planned and not executed (its plan's tree, until the plan expires). Of `keys`,
  * returns those nothing names. A content address is named wherever its sha256 is.
  */
 export async function unnamedObjects(db: Db, keys: string[]): Promise<string[]> {
@@ -27,7 +27,7 @@ export async function unnamedObjects(db: Db, keys: string[]): Promise<string[]> 
       UNION SELECT f->>'sha256' FROM releases, jsonb_array_elements(releases.files) f
       UNION SELECT f->>'sha256' FROM skills, jsonb_array_elements(skills.manifest->'files') f
       UNION SELECT e.value->>'sha256' FROM plans, jsonb_each(plans.proposal->'tree') e
-        WHERE plans.kind = 'workspace_change' AND plans.expires_at > now() AND jsonb_typeof(plans.proposal->'tree') = 'object'
+        WHERE plans.kind IN ('workspace_change', 'petab_import') AND plans.expires_at > now() AND jsonb_typeof(plans.proposal->'tree') = 'object'
     ),
     named(key) AS (
       SELECT object_key FROM files WHERE object_key IN (SELECT key FROM candidate)

@@ -8,6 +8,8 @@ export interface Finding {
   code: string;
   message: string;
   path: string | null;
+  /** Where in an uploaded file, as far as its checker says. */
+  location?: { file: string | null; row: number | null; column: string | null };
 }
 
 export interface PlanRow {

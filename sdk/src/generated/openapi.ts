@@ -762,6 +762,78 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/petab-import-plans": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check a PEtab problem (its YAML, tables and SBML, as files or one ZIP archive) with the petab library's lint and its value at nominal, and plan the lab, dataset and calibration design an import makes of it; nothing is created
+         * @description Check a PEtab problem (its YAML, tables and SBML, as files or one ZIP archive) with the petab library's lint and its value at nominal, and plan the lab, dataset and calibration design an import makes of it; nothing is created.
+         *
+         *     Scope: `workspaces:write`.
+         *
+         *     **An addition to the spec**: this route is not in the service contract's route table.
+         */
+        post: operations["petab_import_prepare"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/petab-imports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * After explicit user confirmation, import one exact plan: the lab (a workspace whose first revision simulates the SBML), the dataset of the measurements and the calibration design, all at once or none
+         * @description After explicit user confirmation, import one exact plan: the lab (a workspace whose first revision simulates the SBML), the dataset of the measurements and the calibration design, all at once or none.
+         *
+         *     Scope: `workspaces:write`. Requires managed operations (the agent gateway) for the account.
+         *
+         *     **An addition to the spec**: this route is not in the service contract's route table.
+         */
+        post: operations["petab_import_execute"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/petab-imports/{import_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one PEtab import: its problem files' digests, the calibration design, the value at nominal, and the lab and dataset it made
+         * @description Read one PEtab import: its problem files' digests, the calibration design, the value at nominal, and the lab and dataset it made.
+         *
+         *     Scope: `workspaces:read`.
+         *
+         *     **An addition to the spec**: this route is not in the service contract's route table.
+         */
+        get: operations["petab_import_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/publication-plans": {
         parameters: {
             query?: never;
@@ -2626,6 +2698,13 @@ export interface operations {
                             /** @description The plan's findings about this arm. */
                             findings: {
                                 code: string;
+                                /** @description Where in an uploaded file the finding is, as far as its checker says (a PEtab lint's table, row and column). */
+                                location?: {
+                                    column: string | null;
+                                    file: string | null;
+                                    /** @description A table's line, its header being line 1. */
+                                    row: number | null;
+                                };
                                 message: string;
                                 path: string | null;
                                 /** @enum {unknown} */
@@ -2744,6 +2823,13 @@ export interface operations {
                         expires_at: string;
                         findings: {
                             code: string;
+                            /** @description Where in an uploaded file the finding is, as far as its checker says (a PEtab lint's table, row and column). */
+                            location?: {
+                                column: string | null;
+                                file: string | null;
+                                /** @description A table's line, its header being line 1. */
+                                row: number | null;
+                            };
                             message: string;
                             path: string | null;
                             /** @enum {unknown} */
@@ -4624,6 +4710,13 @@ export interface operations {
                         expires_at: string;
                         findings: {
                             code: string;
+                            /** @description Where in an uploaded file the finding is, as far as its checker says (a PEtab lint's table, row and column). */
+                            location?: {
+                                column: string | null;
+                                file: string | null;
+                                /** @description A table's line, its header being line 1. */
+                                row: number | null;
+                            };
                             message: string;
                             path: string | null;
                             /** @enum {unknown} */
@@ -5585,6 +5678,13 @@ export interface operations {
                                 /** @description Why a failed publication failed (empty otherwise). */
                                 findings: {
                                     code: string;
+                                    /** @description Where in an uploaded file the finding is, as far as its checker says (a PEtab lint's table, row and column). */
+                                    location?: {
+                                        column: string | null;
+                                        file: string | null;
+                                        /** @description A table's line, its header being line 1. */
+                                        row: number | null;
+                                    };
                                     message: string;
                                     path: string | null;
                                     /** @enum {unknown} */
@@ -5696,6 +5796,13 @@ export interface operations {
                             /** @description Why a failed publication failed (empty otherwise). */
                             findings: {
                                 code: string;
+                                /** @description Where in an uploaded file the finding is, as far as its checker says (a PEtab lint's table, row and column). */
+                                location?: {
+                                    column: string | null;
+                                    file: string | null;
+                                    /** @description A table's line, its header being line 1. */
+                                    row: number | null;
+                                };
                                 message: string;
                                 path: string | null;
                                 /** @enum {unknown} */
@@ -6103,6 +6210,13 @@ export interface operations {
                         expires_at: string;
                         findings: {
                             code: string;
+                            /** @description Where in an uploaded file the finding is, as far as its checker says (a PEtab lint's table, row and column). */
+                            location?: {
+                                column: string | null;
+                                file: string | null;
+                                /** @description A table's line, its header being line 1. */
+                                row: number | null;
+                            };
                             message: string;
                             path: string | null;
                             /** @enum {unknown} */
@@ -6220,6 +6334,13 @@ export interface operations {
                             /** @description Why a failed publication failed (empty otherwise). */
                             findings: {
                                 code: string;
+                                /** @description Where in an uploaded file the finding is, as far as its checker says (a PEtab lint's table, row and column). */
+                                location?: {
+                                    column: string | null;
+                                    file: string | null;
+                                    /** @description A table's line, its header being line 1. */
+                                    row: number | null;
+                                };
                                 message: string;
                                 path: string | null;
                                 /** @enum {unknown} */
@@ -6477,6 +6598,403 @@ export interface operations {
             503: components["responses"]["E503"];
         };
     };
+    petab_import_prepare: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A unique key per logical request; reuse it only when retrying the same payload. Kept 24 hours. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uuid
+                     * @description One uploaded ZIP archive holding the problem.
+                     */
+                    archive_file_id?: string;
+                    files?: {
+                        /** @description Its text, written inline. */
+                        content?: string;
+                        /**
+                         * Format: uuid
+                         * @description An uploaded file (POST /files).
+                         */
+                        file_id?: string;
+                        /** @description Its path in the problem, as the YAML names it (relative to the YAML's folder, or with that folder in front). */
+                        path: string;
+                    }[];
+                    /** @description The measurements' licence, for their dataset (default: unspecified). */
+                    license?: string;
+                    /** @description Where the measurements come from, for their dataset (default: the import). */
+                    source?: string;
+                    title: string;
+                    /** @description The problem's YAML among the files (default: the only one that is a PEtab problem's). */
+                    yaml?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Null when the lint found errors or the simulator's importer refused the problem. */
+                        design: null | {
+                            conditions: string[];
+                            /** @description The estimated parameters, in the order of a parameter vector on their scales. */
+                            estimated: string[];
+                            measurements: number;
+                            observables: string[];
+                            parameters: {
+                                /** @description Estimated by a calibration, or fixed at its nominal value. */
+                                estimate: boolean;
+                                id: string;
+                                lower_bound: number | null;
+                                name: string | null;
+                                nominal_value: number | null;
+                                /**
+                                 * @description PEtab's parameterScale: the scale starts are drawn and optimised on.
+                                 * @enum {unknown}
+                                 */
+                                scale: "lin" | "log" | "log10";
+                                upper_bound: number | null;
+                            }[];
+                            preequilibration: boolean;
+                        };
+                        /** @description The exact object `plan_sha256` digests (RFC 8785 canonical JSON), to recompute it. */
+                        digest_input: {
+                            /** @description identifier (acct_...) */
+                            account: string;
+                            /** Format: date-time */
+                            expires_at: string;
+                            kind: string;
+                            proposal: Record<string, unknown>;
+                        };
+                        /** Format: date-time */
+                        expires_at: string;
+                        findings: {
+                            code: string;
+                            /** @description Where in an uploaded file the finding is, as far as its checker says (a PEtab lint's table, row and column). */
+                            location?: {
+                                column: string | null;
+                                file: string | null;
+                                /** @description A table's line, its header being line 1. */
+                                row: number | null;
+                            };
+                            message: string;
+                            path: string | null;
+                            /** @enum {unknown} */
+                            severity: "info" | "warning" | "blocking";
+                        }[];
+                        lab: {
+                            /** @description The files of the lab the import would make: its manifests, its model and the problem under petab/. */
+                            files: {
+                                path: string;
+                                /** @description 64 lowercase hex characters */
+                                sha256: string;
+                                size_bytes: number;
+                            }[];
+                        };
+                        links: Record<string, unknown>;
+                        next_actions: {
+                            arguments: Record<string, unknown>;
+                            description: string;
+                            http: {
+                                method: string;
+                                path: string;
+                            };
+                            tool: string;
+                        }[];
+                        nominal: null | {
+                            /** @description The negative log-likelihood at the nominal parameters (pyPESTO's objective; null when a simulation fails). */
+                            nll: number | null;
+                            /** @description The petab library's χ² of the same simulations. */
+                            petab_chi2: number | null;
+                            /** @description The petab library's own log-likelihood of the same simulations. */
+                            petab_llh: number | null;
+                            /** @description Digest of the simulations' table (PEtab's simulation format, tab-separated). */
+                            simulation_sha256: string;
+                        };
+                        /** @constant */
+                        object: "petab_import_plan";
+                        /** Format: uuid */
+                        plan_id: string;
+                        /** @description 64 lowercase hex characters */
+                        plan_sha256: string;
+                        problem: {
+                            /** @description Every file of the problem as it came, relative to its YAML's folder, with its digest. */
+                            files: {
+                                path: string;
+                                /** @description 64 lowercase hex characters */
+                                sha256: string;
+                                size_bytes: number;
+                            }[];
+                            /** @description The problem's YAML, relative to the problem's folder. */
+                            yaml: string;
+                        };
+                        /** Format: uuid */
+                        request_id: string;
+                        /** @constant */
+                        schema_version: "2026-11-01";
+                        /** @enum {unknown} */
+                        status: "ready" | "blocked";
+                        title: string;
+                        /** @description The library versions that read the problem (petab, pyPESTO, libroadrunner, ...). */
+                        versions: {
+                            [key: string]: string;
+                        };
+                        warnings: Record<string, unknown>[];
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            415: components["responses"]["E415"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            500: components["responses"]["E500"];
+            503: components["responses"]["E503"];
+        };
+    };
+    petab_import_execute: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A unique key per logical request; reuse it only when retrying the same payload. Kept 24 hours. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: uuid */
+                    plan_id: string;
+                    /** @description 64 lowercase hex characters; a `sha256:` prefix is accepted */
+                    plan_sha256: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        created_at: string;
+                        /** @description The dataset of the problem's measurement tables. */
+                        dataset_id: string;
+                        design: {
+                            conditions: string[];
+                            /** @description The estimated parameters, in the order of a parameter vector on their scales. */
+                            estimated: string[];
+                            measurements: number;
+                            observables: string[];
+                            parameters: {
+                                /** @description Estimated by a calibration, or fixed at its nominal value. */
+                                estimate: boolean;
+                                id: string;
+                                lower_bound: number | null;
+                                name: string | null;
+                                nominal_value: number | null;
+                                /**
+                                 * @description PEtab's parameterScale: the scale starts are drawn and optimised on.
+                                 * @enum {unknown}
+                                 */
+                                scale: "lin" | "log" | "log10";
+                                upper_bound: number | null;
+                            }[];
+                            preequilibration: boolean;
+                        };
+                        /** @description identifier (petab_...) */
+                        import_id: string;
+                        /** @description identifier (lab_...) */
+                        lab_id: string;
+                        links: Record<string, unknown>;
+                        next_actions: {
+                            arguments: Record<string, unknown>;
+                            description: string;
+                            http: {
+                                method: string;
+                                path: string;
+                            };
+                            tool: string;
+                        }[];
+                        nominal: {
+                            /** @description The negative log-likelihood at the nominal parameters (pyPESTO's objective; null when a simulation fails). */
+                            nll: number | null;
+                            /** @description The petab library's χ² of the same simulations. */
+                            petab_chi2: number | null;
+                            /** @description The petab library's own log-likelihood of the same simulations. */
+                            petab_llh: number | null;
+                            /** @description Digest of the simulations' table (PEtab's simulation format, tab-separated). */
+                            simulation_sha256: string;
+                        };
+                        /** @constant */
+                        object: "petab_import";
+                        problem: {
+                            /** @description Every file of the problem as it came, relative to its YAML's folder, with its digest. */
+                            files: {
+                                path: string;
+                                /** @description 64 lowercase hex characters */
+                                sha256: string;
+                                size_bytes: number;
+                            }[];
+                            /** @description The problem's YAML, relative to the problem's folder. */
+                            yaml: string;
+                        };
+                        /** Format: uuid */
+                        request_id: string;
+                        /** Format: uuid */
+                        revision_id: string;
+                        /** @constant */
+                        schema_version: "2026-11-01";
+                        title: string;
+                        /** @description The library versions that read the problem (petab, pyPESTO, libroadrunner, ...). */
+                        versions: {
+                            [key: string]: string;
+                        };
+                        warnings: Record<string, unknown>[];
+                        /** Format: uuid */
+                        workspace_id: string;
+                    };
+                };
+            };
+            400: components["responses"]["E400"];
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            409: components["responses"]["E409"];
+            413: components["responses"]["E413"];
+            415: components["responses"]["E415"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            500: components["responses"]["E500"];
+            503: components["responses"]["E503"];
+        };
+    };
+    petab_import_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                import_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        created_at: string;
+                        /** @description The dataset of the problem's measurement tables. */
+                        dataset_id: string;
+                        design: {
+                            conditions: string[];
+                            /** @description The estimated parameters, in the order of a parameter vector on their scales. */
+                            estimated: string[];
+                            measurements: number;
+                            observables: string[];
+                            parameters: {
+                                /** @description Estimated by a calibration, or fixed at its nominal value. */
+                                estimate: boolean;
+                                id: string;
+                                lower_bound: number | null;
+                                name: string | null;
+                                nominal_value: number | null;
+                                /**
+                                 * @description PEtab's parameterScale: the scale starts are drawn and optimised on.
+                                 * @enum {unknown}
+                                 */
+                                scale: "lin" | "log" | "log10";
+                                upper_bound: number | null;
+                            }[];
+                            preequilibration: boolean;
+                        };
+                        /** @description identifier (petab_...) */
+                        import_id: string;
+                        /** @description identifier (lab_...) */
+                        lab_id: string;
+                        links: Record<string, unknown>;
+                        next_actions: {
+                            arguments: Record<string, unknown>;
+                            description: string;
+                            http: {
+                                method: string;
+                                path: string;
+                            };
+                            tool: string;
+                        }[];
+                        nominal: {
+                            /** @description The negative log-likelihood at the nominal parameters (pyPESTO's objective; null when a simulation fails). */
+                            nll: number | null;
+                            /** @description The petab library's χ² of the same simulations. */
+                            petab_chi2: number | null;
+                            /** @description The petab library's own log-likelihood of the same simulations. */
+                            petab_llh: number | null;
+                            /** @description Digest of the simulations' table (PEtab's simulation format, tab-separated). */
+                            simulation_sha256: string;
+                        };
+                        /** @constant */
+                        object: "petab_import";
+                        problem: {
+                            /** @description Every file of the problem as it came, relative to its YAML's folder, with its digest. */
+                            files: {
+                                path: string;
+                                /** @description 64 lowercase hex characters */
+                                sha256: string;
+                                size_bytes: number;
+                            }[];
+                            /** @description The problem's YAML, relative to the problem's folder. */
+                            yaml: string;
+                        };
+                        /** Format: uuid */
+                        request_id: string;
+                        /** Format: uuid */
+                        revision_id: string;
+                        /** @constant */
+                        schema_version: "2026-11-01";
+                        title: string;
+                        /** @description The library versions that read the problem (petab, pyPESTO, libroadrunner, ...). */
+                        versions: {
+                            [key: string]: string;
+                        };
+                        warnings: Record<string, unknown>[];
+                        /** Format: uuid */
+                        workspace_id: string;
+                    };
+                };
+            };
+            401: components["responses"]["E401"];
+            403: components["responses"]["E403"];
+            404: components["responses"]["E404"];
+            422: components["responses"]["E422"];
+            429: components["responses"]["E429"];
+            500: components["responses"]["E500"];
+            503: components["responses"]["E503"];
+        };
+    };
     publish_prepare: {
         parameters: {
             query?: never;
@@ -6525,6 +7043,13 @@ export interface operations {
                         expires_at: string;
                         findings: {
                             code: string;
+                            /** @description Where in an uploaded file the finding is, as far as its checker says (a PEtab lint's table, row and column). */
+                            location?: {
+                                column: string | null;
+                                file: string | null;
+                                /** @description A table's line, its header being line 1. */
+                                row: number | null;
+                            };
                             message: string;
                             path: string | null;
                             /** @enum {unknown} */
@@ -6625,6 +7150,13 @@ export interface operations {
                         /** @description What failed, with where to fix it (empty unless `failed`). */
                         findings: {
                             code: string;
+                            /** @description Where in an uploaded file the finding is, as far as its checker says (a PEtab lint's table, row and column). */
+                            location?: {
+                                column: string | null;
+                                file: string | null;
+                                /** @description A table's line, its header being line 1. */
+                                row: number | null;
+                            };
                             message: string;
                             path: string | null;
                             /** @enum {unknown} */
@@ -6726,6 +7258,13 @@ export interface operations {
                         /** @description What failed, with where to fix it (empty unless `failed`). */
                         findings: {
                             code: string;
+                            /** @description Where in an uploaded file the finding is, as far as its checker says (a PEtab lint's table, row and column). */
+                            location?: {
+                                column: string | null;
+                                file: string | null;
+                                /** @description A table's line, its header being line 1. */
+                                row: number | null;
+                            };
                             message: string;
                             path: string | null;
                             /** @enum {unknown} */
@@ -7121,6 +7660,13 @@ export interface operations {
                         expires_at: string;
                         findings: {
                             code: string;
+                            /** @description Where in an uploaded file the finding is, as far as its checker says (a PEtab lint's table, row and column). */
+                            location?: {
+                                column: string | null;
+                                file: string | null;
+                                /** @description A table's line, its header being line 1. */
+                                row: number | null;
+                            };
                             message: string;
                             path: string | null;
                             /** @enum {unknown} */
@@ -8967,6 +9513,13 @@ export interface operations {
                         expires_at: string;
                         findings: {
                             code: string;
+                            /** @description Where in an uploaded file the finding is, as far as its checker says (a PEtab lint's table, row and column). */
+                            location?: {
+                                column: string | null;
+                                file: string | null;
+                                /** @description A table's line, its header being line 1. */
+                                row: number | null;
+                            };
                             message: string;
                             path: string | null;
                             /** @enum {unknown} */
@@ -9065,6 +9618,13 @@ export interface operations {
                         expires_at: string;
                         findings: {
                             code: string;
+                            /** @description Where in an uploaded file the finding is, as far as its checker says (a PEtab lint's table, row and column). */
+                            location?: {
+                                column: string | null;
+                                file: string | null;
+                                /** @description A table's line, its header being line 1. */
+                                row: number | null;
+                            };
                             message: string;
                             path: string | null;
                             /** @enum {unknown} */
@@ -10635,6 +11195,13 @@ export interface operations {
                         created_at: string;
                         findings: {
                             code: string;
+                            /** @description Where in an uploaded file the finding is, as far as its checker says (a PEtab lint's table, row and column). */
+                            location?: {
+                                column: string | null;
+                                file: string | null;
+                                /** @description A table's line, its header being line 1. */
+                                row: number | null;
+                            };
                             message: string;
                             path: string | null;
                             /** @enum {unknown} */
@@ -10951,6 +11518,13 @@ export interface operations {
                         expires_at: string;
                         findings: {
                             code: string;
+                            /** @description Where in an uploaded file the finding is, as far as its checker says (a PEtab lint's table, row and column). */
+                            location?: {
+                                column: string | null;
+                                file: string | null;
+                                /** @description A table's line, its header being line 1. */
+                                row: number | null;
+                            };
                             message: string;
                             path: string | null;
                             /** @enum {unknown} */

@@ -43,6 +43,7 @@ import * as acceptRunRunning from './043_accept_run_running.ts';
 import * as acceptExperimentRuns from './044_accept_experiment_runs.ts';
 import * as computeProfilesNotify from './045_compute_profiles_notify.ts';
 import * as releasesNotify from './046_releases_notify.ts';
+import * as petabImports from './047_petab_imports.ts';
 import * as biologyResources from './025_biology_resources.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
@@ -95,6 +96,7 @@ const migrations: Record<string, Migration> = {
   '044_accept_experiment_runs': acceptExperimentRuns,
   '045_compute_profiles_notify': computeProfilesNotify,
   '046_releases_notify': releasesNotify,
+  '047_petab_imports': petabImports,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
