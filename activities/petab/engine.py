@@ -47,6 +47,10 @@ _protocol = sys.stdout  # until main() opens descriptor 3
 RELATIVE_TOLERANCE = 1e-10
 ABSOLUTE_TOLERANCE = 1e-12
 FD_STEP = 1e-5
+# The Gauss-Newton view: a Hessian eigenvalue below this share of the largest is flat, and a
+# parameter whose squared loading on flat directions exceeds FLAT_LOADING has no interval.
+FLAT_CURVATURE = 1e-5
+FLAT_LOADING = 1e-3
 # Evaluations are sent in chunks of at most this many rows or this many seconds.
 CHUNK_ROWS = 2000
 CHUNK_SECONDS = 1.0
@@ -328,10 +332,12 @@ def hessian(problem, request):
     """The Gauss-Newton (asymptotic) view of uncertainty at a point: the NLL's Hessian by
     pyPESTO's central finite differences of function values. A parameter at one of its
     bounds is held there (the optimum is not stationary in it, and its curvature toward
-    the bound says nothing), and named so. For the others, the Hessian's eigenvalues, and,
-    where it is positive definite, each one's standard error on its scale and the 95%
-    interval x ± z·se (z² = χ²(1, 0.95), the profile's own threshold). Flat directions leave
-    no interval: the linearisation cannot see them."""
+    the bound says nothing), and named so. For the others, the Hessian's eigenvalues and
+    each one's standard error on its scale with the 95% interval x ± z·se (z² = χ²(1, 0.95),
+    the profile's own threshold), from the directions the curvature is seen in. A direction
+    whose curvature is within the differences' noise is flat: a parameter that leans on one
+    has no interval (the linearisation cannot see it) and is named `flat`; the others keep
+    theirs, whether or not the whole Hessian is positive definite."""
     import numpy as np
     import pypesto
     from pypesto.objective import FD
@@ -352,15 +358,23 @@ def hessian(problem, request):
             delta_fun=HESSIAN_STEP, delta_grad=HESSIAN_STEP, method="central")
     ret = fd(x[free], sensi_orders=(0, 2), return_dict=True)
     h = (np.asarray(ret["hess"]) + np.asarray(ret["hess"]).T) / 2
-    eigenvalues = np.linalg.eigvalsh(h) if free else np.zeros(0)
+    eigenvalues, vectors = np.linalg.eigh(h) if free else (np.zeros(0), np.zeros((0, 0)))
     positive = bool(free) and bool(eigenvalues.min() > 1e-8 * max(1.0, abs(eigenvalues).max()))
+    # Curvature below this share of the largest is noise: the NLL's integration noise
+    # (about 1e-8 at our tolerances) over the step squared is about 1e-2, and Boehm's
+    # largest curvature is about 6e3.
+    seen = eigenvalues > FLAT_CURVATURE * max(1.0, abs(eigenvalues).max()) if free else np.zeros(0, dtype=bool)
     z = math.sqrt(chi2.ppf(0.95, 1))
     se = [None] * len(x)
-    if positive:
-        for i, s in zip(free, np.sqrt(np.diag(np.linalg.inv(h)))):
-            se[i] = float(s)
+    flat = []
+    for k, i in enumerate(free):
+        # A parameter leaning on an unseen direction has unbounded variance there.
+        if (vectors[k, ~seen] ** 2).sum() > FLAT_LOADING:
+            flat.append(problem.ids[i])
+            continue
+        se[i] = float(math.sqrt((vectors[k, seen] ** 2 / eigenvalues[seen]).sum()))
     emit({"type": "hessian", "x": x, "fval": finite(ret["fval"]), "free": [problem.ids[i] for i in free], "hessian": h, "eigenvalues": eigenvalues,
-          "positive_definite": positive, "at_bound": at_bound, "se": se, "z": z,
+          "positive_definite": positive, "flat": flat, "at_bound": at_bound, "se": se, "z": z,
           "low": [None if s is None else float(v - z * s) for v, s in zip(x, se)],
           "high": [None if s is None else float(v + z * s) for v, s in zip(x, se)]})
 

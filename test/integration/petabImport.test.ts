@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { parse as parseCsv } from 'csv-parse/sync';
-import { call, closeTestDb, errorOf, newAccount, testDb, uploadFile } from '../helpers.ts';
+import { call, closeTestDb, errorOf, newAccount, silicoCli, testDb, uploadFile } from '../helpers.ts';
 import { mcpClients } from '../mcpClients.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 
@@ -191,3 +191,34 @@ test('through MCP: petab_import_prepare answers the plan REST answers for the sa
   assert.equal(imported.object, 'petab_import');
   assert.equal((await call('GET', `/petab-imports/${imported.import_id}`, { key })).body.workspace_id, imported.workspace_id);
 });
+
+test('the CLI: `silico petab plan` shows a malformed problem\'s findings where they are and exits 2; `silico petab import` of the collection\'s folder imports it', { skip }, async () => {
+  const { key } = await newAccount({ gateway: true });
+  const configDir = await mkdtemp(path.join(tmpdir(), 'silico-petab-cli-'));
+  const problem = path.join(configDir, BOEHM);
+  try {
+    const { mkdir, writeFile } = await import('node:fs/promises');
+    await mkdir(problem);
+    for (const f of await problemOf(BOEHM)) await writeFile(path.join(problem, f.path), f.path.startsWith('parameters') ? f.bytes.toString('utf8').replace(/^(k_phos\t.*)$/m, (l) => setUpper(l)) : f.bytes);
+    const planned = await silicoCli(['petab', 'plan', problem], { key, configDir });
+    assert.equal(planned.code, 2, planned.stderr);
+    assert.match(planned.stdout, new RegExp(`petab_invalid +parameters_${BOEHM}\\.tsv:7:lowerBound`));
+    await writeFile(path.join(problem, `parameters_${BOEHM}.tsv`), (await problemOf(BOEHM)).find((f) => f.path.startsWith('parameters'))!.bytes);
+    const imported = await silicoCli(['petab', 'import', problem, '--title', 'Boehm by CLI', '--json'], { key, configDir });
+    assert.equal(imported.code, 0, imported.stderr);
+    const body = JSON.parse(imported.stdout);
+    assert.equal(body.object, 'petab_import');
+    assert.ok(relative(body.nominal.nll, 138.22199693517703) < 1e-3);
+    const shown = await silicoCli(['petab', 'show', body.import_id], { key, configDir });
+    assert.match(shown.stdout, new RegExp(`PEtab import ${body.import_id} +Boehm by CLI`));
+  } finally {
+    await rm(configDir, { recursive: true, force: true });
+  }
+});
+
+/** k_phos's row of Boehm's parameter table with its upper bound below its lower one. */
+function setUpper(line: string): string {
+  const cells = line.split('\t');
+  cells[4] = '1e-9';
+  return cells.join('\t');
+}

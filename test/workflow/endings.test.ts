@@ -17,6 +17,7 @@ import { publicationWorkflow } from '../../workflows/publication.ts';
 import { datasetRegistrationWorkflow } from '../../workflows/datasetRegistration.ts';
 import { runWorkflow } from '../../workflows/run.ts';
 import { invocationWorkflow } from '../../workflows/invocation.ts';
+import { petabInspectWorkflow } from '../../workflows/petab.ts';
 import { CONTROL_TASK_QUEUE, computeTaskQueue } from '../../kernel/workflowNames.ts';
 
 // Each workflow driven, its activities stubbed, to the closings the running service seldom
@@ -291,6 +292,20 @@ test('publicationWorkflow cancelled mid-packing ends cancelled, the packing aske
   assert.equal(status, 'CANCELLED');
   // Recording the failure is scheduled in the cancelled workflow, so it never runs either.
   assert.deepEqual(calls, ['publicationInfo', 'packRevision', 'packRevision stopped']);
+});
+
+test('petabInspectWorkflow fails when the inspection is refused for good (no toolkit on the worker), inspecting once', async () => {
+  const { outcome, status, calls } = await close(petabInspectWorkflow, [{ tree: {}, yaml: 'problem.yaml' }], { [q()]: {}, [computeTaskQueue('cpu-small')]: { inspectPetabProblem: 'refuse' } });
+  assert.ok(failedWith(outcome, /inspectPetabProblem refused/), String(outcome));
+  assert.equal(status, 'FAILED');
+  assert.deepEqual(calls, ['inspectPetabProblem']);
+});
+
+test('petabInspectWorkflow cancelled mid-inspection ends cancelled, the engine asked to stop', async () => {
+  const { outcome, status, calls } = await close(petabInspectWorkflow, [{ tree: {}, yaml: 'problem.yaml' }], { [q()]: {}, [computeTaskQueue('cpu-small')]: { inspectPetabProblem: 'hold' } }, (c) => c.includes('inspectPetabProblem'));
+  assert.ok(cancelled(outcome), String(outcome));
+  assert.equal(status, 'CANCELLED');
+  assert.deepEqual(calls, ['inspectPetabProblem', 'inspectPetabProblem stopped']);
 });
 
 test('datasetRegistrationWorkflow fails when its verdict cannot be recorded', async () => {

@@ -8,6 +8,7 @@ import { passportGet, passportVerify } from './commands/passports.ts';
 import { invokeCommand } from './commands/invoke.ts';
 import { hostChange, hostPlan, hostRequest, hostStatus } from './commands/host.ts';
 import { bioFetch, bioSearch } from './commands/bio.ts';
+import { petabImport, petabPlan, petabShow } from './commands/petab.ts';
 import { sessionComplete, sessionNew, sessionProgress, sessionShow, sessionValidate } from './commands/session.ts';
 import { buy, purchaseGet } from './commands/buy.ts';
 import { webhooksAdd, webhooksDeliveries, webhooksList, webhooksListen, webhooksRemove, webhooksReplay, webhooksRotate } from './commands/webhooks.ts';
@@ -227,6 +228,26 @@ export function buildProgram(): Command {
       const { client, out } = connect(cmd);
       return bioFetch(client, source, records, cmd.opts(), out);
     }));
+  const petab = program.command('petab').description('PEtab problems: check one (the petab library\'s lint, its NLL at nominal), import it as a lab, a dataset and a calibration design');
+  const problemOptions = (c: ReturnType<typeof petab.command>) => c
+    .option('--title <title>', 'the lab\'s title (default: the folder\'s or archive\'s name)')
+    .option('--yaml <path>', 'the problem\'s YAML among its files (default: the only PEtab YAML)')
+    .option('--license <licence>', 'the measurements\' licence, for their dataset')
+    .option('--source <text>', 'where the measurements come from, for their dataset');
+  problemOptions(petab.command('plan <problem>').description('upload a problem (a folder or one .zip) and plan its import: findings, NLL at nominal, design; creates nothing'))
+    .action(action(async (cmd, problem: string) => {
+      const { client, out } = connect(cmd);
+      return petabPlan(client, problem, cmd.opts(), out);
+    }));
+  problemOptions(petab.command('import <problem>').description('plan and, when the plan is ready, import it: running this is the approval'))
+    .action(action(async (cmd, problem: string) => {
+      const { client, out } = connect(cmd);
+      return petabImport(client, problem, cmd.opts(), out);
+    }));
+  petab.command('show <import_id>').description('an import: its files\' digests, design, NLL at nominal, lab and dataset').action(action(async (cmd, importId: string) => {
+    const { client, out } = connect(cmd);
+    return petabShow(client, importId, out);
+  }));
   const session = program.command('session').description('durable collaboration sessions: contract, plan, progress, validation, completion');
   session.command('new <title>').description('create a session (its workflow keeps it for weeks)').option('--goal <text>', 'what the work is for')
     .action(action(async (cmd, title: string) => {

@@ -11114,7 +11114,7 @@ export interface operations {
                             lab_id: string;
                             /** @constant */
                             object: "workspace";
-                            /** @description Null for a workspace created empty; `fork` of an exact Hub release; `session` when a guided session made it. */
+                            /** @description Null for a workspace created empty; `fork` of an exact Hub release; `session` when a guided session made it; `petab_import` when a PEtab problem's import made it. */
                             origin: null | {
                                 /** @constant */
                                 kind: "fork";
@@ -11127,6 +11127,13 @@ export interface operations {
                                 kind: "session";
                                 /** @description identifier (ses_...) */
                                 session_id: string;
+                            } | {
+                                /** @description identifier (petab_...) */
+                                import_id: string;
+                                /** @constant */
+                                kind: "petab_import";
+                                /** Format: uuid */
+                                plan_id: string;
                             };
                             title: string;
                             /** Format: date-time */
@@ -11228,7 +11235,7 @@ export interface operations {
                         }[];
                         /** @constant */
                         object: "workspace";
-                        /** @description Null for a workspace created empty; `fork` of an exact Hub release; `session` when a guided session made it. */
+                        /** @description Null for a workspace created empty; `fork` of an exact Hub release; `session` when a guided session made it; `petab_import` when a PEtab problem's import made it. */
                         origin: null | {
                             /** @constant */
                             kind: "fork";
@@ -11241,6 +11248,13 @@ export interface operations {
                             kind: "session";
                             /** @description identifier (ses_...) */
                             session_id: string;
+                        } | {
+                            /** @description identifier (petab_...) */
+                            import_id: string;
+                            /** @constant */
+                            kind: "petab_import";
+                            /** Format: uuid */
+                            plan_id: string;
                         };
                         /** Format: uuid */
                         request_id: string;
@@ -11388,7 +11402,7 @@ export interface operations {
                         }[];
                         /** @constant */
                         object: "workspace";
-                        /** @description Null for a workspace created empty; `fork` of an exact Hub release; `session` when a guided session made it. */
+                        /** @description Null for a workspace created empty; `fork` of an exact Hub release; `session` when a guided session made it; `petab_import` when a PEtab problem's import made it. */
                         origin: null | {
                             /** @constant */
                             kind: "fork";
@@ -11401,6 +11415,13 @@ export interface operations {
                             kind: "session";
                             /** @description identifier (ses_...) */
                             session_id: string;
+                        } | {
+                            /** @description identifier (petab_...) */
+                            import_id: string;
+                            /** @constant */
+                            kind: "petab_import";
+                            /** Format: uuid */
+                            plan_id: string;
                         };
                         /** Format: uuid */
                         request_id: string;
