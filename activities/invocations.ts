@@ -12,7 +12,8 @@ import { listOf } from '../storage/labContract.ts';
 import {
   finishInvocation, getInvocation, leaseInvocation, renewLease, servingQueue, setServingQueue, type InvocationEnding, type InvocationResult,
 } from '../storage/db/hostedInvocations.ts';
-import { putArtifactBytes, storeOutputs } from './execution/execute.ts';
+import { storeOutputs } from './execution/execute.ts';
+import { putArtifactBytes } from './execution/artifactBytes.ts';
 import { labEnv, runLimits } from './execution/labSpec.ts';
 import { createOutputSink, type OutputSink } from './execution/outputs.ts';
 import { outcomeError, spendCapReached } from './execution/labProcess.ts';

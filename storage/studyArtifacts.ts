@@ -66,6 +66,34 @@ function calibrationSpec(found: Found, title: string): unknown {
   };
 }
 
+/** PEtab calibration: the waterfall of every start's end point, and each profile's NLL above the best with its threshold. */
+function petabSpec(found: Found, title: string): unknown {
+  const best = found.best.nll as number;
+  const profiles = (found.profiles as Found[]).flatMap((p) => (p.points as Array<[number, number | null]>).filter(([, f]) => f !== null).map(([x, f]) => ({
+    parameter: `${p.parameter} (${p.identifiability.replace('_', '-')})`, x, delta: (f as number) - best, threshold: p.threshold,
+  })));
+  const waterfall = { data: { values: found.waterfall }, width: 420, height: 160, mark: { type: 'point', filled: true }, encoding: {
+    x: { field: 'rank', type: 'quantitative', title: 'start, best first' }, y: { field: 'nll', type: 'quantitative', title: 'NLL at its end point', scale: { type: 'log' } },
+  } };
+  const profile = {
+    data: { values: profiles },
+    facet: { column: { field: 'parameter', type: 'nominal', title: null } },
+    resolve: { scale: { x: 'independent' } },
+    spec: {
+      width: 160, height: 140,
+      layer: [
+        { mark: 'line', encoding: { x: { field: 'x', type: 'quantitative', title: 'value on its scale' }, y: { field: 'delta', type: 'quantitative', title: 'ΔNLL' } } },
+        { mark: { type: 'rule', strokeDash: [4, 4] }, encoding: { y: { field: 'threshold', type: 'quantitative', aggregate: 'max' } } },
+      ],
+    },
+  };
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    title: { text: title, subtitle: 'Each start\'s end point; profile likelihoods with the 95% threshold (ΔNLL = 1.92) (descriptive)' },
+    vconcat: profiles.length ? [waterfall, profile] : [waterfall],
+  };
+}
+
 /** `design.csv`: one row per run of the study in start order, as its runs listing shows them (for pandas or SALib). */
 async function designCsv(db: Db, e: { id: string; design: StudyDesign; arms: Array<{ label: string }> }): Promise<Buffer> {
   const rows = (await allStudyRuns(db, e.id)).map((r) => designCsvRow(e.design, studyRunEntry(e.design, e.arms.map((a) => a.label), r)));
@@ -76,10 +104,11 @@ async function designCsv(db: Db, e: { id: string; design: StudyDesign; arms: Arr
  * A finished study's files: `analysis.json` (what it found, as its record states it),
  * `design.csv` (every run with its parameter set and what it told), and its chart,
  * `analysis.svg` (indices, or the fit and its loss curve) when there is something to
- * draw. Listed on the study like a comparison's files.
+ * draw, and what its kind adds (`more`). Listed on the study like a comparison's files.
  */
 export async function storeStudyArtifacts(
   deps: { db: Db; objects: ObjectStore }, e: { id: string; account_id: string; name: string; design: StudyDesign; arms: Array<{ label: string }> }, found: Found,
+  more: Array<{ file_name: string; content_type: string; format: string; bytes: Buffer }> = [],
 ): Promise<ExperimentArtifact[]> {
   const files = [
     { file_name: 'analysis.json', content_type: 'application/json', format: 'json', bytes: Buffer.from(`${JSON.stringify(found, null, 2)}\n`) },
@@ -87,8 +116,9 @@ export async function storeStudyArtifacts(
   ];
   const drawable = found.kind === 'sensitivity' ? found.outputs.length > 0 : found.best !== null;
   if (drawable) {
-    const svg = await renderVegaLite(found.kind === 'sensitivity' ? sensitivitySpec(found, e.name) : calibrationSpec(found, e.name));
+    const spec = found.kind === 'sensitivity' ? sensitivitySpec(found, e.name) : found.kind === 'petab_calibration' ? petabSpec(found, e.name) : calibrationSpec(found, e.name);
+    const svg = await renderVegaLite(spec);
     files.push({ file_name: 'analysis.svg', content_type: 'image/svg+xml', format: 'svg', bytes: Buffer.from(svg) });
   }
-  return storeExperimentFiles(deps, e, files, 'study_analysis');
+  return storeExperimentFiles(deps, e, [...files, ...more], 'study_analysis');
 }

@@ -60,7 +60,44 @@ export interface CalibrationDesign {
   run_count: number;
 }
 
-export type StudyDesign = SensitivityDesign | CalibrationDesign;
+/** An estimated parameter of a PEtab problem: its scale, and its bounds and nominal value on that scale. */
+export interface PetabParameter { id: string; scale: string; lb: number; ub: number; nominal: number }
+
+/** What one run of a PEtab calibration carries (its point's `attrs`). */
+export type PetabTask =
+  | { command: 'optimize'; starts: Array<{ index: number; x0: number[] }> }
+  | { command: 'profile'; x: number[]; parameters: string[]; hessian: boolean };
+
+/**
+ * The calibration of an imported PEtab problem: multi-start local optimisation of PEtab's
+ * negative log-likelihood, then profiles and the Gauss-Newton view at the best end point.
+ * Batch 0 is the starts, `starts_per_run` to a run; batch 1 the profiles, spread over
+ * `profile_runs` runs, the first also taking the Hessian.
+ */
+export interface PetabCalibrationDesign {
+  kind: 'petab_calibration';
+  import_id: string;
+  /** The problem's YAML, relative to the lab's `petab/` folder. */
+  yaml: string;
+  /** The problem's files as imported, with their digests. */
+  files: Array<{ path: string; sha256: string }>;
+  parameters: PetabParameter[];
+  optimizer: 'fides' | 'lbfgsb';
+  starts: number;
+  starts_per_run: number;
+  /** The most evaluations of the NLL one start makes. */
+  max_evaluations: number;
+  seed: number;
+  /** The estimated parameters profiled, and pyPESTO's profile step options. */
+  profile: { parameters: string[]; options: Record<string, number> };
+  profile_runs: number;
+  run_count: number;
+}
+
+/** The study file a finished PEtab calibration exports its problem in, nominal at its best point. */
+export const PETAB_EXPORT = 'petab-export.zip';
+
+export type StudyDesign = SensitivityDesign | CalibrationDesign | PetabCalibrationDesign;
 
 /** Runs a sensitivity design takes: Saltelli's N(D + 2) without second-order terms; Morris's r(D + 1). */
 export function sensitivityRunCount(method: 'sobol' | 'morris', baseSample: number, parameters: number): number {

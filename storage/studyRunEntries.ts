@@ -5,7 +5,8 @@ import type { RunStatus } from './db/runs.ts';
 /**
  * One of a study's runs as its listing (`GET /experiments/{id}/runs`) and `design.csv`
  * show it: its place, the parameter set it was given, and the number it told the study
- * (each studied output's summary for a sensitivity study, the loss for a calibration).
+ * (each studied output's summary for a sensitivity study, the loss for a calibration, the
+ * best NLL of its starts for a PEtab calibration).
  */
 export interface StudyRunEntry {
   run_id: string;
@@ -29,13 +30,15 @@ export function studyRunEntry(design: StudyDesign | null, arms: string[], row: S
     run_id: row.run_id, position: row.position, status: row.status, seed: row.seed, arm: arms[row.arm_index] ?? '', replicate: row.replicate,
     batch: row.batch, params: row.params,
     outputs: design?.kind === 'sensitivity' && told ? Object.fromEntries(design.outputs.map((o) => [outputKey(o), numberOr(told[outputKey(o)])])) : null,
-    loss: design?.kind === 'calibration' ? numberOr(told?.loss) : null,
+    loss: design && design.kind !== 'sensitivity' ? numberOr(told?.loss) : null,
   };
 }
 
 /** The numbers a study's runs can be sorted by, besides their start order: its parameters, and its outputs' keys or `loss`. */
 export function studySortKeys(design: StudyDesign | null): { params: string[]; outcomes: string[] } {
   if (!design) return { params: [], outcomes: [] };
+  // A PEtab calibration's runs carry starts or profiles, not one parameter set each; its loss is a run's best NLL.
+  if (design.kind === 'petab_calibration') return { params: [], outcomes: ['loss'] };
   return { params: design.parameters.map((p) => p.name), outcomes: design.kind === 'sensitivity' ? design.outputs.map(outputKey) : ['loss'] };
 }
 

@@ -17,7 +17,7 @@ const shape = (...parts: string[]) => new RegExp(`^${parts.join('')}$`);
 export const SUMMARY_SHAPES: Record<keyof typeof workflows, RegExp> = {
   runWorkflow: shape(`run of ${REF} on [\\w-]+ `, RESERVED),
   experimentWorkflow: shape(`comparison of \\d+ arms \\(\\d+ runs\\) of ${REF} on [\\w-]+ `, RESERVED),
-  studyWorkflow: shape(`(sensitivity|calibration) study \\([\\w-]+, \\d+ runs\\) of ${REF} on [\\w-]+ `, RESERVED),
+  studyWorkflow: shape(`(sensitivity|calibration|petab calibration) study \\([\\w-]+, \\d+ runs\\) of ${REF} on [\\w-]+ `, RESERVED),
   publicationWorkflow: shape(`publication of ${REF} for ${ACCOUNT}`),
   datasetRegistrationWorkflow: shape(`registration of dataset \\S+ v\\d+ \\(\\d+ members\\) for ${ACCOUNT}`),
   passportWorkflow: shape(`passport of (run [0-9a-f-]{36}|experiment exp_[0-9a-z]+|revision \\S+) \\(${REF}\\) for ${ACCOUNT}`),

@@ -1,16 +1,14 @@
 import { teachMissingModule } from './missingModule.ts';
 import { readLabManifests } from '../../storage/labManifests.ts';
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createReadStream } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import pLimit from 'p-limit';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ApplicationFailure, Context, CancelledFailure } from '@temporalio/activity';
 import type { Db } from '../../storage/db/knex.ts';
-import { blobKey, type ObjectStore } from '../../storage/objects.ts';
-import { appendEvent, getRun, markRunStarted, recordArtifact, setRunOutputs, setRunProgress, touchRunAlive, type RunRow } from '../../storage/db/runs.ts';
+import type { ObjectStore } from '../../storage/objects.ts';
+import { appendEvent, getRun, markRunStarted, setRunOutputs, setRunProgress, touchRunAlive, type RunRow } from '../../storage/db/runs.ts';
 import { getComputeProfile } from '../../storage/db/computeProfiles.ts';
-import { newId } from '../../storage/ids.ts';
 import { WORKER_SHUTDOWN } from '../../kernel/workflowNames.ts';
 import { listOf } from '../../storage/labContract.ts';
 import { seriesSvg } from './artifacts.ts';
@@ -29,6 +27,8 @@ import { environmentPython, EnvironmentUnavailable } from '../environments/pytho
 import type { EnvironmentSettings } from '../../kernel/environments.ts';
 import type { CancelWatch } from '../../storage/db/cancelWatch.ts';
 import { createWriteChain } from './writeChain.ts';
+import { storeRunArtifact } from './artifactBytes.ts';
+import { executePetabTask, petabOutputs } from './petabTask.ts';
 
 const MAX_LOG_EVENTS = 500;
 /** How often a live execution records so in its run (the sweeper ends runs silent for a minute). */
@@ -140,7 +140,9 @@ async function executeRun(deps: ExecutionDeps, runId: string, stopSignal: AbortS
     if (typeof python !== 'string') return { status: 'failed', error: python.error, computeSeconds: 0 };
     // A warm parent of the run's key forks it when this worker keeps them; a run without
     // one (none within the bounds, or its lab cannot start warm) executes cold, and says why.
-    lease = deps.warm ? await whileAlive(alive, deps.warm.lease(parentKey(run), () => startRunParent(deps, run, profile, python), stopSignal).catch(() => null)) : null;
+    // A PEtab calibration's run is the engine's process, not the lab's driver: never warm.
+    const petab = run.metadata.study === 'petab_calibration';
+    lease = deps.warm && !petab ? await whileAlive(alive, deps.warm.lease(parentKey(run), () => startRunParent(deps, run, profile, python), stopSignal).catch(() => null)) : null;
     const source = lease ? lease.instance.source : await materialize(deps, run, path.join(dir, 'input'));
     if ('error' in source) return { status: 'failed', error: source.error, computeSeconds: 0 };
     const staged = lease ? null : await stageInputs(deps, run, source.manifest, path.join(dir, 'input'));
@@ -152,6 +154,7 @@ async function executeRun(deps: ExecutionDeps, runId: string, stopSignal: AbortS
     };
     const results = path.join(dir, 'results');
     await mkdir(results);
+    if (petab) return await petabRun(deps, { run, profile, python, dir, entry: source.entry, results, wallSeconds, capStops, stopSignal, alive, begin });
     const declared = listOf(source.manifest?.io?.outputs as Array<{ name?: unknown; public?: unknown; units?: unknown }> | undefined)
       .filter((o) => o && typeof o.name === 'string')
       .map((o) => ({ name: o.name as string, public: o.public !== false, units: typeof o.units === 'string' ? o.units : null }));
@@ -225,26 +228,16 @@ async function executeRun(deps: ExecutionDeps, runId: string, stopSignal: AbortS
       await Promise.all([progress.settled(), events.flushed()]);
     }
     const computeSeconds = outcome.result?.cpu_seconds ?? outcome.wallSeconds;
-    if (outcome.cancelled) {
-      throwIfActivityStopped();
-      // Stopped on the run's cancel notice, before Temporal's reached this activity.
-      return { status: 'cancelled', error: null, computeSeconds: outcome.wallSeconds };
-    }
     // A run whose warm instance died under it (its whole sandbox killed) ends as a cold
     // run's whose sandbox was killed would.
     const lost = outcome.error?.code === 'instance_lost' ? signalError(outcome.exitCode) : null;
     const error = lost ?? outcomeError(outcome);
-    if (error?.code === 'timed_out' && capStops) {
-      return { status: 'cancelled', error: spendCapReached(`run on ${profile.id}`, Number(run.cap_micros), wallSeconds), computeSeconds: outcome.wallSeconds };
-    }
-    if (error?.code === 'timed_out') return { status: 'timed_out', error, computeSeconds: outcome.wallSeconds };
-    // The platform's own failure to start a lab costs its owner nothing.
-    if (error?.code === 'sandbox_unavailable') return { status: 'failed', error, computeSeconds: 0 };
-    if (error?.missing_module) {
+    if (!outcome.cancelled && error?.missing_module) {
       const lab = await readLabManifests(deps.objects, source.tree, source.manifest);
       return { status: 'failed', error: { code: error.code, message: await teachMissingModule(error.message, error.missing_module, lab, deps.environments.indexUrl) }, computeSeconds };
     }
-    if (error) return { status: 'failed', error, computeSeconds };
+    const ending = endingOf({ cancelled: outcome.cancelled, wallSeconds: outcome.wallSeconds, error }, computeSeconds, { run, profileId: profile.id, capStops, wallSeconds });
+    if (ending) return ending;
     const missing = sink.missing();
     if (missing.length) {
       return { status: 'failed', error: { code: 'output_contract_violation', message: `Declared outputs missing: ${missing.join(', ')}.` }, computeSeconds };
@@ -258,6 +251,58 @@ async function executeRun(deps: ExecutionDeps, runId: string, stopSignal: AbortS
     opened?.discard();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * How an execution that did not complete ends, or null when it completed: cancelled (on
+ * the run's cancel notice, or Temporal's), timed out or stopped by its spend cap, or failed
+ * in its own words; the platform's own failure to start a sandbox costs its owner nothing.
+ */
+function endingOf(
+  o: { cancelled: boolean; wallSeconds: number; error: { code: string; message: string } | null }, computeSeconds: number,
+  c: { run: RunRow; profileId: string; capStops: boolean; wallSeconds: number },
+): ExecutionResult | null {
+  if (o.cancelled) {
+    throwIfActivityStopped();
+    // Stopped on the run's cancel notice, before Temporal's reached this activity.
+    return { status: 'cancelled', error: null, computeSeconds: o.wallSeconds };
+  }
+  const { error } = o;
+  if (error?.code === 'timed_out' && c.capStops) {
+    return { status: 'cancelled', error: spendCapReached(`run on ${c.profileId}`, Number(c.run.cap_micros), c.wallSeconds), computeSeconds: o.wallSeconds };
+  }
+  if (error?.code === 'timed_out') return { status: 'timed_out', error, computeSeconds: o.wallSeconds };
+  if (error?.code === 'sandbox_unavailable') return { status: 'failed', error, computeSeconds: 0 };
+  if (error) return { status: 'failed', error, computeSeconds };
+  return null;
+}
+
+/**
+ * A run of a PEtab calibration, once its lab is materialized: the engine carries its
+ * point's task (petabTask.ts) and its outputs record is what the task found.
+ */
+async function petabRun(deps: ExecutionDeps, c: {
+  run: RunRow; profile: NonNullable<Awaited<ReturnType<typeof getComputeProfile>>>; python: string; dir: string; entry: string; results: string;
+  wallSeconds: number; capStops: boolean; stopSignal: AbortSignal; alive(): void; begin(): Promise<void>;
+}): Promise<ExecutionResult> {
+  let found;
+  try {
+    found = await executePetabTask({
+      db: deps.db, objects: deps.objects, sandbox: deps.sandbox, run: c.run, python: c.python,
+      labDir: path.join(c.dir, 'input', c.entry), scratch: path.join(c.dir, 'scratch'), results: c.results,
+      limits: oneShotLimits(c.profile, c.run.max_runtime_seconds), vcpus: c.profile.vcpus, wallSeconds: c.wallSeconds, signal: c.stopSignal, alive: c.alive, begin: c.begin,
+    });
+  } catch (err) {
+    if (err instanceof SandboxUnavailable) return { status: 'failed', error: { code: err.code, message: err.message }, computeSeconds: 0 };
+    throw err;
+  }
+  const { outcome, values, command } = found;
+  const computeSeconds = outcome.cpuSeconds || outcome.wallSeconds;
+  const ending = endingOf(outcome, computeSeconds, { run: c.run, profileId: c.profile.id, capStops: c.capStops, wallSeconds: c.wallSeconds });
+  if (ending) return ending;
+  const outputs = await storeResults(deps, c.run.id, c.results, [], values, petabOutputs(command), null);
+  await setRunOutputs(deps.db, c.run.id, outputs);
+  return { status: 'completed', computeSeconds };
 }
 
 /**
@@ -310,29 +355,11 @@ async function storeResults(
   deps: { db: Db; objects: ObjectStore }, runId: string, dir: string, files: ArtifactFile[],
   values: Map<string, unknown>, declared: Array<{ name: string; public: boolean }>, visuals: unknown,
 ): Promise<Record<string, unknown>> {
-  return storeOutputs(dir, files, values, declared, visuals, { evidence: true }, async (f) => {
-    await putArtifactBytes(deps.objects, f);
-    const rec = await recordArtifact(deps.db, runId, newId('art'), {
-      role: f.role, file_name: f.file_name, content_type: f.content_type, format: f.format, size_bytes: f.size_bytes, sha256: f.sha256, public: f.public,
-    });
-    if (rec.created) await appendEvent(deps.db, runId, 'artifact_stored', `Stored ${f.file_name} (${f.size_bytes} bytes).`, { artifact_id: rec.id, sha256: f.sha256, file_name: f.file_name });
-    return rec.id;
-  });
+  return storeOutputs(dir, files, values, declared, visuals, { evidence: true }, (f) => storeRunArtifact(deps, runId, f));
 }
 
-/** Files at most this big are sent in one request; larger ones are streamed in parts. */
-const SINGLE_PUT_BYTES = 8 << 20;
 /** Artifact files stored at once. */
 const STORE_CONCURRENCY = 6;
-
-/** An artifact file's bytes in the object store under their content address (once). */
-export async function putArtifactBytes(objects: ObjectStore, f: ArtifactFile): Promise<void> {
-  const key = blobKey(f.sha256);
-  // A small file is put as it is (the same bytes under the same address: harmless); a
-  // large one is looked for first and streamed only when missing.
-  if (f.size_bytes <= SINGLE_PUT_BYTES) await objects.putObject(key, await readFile(f.path), f.content_type);
-  else if (!(await objects.exists(key))) await objects.putStream(key, createReadStream(f.path), f.content_type);
-}
 
 /**
  * A completed execution's outputs record, the public outputs only: each final value

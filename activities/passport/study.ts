@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { getExperiment, type ExperimentRow } from '../../storage/db/experiments.ts';
 import { getPlan } from '../../storage/db/plans.ts';
 import { getDataset } from '../../storage/db/datasets.ts';
@@ -65,7 +66,20 @@ export async function studyProvenance(deps: CheckDeps, accountId: string, experi
     verified: plan ? digestJson(approved) === digestJson(e.design) : null,
   });
   const found = e.analysis as { library_versions?: Record<string, string> } | null;
-  if (e.design) links.push({ link: 'analysis_libraries', versions: found?.library_versions ?? null, environment: 'activities/studies/analysis.lock', verified: found?.library_versions ? true : null });
+  // A PEtab calibration's numbers are the engine's, in the toolkit its lab runs in.
+  const environment = e.design?.kind === 'petab_calibration' ? 'activities/petab/toolkit.lock' : 'activities/studies/analysis.lock';
+  if (e.design) links.push({ link: 'analysis_libraries', versions: found?.library_versions ?? null, environment, verified: found?.library_versions ? true : null });
+  if (e.design?.kind === 'petab_calibration') {
+    const d = e.design;
+    const rev = await getRevision(deps.db, e.arms[0]!.workspace_id, e.arms[0]!.revision_id);
+    const root = path.posix.dirname(d.yaml);
+    // Each file of the problem as imported is, byte for byte, the one in the lab the study ran.
+    const files = d.files.map((f) => ({ path: f.path, sha256: f.sha256, lab_sha256: rev?.tree[path.posix.join(root, f.path)]?.sha256 ?? null }));
+    links.push({
+      link: 'petab_problem', import_id: d.import_id, yaml: d.yaml, files, seed: d.seed, optimizer: d.optimizer, starts: d.starts,
+      verified: Boolean(rev) && files.every((f) => f.lab_sha256 === f.sha256),
+    });
+  }
   if (e.design?.kind === 'calibration') {
     const d = e.design.dataset;
     const ds = await getDataset(deps.db, d.dataset_id, accountId);

@@ -10,15 +10,16 @@ pyPESTO compute it, never ours. Reports to the worker as JSON lines on file desc
   {"type": "problem", ...}                                 (what is estimated, on which scale and bounds)
   {"type": "findings", "findings": [...]}                  (lint: the petab library's own)
   {"type": "evaluation", "index": 0, "fval": 138.2, ...}   (evaluate: one per parameter set)
-  {"type": "evaluations", "start": 3, "rows": [[n, fval, x0, x1, ...], ...]}  (optimize: every evaluation, in chunks)
+  {"type": "evaluations", "start": 3, "rows": [[n, fval, sha256, x0, x1, ...], ...]}  (optimize: every evaluation, in chunks)
   {"type": "start_best", "start": 3, "n_fval": 120, "fval": 140.1, "x": [...]}  (optimize: the start's best so far)
   {"type": "start_end", "start": 3, "fval": 138.2, "x": [...], "n_fval": 900, ...}
   {"type": "profile", "parameter": "k1", "points": [[x, fval], ...], ...}
   {"type": "hessian", "x": [...], "eigenvalues": [...], "se": [...], "low": [...], "high": [...]}
+  {"type": "fit", "rows": [[observable, condition, preequilibration, time, measurement, simulation, sigma], ...], ...}
   {"type": "result", "status": "completed" | "stopped", "cpu_seconds": 1.2}
   {"type": "error", "code": "...", "message": "..."}       (then a non-zero exit)
 
-Usage: python engine.py PROBLEM_YAML < {"command": "describe" | "lint" | "inspect" | "evaluate" | "optimize" | "profile" | "hessian", ...}
+Usage: python engine.py PROBLEM_YAML < {"command": "describe" | "lint" | "inspect" | "evaluate" | "optimize" | "profile" | "hessian" | "fit", ...}
 `inspect` is an import's one look: the lint's findings, and when it finds no error, the
 problem and its evaluation at the nominal parameters (with the petab library's likelihood).
 Parameter vectors are on the parameter scale (PEtab's parameterScale), in the order of the
@@ -144,6 +145,17 @@ class Problem:
             "max_time": float(times[times.apply(math.isfinite)].max()) if len(times) else 0.0,
         }
 
+    def simulate(self, x):
+        """The NLL at `x` and the digest of its simulations: SHA-256 over each condition's
+        simulated trajectories (time and observed entities, float64), conditions in id order."""
+        import numpy as np
+        ret = self.pypesto.objective(np.asarray(x, dtype=float), return_dict=True)
+        h = hashlib.sha256()
+        for key in sorted(ret.get("simulation_results") or {}):
+            h.update(str(key).encode())
+            h.update(np.ascontiguousarray(np.asarray(ret["simulation_results"][key], dtype=float)).tobytes())
+        return float(ret["fval"]), h.hexdigest()
+
     def vector(self, values):
         """A parameter vector from {id: value on scale}; ids not given keep their nominal value."""
         unknown = sorted(set(values) - set(self.ids))
@@ -198,9 +210,9 @@ class Recorder:
             raise Stopped()
         if self.n >= self.budget:
             raise BudgetSpent()
-        v = float(self.f(x))
+        v, digest = self.f(x)
         self.n += 1
-        self.rows.append([self.n, finite(v), *map(float, x)])
+        self.rows.append([self.n, finite(v), digest, *map(float, x)])
         if v < self.best[0]:
             self.best = (v, [float(c) for c in x])
         if len(self.rows) >= CHUNK_ROWS or time.monotonic() - self.sent > CHUNK_SECONDS:
@@ -260,7 +272,7 @@ def optimize_starts(problem, request, stop):
             return
         index = int(start["index"])
         x0 = np.asarray(start.get("x") or start["x0"], dtype=float)
-        rec = Recorder(index, lambda x: problem.pypesto.objective(x), budget - int(start.get("n_fval", 0)), stop)
+        rec = Recorder(index, problem.simulate, budget - int(start.get("n_fval", 0)), stop)
         local = local_problem(problem, rec)
         local.set_x_guesses(x0[None, :])
         began = time.monotonic()
@@ -377,6 +389,38 @@ def hessian(problem, request):
           "positive_definite": positive, "flat": flat, "at_bound": at_bound, "se": se, "z": z,
           "low": [None if s is None else float(v - z * s) for v, s in zip(x, se)],
           "high": [None if s is None else float(v + z * s) for v, s in zip(x, se)]})
+
+
+def fit(problem, request):
+    """Each measurement beside its simulation at a point, with the noise the likelihood gives
+    it there (the observable's noise formula, evaluated by the petab library with the
+    point's parameters), and each observable's transformation and noise distribution: what
+    a reader needs to draw the fit with its band."""
+    import numpy as np
+    import petab.v1 as petab
+    from petab.v1.calculate import evaluate_noise_formula, get_symbolic_noise_formulas
+    from pypesto.objective.roadrunner import simulation_to_measurement_df
+
+    x = [float(v) for v in request["x"]]
+    ret = problem.pypesto.objective(np.asarray(x), return_dict=True)
+    m = problem.petab.measurement_df
+    sim = simulation_to_measurement_df(ret["simulation_results"], m)
+    observables = problem.petab.observable_df
+    pars = problem.parameter_table(x)
+    formulas = get_symbolic_noise_formulas(observables)
+    transformation = {str(o): str(observables.loc[o].get("observableTransformation", "lin") or "lin") for o in observables.index}
+    distribution = {str(o): str(observables.loc[o].get("noiseDistribution", "normal") or "normal") for o in observables.index}
+    for o in transformation:
+        transformation[o] = "lin" if transformation[o] == "nan" else transformation[o]
+        distribution[o] = "normal" if distribution[o] == "nan" else distribution[o]
+    rows = []
+    for (_, row), s in zip(m.iterrows(), sim["simulation"]):
+        obs = str(row["observableId"])
+        scaled = petab.scale(float(s), transformation[obs])
+        pre = row.get("preequilibrationConditionId")
+        rows.append([obs, str(row["simulationConditionId"]), None if pre is None or (isinstance(pre, float) and math.isnan(pre)) else str(pre),
+                     finite(row["time"]), finite(row["measurement"]), finite(s), finite(evaluate_noise_formula(row, formulas, pars, scaled))])
+    emit({"type": "fit", "x": x, "fval": finite(ret["fval"]), "transformations": transformation, "noise_distributions": distribution, "rows": rows})
 
 
 TABLES = {"condition": "condition_files", "observable": "observable_files", "measurement": "measurement_files",
@@ -509,9 +553,16 @@ def main():
             elif command == "optimize":
                 optimize_starts(problem, request, stop)
             elif command == "profile":
+                # The Gauss-Newton view and the fit at the same point first: they take
+                # seconds, a profile minutes.
+                if request.get("hessian"):
+                    hessian(problem, request)
+                    fit(problem, request)
                 profile(problem, request, stop)
             elif command == "hessian":
                 hessian(problem, request)
+            elif command == "fit":
+                fit(problem, request)
             elif command != "describe":
                 fail("command_unknown", f"no command {command!r}")
     except SystemExit:

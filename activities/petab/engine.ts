@@ -33,8 +33,8 @@ export type EngineRequest =
   | { command: 'describe' | 'lint' | 'inspect' }
   | { command: 'evaluate'; sets: Array<Record<string, number>>; petab_llh?: boolean; simulations?: boolean }
   | { command: 'optimize'; optimizer: 'fides' | 'lbfgsb'; starts: Array<{ index: number; x0: number[]; x?: number[]; n_fval?: number }>; max_evaluations?: number; max_iterations?: number }
-  | { command: 'profile'; x: number[]; parameters: string[]; options?: Record<string, number> }
-  | { command: 'hessian'; x: number[] };
+  | { command: 'profile'; x: number[]; parameters: string[]; options?: Record<string, number>; hessian?: boolean }
+  | { command: 'hessian' | 'fit'; x: number[] };
 
 export interface EngineCall {
   /** The interpreter of the problem's environment. */

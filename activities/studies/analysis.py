@@ -9,6 +9,7 @@ answer.
   sample    the parameter sets of a sensitivity study (SALib's Saltelli/Sobol' or Morris sampler)
   analyze   its indices from the outputs of those runs (SALib's analyzers)
   ask       the next batch of a calibration (CMA-ES resumed from its state; Optuna's TPE rebuilt from every trial told)
+  petab_starts  a PEtab calibration's starts: uniform within the bounds on the parameter scale
   fit       a calibration's uncertainty: intervals from the local linearisation of the fit
   versions  the versions of the libraries that answer (analyze and fit say them too)
 
@@ -179,13 +180,20 @@ def fit(req):
     }
 
 
+def petab_starts(req):
+    """numpy's generator of the seed, uniform within [lb, ub] on the parameter scale: the
+    draw pyPESTO's users make (and test/differential/petab_pypesto.py makes)."""
+    x = np.random.default_rng(req["seed"]).uniform(req["lb"], req["ub"], size=(req["starts"], len(req["lb"])))
+    return {"starts": x.tolist()}
+
+
 def versions(_req):
     from importlib.metadata import version
 
     return {"versions": {d: version(d) for d in ("SALib", "optuna", "cmaes", "numpy", "scipy")}}
 
 
-COMMANDS = {"sample": sample, "analyze": analyze, "ask": ask, "fit": fit, "versions": versions}
+COMMANDS = {"sample": sample, "analyze": analyze, "ask": ask, "fit": fit, "petab_starts": petab_starts, "versions": versions}
 
 def serve():
     import traceback

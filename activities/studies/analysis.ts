@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 
 const SCRIPT = fileURLToPath(new URL('./analysis.py', import.meta.url));
 
-type Command = 'sample' | 'analyze' | 'ask' | 'fit' | 'versions';
+type Command = 'sample' | 'analyze' | 'ask' | 'fit' | 'petab_starts' | 'versions';
 
 /** One call of the analysis environment: a command of analysis.py, its request as JSON in, its answer as JSON out. */
 export type Analysis = <T>(command: Command, request: Record<string, unknown>, signal?: AbortSignal) => Promise<T>;

@@ -6,13 +6,15 @@ import type { ObjectStore } from '../../storage/objects.ts';
 import { blobKey } from '../../storage/objects.ts';
 import { completeExperiment, getExperiment, type ExperimentRow } from '../../storage/db/experiments.ts';
 import { getRun, listArtifacts, TERMINAL } from '../../storage/db/runs.ts';
-import { assignBatch, runsAwaitingPoints, setStudyAnalysis, studyPoints, tellPoints, unassignedRuns, type StudyPoint } from '../../storage/db/studies.ts';
+import { assignBatch, progressOfPhase, runsAwaitingPoints, setStudyAnalysis, studyPoints, tellPoints, unassignedRuns, type StudyPoint } from '../../storage/db/studies.ts';
 import { cancelQueuedRun } from '../../storage/runLifecycle.ts';
-import { outputKey, type CalibrationDesign, type SensitivityDesign, type StudyDesign } from '../../storage/studyDesign.ts';
+import { outputKey, PETAB_EXPORT, type PetabCalibrationDesign, type CalibrationDesign, type SensitivityDesign, type StudyDesign } from '../../storage/studyDesign.ts';
 import { storeStudyArtifacts } from '../../storage/studyArtifacts.ts';
 import type { Analysis } from './analysis.ts';
 import { calibrationLoss, converged, summarise, type Series } from './outcomes.ts';
 import { calibrationAnalysis, sensitivityAnalysis } from './findings.ts';
+import { askPetab, petabAnalysis, tellPetab } from './petab.ts';
+import { petabExportZip } from './petabExport.ts';
 
 type Asked = Array<{ params: Record<string, number>; attrs: Record<string, unknown> }>;
 
@@ -142,6 +144,10 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
         method: d.method, parameters: d.parameters, base_sample: d.base_sample, num_levels: d.num_levels, seed: d.seed,
       }, signal);
       asked = sample.map((row) => ({ params: Object.fromEntries(d.parameters.map((p, i) => [p.name, row[i]!])), attrs: {} }));
+    } else if (d.kind === 'petab_calibration') {
+      // The profiles wait until every start is told: they begin at the best end point.
+      if (points.some((p) => !p.outcome)) return { runIds: [] };
+      asked = await askPetab(analysis, d, points, batch, signal);
     } else {
       if (converged(d.stop, bestByBatch(points))) return { runIds: [] };
       const told = points.filter((p) => p.outcome);
@@ -167,6 +173,11 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
     const limit = pLimit(TELL_CONCURRENCY);
     const pending = (await studyPoints(db, experimentId)).filter((x) => x.batch === batch && !x.outcome);
     const told = await Promise.all(pending.map((p) => limit(async (): Promise<{ idx: number; outcome: Record<string, unknown> }> => {
+      if (d.kind === 'petab_calibration') {
+        const run = await getRun(db, p.run_id);
+        const ended = p.status === 'completed' ? [] : (await progressOfPhase(db, p.run_id, 'petab')).flatMap((e) => (e.start_end ? [e.start_end] : []));
+        return { idx: p.idx, outcome: tellPetab(p.status, run?.outputs ?? null, ended as Parameters<typeof tellPetab>[2]) };
+      }
       if (p.status !== 'completed') return { idx: p.idx, outcome: { failed: p.status } };
       if (d.kind === 'sensitivity') {
         const [run, series] = await Promise.all([getRun(db, p.run_id), seriesOf(p.run_id, d.outputs.filter((o) => o.summary !== 'value').map((o) => o.output))]);
@@ -185,11 +196,15 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
     const call: Analysis = (command, request) => analysis(command, request, signal);
     const found = e.design.kind === 'sensitivity'
       ? await sensitivityAnalysis(call, e.design as SensitivityDesign, points)
+      : e.design.kind === 'petab_calibration' ? petabAnalysis(e.design, points, { closed: e.status === 'closed' })
       : await calibrationAnalysis(call, e.design as CalibrationDesign, points, {
         closed: e.status === 'closed', converged: converged((e.design as CalibrationDesign).stop, bestByBatch(points)),
       });
     await setStudyAnalysis(db, experimentId, found);
-    await storeStudyArtifacts({ db, objects }, e, found);
+    // A PEtab calibration that found a best point exports as a PEtab problem nominal there.
+    const best = e.design.kind === 'petab_calibration' ? (found.best as { parameters: Record<string, number> } | null) : null;
+    const more = best ? [{ file_name: PETAB_EXPORT, content_type: 'application/zip', format: 'zip', bytes: await petabExportZip(objects, e.design as PetabCalibrationDesign, best.parameters) }] : [];
+    await storeStudyArtifacts({ db, objects }, e, found, more);
     await completeExperiment(db, experimentId);
   }
 }

@@ -49,7 +49,7 @@ function experimentSummary(proposal: ExperimentProposal, account: string): strin
   const arm = proposal.arms[0]!;
   const d = proposal.design;
   const what = d
-    ? `${d.kind} study (${d.kind === 'sensitivity' ? d.method : d.optimizer}, ${proposal.run_count} runs)`
+    ? `${d.kind.replace('_', ' ')} study (${d.kind === 'sensitivity' ? d.method : d.optimizer}, ${proposal.run_count} runs)`
     : `comparison of ${proposal.arms.length} arms (${proposal.run_count} runs)`;
   return `${what} of ${arm.resolved_ref} on ${arm.compute_profile} for ${account}, $${microsToUsd(proposal.estimated_max_micros)} reserved`;
 }

@@ -8,7 +8,7 @@ import { decodeCursor, pageBody } from '../pagination.ts';
 import { MAX_SEED, prepareExperiment, type ExperimentProposal } from './prepare.ts';
 import { openExperiment } from './accept.ts';
 import { prepareStudy } from './studyPrepare.ts';
-import { calibrationRequest, sensitivityRequest, studyLabRequest } from './studySchemas.ts';
+import { calibrationRequest, petabCalibrationRequest, sensitivityRequest, studyLabRequest } from './studySchemas.ts';
 import { armView, experimentSummary, experimentView } from './view.ts';
 import {
   closeExperiment, describeExperiment, detachRuns, experimentRuns, getExperiment, listExperiments, lockBalanceFirst, runTotals, type ExperimentRow,
@@ -50,7 +50,8 @@ export const experimentTools: ToolDef[] = [
         lab: { ...studyLabRequest, description: 'The lab a sensitivity or calibration study varies.' },
         sensitivity: sensitivityRequest,
         calibration: calibrationRequest,
-      }, ['name'], { description: 'Exactly one of `arms`, `sensitivity` or `calibration`; the latter two with `lab`.' }),
+        petab_calibration: petabCalibrationRequest,
+      }, ['name'], { description: 'Exactly one of `arms`, `sensitivity`, `calibration` or `petab_calibration`; sensitivity and calibration with `lab` (a PEtab calibration\'s lab is its import\'s).' }),
     },
   },
   {
@@ -119,14 +120,17 @@ async function runningRuns(ctx: ToolContext, experimentId: string): Promise<stri
 
 const HANDLERS: Record<string, ToolDef['handler']> = {
   async experiment_prepare(input, ctx) {
-    const kinds = (['arms', 'sensitivity', 'calibration'] as const).filter((k) => input[k] !== undefined);
+    const kinds = (['arms', 'sensitivity', 'calibration', 'petab_calibration'] as const).filter((k) => input[k] !== undefined);
     if (kinds.length !== 1) {
       throw errors.validation(kinds.length ? 'study_kind_conflict' : 'study_kind_required', kinds.length
-        ? `A study is one of arms, sensitivity or calibration; this one asks for ${kinds.join(' and ')}.`
-        : 'Say what the study is: arms to compare, or a sensitivity or calibration block with its lab.', kinds[1] ?? 'arms');
+        ? `A study is one of arms, sensitivity, calibration or petab_calibration; this one asks for ${kinds.join(' and ')}.`
+        : 'Say what the study is: arms to compare, a sensitivity or calibration block with its lab, or a petab_calibration of an import.', kinds[1] ?? 'arms');
     }
     if (kinds[0] === 'arms' && input.lab !== undefined) throw errors.validation('parameter_not_allowed', 'lab belongs to a sensitivity or calibration study; each arm names its own lab.', 'lab');
-    if (kinds[0] !== 'arms' && input.lab === undefined) throw errors.validation('parameter_requires', `A ${kinds[0]} study needs the lab it varies.`, 'lab');
+    if (kinds[0] === 'petab_calibration' && input.lab !== undefined) {
+      throw errors.validation('parameter_not_allowed', 'A PEtab calibration runs its import\'s lab; its compute_profile_id and max_runtime_seconds go in the petab_calibration block.', 'lab');
+    }
+    if ((kinds[0] === 'sensitivity' || kinds[0] === 'calibration') && input.lab === undefined) throw errors.validation('parameter_requires', `A ${kinds[0]} study needs the lab it varies.`, 'lab');
     const { proposal, findings } = kinds[0] === 'arms'
       ? await prepareExperiment(ctx.deps, ctx.caller, input as Parameters<typeof prepareExperiment>[2])
       : await prepareStudy(ctx.deps, ctx.caller, input as Parameters<typeof prepareStudy>[2]);

@@ -18,7 +18,7 @@ function sortOf(e: ExperimentRow, sort: string | undefined): StudyRunSort {
   const name = rest.join('.');
   if (head === 'params' && params.includes(name)) return { by: 'param', name };
   if (head === 'outputs' && e.design?.kind === 'sensitivity' && outcomes.includes(name)) return { by: 'outcome', key: name };
-  if (sort === 'loss' && e.design?.kind === 'calibration') return { by: 'outcome', key: 'loss' };
+  if (sort === 'loss' && e.design && e.design.kind !== 'sensitivity') return { by: 'outcome', key: 'loss' };
   const accepted = ['position', ...params.map((p) => `params.${p}`), ...(e.design?.kind === 'sensitivity' ? outcomes.map((k) => `outputs.${k}`) : outcomes)];
   throw errors.validation('invalid_sort', `This study's runs sort by ${accepted.join(', ')}.`, 'sort', { accepted });
 }

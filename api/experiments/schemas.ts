@@ -60,12 +60,12 @@ export const runTotals: JsonSchema = obj(
   { description: 'Runs of the study per status (every status named, zero included) and their total; detached runs are not counted.' },
 );
 
-/** A stored comparison file of the study (CSV or chart), one of the account's files. */
+/** A stored file of the study (CSV, chart, analysis, or a PEtab calibration's exported problem), one of the account's files. */
 export const experimentArtifact: JsonSchema = obj({
   file_id: uuid,
   file_name: str(255),
   content_type: str(200),
-  format: { enum: ['csv', 'svg', 'json'] },
+  format: { enum: ['csv', 'svg', 'json', 'zip'] },
   size_bytes: count,
   sha256: { ...sha256Hex, description: 'Lowercase hex SHA-256 of the bytes: verify a download against it.' },
   download_url: fileUrlSchema,
@@ -116,7 +116,7 @@ export const comparison: JsonSchema = {
   description: 'Descriptive statistics over completed, attached runs only: no correction for multiple outputs and no statement of validity.',
 };
 
-const studyKind: JsonSchema = { enum: ['arms', 'sensitivity', 'calibration'], description: '`arms`: arms compared; `sensitivity`: which parameters matter; `calibration`: which values explain a dataset.' };
+const studyKind: JsonSchema = { enum: ['arms', 'sensitivity', 'calibration', 'petab_calibration'], description: '`arms`: arms compared; `sensitivity`: which parameters matter; `calibration`: which values explain a dataset; `petab_calibration`: an imported PEtab problem calibrated by multi-start local optimisation, with profiles.' };
 
 /** A study as lists show it: arms, run totals and money, without per-run detail. */
 const summaryFields: Record<string, JsonSchema> = {

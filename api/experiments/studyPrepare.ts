@@ -15,6 +15,7 @@ import {
   sensitivityRunCount, type CalibrationDesign, type ObservedSeries, type OutputSummary, type SensitivityDesign, type StudyDesign, type StudyOutput, type StudyParameter,
 } from '../../storage/studyDesign.ts';
 import { MAX_SEED, type ExperimentProposal } from './prepare.ts';
+import { petabCalibrationDesign, petabStudyLab, type PetabCalibrationRequest } from './petabPrepare.ts';
 
 /** The most runs one study may ask for. */
 export const MAX_STUDY_RUNS = 10_000;
@@ -244,24 +245,31 @@ async function calibrationDesign(
  * largest run count times one run's maximum. Nothing is reserved or queued.
  */
 export async function prepareStudy(
-  deps: Deps, caller: Caller, req: { name: string; goal?: string; lab: StudyLabRequest; sensitivity?: SensitivityRequest; calibration?: CalibrationRequest },
+  deps: Deps, caller: Caller,
+  req: { name: string; goal?: string; lab?: StudyLabRequest; sensitivity?: SensitivityRequest; calibration?: CalibrationRequest; petab_calibration?: PetabCalibrationRequest },
 ): Promise<{ proposal: ExperimentProposal; findings: Finding[] }> {
-  const base = req.lab.inputs ?? {};
-  const varied = (req.sensitivity ?? req.calibration)!.parameters;
-  const seed = req.lab.seed ?? randomInt(0, MAX_SEED - 10);
+  // A PEtab calibration's lab is its import's; its run settings are in its own block.
+  const petab = req.petab_calibration ? await petabStudyLab(deps, caller, req.petab_calibration) : null;
+  const lab = petab?.lab ?? req.lab!;
+  const at = petab ? 'petab_calibration' : 'lab';
+  const base = lab.inputs ?? {};
+  const varied = (req.sensitivity ?? req.calibration)?.parameters ?? [];
+  const seed = lab.seed ?? randomInt(0, MAX_SEED - 10);
   let prepared: Awaited<ReturnType<typeof prepareRun>>;
   try {
     prepared = await prepareRun(deps, caller, {
-      refParam: 'workspace_id', workspace: { workspaceId: req.lab.workspace_id, revisionId: req.lab.revision_id },
+      refParam: 'workspace_id', workspace: { workspaceId: lab.workspace_id, revisionId: lab.revision_id },
       inputs: base,
-      profileId: req.lab.compute_profile_id, profileParam: 'compute_profile_id', maxRuntimeSeconds: req.lab.max_runtime_seconds, seed,
+      profileId: lab.compute_profile_id, profileParam: 'compute_profile_id', maxRuntimeSeconds: lab.max_runtime_seconds, seed,
     });
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
-    throw new ApiError(err.status, err.code, err.message, err.param ? `lab.${err.param}` : 'lab', err.details, err.headers);
+    throw new ApiError(err.status, err.code, err.message, err.param ? `${at}.${err.param}` : at, err.details, err.headers);
   }
   const release: Contracted = prepared.release;
-  const design: StudyDesign = req.sensitivity ? sensitivityDesign(release, base, req.sensitivity) : await calibrationDesign(deps, caller, release, base, req.calibration!);
+  const design: StudyDesign = req.sensitivity ? sensitivityDesign(release, base, req.sensitivity)
+    : petab ? petabCalibrationDesign(petab.row, req.petab_calibration!)
+      : await calibrationDesign(deps, caller, release, base, req.calibration!);
   const p = prepared.proposal;
   // The lab's findings, under `lab`: not whether an identical lone run exists (nothing to
   // a study), nor a varied input's absence (studyParameters checked both its bounds).
@@ -269,7 +277,7 @@ export async function prepareStudy(
   const findings: Finding[] = prepared.findings.filter((f) => f.path !== 'reuse' && !variedPaths.has(f.path ?? ''))
     .map((f) => ({ ...f, path: f.path ? `lab.${f.path}` : 'lab' }));
   const arm: ExperimentArm = {
-    label: design.kind, workspace_id: req.lab.workspace_id, revision_id: req.lab.revision_id, resolved_ref: p.resolved_ref, package_sha256: p.package_sha256,
+    label: design.kind, workspace_id: lab.workspace_id, revision_id: lab.revision_id, resolved_ref: p.resolved_ref, package_sha256: p.package_sha256,
     inputs: base, compute_profile: p.compute_profile, max_runtime_seconds: p.max_runtime_seconds, replicates: 1, seed, fixed_seed: true, seeds: [seed],
     estimated_max_micros: p.estimated_max_micros, runtime_sha256: p.runtime_sha256, scalar_outputs: [],
   };

@@ -58,6 +58,23 @@ export const calibrationRequest: JsonSchema = obj({
   }, ['patience_batches', 'relative_tolerance'], { description: 'Stop before the budget once the best loss improved by less than relative_tolerance over patience_batches batches.' }),
 }, ['parameters', 'dataset_id', 'observations', 'loss', 'optimizer', 'budget', 'batch_size']);
 
+const profileOptions: JsonSchema = obj({
+  default_step_size_absolute: { type: 'number', exclusiveMinimum: 0 }, min_step_size_absolute: { type: 'number', exclusiveMinimum: 0 }, max_step_size_absolute: { type: 'number', exclusiveMinimum: 0 },
+}, [], { description: 'pyPESTO\'s profile steps on the parameter scale (its ProfileOptions; its defaults when absent). Coarser steps are cheaper and the interval endpoints coarser.' });
+
+export const petabCalibrationRequest: JsonSchema = obj({
+  import_id: str(64, { description: 'A PEtab import (petab_import_execute): its lab is run, its parameter table calibrated.' }),
+  optimizer: { enum: ['fides', 'lbfgsb'], description: 'The local optimiser of each start: fides (trust region, BFGS; default) or scipy\'s L-BFGS-B, on central finite-difference gradients.' },
+  starts: { type: 'integer', minimum: 1, maximum: 1000, description: 'Local starts, drawn uniformly within the bounds on the parameter scale (numpy\'s generator of `seed`).' },
+  max_evaluations: { type: 'integer', minimum: 10, maximum: 100000, description: 'The most NLL evaluations one start makes (default 10,000).' },
+  seed: { ...seed, description: 'The seed of the starts (chosen at plan time when absent).' },
+  profile: obj({
+    parameters: arr(str(200), { maxItems: 200, description: 'Estimated parameters to profile (default: every one; [] for none).' }),
+    options: profileOptions,
+  }, [], { description: 'Profile likelihoods from the best end point, with 95% intervals at ΔNLL = 1.92.' }),
+  compute_profile_id: str(64), max_runtime_seconds: { type: 'integer', minimum: 1, description: 'Each run\'s longest execution (default 900 s).' },
+}, ['import_id', 'starts']);
+
 const parameter: JsonSchema = obj({
   name: str(200), low: num, high: num, distribution: { enum: ['uniform', 'normal'] }, mean: num, sd: num,
 }, ['name', 'low', 'high', 'distribution']);
@@ -86,8 +103,16 @@ export const studyDesign: JsonSchema = {
       stop: { oneOf: [{ type: 'null' }, obj({ patience_batches: count, relative_tolerance: num }, ['patience_batches', 'relative_tolerance'])] },
       run_count: count,
     }, ['kind', 'parameters', 'dataset', 'observations', 'loss', 'noise_sd', 'optimizer', 'budget', 'batch_size', 'seed', 'stop', 'run_count']),
+    obj({
+      kind: { const: 'petab_calibration' }, import_id: str(64), yaml: str(1000),
+      files: arr(obj({ path: str(1000), sha256: sha256Hex }, ['path', 'sha256'])),
+      parameters: arr(obj({ id: str(200), scale: str(10), lb: num, ub: num, nominal: num }, ['id', 'scale', 'lb', 'ub', 'nominal']), { description: 'The estimated parameters in vector order, bounds and nominal values on their scales.' }),
+      optimizer: { enum: ['fides', 'lbfgsb'] }, starts: count, starts_per_run: count, max_evaluations: count, seed,
+      profile: obj({ parameters: arr(str(200)), options: { type: 'object', additionalProperties: num } }, ['parameters', 'options']),
+      profile_runs: count, run_count: count,
+    }, ['kind', 'import_id', 'yaml', 'files', 'parameters', 'optimizer', 'starts', 'starts_per_run', 'max_evaluations', 'seed', 'profile', 'profile_runs', 'run_count']),
   ],
-  description: 'What the study varies and how (sensitivity or calibration), as approved; null for a study of arms.',
+  description: 'What the study varies and how (sensitivity, calibration or PEtab calibration), as approved; null for a study of arms.',
 };
 
 const libraryVersions: JsonSchema = { type: 'object', additionalProperties: str(40), description: 'The analysis libraries that answered, by distribution name.' };
@@ -137,8 +162,49 @@ const calibrationAnalysis: JsonSchema = obj({
   note: str(2000),
 }, ['kind', 'stopped', 'runs_told', 'best', 'loss_curve', 'fitted', 'uncertainty', 'library_versions', 'descriptive', 'note']);
 
-/** What a finished sensitivity or calibration study found; null until then, and for a study of arms. */
+const bound: JsonSchema = { type: ['number', 'null'] };
+const petabAnalysis: JsonSchema = obj({
+  kind: { const: 'petab_calibration' },
+  stopped: { enum: ['completed', 'closed', 'no_runs'] },
+  import_id: str(64), starts_told: count, starts_asked: count,
+  best: {
+    oneOf: [{ type: 'null' }, obj({ nll: num, start: count, run_id: uuid, parameters: { type: 'object', additionalProperties: num } }, ['nll', 'start', 'run_id', 'parameters'])],
+    description: 'The best end point of every start: its NLL and parameters on their scales.',
+  },
+  waterfall: arr(obj({
+    rank: count, start: count, nll: num, evaluations: count, ended: str(40), run_id: uuid, evaluations_sha256: { type: ['string', 'null'] },
+  }, ['rank', 'start', 'nll', 'evaluations', 'ended', 'run_id', 'evaluations_sha256']), { description: 'Every start\'s end point, best first: its NLL, how many evaluations it made and how it ended, and the digest of its evaluations file.' }),
+  within_best: obj({ threshold: num, starts: count, fraction: num }, ['threshold', 'starts', 'fraction'], { description: 'The starts that ended within `threshold` of the best NLL.' }),
+  parameters: arr(obj({
+    id: str(200), scale: str(10), lb: num, ub: num, nominal: num, best: nullableNum,
+    profile: { oneOf: [{ type: 'null' }, obj({ low: bound, high: bound, identifiability: { enum: ['identifiable', 'one_sided', 'flat'] } }, ['low', 'high', 'identifiability'])] },
+    gauss_newton: {
+      oneOf: [{ type: 'null' }, obj({ status: { enum: ['interval', 'flat', 'at_bound'] }, bound: { enum: ['lower', 'upper', null] }, low: bound, high: bound, se: bound }, ['status', 'bound', 'low', 'high', 'se'])],
+      description: 'The Gauss-Newton (asymptotic) view at the best point: an interval, or none where the curvature is flat or the parameter sits at a bound.',
+    },
+    agreement: { enum: ['agree', 'disagree', null] },
+  }, ['id', 'scale', 'lb', 'ub', 'nominal', 'best', 'profile', 'gauss_newton', 'agreement']), { description: 'Each estimated parameter on its scale: its best value, its profile\'s 95% interval and flag, and the Gauss-Newton interval beside it.' }),
+  profiles: arr(obj({
+    parameter: str(200), threshold: num, low: bound, high: bound, identifiability: { enum: ['identifiable', 'one_sided', 'flat'] },
+    points: arr(arr(nullableNum), { description: 'The profile\'s path: [value on the scale, NLL].' }),
+  }, ['parameter', 'threshold', 'low', 'high', 'identifiability', 'points'])),
+  fits: arr(obj({
+    observable: str(200), transformation: { enum: ['lin', 'log', 'log10'] }, noise_distribution: { enum: ['normal', 'laplace'] },
+    points: arr(obj({
+      condition: str(200), preequilibration: { type: ['string', 'null'] }, time: num, measurement: nullableNum, simulation: nullableNum, sigma: nullableNum, low: nullableNum, high: nullableNum,
+    }, ['condition', 'preequilibration', 'time', 'measurement', 'simulation', 'sigma', 'low', 'high'])),
+  }, ['observable', 'transformation', 'noise_distribution', 'points']), {
+    description: 'Each observable\'s measurements beside its simulation at the best point, with the noise scale the likelihood gives each (sigma, on the observable\'s transformation) and the band of one noise scale about the simulation (low, high).',
+  }),
+  gauss_newton: { oneOf: [{ type: 'null' }, obj({ method: { const: 'gauss_newton' }, level: { const: 0.95 }, positive_definite: { type: 'boolean' }, eigenvalues: arr(num), flat: arr(str(200)) }, ['method', 'level', 'positive_definite', 'eigenvalues', 'flat'])] },
+  disagreements: arr(str(2000), { description: 'Where the profile and the Gauss-Newton view of a parameter disagree, in words.' }),
+  library_versions: libraryVersions,
+  descriptive: { const: true },
+  note: str(2000),
+}, ['kind', 'stopped', 'import_id', 'starts_told', 'starts_asked', 'best', 'waterfall', 'within_best', 'parameters', 'profiles', 'fits', 'gauss_newton', 'disagreements', 'library_versions', 'descriptive', 'note']);
+
+/** What a finished study found; null until then, and for a study of arms. */
 export const studyAnalysis: JsonSchema = {
-  oneOf: [{ type: 'null' }, sensitivityAnalysis, calibrationAnalysis],
+  oneOf: [{ type: 'null' }, sensitivityAnalysis, calibrationAnalysis, petabAnalysis],
   description: 'What the study found, stored when it ends (null before, and for a study of arms). Descriptive: no statement of scientific validity.',
 };

@@ -19,7 +19,7 @@ export const passport: JsonSchema = obj({
       obj({ kind: { const: 'run' }, run_id: uuid, resolved_ref: nullableStr(300), package_sha256: nullableStr(80) }, ['kind', 'run_id', 'resolved_ref', 'package_sha256']),
       obj({ kind: { const: 'workspace_revision' }, workspace_id: uuid, revision_id: uuid, tree_sha256: nullableStr(80) }, ['kind', 'workspace_id', 'revision_id', 'tree_sha256']),
       obj({
-        kind: { const: 'experiment' }, experiment_id: str(64), study_kind: { enum: ['arms', 'sensitivity', 'calibration'] },
+        kind: { const: 'experiment' }, experiment_id: str(64), study_kind: { enum: ['arms', 'sensitivity', 'calibration', 'petab_calibration'] },
         design_sha256: { ...nullableStr(80), description: 'SHA-256 of the RFC 8785 canonical JSON of the approved design (null for a study of arms).' },
       }, ['kind', 'experiment_id', 'study_kind', 'design_sha256']),
     ],

@@ -82,3 +82,14 @@ export async function setStudyAnalysis(db: Db, experimentId: string, analysis: R
   await db('experiments').where({ id: experimentId }).update({ analysis: JSON.stringify(analysis), updated_at: db.fn.now() });
 }
 
+
+/** The point a study's run executes (its parameter set and the optimizer's attributes), or undefined. */
+export async function pointOfRun(db: Db, runId: string): Promise<Pick<StudyPoint, 'idx' | 'batch' | 'params' | 'attrs'> | undefined> {
+  return db('experiment_points').where({ run_id: runId }).first('idx', 'batch', 'params', 'attrs');
+}
+
+/** The data of a run's `progress` events of one phase, in order: what an execution left for the one after it. */
+export async function progressOfPhase(db: Db, runId: string, phase: string): Promise<Array<Record<string, unknown>>> {
+  const rows: Array<{ data: Record<string, unknown> }> = await db('run_events').where({ run_id: runId, type: 'progress' }).whereRaw(`data->>'phase' = ?`, [phase]).orderBy('seq').select('data');
+  return rows.map((r) => r.data);
+}

@@ -1,16 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { chmod, cp, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { parse as parseYaml } from 'yaml';
 import pLimit from 'p-limit';
 import { runEngine, type EngineRequest, type EngineOutcome } from '../../activities/petab/engine.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { testSandbox } from '../helpers.ts';
+import { pypesto } from '../petabProblems.ts';
 
 // The PEtab engine on public reference problems (test/fixtures/petab/SOURCES.md), each run
 // sandboxed in the PEtab toolkit's environment as the service runs it.
@@ -134,23 +133,6 @@ test('a malformed problem gets the petab library\'s own findings, each naming th
   }
 });
 
-/** pyPESTO in-process on the same problem (test/differential/petab_pypesto.py): its starts first, then its end points. */
-function pypesto(yaml: string, seed: number, starts: number, profiles: { parameters: string[]; options: Record<string, number> }): {
-  starts: Promise<{ parameters: string[]; starts: number[][] }>; ends: Promise<{ ends: Array<{ start: number; fval: number; x: number[] }> }>;
-  profiles: Promise<{ profiles: Array<{ parameter: string; low: number; high: number }> }>;
-} {
-  const child = spawn(PYTHON!, [path.join(REPO_ROOT, 'test/differential/petab_pypesto.py'), yaml, String(seed), String(starts), JSON.stringify(profiles)], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const lines = createInterface({ input: child.stdout });
-  const seen: Array<Record<string, any>> = [];
-  const waiters: Array<() => void> = [];
-  lines.on('line', (l) => { seen.push(JSON.parse(l)); waiters.splice(0).forEach((w) => w()); });
-  const nth = (n: number) => new Promise<any>((resolve, reject) => {
-    const check = () => (seen.length > n ? resolve(seen[n]) : waiters.push(check));
-    child.once('exit', (code) => seen.length > n || reject(new Error(`pyPESTO exited with ${code}`)));
-    check();
-  });
-  return { starts: nth(0), ends: nth(1), profiles: nth(2) };
-}
 
 // One profile, with pyPESTO's steps made coarser than its defaults (the same for both
 // sides): a profile at the defaults costs about a minute of a core on Boehm, and one whose

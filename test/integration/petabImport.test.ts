@@ -2,13 +2,14 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { call, closeTestDb, errorOf, newAccount, silicoCli, testDb, uploadFile } from '../helpers.ts';
 import { mcpClients } from '../mcpClients.ts';
+import { petabSkip, problemOf } from '../petabProblems.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 
 // PEtab problems of the public collection (test/fixtures/petab/SOURCES.md) imported
@@ -16,16 +17,9 @@ import { REPO_ROOT } from '../../deploy/local/paths.ts';
 // checked on a compute worker by the petab library in the sandboxed toolkit.
 
 after(closeTestDb);
-const skip = !process.env.SILICO_PETAB_PYTHON && 'the PEtab toolkit (SILICO_PETAB_PYTHON) is set up by npm test';
-const BENCHMARK = path.join(REPO_ROOT, 'test/fixtures/petab/benchmark');
+const skip = petabSkip;
 const BOEHM = 'Boehm_JProteomeRes2014';
 const clients = mcpClients();
-
-/** A problem's files as the collection has them (SOURCE.md, which names their source, is the fixture's, not the problem's). */
-async function problemOf(name: string): Promise<Array<{ path: string; bytes: Buffer }>> {
-  const dir = path.join(BENCHMARK, name);
-  return Promise.all((await readdir(dir)).filter((f) => f !== 'SOURCE.md').sort().map(async (f) => ({ path: f, bytes: await readFile(path.join(dir, f)) })));
-}
 
 /** The files in one ZIP archive under `folder/`, made by Python's own zipfile, as an archiver would. */
 async function zipOf(files: Array<{ path: string; bytes: Buffer }>, folder: string): Promise<Buffer> {

@@ -2645,6 +2645,35 @@ export interface operations {
                         workspace_id: string;
                     };
                     name: string;
+                    petab_calibration?: {
+                        compute_profile_id?: string;
+                        /** @description A PEtab import (petab_import_execute): its lab is run, its parameter table calibrated. */
+                        import_id: string;
+                        /** @description The most NLL evaluations one start makes (default 10,000). */
+                        max_evaluations?: number;
+                        /** @description Each run's longest execution (default 900 s). */
+                        max_runtime_seconds?: number;
+                        /**
+                         * @description The local optimiser of each start: fides (trust region, BFGS; default) or scipy's L-BFGS-B, on central finite-difference gradients.
+                         * @enum {unknown}
+                         */
+                        optimizer?: "fides" | "lbfgsb";
+                        /** @description Profile likelihoods from the best end point, with 95% intervals at ΔNLL = 1.92. */
+                        profile?: {
+                            /** @description pyPESTO's profile steps on the parameter scale (its ProfileOptions; its defaults when absent). Coarser steps are cheaper and the interval endpoints coarser. */
+                            options?: {
+                                default_step_size_absolute?: number;
+                                max_step_size_absolute?: number;
+                                min_step_size_absolute?: number;
+                            };
+                            /** @description Estimated parameters to profile (default: every one; [] for none). */
+                            parameters?: string[];
+                        };
+                        /** @description The seed of the starts (chosen at plan time when absent). */
+                        seed?: number;
+                        /** @description Local starts, drawn uniformly within the bounds on the parameter scale (numpy's generator of `seed`). */
+                        starts: number;
+                    };
                     sensitivity?: {
                         /** @description N: Sobol' takes N(D + 2) runs (N a power of 2); Morris takes N trajectories of D + 1 runs. */
                         base_sample: number;
@@ -2731,7 +2760,7 @@ export interface operations {
                             /** Format: uuid */
                             workspace_id: string;
                         }[];
-                        /** @description What the study varies and how (sensitivity or calibration), as approved; null for a study of arms. */
+                        /** @description What the study varies and how (sensitivity, calibration or PEtab calibration), as approved; null for a study of arms. */
                         design: null | {
                             base_sample: number;
                             /** @constant */
@@ -2807,6 +2836,38 @@ export interface operations {
                                 patience_batches: number;
                                 relative_tolerance: number;
                             };
+                        } | {
+                            files: {
+                                path: string;
+                                /** @description 64 lowercase hex characters */
+                                sha256: string;
+                            }[];
+                            import_id: string;
+                            /** @constant */
+                            kind: "petab_calibration";
+                            max_evaluations: number;
+                            /** @enum {unknown} */
+                            optimizer: "fides" | "lbfgsb";
+                            /** @description The estimated parameters in vector order, bounds and nominal values on their scales. */
+                            parameters: {
+                                id: string;
+                                lb: number;
+                                nominal: number;
+                                scale: string;
+                                ub: number;
+                            }[];
+                            profile: {
+                                options: {
+                                    [key: string]: number;
+                                };
+                                parameters: string[];
+                            };
+                            profile_runs: number;
+                            run_count: number;
+                            seed: number;
+                            starts: number;
+                            starts_per_run: number;
+                            yaml: string;
                         };
                         /** @description The exact object `plan_sha256` digests (RFC 8785 canonical JSON), to recompute it. */
                         digest_input: {
@@ -2838,10 +2899,10 @@ export interface operations {
                         /** @description Empty when none was given. */
                         goal: string;
                         /**
-                         * @description `arms`: arms compared; `sensitivity`: which parameters matter; `calibration`: which values explain a dataset.
+                         * @description `arms`: arms compared; `sensitivity`: which parameters matter; `calibration`: which values explain a dataset; `petab_calibration`: an imported PEtab problem calibrated by multi-start local optimisation, with profiles.
                          * @enum {unknown}
                          */
-                        kind: "arms" | "sensitivity" | "calibration";
+                        kind: "arms" | "sensitivity" | "calibration" | "petab_calibration";
                         links: Record<string, unknown>;
                         name: string;
                         next_actions: {
@@ -2920,7 +2981,7 @@ export interface operations {
                                 file_id: string;
                                 file_name: string;
                                 /** @enum {unknown} */
-                                format: "csv" | "svg" | "json";
+                                format: "csv" | "svg" | "json" | "zip";
                                 /** @description Lowercase hex SHA-256 of the bytes: verify a download against it. */
                                 sha256: string;
                                 size_bytes: number;
@@ -2943,10 +3004,10 @@ export interface operations {
                             /** @description identifier (exp_...) */
                             id: string;
                             /**
-                             * @description `arms`: arms compared; `sensitivity`: which parameters matter; `calibration`: which values explain a dataset.
+                             * @description `arms`: arms compared; `sensitivity`: which parameters matter; `calibration`: which values explain a dataset; `petab_calibration`: an imported PEtab problem calibrated by multi-start local optimisation, with profiles.
                              * @enum {unknown}
                              */
-                            kind: "arms" | "sensitivity" | "calibration";
+                            kind: "arms" | "sensitivity" | "calibration" | "petab_calibration";
                             name: string;
                             /** @constant */
                             object: "experiment";
@@ -3132,6 +3193,114 @@ export interface operations {
                                 note: string;
                                 residual_sd?: number;
                             };
+                        } | {
+                            /** @description The best end point of every start: its NLL and parameters on their scales. */
+                            best: null | {
+                                nll: number;
+                                parameters: {
+                                    [key: string]: number;
+                                };
+                                /** Format: uuid */
+                                run_id: string;
+                                start: number;
+                            };
+                            /** @constant */
+                            descriptive: true;
+                            /** @description Where the profile and the Gauss-Newton view of a parameter disagree, in words. */
+                            disagreements: string[];
+                            /** @description Each observable's measurements beside its simulation at the best point, with the noise scale the likelihood gives each (sigma, on the observable's transformation) and the band of one noise scale about the simulation (low, high). */
+                            fits: {
+                                /** @enum {unknown} */
+                                noise_distribution: "normal" | "laplace";
+                                observable: string;
+                                points: {
+                                    condition: string;
+                                    high: number | null;
+                                    low: number | null;
+                                    measurement: number | null;
+                                    preequilibration: string | null;
+                                    sigma: number | null;
+                                    simulation: number | null;
+                                    time: number;
+                                }[];
+                                /** @enum {unknown} */
+                                transformation: "lin" | "log" | "log10";
+                            }[];
+                            gauss_newton: null | {
+                                eigenvalues: number[];
+                                flat: string[];
+                                /** @constant */
+                                level: 0.95;
+                                /** @constant */
+                                method: "gauss_newton";
+                                positive_definite: boolean;
+                            };
+                            import_id: string;
+                            /** @constant */
+                            kind: "petab_calibration";
+                            /** @description The analysis libraries that answered, by distribution name. */
+                            library_versions: {
+                                [key: string]: string;
+                            };
+                            note: string;
+                            /** @description Each estimated parameter on its scale: its best value, its profile's 95% interval and flag, and the Gauss-Newton interval beside it. */
+                            parameters: {
+                                /** @enum {unknown} */
+                                agreement: "agree" | "disagree" | null;
+                                best: number | null;
+                                /** @description The Gauss-Newton (asymptotic) view at the best point: an interval, or none where the curvature is flat or the parameter sits at a bound. */
+                                gauss_newton: null | {
+                                    /** @enum {unknown} */
+                                    bound: "lower" | "upper" | null;
+                                    high: number | null;
+                                    low: number | null;
+                                    se: number | null;
+                                    /** @enum {unknown} */
+                                    status: "interval" | "flat" | "at_bound";
+                                };
+                                id: string;
+                                lb: number;
+                                nominal: number;
+                                profile: null | {
+                                    high: number | null;
+                                    /** @enum {unknown} */
+                                    identifiability: "identifiable" | "one_sided" | "flat";
+                                    low: number | null;
+                                };
+                                scale: string;
+                                ub: number;
+                            }[];
+                            profiles: {
+                                high: number | null;
+                                /** @enum {unknown} */
+                                identifiability: "identifiable" | "one_sided" | "flat";
+                                low: number | null;
+                                parameter: string;
+                                /** @description The profile's path: [value on the scale, NLL]. */
+                                points: (number | null)[][];
+                                threshold: number;
+                            }[];
+                            starts_asked: number;
+                            starts_told: number;
+                            /** @enum {unknown} */
+                            stopped: "completed" | "closed" | "no_runs";
+                            /** @description Every start's end point, best first: its NLL, how many evaluations it made and how it ended, and the digest of its evaluations file. */
+                            waterfall: {
+                                ended: string;
+                                evaluations: number;
+                                evaluations_sha256: string | null;
+                                nll: number;
+                                rank: number;
+                                /** Format: uuid */
+                                run_id: string;
+                                start: number;
+                            }[];
+                            /** @description The starts that ended within `threshold` of the best NLL. */
+                            within_best: {
+                                fraction: number;
+                                starts: number;
+                                threshold: number;
+                            };
                         };
                         arm_labels: string[];
                         arms: {
@@ -3189,7 +3358,7 @@ export interface operations {
                             file_id: string;
                             file_name: string;
                             /** @enum {unknown} */
-                            format: "csv" | "svg" | "json";
+                            format: "csv" | "svg" | "json" | "zip";
                             /** @description Lowercase hex SHA-256 of the bytes: verify a download against it. */
                             sha256: string;
                             size_bytes: number;
@@ -3251,7 +3420,7 @@ export interface operations {
                         credits_reserved: number;
                         /** @description US dollars charged so far for its ended runs (detached ones included). */
                         credits_settled: number;
-                        /** @description What the study varies and how (sensitivity or calibration), as approved; null for a study of arms. */
+                        /** @description What the study varies and how (sensitivity, calibration or PEtab calibration), as approved; null for a study of arms. */
                         design: null | {
                             base_sample: number;
                             /** @constant */
@@ -3327,6 +3496,38 @@ export interface operations {
                                 patience_batches: number;
                                 relative_tolerance: number;
                             };
+                        } | {
+                            files: {
+                                path: string;
+                                /** @description 64 lowercase hex characters */
+                                sha256: string;
+                            }[];
+                            import_id: string;
+                            /** @constant */
+                            kind: "petab_calibration";
+                            max_evaluations: number;
+                            /** @enum {unknown} */
+                            optimizer: "fides" | "lbfgsb";
+                            /** @description The estimated parameters in vector order, bounds and nominal values on their scales. */
+                            parameters: {
+                                id: string;
+                                lb: number;
+                                nominal: number;
+                                scale: string;
+                                ub: number;
+                            }[];
+                            profile: {
+                                options: {
+                                    [key: string]: number;
+                                };
+                                parameters: string[];
+                            };
+                            profile_runs: number;
+                            run_count: number;
+                            seed: number;
+                            starts: number;
+                            starts_per_run: number;
+                            yaml: string;
                         };
                         /** @description Runs detached from the study (absent with include_runs false). */
                         detached_runs?: {
@@ -3357,10 +3558,10 @@ export interface operations {
                         /** @description identifier (exp_...) */
                         id: string;
                         /**
-                         * @description `arms`: arms compared; `sensitivity`: which parameters matter; `calibration`: which values explain a dataset.
+                         * @description `arms`: arms compared; `sensitivity`: which parameters matter; `calibration`: which values explain a dataset; `petab_calibration`: an imported PEtab problem calibrated by multi-start local optimisation, with profiles.
                          * @enum {unknown}
                          */
-                        kind: "arms" | "sensitivity" | "calibration";
+                        kind: "arms" | "sensitivity" | "calibration" | "petab_calibration";
                         links: Record<string, unknown>;
                         name: string;
                         next_actions: {
@@ -3540,6 +3741,114 @@ export interface operations {
                                 note: string;
                                 residual_sd?: number;
                             };
+                        } | {
+                            /** @description The best end point of every start: its NLL and parameters on their scales. */
+                            best: null | {
+                                nll: number;
+                                parameters: {
+                                    [key: string]: number;
+                                };
+                                /** Format: uuid */
+                                run_id: string;
+                                start: number;
+                            };
+                            /** @constant */
+                            descriptive: true;
+                            /** @description Where the profile and the Gauss-Newton view of a parameter disagree, in words. */
+                            disagreements: string[];
+                            /** @description Each observable's measurements beside its simulation at the best point, with the noise scale the likelihood gives each (sigma, on the observable's transformation) and the band of one noise scale about the simulation (low, high). */
+                            fits: {
+                                /** @enum {unknown} */
+                                noise_distribution: "normal" | "laplace";
+                                observable: string;
+                                points: {
+                                    condition: string;
+                                    high: number | null;
+                                    low: number | null;
+                                    measurement: number | null;
+                                    preequilibration: string | null;
+                                    sigma: number | null;
+                                    simulation: number | null;
+                                    time: number;
+                                }[];
+                                /** @enum {unknown} */
+                                transformation: "lin" | "log" | "log10";
+                            }[];
+                            gauss_newton: null | {
+                                eigenvalues: number[];
+                                flat: string[];
+                                /** @constant */
+                                level: 0.95;
+                                /** @constant */
+                                method: "gauss_newton";
+                                positive_definite: boolean;
+                            };
+                            import_id: string;
+                            /** @constant */
+                            kind: "petab_calibration";
+                            /** @description The analysis libraries that answered, by distribution name. */
+                            library_versions: {
+                                [key: string]: string;
+                            };
+                            note: string;
+                            /** @description Each estimated parameter on its scale: its best value, its profile's 95% interval and flag, and the Gauss-Newton interval beside it. */
+                            parameters: {
+                                /** @enum {unknown} */
+                                agreement: "agree" | "disagree" | null;
+                                best: number | null;
+                                /** @description The Gauss-Newton (asymptotic) view at the best point: an interval, or none where the curvature is flat or the parameter sits at a bound. */
+                                gauss_newton: null | {
+                                    /** @enum {unknown} */
+                                    bound: "lower" | "upper" | null;
+                                    high: number | null;
+                                    low: number | null;
+                                    se: number | null;
+                                    /** @enum {unknown} */
+                                    status: "interval" | "flat" | "at_bound";
+                                };
+                                id: string;
+                                lb: number;
+                                nominal: number;
+                                profile: null | {
+                                    high: number | null;
+                                    /** @enum {unknown} */
+                                    identifiability: "identifiable" | "one_sided" | "flat";
+                                    low: number | null;
+                                };
+                                scale: string;
+                                ub: number;
+                            }[];
+                            profiles: {
+                                high: number | null;
+                                /** @enum {unknown} */
+                                identifiability: "identifiable" | "one_sided" | "flat";
+                                low: number | null;
+                                parameter: string;
+                                /** @description The profile's path: [value on the scale, NLL]. */
+                                points: (number | null)[][];
+                                threshold: number;
+                            }[];
+                            starts_asked: number;
+                            starts_told: number;
+                            /** @enum {unknown} */
+                            stopped: "completed" | "closed" | "no_runs";
+                            /** @description Every start's end point, best first: its NLL, how many evaluations it made and how it ended, and the digest of its evaluations file. */
+                            waterfall: {
+                                ended: string;
+                                evaluations: number;
+                                evaluations_sha256: string | null;
+                                nll: number;
+                                rank: number;
+                                /** Format: uuid */
+                                run_id: string;
+                                start: number;
+                            }[];
+                            /** @description The starts that ended within `threshold` of the best NLL. */
+                            within_best: {
+                                fraction: number;
+                                starts: number;
+                                threshold: number;
+                            };
                         };
                         arm_labels: string[];
                         arms: {
@@ -3597,7 +3906,7 @@ export interface operations {
                             file_id: string;
                             file_name: string;
                             /** @enum {unknown} */
-                            format: "csv" | "svg" | "json";
+                            format: "csv" | "svg" | "json" | "zip";
                             /** @description Lowercase hex SHA-256 of the bytes: verify a download against it. */
                             sha256: string;
                             size_bytes: number;
@@ -3659,7 +3968,7 @@ export interface operations {
                         credits_reserved: number;
                         /** @description US dollars charged so far for its ended runs (detached ones included). */
                         credits_settled: number;
-                        /** @description What the study varies and how (sensitivity or calibration), as approved; null for a study of arms. */
+                        /** @description What the study varies and how (sensitivity, calibration or PEtab calibration), as approved; null for a study of arms. */
                         design: null | {
                             base_sample: number;
                             /** @constant */
@@ -3735,6 +4044,38 @@ export interface operations {
                                 patience_batches: number;
                                 relative_tolerance: number;
                             };
+                        } | {
+                            files: {
+                                path: string;
+                                /** @description 64 lowercase hex characters */
+                                sha256: string;
+                            }[];
+                            import_id: string;
+                            /** @constant */
+                            kind: "petab_calibration";
+                            max_evaluations: number;
+                            /** @enum {unknown} */
+                            optimizer: "fides" | "lbfgsb";
+                            /** @description The estimated parameters in vector order, bounds and nominal values on their scales. */
+                            parameters: {
+                                id: string;
+                                lb: number;
+                                nominal: number;
+                                scale: string;
+                                ub: number;
+                            }[];
+                            profile: {
+                                options: {
+                                    [key: string]: number;
+                                };
+                                parameters: string[];
+                            };
+                            profile_runs: number;
+                            run_count: number;
+                            seed: number;
+                            starts: number;
+                            starts_per_run: number;
+                            yaml: string;
                         };
                         /** @description Runs detached from the study (absent with include_runs false). */
                         detached_runs?: {
@@ -3765,10 +4106,10 @@ export interface operations {
                         /** @description identifier (exp_...) */
                         id: string;
                         /**
-                         * @description `arms`: arms compared; `sensitivity`: which parameters matter; `calibration`: which values explain a dataset.
+                         * @description `arms`: arms compared; `sensitivity`: which parameters matter; `calibration`: which values explain a dataset; `petab_calibration`: an imported PEtab problem calibrated by multi-start local optimisation, with profiles.
                          * @enum {unknown}
                          */
-                        kind: "arms" | "sensitivity" | "calibration";
+                        kind: "arms" | "sensitivity" | "calibration" | "petab_calibration";
                         links: Record<string, unknown>;
                         name: string;
                         next_actions: {
@@ -3955,6 +4296,114 @@ export interface operations {
                                 note: string;
                                 residual_sd?: number;
                             };
+                        } | {
+                            /** @description The best end point of every start: its NLL and parameters on their scales. */
+                            best: null | {
+                                nll: number;
+                                parameters: {
+                                    [key: string]: number;
+                                };
+                                /** Format: uuid */
+                                run_id: string;
+                                start: number;
+                            };
+                            /** @constant */
+                            descriptive: true;
+                            /** @description Where the profile and the Gauss-Newton view of a parameter disagree, in words. */
+                            disagreements: string[];
+                            /** @description Each observable's measurements beside its simulation at the best point, with the noise scale the likelihood gives each (sigma, on the observable's transformation) and the band of one noise scale about the simulation (low, high). */
+                            fits: {
+                                /** @enum {unknown} */
+                                noise_distribution: "normal" | "laplace";
+                                observable: string;
+                                points: {
+                                    condition: string;
+                                    high: number | null;
+                                    low: number | null;
+                                    measurement: number | null;
+                                    preequilibration: string | null;
+                                    sigma: number | null;
+                                    simulation: number | null;
+                                    time: number;
+                                }[];
+                                /** @enum {unknown} */
+                                transformation: "lin" | "log" | "log10";
+                            }[];
+                            gauss_newton: null | {
+                                eigenvalues: number[];
+                                flat: string[];
+                                /** @constant */
+                                level: 0.95;
+                                /** @constant */
+                                method: "gauss_newton";
+                                positive_definite: boolean;
+                            };
+                            import_id: string;
+                            /** @constant */
+                            kind: "petab_calibration";
+                            /** @description The analysis libraries that answered, by distribution name. */
+                            library_versions: {
+                                [key: string]: string;
+                            };
+                            note: string;
+                            /** @description Each estimated parameter on its scale: its best value, its profile's 95% interval and flag, and the Gauss-Newton interval beside it. */
+                            parameters: {
+                                /** @enum {unknown} */
+                                agreement: "agree" | "disagree" | null;
+                                best: number | null;
+                                /** @description The Gauss-Newton (asymptotic) view at the best point: an interval, or none where the curvature is flat or the parameter sits at a bound. */
+                                gauss_newton: null | {
+                                    /** @enum {unknown} */
+                                    bound: "lower" | "upper" | null;
+                                    high: number | null;
+                                    low: number | null;
+                                    se: number | null;
+                                    /** @enum {unknown} */
+                                    status: "interval" | "flat" | "at_bound";
+                                };
+                                id: string;
+                                lb: number;
+                                nominal: number;
+                                profile: null | {
+                                    high: number | null;
+                                    /** @enum {unknown} */
+                                    identifiability: "identifiable" | "one_sided" | "flat";
+                                    low: number | null;
+                                };
+                                scale: string;
+                                ub: number;
+                            }[];
+                            profiles: {
+                                high: number | null;
+                                /** @enum {unknown} */
+                                identifiability: "identifiable" | "one_sided" | "flat";
+                                low: number | null;
+                                parameter: string;
+                                /** @description The profile's path: [value on the scale, NLL]. */
+                                points: (number | null)[][];
+                                threshold: number;
+                            }[];
+                            starts_asked: number;
+                            starts_told: number;
+                            /** @enum {unknown} */
+                            stopped: "completed" | "closed" | "no_runs";
+                            /** @description Every start's end point, best first: its NLL, how many evaluations it made and how it ended, and the digest of its evaluations file. */
+                            waterfall: {
+                                ended: string;
+                                evaluations: number;
+                                evaluations_sha256: string | null;
+                                nll: number;
+                                rank: number;
+                                /** Format: uuid */
+                                run_id: string;
+                                start: number;
+                            }[];
+                            /** @description The starts that ended within `threshold` of the best NLL. */
+                            within_best: {
+                                fraction: number;
+                                starts: number;
+                                threshold: number;
+                            };
                         };
                         arm_labels: string[];
                         arms: {
@@ -4012,7 +4461,7 @@ export interface operations {
                             file_id: string;
                             file_name: string;
                             /** @enum {unknown} */
-                            format: "csv" | "svg" | "json";
+                            format: "csv" | "svg" | "json" | "zip";
                             /** @description Lowercase hex SHA-256 of the bytes: verify a download against it. */
                             sha256: string;
                             size_bytes: number;
@@ -4074,7 +4523,7 @@ export interface operations {
                         credits_reserved: number;
                         /** @description US dollars charged so far for its ended runs (detached ones included). */
                         credits_settled: number;
-                        /** @description What the study varies and how (sensitivity or calibration), as approved; null for a study of arms. */
+                        /** @description What the study varies and how (sensitivity, calibration or PEtab calibration), as approved; null for a study of arms. */
                         design: null | {
                             base_sample: number;
                             /** @constant */
@@ -4150,6 +4599,38 @@ export interface operations {
                                 patience_batches: number;
                                 relative_tolerance: number;
                             };
+                        } | {
+                            files: {
+                                path: string;
+                                /** @description 64 lowercase hex characters */
+                                sha256: string;
+                            }[];
+                            import_id: string;
+                            /** @constant */
+                            kind: "petab_calibration";
+                            max_evaluations: number;
+                            /** @enum {unknown} */
+                            optimizer: "fides" | "lbfgsb";
+                            /** @description The estimated parameters in vector order, bounds and nominal values on their scales. */
+                            parameters: {
+                                id: string;
+                                lb: number;
+                                nominal: number;
+                                scale: string;
+                                ub: number;
+                            }[];
+                            profile: {
+                                options: {
+                                    [key: string]: number;
+                                };
+                                parameters: string[];
+                            };
+                            profile_runs: number;
+                            run_count: number;
+                            seed: number;
+                            starts: number;
+                            starts_per_run: number;
+                            yaml: string;
                         };
                         /** @description Runs detached from the study (absent with include_runs false). */
                         detached_runs?: {
@@ -4180,10 +4661,10 @@ export interface operations {
                         /** @description identifier (exp_...) */
                         id: string;
                         /**
-                         * @description `arms`: arms compared; `sensitivity`: which parameters matter; `calibration`: which values explain a dataset.
+                         * @description `arms`: arms compared; `sensitivity`: which parameters matter; `calibration`: which values explain a dataset; `petab_calibration`: an imported PEtab problem calibrated by multi-start local optimisation, with profiles.
                          * @enum {unknown}
                          */
-                        kind: "arms" | "sensitivity" | "calibration";
+                        kind: "arms" | "sensitivity" | "calibration" | "petab_calibration";
                         links: Record<string, unknown>;
                         name: string;
                         next_actions: {
@@ -6471,7 +6952,7 @@ export interface operations {
                             /** @constant */
                             kind: "experiment";
                             /** @enum {unknown} */
-                            study_kind: "arms" | "sensitivity" | "calibration";
+                            study_kind: "arms" | "sensitivity" | "calibration" | "petab_calibration";
                         };
                         warnings: Record<string, unknown>[];
                     };
@@ -8602,7 +9083,7 @@ export interface operations {
                                             /** @constant */
                                             kind: "experiment";
                                             /** @enum {unknown} */
-                                            study_kind: "arms" | "sensitivity" | "calibration";
+                                            study_kind: "arms" | "sensitivity" | "calibration" | "petab_calibration";
                                         };
                                     } | {
                                         name: string;
@@ -8949,7 +9430,7 @@ export interface operations {
                                             /** @constant */
                                             kind: "experiment";
                                             /** @enum {unknown} */
-                                            study_kind: "arms" | "sensitivity" | "calibration";
+                                            study_kind: "arms" | "sensitivity" | "calibration" | "petab_calibration";
                                         };
                                     } | {
                                         name: string;
@@ -9209,7 +9690,7 @@ export interface operations {
                                             /** @constant */
                                             kind: "experiment";
                                             /** @enum {unknown} */
-                                            study_kind: "arms" | "sensitivity" | "calibration";
+                                            study_kind: "arms" | "sensitivity" | "calibration" | "petab_calibration";
                                         };
                                     } | {
                                         name: string;
@@ -9389,7 +9870,7 @@ export interface operations {
                                             /** @constant */
                                             kind: "experiment";
                                             /** @enum {unknown} */
-                                            study_kind: "arms" | "sensitivity" | "calibration";
+                                            study_kind: "arms" | "sensitivity" | "calibration" | "petab_calibration";
                                         };
                                     } | {
                                         name: string;
@@ -9864,7 +10345,7 @@ export interface operations {
                                             /** @constant */
                                             kind: "experiment";
                                             /** @enum {unknown} */
-                                            study_kind: "arms" | "sensitivity" | "calibration";
+                                            study_kind: "arms" | "sensitivity" | "calibration" | "petab_calibration";
                                         };
                                     } | {
                                         name: string;
@@ -10119,7 +10600,7 @@ export interface operations {
                                         /** @constant */
                                         kind: "experiment";
                                         /** @enum {unknown} */
-                                        study_kind: "arms" | "sensitivity" | "calibration";
+                                        study_kind: "arms" | "sensitivity" | "calibration" | "petab_calibration";
                                     };
                                 } | {
                                     name: string;

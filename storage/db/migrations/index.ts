@@ -44,6 +44,7 @@ import * as acceptExperimentRuns from './044_accept_experiment_runs.ts';
 import * as computeProfilesNotify from './045_compute_profiles_notify.ts';
 import * as releasesNotify from './046_releases_notify.ts';
 import * as petabImports from './047_petab_imports.ts';
+import * as petabCalibrations from './048_petab_calibrations.ts';
 import * as biologyResources from './025_biology_resources.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
@@ -97,6 +98,7 @@ const migrations: Record<string, Migration> = {
   '045_compute_profiles_notify': computeProfilesNotify,
   '046_releases_notify': releasesNotify,
   '047_petab_imports': petabImports,
+  '048_petab_calibrations': petabCalibrations,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
