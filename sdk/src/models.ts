@@ -71,12 +71,14 @@ export type ExperimentRun = NonNullable<ExperimentArm['runs']>[number];
 export type RunTotals = Experiment['run_totals'];
 /** The comparison across arms, from completed attached runs only (descriptive). */
 export type Comparison = Experiment['comparison'];
-/** What a sensitivity or calibration study found (null until it ends, and for a study of arms). */
+/** What a sensitivity, calibration or PEtab calibration study found (null until it ends, and for a study of arms). */
 export type StudyAnalysis = Experiment['analysis'];
 /** A sensitivity study's indices, per output. */
 export type SensitivityAnalysis = Extract<NonNullable<StudyAnalysis>, { kind: 'sensitivity' }>;
 /** A calibration's best parameters, loss curve, fit and intervals. */
 export type CalibrationAnalysis = Extract<NonNullable<StudyAnalysis>, { kind: 'calibration' }>;
+/** A PEtab calibration's waterfall, best parameters, fits, profiles and Gauss-Newton view. */
+export type PetabCalibrationAnalysis = Extract<NonNullable<StudyAnalysis>, { kind: 'petab_calibration' }>;
 /** One arm's summary of one numeric scalar output. */
 export type OutputMetrics = NonNullable<Comparison['arms'][number]['metrics']>[string];
 /** A descriptive Welch t-test of arm 0 against arm 1. */

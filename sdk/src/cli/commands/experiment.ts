@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import cliProgress from 'cli-progress';
 import type { Silico } from '../../client.ts';
-import type { Comparison, Experiment, ExperimentPlan, RunTotals, StudyRun } from '../../models.ts';
+import type { Comparison, Experiment, ExperimentPlan, PetabCalibrationAnalysis, RunTotals, StudyRun } from '../../models.ts';
 import { EXIT, UsageError, table, type Out } from '../output.ts';
 import { studyFromYaml } from '../studyFile.ts';
 import { approvePlan } from './run.ts';
@@ -23,8 +23,15 @@ function seedsText(seeds: number[]): string {
   return seeds.join(',');
 }
 
-/** What a sensitivity or calibration plan varies and how, for people. */
+/** What a sensitivity, calibration or PEtab calibration plan varies and how, for people. */
 function designText(d: NonNullable<ExperimentPlan['design']>): string[] {
+  if (d.kind === 'petab_calibration') {
+    return [
+      `question  PEtab calibration of import ${d.import_id}: ${d.starts} ${d.optimizer} starts uniform within the bounds (seed ${d.seed}), ${d.starts_per_run} a run, at most ${d.max_evaluations} evaluations each`,
+      table(d.parameters.map((p) => ({ parameter: p.id, scale: p.scale, lb: num(p.lb), ub: num(p.ub), nominal: num(p.nominal) })), ['parameter', 'scale', 'lb', 'ub', 'nominal']),
+      `profiles  ${d.profile.parameters.length ? d.profile.parameters.join(', ') : 'none'} from the best end point, with the Gauss-Newton view and the fit`,
+    ];
+  }
   const params = table(d.parameters.map((p) => ({
     parameter: p.name, low: num(p.low), high: num(p.high), distribution: p.distribution === 'normal' ? `normal(${num(p.mean)}, ${num(p.sd)}) in bounds` : 'uniform',
   })), ['parameter', 'low', 'high', 'distribution']);
@@ -42,10 +49,29 @@ function designText(d: NonNullable<ExperimentPlan['design']>): string[] {
   ];
 }
 
+/** What a finished PEtab calibration found, for people: the best point, the waterfall's share, each parameter's profile beside its Gauss-Newton view. */
+function petabText(a: PetabCalibrationAnalysis): string[] {
+  const lines = [`analysis  PEtab calibration (descriptive): ${a.starts_told} of ${a.starts_asked} starts told, stopped: ${a.stopped}`];
+  if (!a.best) return lines;
+  lines.push(
+    `best      NLL ${num(a.best.nll)} (start ${a.best.start}, run ${a.best.run_id})`,
+    `waterfall ${a.within_best.starts} of ${a.starts_told} starts within ${a.within_best.threshold} of the best (${num(100 * a.within_best.fraction)}%)`,
+  );
+  const interval = (low: number | null, high: number | null) => `[${low === null ? '-inf' : num(low)}, ${high === null ? '+inf' : num(high)}]`;
+  lines.push(table(a.parameters.map((p) => ({
+    parameter: p.id, scale: p.scale, best: num(p.best),
+    profile95: p.profile ? interval(p.profile.low, p.profile.high) : '-', flag: p.profile?.identifiability ?? '-',
+    gauss_newton95: !p.gauss_newton ? '-' : p.gauss_newton.status === 'interval' ? interval(p.gauss_newton.low, p.gauss_newton.high) : p.gauss_newton.status === 'at_bound' ? `at ${p.gauss_newton.bound} bound` : 'flat',
+  })), ['parameter', 'scale', 'best', 'profile95', 'flag', 'gauss_newton95']));
+  for (const d of a.disagreements) lines.push(`disagree  ${d}`);
+  return lines;
+}
+
 /** What a finished sensitivity or calibration study found, for people. */
 export function analysisText(a: NonNullable<Experiment['analysis']>): string {
   const lines: string[] = [];
-  if (a.kind === 'sensitivity') {
+  if (a.kind === 'petab_calibration') lines.push(...petabText(a));
+  else if (a.kind === 'sensitivity') {
     lines.push(`analysis  sensitivity (${a.method}, descriptive): ${a.runs_completed} runs completed`);
     for (const o of a.outputs) {
       lines.push('', `${o.output}${o.units ? ` (${o.units})` : ''}  ranked: ${o.ranking.join(' > ')}`);
