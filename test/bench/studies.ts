@@ -30,6 +30,8 @@ import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { createHttpClient } from './httpClient.ts';
 import { labWorkspace } from './labWorkspace.ts';
 import { createDb } from '../../storage/db/knex.ts';
+import { median } from './stats.ts';
+import { studyTimeline } from './studyTimeline.ts';
 
 const N = Number(process.env.BENCH_RUNS ?? 200);
 const BATCH = Number(process.env.BENCH_BATCH ?? 20);
@@ -40,37 +42,7 @@ const LAB = path.join(REPO_ROOT, 'labs/microbial-growth');
 const TRUTH = { growth_rate: 0.4, initial_substrate: 8 };
 
 type Http = ReturnType<typeof createHttpClient>;
-type Db = ReturnType<typeof createDb>;
 
-/**
- * Where a study's wall time went, batch by batch, from its runs' own timestamps: how long
- * each batch's runs took from the first slot taken to the last run settled, and the pause
- * from there to the next batch's first slot (telling, asking, starting its runs); then the
- * end, from the last run settled to the study completed (the analysis and its files).
- */
-async function profile(db: Db, experimentId: string): Promise<string> {
-  const rows: Array<{ batch: number; running: Date; ended: Date; told: Date }> = await db('experiment_points as p').join('runs as r', 'r.id', 'p.run_id').where('p.experiment_id', experimentId)
-    .select('p.batch', 'r.finished_at as ended', 'p.told_at as told', db.raw(`(SELECT e.at FROM run_events e WHERE e.run_id = r.id AND e.type = 'state_changed' AND e.data->>'status' = 'running' ORDER BY e.seq LIMIT 1) AS running`));
-  const e = await db('experiments').where({ id: experimentId }).first('created_at', 'completed_at');
-  const batches = [...new Set(rows.map((r) => r.batch))].sort((a, b) => a - b).map((b) => {
-    const of = rows.filter((r) => r.batch === b);
-    return { first: Math.min(...of.map((r) => r.running.getTime())), last: Math.max(...of.map((r) => r.ended.getTime())), told: Math.max(...of.map((r) => r.told.getTime())) };
-  });
-  const spans = batches.map((b) => b.last - b.first);
-  const pauses = batches.slice(1).map((b, i) => b.first - batches[i]!.last);
-  // Of each pause: until the batch was told, then until the next batch's first slot (asking, starting its runs).
-  const tells = batches.slice(0, -1).map((b) => b.told - b.last);
-  const asks = batches.slice(1).map((b, i) => b.first - batches[i]!.told);
-  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
-  return `first slot +${batches[0]!.first - e.created_at.getTime()} ms; batches ${(sum(spans) / 1000).toFixed(1)} s (median ${median(spans)} ms); `
-    + `pauses between batches ${(sum(pauses) / 1000).toFixed(1)} s (median ${median(pauses)} ms: told after ${median(tells)} ms, next slot ${median(asks)} ms later); `
-    + `end ${e.completed_at.getTime() - batches.at(-1)!.last} ms`;
-}
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
 
 /** One lone run of the lab with these inputs, as the SDK waits for it: plan, create, event stream to its end, read. */
@@ -152,7 +124,7 @@ async function main(): Promise<void> {
       if (done.run_totals.completed !== n) throw new Error(`study ${e.id}: ${JSON.stringify(done.run_totals)}`);
       const sets: Array<Record<string, number>> = [];
       for (const r of done.arms[0].runs) sets.push((await h.json('GET', `/runs/${r.run_id}`)).inputs);
-      return { seconds, sets, batches: Math.ceil(n / Math.min(BATCH, n)), detail: `${await profile(db, e.id)}; ${reads.length} reads of the study (median ${median(reads).toFixed(1)} ms, max ${Math.max(...reads).toFixed(0)} ms)` };
+      return { seconds, sets, batches: Math.ceil(n / Math.min(BATCH, n)), detail: `${await studyTimeline(db, e.id)}; ${reads.length} reads of the study (median ${median(reads).toFixed(1)} ms, max ${Math.max(...reads).toFixed(0)} ms)` };
     };
     /** The same parameter sets as lone runs, the client keeping `C` in flight. */
     const lones = async (sets: Array<Record<string, number>>) => {

@@ -1,11 +1,12 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { BASE_URL, closeTestDb, newAccount } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { petabSkip } from '../petabProblems.ts';
 
 after(closeTestDb);
 
@@ -66,5 +67,26 @@ test('every sh and ts example of the README\'s "Three doors" section runs as wri
     }
   } finally {
     rmSync(scratch, { recursive: true, force: true });
+  }
+});
+
+test('the README\'s "Calibrate a PEtab problem" flow runs as written from the checkout\'s root: import, evaluate, calibrate, profile, export, and the export imports at the best NLL', { skip: petabSkip, timeout: 600_000 }, async () => {
+  const [block, ...more] = blocksOf('Calibrate a PEtab problem').filter((b) => b.lang === 'sh');
+  assert.ok(block && !more.length, 'one sh block');
+  // The checkout's root as the flow sees it: its fixtures (read-only), and a folder of its own for what it writes.
+  const cwd = mkdtempSync(path.join(os.tmpdir(), 'silico-readme-petab-'));
+  try {
+    mkdirSync(path.join(cwd, 'test'));
+    symlinkSync(path.join(REPO_ROOT, 'test/fixtures'), path.join(cwd, 'test/fixtures'));
+    const res = await run('bash', ['-euo', 'pipefail', '-c', block.code], cwd, env);
+    assert.equal(res.code, 0, `README.md line ${block.line} failed:\n${res.out}`);
+    const best = /best +NLL (\d+\.\d+)/.exec(res.out);
+    assert.ok(best && Number(best[1]) <= 138.23, `the best NLL printed:\n${res.out}`);
+    assert.match(res.out, /k_phos +log10 +\S+ +\[\S+, \S+\] +identifiable/);
+    // The export planned again: its NLL at nominal is the best (the last one printed).
+    const nominal = [...res.out.matchAll(/NLL at nominal (\d+\.\d+)/g)].map((m) => Number(m[1]));
+    assert.ok(Math.abs(nominal.at(-1)! - Number(best[1])) < 1e-3, `export at nominal ${nominal.at(-1)}, best ${best[1]}`);
+  } finally {
+    rmSync(cwd, { recursive: true, force: true });
   }
 });

@@ -17,6 +17,8 @@
  * max_runtime_seconds, seed and inputs), a question: a `sensitivity:` block (parameters
  * with ranges, outputs, method, base_sample) or a `calibration:` block (parameters with
  * bounds, dataset_id, observations, loss, optimizer, budget, batch_size), as in the API.
+ * Or a `petab_calibration:` block alone (import_id, starts, seed, profile, ...): its lab
+ * is the import's, so no lab key stands beside it.
  */
 import { parse } from 'yaml';
 import type { ExperimentArmParams, ExperimentPlanParams } from '../models.ts';
@@ -25,7 +27,7 @@ import { UsageError } from './output.ts';
 /** Top-level keys that are defaults for every arm. */
 const ARM_DEFAULTS = ['workspace_id', 'revision_id', 'compute_profile_id', 'max_runtime_seconds', 'replicates', 'seed', 'fixed_seed', 'inputs'] as const;
 const QUESTIONS = ['sensitivity', 'calibration'] as const;
-const TOP_LEVEL = new Set<string>(['name', 'goal', 'arms', 'sweep', ...QUESTIONS, ...ARM_DEFAULTS]);
+const TOP_LEVEL = new Set<string>(['name', 'goal', 'arms', 'sweep', 'petab_calibration', ...QUESTIONS, ...ARM_DEFAULTS]);
 /** The top-level keys that describe the lab of a sensitivity or calibration study. */
 const LAB_KEYS = ['workspace_id', 'revision_id', 'compute_profile_id', 'max_runtime_seconds', 'seed', 'inputs'] as const;
 
@@ -75,8 +77,14 @@ export function studyFromYaml(text: string, file = 'study file'): ExperimentPlan
   if (typeof doc.name !== 'string' || !doc.name.trim()) throw new UsageError(`${file} needs a name`);
   if (doc.goal !== undefined && typeof doc.goal !== 'string') throw new UsageError(`${file}: goal must be text`);
   if (doc.inputs !== undefined && !isObject(doc.inputs)) throw new UsageError(`${file}: inputs must be a mapping of input name to value`);
-  const kinds = (['arms', 'sweep', ...QUESTIONS] as const).filter((k) => doc[k] !== undefined);
-  if (kinds.length !== 1) throw new UsageError(`${file} needs exactly one of arms (a list), sweep (input name → values), sensitivity or calibration`);
+  const kinds = (['arms', 'sweep', 'petab_calibration', ...QUESTIONS] as const).filter((k) => doc[k] !== undefined);
+  if (kinds.length !== 1) throw new UsageError(`${file} needs exactly one of arms (a list), sweep (input name → values), sensitivity, calibration or petab_calibration`);
+  if (kinds[0] === 'petab_calibration') {
+    if (!isObject(doc.petab_calibration)) throw new UsageError(`${file}: petab_calibration must be a mapping`);
+    const beside = ARM_DEFAULTS.filter((k) => doc[k] !== undefined);
+    if (beside.length) throw new UsageError(`${file}: ${beside.join(', ')} cannot stand beside petab_calibration: it runs its import's lab (compute_profile_id and max_runtime_seconds go inside the block)`);
+    return { name: doc.name, ...(doc.goal !== undefined ? { goal: doc.goal } : {}), petab_calibration: doc.petab_calibration } as unknown as ExperimentPlanParams;
+  }
   const question = QUESTIONS.find((q) => q === kinds[0]);
   if (question) {
     if (!isObject(doc[question])) throw new UsageError(`${file}: ${question} must be a mapping`);

@@ -154,7 +154,7 @@ export function studyText(e: Experiment): string {
     ...(failed.length ? ['runs that did not complete:', ...failed] : []),
     '',
     e.analysis ? analysisText(e.analysis) : comparisonText(e.comparison),
-    ...(e.artifacts.length ? ['', 'files:', ...e.artifacts.map((a) => `  ${a.file_name}  ${a.size_bytes} bytes  sha256 ${a.sha256}  ${a.download_url}`)] : []),
+    ...(e.artifacts.length ? ['', 'files:', ...e.artifacts.map((a) => `  ${a.file_name}  ${a.size_bytes} bytes  sha256 ${a.sha256}  file ${a.file_id}  ${a.download_url}`)] : []),
   ].join('\n');
 }
 
