@@ -14,7 +14,7 @@ import {
   closeExperiment, describeExperiment, detachRuns, experimentRuns, getExperiment, listExperiments, lockBalanceFirst, runTotals, type ExperimentRow,
 } from '../../storage/db/experiments.ts';
 import { compareArms } from '../../storage/experimentComparison.ts';
-import { experimentPage, experimentPlan, experimentRecord, includeRuns, studyRunPage } from './schemas.ts';
+import { experimentPage, experimentPlan, experimentRecord, includePoints, includeRuns, studyRunPage } from './schemas.ts';
 import { RUN_STATUSES } from '../runs/schemas.ts';
 import { listRunsOfStudy } from './runList.ts';
 import { storeComparisonArtifacts } from '../../storage/experimentArtifacts.ts';
@@ -31,6 +31,10 @@ const arm = obj({
 }, ['label', 'workspace_id', 'revision_id']);
 
 const experimentPath = { experiment_id: id('exp') };
+
+/** How much of a study an answer holds: its runs, and its analysis's per-point lists (agents read both a page or a file at a time). */
+const viewQuery = { include_runs: includeRuns, include_points: includePoints };
+const AGENT_VIEW = { include_runs: false, include_points: false };
 
 export const experimentTools: ToolDef[] = [
   {
@@ -51,22 +55,22 @@ export const experimentTools: ToolDef[] = [
         sensitivity: sensitivityRequest,
         calibration: calibrationRequest,
         petab_calibration: petabCalibrationRequest,
-      }, ['name'], { description: 'Exactly one of `arms`, `sensitivity`, `calibration` or `petab_calibration`; sensitivity and calibration with `lab` (a PEtab calibration\'s lab is its import\'s).' }),
+      }, ['name'], { description: 'Exactly one of `arms`, `sensitivity`, `calibration` (these two with `lab`) or `petab_calibration`.' }),
     },
   },
   {
     name: 'experiment_create', scope: 'runs:write', readOnly: false, idempotent: true,
     description: 'Open the approved study: reserve it whole (402 and no run when short) and queue exactly its arms x replicates under that approval.',
     output: experimentRecord,
-    input: { query: { include_runs: includeRuns }, body: planExecute },
-    agentDefaults: { include_runs: false },
+    input: { query: viewQuery, body: planExecute },
+    agentDefaults: AGENT_VIEW,
   },
   {
     name: 'experiment_get', scope: 'runs:read', readOnly: true,
     description: 'Read a study: arms, run totals, the comparison across arms (completed runs only; descriptive statistics), its design and analysis. Its runs: experiment_run_list, or include_runs.',
     output: experimentRecord,
-    input: { path: experimentPath, query: { include_runs: includeRuns } },
-    agentDefaults: { include_runs: false },
+    input: { path: experimentPath, query: viewQuery },
+    agentDefaults: AGENT_VIEW,
   },
   {
     name: 'experiment_run_list', scope: 'runs:read', readOnly: true,
@@ -86,10 +90,10 @@ export const experimentTools: ToolDef[] = [
     name: 'experiment_update', scope: 'runs:write', readOnly: false, idempotent: true, destructive: true,
     description: 'Rename, re-goal or close a study (closing cancels its queued runs, and running ones only with cancel_running), or detach runs; deletes nothing.',
     output: experimentRecord,
-    agentDefaults: { include_runs: false },
+    agentDefaults: AGENT_VIEW,
     input: {
       path: experimentPath,
-      query: { include_runs: includeRuns },
+      query: viewQuery,
       body: obj({
         name: str(200, { minLength: 1 }), goal: str(2000), status: { const: 'closed' }, detach_run_ids: arr(uuid, { minItems: 1, maxItems: 200, uniqueItems: true }),
         cancel_running: { type: 'boolean', description: 'With status closed: also cancel runs already running (only elapsed compute is charged).' },
@@ -104,10 +108,10 @@ async function ownedExperiment(ctx: ToolContext, experimentId: string): Promise<
   return e;
 }
 
-async function fullView(ctx: ToolContext, e: ExperimentRow, includeRuns: boolean | undefined) {
+async function fullView(ctx: ToolContext, e: ExperimentRow, input: { include_runs?: boolean; include_points?: boolean }) {
   const runs = await experimentRuns(ctx.deps.db, e.id);
   const totals = await runTotals(ctx.deps.db, [e.id]);
-  return experimentView(e, runs, totals.get(e.id), compareArms(e.arms, runs), ctx.deps.config.baseUrl, includeRuns ?? true);
+  return experimentView(e, runs, totals.get(e.id), compareArms(e.arms, runs), ctx.deps.config.baseUrl, { runs: input.include_runs ?? true, points: input.include_points ?? true });
 }
 
 /** Where a study's runs are read a page at a time. */
@@ -152,7 +156,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     const plan = await approvedPlan(ctx.deps.db, ctx.caller.account.id, 'experiment', input.plan_id, input.plan_sha256, { resumable: true });
     const e = await openExperiment(ctx.deps, ctx.caller, plan.id, plan.proposal as ExperimentProposal);
     return {
-      body: await fullView(ctx, e, input.include_runs),
+      body: await fullView(ctx, e, input),
       next_actions: [{ tool: 'experiment_get', description: 'Follow the study: run totals, then the comparison.', arguments: { experiment_id: e.id } }, followRuns(e.id)],
     };
   },
@@ -168,7 +172,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
   async experiment_get(input, ctx) {
     const e = await ownedExperiment(ctx, input.experiment_id);
     return {
-      body: await fullView(ctx, e, input.include_runs),
+      body: await fullView(ctx, e, input),
       next_actions: [followRuns(e.id)],
       warnings: [{ code: 'not_validation', message: 'The comparison is descriptive: completed runs only, no correction for multiple outputs, and no statement of scientific validity.' }],
     };
@@ -218,7 +222,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
       await storeComparisonArtifacts(ctx.deps, e, compareArms(e.arms, await experimentRuns(ctx.deps.db, e.id)));
       e = (await getExperiment(ctx.deps.db, e.id))!;
     }
-    return { body: await fullView(ctx, e, input.include_runs) };
+    return { body: await fullView(ctx, e, input) };
   },
 };
 

@@ -58,21 +58,22 @@ export const calibrationRequest: JsonSchema = obj({
   }, ['patience_batches', 'relative_tolerance'], { description: 'Stop before the budget once the best loss improved by less than relative_tolerance over patience_batches batches.' }),
 }, ['parameters', 'dataset_id', 'observations', 'loss', 'optimizer', 'budget', 'batch_size']);
 
+const step: JsonSchema = { type: 'number', exclusiveMinimum: 0 };
 const profileOptions: JsonSchema = obj({
-  default_step_size_absolute: { type: 'number', exclusiveMinimum: 0 }, min_step_size_absolute: { type: 'number', exclusiveMinimum: 0 }, max_step_size_absolute: { type: 'number', exclusiveMinimum: 0 },
-}, [], { description: 'pyPESTO\'s profile steps on the parameter scale (its ProfileOptions; its defaults when absent). Coarser steps are cheaper and the interval endpoints coarser.' });
+  default_step_size_absolute: step, min_step_size_absolute: step, max_step_size_absolute: step,
+}, [], { description: 'pyPESTO ProfileOptions steps (its defaults when absent).' });
 
 export const petabCalibrationRequest: JsonSchema = obj({
-  import_id: str(64, { description: 'A PEtab import (petab_import_execute): its lab is run, its parameter table calibrated.' }),
-  optimizer: { enum: ['fides', 'lbfgsb'], description: 'The local optimiser of each start: fides (trust region, BFGS; default) or scipy\'s L-BFGS-B, on central finite-difference gradients.' },
-  starts: { type: 'integer', minimum: 1, maximum: 1000, description: 'Local starts, drawn uniformly within the bounds on the parameter scale (numpy\'s generator of `seed`).' },
-  max_evaluations: { type: 'integer', minimum: 10, maximum: 100000, description: 'The most NLL evaluations one start makes (default 10,000).' },
-  seed: { ...seed, description: 'The seed of the starts (chosen at plan time when absent).' },
+  import_id: str(64, { description: 'The PEtab import to calibrate.' }),
+  optimizer: { enum: ['fides', 'lbfgsb'], description: 'Local optimiser (default fides).' },
+  starts: { type: 'integer', minimum: 1, maximum: 1000, description: 'Local starts, uniform within the scaled bounds.' },
+  max_evaluations: { type: 'integer', minimum: 10, maximum: 100000, description: 'Evaluations per start (default 10,000).' },
+  seed: { ...seed, description: 'Seed of the starts (chosen when absent).' },
   profile: obj({
-    parameters: arr(str(200), { maxItems: 200, description: 'Estimated parameters to profile (default: every one; [] for none).' }),
+    parameters: arr(str(200), { maxItems: 200, description: 'Parameters to profile (default every estimated one; [] none).' }),
     options: profileOptions,
-  }, [], { description: 'Profile likelihoods from the best end point, with 95% intervals at ΔNLL = 1.92.' }),
-  compute_profile_id: str(64), max_runtime_seconds: { type: 'integer', minimum: 1, description: 'Each run\'s longest execution (default 900 s).' },
+  }, [], { description: 'Profiles from the best point (95% at ΔNLL 1.92).' }),
+  compute_profile_id: str(64), max_runtime_seconds: { type: 'integer', minimum: 1, description: 'A run\'s longest (default 900 s).' },
 }, ['import_id', 'starts']);
 
 const parameter: JsonSchema = obj({
@@ -173,7 +174,7 @@ const petabAnalysis: JsonSchema = obj({
   },
   waterfall: arr(obj({
     rank: count, start: count, nll: num, evaluations: count, ended: str(40), run_id: uuid, evaluations_sha256: { type: ['string', 'null'] },
-  }, ['rank', 'start', 'nll', 'evaluations', 'ended', 'run_id', 'evaluations_sha256']), { description: 'Every start\'s end point, best first: its NLL, how many evaluations it made and how it ended, and the digest of its evaluations file.' }),
+  }, ['rank', 'start', 'nll', 'evaluations', 'ended', 'run_id', 'evaluations_sha256']), { description: 'Every start\'s end point, best first: its NLL, how many evaluations it made and how it ended, and the digest of its evaluations file (absent with include_points false).' }),
   within_best: obj({ threshold: num, starts: count, fraction: num }, ['threshold', 'starts', 'fraction'], { description: 'The starts that ended within `threshold` of the best NLL.' }),
   parameters: arr(obj({
     id: str(200), scale: str(10), lb: num, ub: num, nominal: num, best: nullableNum,
@@ -186,14 +187,14 @@ const petabAnalysis: JsonSchema = obj({
   }, ['id', 'scale', 'lb', 'ub', 'nominal', 'best', 'profile', 'gauss_newton', 'agreement']), { description: 'Each estimated parameter on its scale: its best value, its profile\'s 95% interval and flag, and the Gauss-Newton interval beside it.' }),
   profiles: arr(obj({
     parameter: str(200), threshold: num, low: bound, high: bound, identifiability: { enum: ['identifiable', 'one_sided', 'flat'] },
-    points: arr(arr(nullableNum), { description: 'The profile\'s path: [value on the scale, NLL].' }),
-  }, ['parameter', 'threshold', 'low', 'high', 'identifiability', 'points'])),
+    points: arr(arr(nullableNum), { description: 'The profile\'s path: [value on the scale, NLL] (absent with include_points false).' }),
+  }, ['parameter', 'threshold', 'low', 'high', 'identifiability'])),
   fits: arr(obj({
     observable: str(200), transformation: { enum: ['lin', 'log', 'log10'] }, noise_distribution: { enum: ['normal', 'laplace'] },
     points: arr(obj({
       condition: str(200), preequilibration: { type: ['string', 'null'] }, time: num, measurement: nullableNum, simulation: nullableNum, sigma: nullableNum, low: nullableNum, high: nullableNum,
-    }, ['condition', 'preequilibration', 'time', 'measurement', 'simulation', 'sigma', 'low', 'high'])),
-  }, ['observable', 'transformation', 'noise_distribution', 'points']), {
+    }, ['condition', 'preequilibration', 'time', 'measurement', 'simulation', 'sigma', 'low', 'high']), { description: 'Absent with include_points false.' }),
+  }, ['observable', 'transformation', 'noise_distribution']), {
     description: 'Each observable\'s measurements beside its simulation at the best point, with the noise scale the likelihood gives each (sigma, on the observable\'s transformation) and the band of one noise scale about the simulation (low, high).',
   }),
   gauss_newton: { oneOf: [{ type: 'null' }, obj({ method: { const: 'gauss_newton' }, level: { const: 0.95 }, positive_definite: { type: 'boolean' }, eigenvalues: arr(num), flat: arr(str(200)) }, ['method', 'level', 'positive_definite', 'eigenvalues', 'flat'])] },
@@ -201,7 +202,7 @@ const petabAnalysis: JsonSchema = obj({
   library_versions: libraryVersions,
   descriptive: { const: true },
   note: str(2000),
-}, ['kind', 'stopped', 'import_id', 'starts_told', 'starts_asked', 'best', 'waterfall', 'within_best', 'parameters', 'profiles', 'fits', 'gauss_newton', 'disagreements', 'library_versions', 'descriptive', 'note']);
+}, ['kind', 'stopped', 'import_id', 'starts_told', 'starts_asked', 'best', 'within_best', 'parameters', 'profiles', 'fits', 'gauss_newton', 'disagreements', 'library_versions', 'descriptive', 'note']);
 
 /** What a finished study found; null until then, and for a study of arms. */
 export const studyAnalysis: JsonSchema = {

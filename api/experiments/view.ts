@@ -51,7 +51,11 @@ function runEntry(r: ExperimentRunRow) {
 }
 
 /** A study in full: each arm (with its runs unless left out), detached runs, money settled so far, and the comparison. */
-export function experimentView(e: ExperimentRow, runs: ExperimentRunRow[], counts: Record<string, number> | undefined, comparison: Comparison, baseUrl: string, includeRuns = true) {
+export function experimentView(
+  e: ExperimentRow, runs: ExperimentRunRow[], counts: Record<string, number> | undefined, comparison: Comparison, baseUrl: string,
+  include: { runs: boolean; points: boolean } = { runs: true, points: true },
+) {
+  const includeRuns = include.runs;
   const attached = runs.filter((r) => !r.detached_at);
   const settled = runs.filter((r) => TERMINAL.includes(r.status)).reduce((sum, r) => sum + (r.settled_micros ?? 0), 0);
   return {
@@ -61,6 +65,15 @@ export function experimentView(e: ExperimentRow, runs: ExperimentRunRow[], count
     ...(includeRuns ? { detached_runs: runs.filter((r) => r.detached_at).map((r) => ({ ...runEntry(r), arm: e.arms[r.arm_index]!.label, detached_at: isoTime(r.detached_at) })) } : {}),
     comparison,
     design: e.design,
-    analysis: e.analysis,
+    analysis: include.points ? e.analysis : withoutPoints(e.analysis),
   };
+}
+
+/** A PEtab calibration's analysis without its per-point lists (the waterfall, each profile's and fit's points); any other as it is. */
+function withoutPoints(a: ExperimentRow['analysis']): ExperimentRow['analysis'] {
+  if (a?.kind !== 'petab_calibration') return a;
+  const rest = { ...a } as Record<string, unknown> & { profiles: Array<Record<string, unknown>>; fits: Array<Record<string, unknown>> };
+  delete rest.waterfall;
+  const withoutOwn = (x: Record<string, unknown>) => Object.fromEntries(Object.entries(x).filter(([k]) => k !== 'points'));
+  return { ...rest, profiles: rest.profiles.map(withoutOwn), fits: rest.fits.map(withoutOwn) };
 }

@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
-import { call, closeTestDb, downloadArtifact, errorOf, newAccount, until } from '../helpers.ts';
+import { call, closeTestDb, downloadArtifact, errorOf, fileBytes, newAccount, until } from '../helpers.ts';
 import { BENCHMARK, importProblem, petabSkip, pypesto } from '../petabProblems.ts';
 import { mcpClients } from '../mcpClients.ts';
 
@@ -118,6 +118,17 @@ test('Boehm calibrated from seeded random starts: the best NLL ≤ 138.23, the w
   assert.deepEqual(links.petab_problem.files.map((f: any) => f.sha256).sort(), imported.problem.files.map((f: any) => f.sha256).sort());
   assert.equal(links.analysis_libraries.versions.petab, '0.10.0');
   assert.equal(links.analysis_libraries.environment, 'activities/petab/toolkit.lock');
+
+  // An agent's read leaves out the per-point lists (analysis.json has them whole); the answer is the rest, as REST's.
+  const client = await clients.http(owner.key);
+  const got = (await client.callTool({ name: 'experiment_get', arguments: { experiment_id: done.id } })).structuredContent as Record<string, any>;
+  assert.equal(got.analysis.waterfall, undefined);
+  assert.ok(got.analysis.fits.length === 3 && got.analysis.fits.every((f: any) => f.points === undefined));
+  assert.ok(got.analysis.profiles.every((p: any) => p.points === undefined));
+  assert.deepEqual([got.analysis.best, got.analysis.parameters, got.analysis.within_best], [a.best, a.parameters, a.within_best]);
+  const whole = done.artifacts.find((f: any) => f.file_name === 'analysis.json');
+  const file = JSON.parse((await fileBytes(owner.key, whole.download_url)).toString('utf8'));
+  assert.deepEqual(file.waterfall, a.waterfall);
 
   // The export: a PEtab problem nominal at the best point, one of the account's files; imported, its NLL at nominal is the best.
   const exported = done.artifacts.find((f: any) => f.file_name === 'petab-export.zip');

@@ -2647,31 +2647,31 @@ export interface operations {
                     name: string;
                     petab_calibration?: {
                         compute_profile_id?: string;
-                        /** @description A PEtab import (petab_import_execute): its lab is run, its parameter table calibrated. */
+                        /** @description The PEtab import to calibrate. */
                         import_id: string;
-                        /** @description The most NLL evaluations one start makes (default 10,000). */
+                        /** @description Evaluations per start (default 10,000). */
                         max_evaluations?: number;
-                        /** @description Each run's longest execution (default 900 s). */
+                        /** @description A run's longest (default 900 s). */
                         max_runtime_seconds?: number;
                         /**
-                         * @description The local optimiser of each start: fides (trust region, BFGS; default) or scipy's L-BFGS-B, on central finite-difference gradients.
+                         * @description Local optimiser (default fides).
                          * @enum {unknown}
                          */
                         optimizer?: "fides" | "lbfgsb";
-                        /** @description Profile likelihoods from the best end point, with 95% intervals at ΔNLL = 1.92. */
+                        /** @description Profiles from the best point (95% at ΔNLL 1.92). */
                         profile?: {
-                            /** @description pyPESTO's profile steps on the parameter scale (its ProfileOptions; its defaults when absent). Coarser steps are cheaper and the interval endpoints coarser. */
+                            /** @description pyPESTO ProfileOptions steps (its defaults when absent). */
                             options?: {
                                 default_step_size_absolute?: number;
                                 max_step_size_absolute?: number;
                                 min_step_size_absolute?: number;
                             };
-                            /** @description Estimated parameters to profile (default: every one; [] for none). */
+                            /** @description Parameters to profile (default every estimated one; [] none). */
                             parameters?: string[];
                         };
-                        /** @description The seed of the starts (chosen at plan time when absent). */
+                        /** @description Seed of the starts (chosen when absent). */
                         seed?: number;
-                        /** @description Local starts, drawn uniformly within the bounds on the parameter scale (numpy's generator of `seed`). */
+                        /** @description Local starts, uniform within the scaled bounds. */
                         starts: number;
                     };
                     sensitivity?: {
@@ -3069,6 +3069,7 @@ export interface operations {
     experiment_create: {
         parameters: {
             query?: {
+                include_points?: boolean;
                 include_runs?: boolean;
             };
             header?: {
@@ -3213,7 +3214,8 @@ export interface operations {
                                 /** @enum {unknown} */
                                 noise_distribution: "normal" | "laplace";
                                 observable: string;
-                                points: {
+                                /** @description Absent with include_points false. */
+                                points?: {
                                     condition: string;
                                     high: number | null;
                                     low: number | null;
@@ -3276,16 +3278,16 @@ export interface operations {
                                 identifiability: "identifiable" | "one_sided" | "flat";
                                 low: number | null;
                                 parameter: string;
-                                /** @description The profile's path: [value on the scale, NLL]. */
-                                points: (number | null)[][];
+                                /** @description The profile's path: [value on the scale, NLL] (absent with include_points false). */
+                                points?: (number | null)[][];
                                 threshold: number;
                             }[];
                             starts_asked: number;
                             starts_told: number;
                             /** @enum {unknown} */
                             stopped: "completed" | "closed" | "no_runs";
-                            /** @description Every start's end point, best first: its NLL, how many evaluations it made and how it ended, and the digest of its evaluations file. */
-                            waterfall: {
+                            /** @description Every start's end point, best first: its NLL, how many evaluations it made and how it ended, and the digest of its evaluations file (absent with include_points false). */
+                            waterfall?: {
                                 ended: string;
                                 evaluations: number;
                                 evaluations_sha256: string | null;
@@ -3627,6 +3629,7 @@ export interface operations {
     experiment_get: {
         parameters: {
             query?: {
+                include_points?: boolean;
                 include_runs?: boolean;
             };
             header?: never;
@@ -3761,7 +3764,8 @@ export interface operations {
                                 /** @enum {unknown} */
                                 noise_distribution: "normal" | "laplace";
                                 observable: string;
-                                points: {
+                                /** @description Absent with include_points false. */
+                                points?: {
                                     condition: string;
                                     high: number | null;
                                     low: number | null;
@@ -3824,16 +3828,16 @@ export interface operations {
                                 identifiability: "identifiable" | "one_sided" | "flat";
                                 low: number | null;
                                 parameter: string;
-                                /** @description The profile's path: [value on the scale, NLL]. */
-                                points: (number | null)[][];
+                                /** @description The profile's path: [value on the scale, NLL] (absent with include_points false). */
+                                points?: (number | null)[][];
                                 threshold: number;
                             }[];
                             starts_asked: number;
                             starts_told: number;
                             /** @enum {unknown} */
                             stopped: "completed" | "closed" | "no_runs";
-                            /** @description Every start's end point, best first: its NLL, how many evaluations it made and how it ended, and the digest of its evaluations file. */
-                            waterfall: {
+                            /** @description Every start's end point, best first: its NLL, how many evaluations it made and how it ended, and the digest of its evaluations file (absent with include_points false). */
+                            waterfall?: {
                                 ended: string;
                                 evaluations: number;
                                 evaluations_sha256: string | null;
@@ -4170,6 +4174,7 @@ export interface operations {
     experiment_update: {
         parameters: {
             query?: {
+                include_points?: boolean;
                 include_runs?: boolean;
             };
             header?: never;
@@ -4316,7 +4321,8 @@ export interface operations {
                                 /** @enum {unknown} */
                                 noise_distribution: "normal" | "laplace";
                                 observable: string;
-                                points: {
+                                /** @description Absent with include_points false. */
+                                points?: {
                                     condition: string;
                                     high: number | null;
                                     low: number | null;
@@ -4379,16 +4385,16 @@ export interface operations {
                                 identifiability: "identifiable" | "one_sided" | "flat";
                                 low: number | null;
                                 parameter: string;
-                                /** @description The profile's path: [value on the scale, NLL]. */
-                                points: (number | null)[][];
+                                /** @description The profile's path: [value on the scale, NLL] (absent with include_points false). */
+                                points?: (number | null)[][];
                                 threshold: number;
                             }[];
                             starts_asked: number;
                             starts_told: number;
                             /** @enum {unknown} */
                             stopped: "completed" | "closed" | "no_runs";
-                            /** @description Every start's end point, best first: its NLL, how many evaluations it made and how it ended, and the digest of its evaluations file. */
-                            waterfall: {
+                            /** @description Every start's end point, best first: its NLL, how many evaluations it made and how it ended, and the digest of its evaluations file (absent with include_points false). */
+                            waterfall?: {
                                 ended: string;
                                 evaluations: number;
                                 evaluations_sha256: string | null;
