@@ -73,7 +73,7 @@ function petabSpec(found: Found, title: string): unknown {
     parameter: `${p.parameter} (${p.identifiability.replace('_', '-')})`, x, delta: (f as number) - best, threshold: p.threshold,
   })));
   const waterfall = { data: { values: found.waterfall }, width: 420, height: 160, mark: { type: 'point', filled: true }, encoding: {
-    x: { field: 'rank', type: 'quantitative', title: 'start, best first' }, y: { field: 'nll', type: 'quantitative', title: 'NLL at its end point', scale: { type: 'log' } },
+    x: { field: 'rank', type: 'quantitative', title: 'start, best first', axis: { tickMinStep: 1, format: 'd' } }, y: { field: 'nll', type: 'quantitative', title: 'NLL at its end point', scale: { type: 'log' } },
   } };
   const profile = {
     data: { values: profiles },
