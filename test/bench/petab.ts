@@ -23,16 +23,13 @@
  * or a comma-separated list; none for no profiles), BENCH_ROUNDS (3).
  */
 import { spawn } from 'node:child_process';
-import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import getPort from 'get-port';
-import { startStack, type Stack } from '../../deploy/local/stack.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { ensurePetabEnv } from '../../deploy/local/runtime.ts';
 import { createDb } from '../../storage/db/knex.ts';
-import { createHttpClient } from './httpClient.ts';
+import type { createHttpClient } from './httpClient.ts';
+import { benchOnStack } from './benchStack.ts';
 import { median } from './stats.ts';
 import { studyTimeline } from './studyTimeline.ts';
 
@@ -82,75 +79,50 @@ function pypesto(python: string, profiled: string[]): Promise<{ seconds: number;
   });
 }
 
-async function main(): Promise<void> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'silico-bench-petab-'));
-  const log = createWriteStream(path.join(dir, 'stack.log'));
-  let stack: Stack | undefined;
-  let http: Http | undefined;
-  try {
-    const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
-    stack = await startStack({
-      exitOnSignal: true, dataDir: dir, mode: 'test', ports, sink: (s, l) => log.write(`[${s}] ${l}\n`),
-      serviceEnv: { SILICO_RATE_READS_PER_MIN: '100000000', SILICO_RATE_DAILY: '100000000', LOG_LEVEL: 'warn' },
+await benchOnStack('petab', { SILICO_RATE_READS_PER_MIN: '100000000', SILICO_RATE_DAILY: '100000000', LOG_LEVEL: 'warn' }, async ({ stack, http: h }) => {
+  const db = createDb(stack.info.database_url, { poolMax: 2 });
+  const python = await ensurePetabEnv(() => {});
+  const problem = await importBoehm(h);
+  const profiled = PROFILED === 'all' ? problem.estimated : PROFILED === 'none' ? [] : PROFILED.split(',');
+
+  /** One calibration through the service, from its plan until the client reads it completed. */
+  const service = async () => {
+    const t0 = performance.now();
+    const plan = await h.json('POST', '/experiment-plans', {
+      name: 'bench:petab', petab_calibration: { import_id: problem.import_id, starts: STARTS, seed: SEED, profile: { parameters: profiled, options: PROFILE_OPTIONS } },
     });
-    const base = stack.info.base_url.replace('//localhost:', '//127.0.0.1:');
-    http = createHttpClient(base, { Authorization: `Bearer ${stack.info.api_key}` });
-    const h = http;
-    const db = createDb(stack.info.database_url, { poolMax: 2 });
-    const python = await ensurePetabEnv(() => {});
-    const problem = await importBoehm(h);
-    const profiled = PROFILED === 'all' ? problem.estimated : PROFILED === 'none' ? [] : PROFILED.split(',');
-
-    /** One calibration through the service, from its plan until the client reads it completed. */
-    const service = async () => {
-      const t0 = performance.now();
-      const plan = await h.json('POST', '/experiment-plans', {
-        name: 'bench:petab', petab_calibration: { import_id: problem.import_id, starts: STARTS, seed: SEED, profile: { parameters: profiled, options: PROFILE_OPTIONS } },
-      });
-      if (plan.status !== 'ready') throw new Error(`study plan blocked: ${JSON.stringify(plan.findings)}`);
-      const e = await h.json('POST', '/experiments', { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, { 'Idempotency-Key': crypto.randomUUID() });
-      let done;
-      for (;;) {
-        done = await h.json('GET', `/experiments/${e.id}`);
-        if (done.completed_at) break;
-        await sleep(200);
-      }
-      const seconds = (performance.now() - t0) / 1000;
-      if (done.run_totals.completed !== done.run_totals.total) throw new Error(`study ${e.id}: ${JSON.stringify(done.run_totals)}`);
-      return { seconds, best: done.analysis.best.nll as number, runs: done.run_totals.total as number, detail: await studyTimeline(db, e.id) };
-    };
-
-    await service();
-    await pypesto(python, profiled);
-    console.log(`${NAME}: ${STARTS} fides starts (seed ${SEED}) and ${profiled.length} profiles, through the service against pyPESTO in-process, same simulator, optimiser, starts and budget`);
-    const ratios: number[] = [];
-    for (let round = 1; round <= ROUNDS; round++) {
-      const first = round % 2 ? 'service' : 'pyPESTO';
-      let s: Awaited<ReturnType<typeof service>>;
-      let p: Awaited<ReturnType<typeof pypesto>>;
-      if (first === 'service') {
-        s = await service();
-        p = await pypesto(python, profiled);
-      } else {
-        p = await pypesto(python, profiled);
-        s = await service();
-      }
-      ratios.push(s.seconds / p.seconds);
-      console.log(`round ${round} (${first} first): service ${s.seconds.toFixed(2)} s (${s.runs} runs, best NLL ${s.best.toFixed(4)}), pyPESTO ${p.seconds.toFixed(2)} s (best NLL ${p.best.toFixed(4)}), ratio ${(s.seconds / p.seconds).toFixed(3)}`);
-      console.log(`  service: ${s.detail}`);
+    if (plan.status !== 'ready') throw new Error(`study plan blocked: ${JSON.stringify(plan.findings)}`);
+    const e = await h.json('POST', '/experiments', { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, { 'Idempotency-Key': crypto.randomUUID() });
+    let done;
+    for (;;) {
+      done = await h.json('GET', `/experiments/${e.id}`);
+      if (done.completed_at) break;
+      await sleep(200);
     }
-    console.log(`wall-time ratio (service / pyPESTO in-process, median of ${ROUNDS} rounds): ${median(ratios).toFixed(3)}  goal <= 1.5`);
-    await db.destroy();
-  } catch (err) {
-    console.error(err);
-    process.exitCode = 1;
-  } finally {
-    http?.close();
-    await stack?.stop();
-    log.end();
-    await rm(dir, { recursive: true, force: true });
-    process.exit(process.exitCode ?? 0);
-  }
-}
+    const seconds = (performance.now() - t0) / 1000;
+    if (done.run_totals.completed !== done.run_totals.total) throw new Error(`study ${e.id}: ${JSON.stringify(done.run_totals)}`);
+    return { seconds, best: done.analysis.best.nll as number, runs: done.run_totals.total as number, detail: await studyTimeline(db, e.id) };
+  };
 
-void main();
+  await service();
+  await pypesto(python, profiled);
+  console.log(`${NAME}: ${STARTS} fides starts (seed ${SEED}) and ${profiled.length} profiles, through the service against pyPESTO in-process, same simulator, optimiser, starts and budget`);
+  const ratios: number[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    const first = round % 2 ? 'service' : 'pyPESTO';
+    let s: Awaited<ReturnType<typeof service>>;
+    let p: Awaited<ReturnType<typeof pypesto>>;
+    if (first === 'service') {
+      s = await service();
+      p = await pypesto(python, profiled);
+    } else {
+      p = await pypesto(python, profiled);
+      s = await service();
+    }
+    ratios.push(s.seconds / p.seconds);
+    console.log(`round ${round} (${first} first): service ${s.seconds.toFixed(2)} s (${s.runs} runs, best NLL ${s.best.toFixed(4)}), pyPESTO ${p.seconds.toFixed(2)} s (best NLL ${p.best.toFixed(4)}), ratio ${(s.seconds / p.seconds).toFixed(3)}`);
+    console.log(`  service: ${s.detail}`);
+  }
+  console.log(`wall-time ratio (service / pyPESTO in-process, median of ${ROUNDS} rounds): ${median(ratios).toFixed(3)}  goal <= 1.5`);
+  await db.destroy();
+});
