@@ -62,10 +62,12 @@ export async function executePetabTask(c: PetabTaskCall): Promise<PetabTaskResul
 
   const earlier = await progressOfPhase(c.db, c.run.id, PHASE);
   const ended = new Map<number, StartEnd>();
-  const best = new Map<number, { x: number[]; n_fval: number }>();
+  // A start's best so far: the point it resumes from, the evaluations spent to reach it
+  // and its NLL (what the start ends with should nothing be left of its budget).
+  const best = new Map<number, { x: number[]; n_fval: number; fval: number }>();
   for (const e of earlier) {
     if (e.start_end) ended.set((e.start_end as StartEnd).index, e.start_end as StartEnd);
-    else if (typeof e.start === 'number') best.set(e.start, { x: e.x as number[], n_fval: e.n_fval as number });
+    else if (typeof e.start === 'number') best.set(e.start, { x: e.x as number[], n_fval: e.n_fval as number, fval: e.fval as number });
   }
 
   const request = task.command === 'optimize'

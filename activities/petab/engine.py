@@ -261,7 +261,9 @@ def local_problem(problem, f):
 
 def optimize_starts(problem, request, stop):
     """Local optimisations from the given starts, one after the other; each start's every
-    evaluation is sent, and its end point. A start given `x` resumes from there."""
+    evaluation is sent, and its end point. A start given `x` (with the `n_fval` evaluations
+    spent to reach it and its `fval`) resumes from there, its best so far: a start resumed
+    with nothing left of its budget ends there, not with no point."""
     import numpy as np
     import pypesto
     import pypesto.optimize as optimize
@@ -273,6 +275,8 @@ def optimize_starts(problem, request, stop):
         index = int(start["index"])
         x0 = np.asarray(start.get("x") or start["x0"], dtype=float)
         rec = Recorder(index, problem.simulate, budget - int(start.get("n_fval", 0)), stop)
+        if start.get("x") and start.get("fval") is not None:
+            rec.best = (float(start["fval"]), [float(c) for c in start["x"]])
         local = local_problem(problem, rec)
         local.set_x_guesses(x0[None, :])
         began = time.monotonic()
@@ -572,6 +576,12 @@ def main():
     finally:
         done.set()
     emit({"type": "result", "status": "stopped" if stop.is_set() else "completed", "cpu_seconds": cpu_seconds()})
+    # Said and done: exit now, without the interpreter's teardown of the toolkit (seconds
+    # on a loaded machine), since the worker kills a process still there 2 s after its
+    # protocol closes, and a kill is the run's failure whatever it reported.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
