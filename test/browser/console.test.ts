@@ -15,6 +15,7 @@ import getPort from 'get-port';
 import { admin, BASE_URL, call, closeTestDb, downloadArtifact, newAccount, hostedLabOwner, publishFixtureLab, retireHosting, spawnApi, until, workspaceOfLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { browserExecutable, buildConsole, bundleSize } from './browser.ts';
+import { importProblem, petabSkip } from '../petabProblems.ts';
 
 const ORIGIN = new URL(BASE_URL).origin;
 const SHOTS = path.join(REPO_ROOT, '.tmp/console');
@@ -507,6 +508,105 @@ test('a sensitivity study\'s page draws its indices per parameter with a table; 
   const [lowest] = (await call('GET', `/experiments/${calibration}/runs?sort=loss&limit=1`, { key: owner.key })).body.items;
   await page.locator(`table.study-runs tbody tr:first-child a[href="/console/runs/${lowest.run_id}"]`).waitFor();
   await accessible(page, 'study-calibration');
+  await page.close();
+});
+
+// Boehm (test/fixtures/petab) calibrated from two seeded starts with k_phos profiled on
+// coarse steps (as test/integration/petabCalibration.test.ts does, smaller): the page shows
+// what its analysis holds, whatever the two starts found.
+test('a PEtab calibration\'s page: the best NLL and the waterfall of its starts, each observable\'s fit with its noise band, k_phos\'s profile with its flag, and every parameter\'s intervals in a table', { skip: petabSkip, timeout: 900_000 }, async () => {
+  const imported = await importProblem(owner.key, 'Boehm_JProteomeRes2014');
+  const profile = { parameters: ['k_phos'], options: { default_step_size_absolute: 0.1, min_step_size_absolute: 0.05, max_step_size_absolute: 0.5 } };
+  const plan = await call('POST', '/experiment-plans', { key: owner.key, body: { name: 'Boehm on the console', petab_calibration: { import_id: imported.import_id, starts: 2, seed: 2, profile } } });
+  assert.equal(plan.body.status, 'ready', plan.text);
+  const opened = await call('POST', '/experiments', { key: owner.key, body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
+  assert.ok(opened.status < 300, opened.text);
+  const id = opened.body.id as string;
+  const done = await until(600_000, async () => {
+    const e = (await call('GET', `/experiments/${id}`, { key: owner.key })).body;
+    return e.completed_at ? e : undefined;
+  });
+  const a = done.analysis;
+  assert.equal(a?.kind, 'petab_calibration', JSON.stringify(done));
+  assert.ok(a.best, a.note);
+  const flagOf = (f: string) => ({ identifiable: 'identifiable', one_sided: 'one-sided', flat: 'flat' } as Record<string, string>)[f]!;
+
+  const page = await signedIn();
+  await page.goto(`${ORIGIN}/console/experiments/${id}`);
+  await page.getByRole('heading', { name: 'PEtab calibration', level: 2 }).waitFor();
+  // The answer first: the best NLL in words, with the share of starts within the threshold of it.
+  const answer = (await page.getByTestId('petab-answer').textContent())!;
+  const said = Number(/Best NLL ([-\d.e+]+)/.exec(answer)?.[1]);
+  assert.ok(Math.abs(said - a.best.nll) <= 1e-4 * Math.abs(a.best.nll), `the page says ${answer}; the analysis ${a.best.nll}`);
+  assert.match(answer, new RegExp(`${a.within_best.starts} of ${a.starts_told} starts \\(${Math.round(a.within_best.fraction * 100)}%\\) ended\\s+within 0\\.1 of it`));
+  // The waterfall: a dot per start, and a ring on each within the threshold of the best.
+  const waterfall = page.getByRole('img', { name: new RegExp(`^${a.waterfall.length} starts' end NLL ranked best first`) });
+  await waterfall.locator('svg').first().waitFor({ timeout: 60_000 });
+  assert.equal(await waterfall.locator('svg circle').count(), a.waterfall.length + a.within_best.starts);
+
+  // Each observable: its measurements as dots, the simulation as a line and the noise band as an area.
+  const observables = a.fits.map((f: any) => f.observable).sort();
+  assert.deepEqual(observables, ['pSTAT5A_rel', 'pSTAT5B_rel', 'rSTAT5A_rel']);
+  for (const f of a.fits) {
+    const measured = f.points.filter((p: any) => p.measurement !== null).length;
+    assert.ok(measured > 0);
+    const fit = page.getByRole('img', { name: `${f.observable}: ${measured} measurements, the simulation at the best point and its band of one noise scale (${f.noise_distribution} noise, ${f.transformation} scale)` });
+    const conditions = new Set(f.points.map((p: any) => `${p.preequilibration} ${p.condition}`)).size;
+    await fit.locator('svg').first().waitFor();
+    assert.equal(await fit.locator('svg g[aria-label="dot"] circle').count(), measured, `${f.observable}: a dot per measurement`);
+    assert.equal(await fit.locator('svg g[aria-label="line"] path').count(), conditions, `${f.observable}: the simulation in each condition`);
+    assert.equal(await fit.locator('svg g[aria-label="area"] path').count(), conditions, `${f.observable}: its band in each condition`);
+    await page.locator(`figure.chart[data-chart="${f.observable}: fit with its noise band"] h3`).waitFor();
+  }
+
+  // k_phos's profile, titled with its flag, the 95% threshold dashed across it.
+  const [kPhos] = a.profiles;
+  assert.equal(kPhos.parameter, 'k_phos');
+  const flag = flagOf(kPhos.identifiability);
+  const figure = page.locator(`figure.chart[data-chart="k_phos profile: ${flag}"]`);
+  await figure.getByRole('heading', { name: `k_phos profile: ${flag}` }).waitFor();
+  const profileImg = figure.getByRole('img', { name: new RegExp(`^k_phos's profile, ${flag}: ΔNLL against k_phos on its log10 scale, ${kPhos.points.filter((p: any) => p[1] !== null).length} points`) });
+  await profileImg.locator('svg').first().waitFor();
+  assert.equal(await profileImg.locator('svg g[aria-label="rule"][stroke-dasharray="5,4"] line').count(), 1, 'the threshold ΔNLL = 1.92, dashed');
+  assert.equal(await profileImg.locator('svg g[aria-label="dot"] circle').count(), kPhos.points.filter((p: any) => p[1] !== null).length);
+
+  // The parameters: each on its scale with its best value, the profile's interval and flag and the Gauss-Newton view beside it.
+  const table = page.getByRole('table', { name: /^Parameters on their scales/ });
+  assert.deepEqual(await table.locator('tbody th').allTextContents(), a.parameters.map((p: any) => p.id));
+  assert.deepEqual((await table.locator('thead th').allTextContents()), ['Parameter', 'Scale', 'Best', 'Profile 95% interval', 'Profile flag', 'Gauss-Newton 95% interval', 'Agreement']);
+  const cells = async (parameter: string) => table.locator('tbody tr', { has: page.locator('th', { hasText: new RegExp(`^${parameter}$`) }) }).locator('td').allTextContents();
+  const k = a.parameters.find((p: any) => p.id === 'k_phos');
+  const kRow = await cells('k_phos');
+  assert.equal(kRow[0], 'log10');
+  assert.ok(Math.abs(Number(kRow[1]) - k.best) < 1e-4, `best ${kRow[1]}, ${k.best}`);
+  assert.equal(kRow[3], flag);
+  assert.equal(kRow[5], k.agreement ?? '—');
+  const interval = /^-?[\d.]+(e[-+]\d+)? to -?[\d.]+(e[-+]\d+)?$/;
+  if (k.profile.identifiability === 'identifiable') assert.match(kRow[2]!, interval);
+  if (k.gauss_newton?.status === 'interval') assert.match(kRow[4]!, interval);
+  for (const p of a.parameters.filter((q: any) => q.id !== 'k_phos')) {
+    const row = await cells(p.id);
+    assert.equal(row[2], 'not profiled', `${p.id} was not profiled`);
+    if (p.gauss_newton?.status === 'at_bound') assert.equal(row[4], `at ${p.gauss_newton.bound} bound`);
+    if (p.gauss_newton?.status === 'flat') assert.equal(row[4], 'flat');
+  }
+  // Then where the two views disagree, and the analysis's note.
+  const text = (await page.locator('main').textContent())!;
+  for (const d of a.disagreements) assert.ok(text.includes(d), `the disagreement ${d}`);
+  assert.ok(text.includes(a.note));
+
+  // What the runs are: start runs and profile runs, each run's best NLL its loss.
+  const card = page.getByRole('region', { name: 'The lab varied' });
+  const startRuns = done.design.run_count - done.design.profile_runs;
+  assert.match((await card.textContent())!, new RegExp(`${done.design.run_count} runs: ${startRuns} start runs? \\(2 starts, up to ${done.design.starts_per_run} a run\\) and ${done.design.profile_runs} profile runs?`));
+  const runsTable = page.locator('table.study-runs');
+  await runsTable.locator('tbody tr').first().waitFor();
+  const heads = (await runsTable.locator('thead th').allTextContents()).map((h) => h.replace(/[▲▼]/g, '').trim());
+  assert.deepEqual(heads, ['#', 'Run', 'Status', 'Carries', 'best NLL']);
+  assert.deepEqual([...new Set(await runsTable.locator('tbody td:nth-child(4)').allTextContents())].sort(), ['profiles', 'starts']);
+  const yOf = async (name: string) => (await page.getByRole('heading', { name, level: 2, exact: true }).boundingBox())!.y;
+  assert.ok(await yOf('PEtab calibration') < await yOf('Runs'), 'the answer comes before the runs');
+  await accessible(page, 'study-petab');
   await page.close();
 });
 

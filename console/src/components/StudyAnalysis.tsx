@@ -2,11 +2,13 @@
  * What a sensitivity or calibration study found, drawn by Observable Plot (loaded with
  * these charts only): each output's indices per parameter with their 95% intervals; or
  * the best fit over the observations and the loss of every evaluated set, with the best
- * parameters and their intervals in a table.
+ * parameters and their intervals in a table; or a PEtab calibration's answer
+ * (PetabCalibration.tsx).
  */
 import type { CalibrationAnalysis, SensitivityAnalysis, StudyAnalysis as Analysis } from '@silico/sdk';
 import { valueText } from '../format.ts';
 import { PlotFigure } from './PlotFigure.tsx';
+import { PetabCalibration } from './PetabCalibration.tsx';
 
 function Sensitivity({ a }: { a: SensitivityAnalysis }) {
   if (!a.complete) return <p>{a.note}</p>;
@@ -100,5 +102,9 @@ function Calibration({ a }: { a: CalibrationAnalysis }) {
 }
 
 export function StudyAnalysis({ analysis }: { analysis: NonNullable<Analysis> }) {
-  return analysis.kind === 'sensitivity' ? <Sensitivity a={analysis} /> : <Calibration a={analysis} />;
+  switch (analysis.kind) {
+    case 'sensitivity': return <Sensitivity a={analysis} />;
+    case 'calibration': return <Calibration a={analysis} />;
+    case 'petab_calibration': return <PetabCalibration a={analysis} />;
+  }
 }

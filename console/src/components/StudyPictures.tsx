@@ -3,7 +3,8 @@
  * sensitivity, the studied output against each parameter (one scatter per parameter);
  * calibration, each parameter's value over the evaluated sets and, two parameters at a
  * time, the evaluated sets coloured by their loss, the best marked. The runs table below
- * is their text alternative: it lists every point drawn.
+ * is their text alternative: it lists every point drawn. A PEtab calibration has none: its
+ * runs carry starts or profiles, not one parameter set each, and its analysis draws them.
  */
 import { studyOutputKey, type Experiment, type StudyRun } from '@silico/sdk';
 import { useSession } from '../api.ts';
@@ -98,12 +99,13 @@ function CalibrationPictures({ d, runs }: { d: Extract<Design, { kind: 'calibrat
 /** A question study's pictures of its runs, once they have told the study something. */
 export function StudyPictures({ experiment: e }: { experiment: Experiment }) {
   const { client } = useSession();
+  const d = e.design?.kind === 'petab_calibration' ? null : e.design;
   const runs = useLoad(async () => {
     const all: StudyRun[] = [];
+    if (!d) return all;
     for await (const r of client.experiments.runs(e.id, { limit: 100 })) all.push(r);
     return all;
   }, [e.id, e.updated_at]);
-  const d = e.design;
   if (!d) return null;
   if (runs.error) return <ErrorNotice error={runs.error} />;
   if (!runs.data) return <p aria-busy="true">Loading the runs…</p>;

@@ -13,6 +13,8 @@ const PAGE = 20;
 function columnsOf(e: Experiment): Array<{ key: string; label: string; value: (r: StudyRun) => number | null | undefined }> {
   const d = e.design;
   if (!d) return [];
+  // A PEtab calibration's runs carry starts or profiles, not one parameter set each: they sort by their loss, the best NLL they reached.
+  if (d.kind === 'petab_calibration') return [{ key: 'loss', label: 'best NLL', value: (r: StudyRun) => r.loss }];
   const params = d.parameters.map((p) => ({ key: `params.${p.name}`, label: p.name, value: (r: StudyRun) => r.params?.[p.name] }));
   const told = d.kind === 'sensitivity'
     ? d.outputs.map((o) => {
@@ -23,9 +25,13 @@ function columnsOf(e: Experiment): Array<{ key: string; label: string; value: (r
   return [...params, ...told];
 }
 
+/** What one of a PEtab calibration's runs carries, by its batch: batch 0 runs starts, batch 1 the profiles from the best end point. */
+const PETAB_TASKS = ['starts', 'profiles'] as const;
+
 /**
  * A study's runs as data, a page at a time: each with the parameter set it was given and
- * what it told the study (its outputs, or its loss), sortable by any of those columns,
+ * what it told the study (its outputs, or its loss; a PEtab calibration's run, whether it
+ * carries starts or profiles and the best NLL it reached), sortable by any of those columns,
  * filtered by status; each run links to its own page.
  */
 export function StudyRuns({ experiment: e }: { experiment: Experiment }) {
@@ -38,6 +44,7 @@ export function StudyRuns({ experiment: e }: { experiment: Experiment }) {
     limit: PAGE, cursor, sort: sort.key, order: sort.order, ...(status ? { status: status as StudyRunListParams['status'] } : {}),
   }), [e.id, sort, status, cursor, e.updated_at]);
   const columns = columnsOf(e);
+  const petab = e.design?.kind === 'petab_calibration';
   const sortBy = (key: string) => {
     setSort((s) => ({ key, order: s.key === key && s.order === 'asc' ? 'desc' : 'asc' }));
     setCursors([undefined]);
@@ -67,6 +74,7 @@ export function StudyRuns({ experiment: e }: { experiment: Experiment }) {
               <th scope="col">Run</th>
               {e.kind === 'arms' ? <><th scope="col">Arm</th><th scope="col">Replicate</th></> : null}
               <th scope="col">Status</th>
+              {petab ? <th scope="col">Carries</th> : null}
               {columns.map((c) => header(c.key, c.label))}
             </tr>
           </thead>
@@ -77,6 +85,7 @@ export function StudyRuns({ experiment: e }: { experiment: Experiment }) {
                 <td><a href={`/console/runs/${r.run_id}`}><code>{r.run_id.slice(0, 8)}</code></a></td>
                 {e.kind === 'arms' ? <><td>{r.arm}</td><td>{r.replicate}</td></> : null}
                 <td><span class={`status ${r.status}`}>{r.status.replace('_', ' ')}</span></td>
+                {petab ? <td>{r.batch === null ? '—' : PETAB_TASKS[r.batch] ?? `batch ${r.batch}`}</td> : null}
                 {columns.map((c) => <td key={c.key} class="number">{valueText(c.value(r))}</td>)}
               </tr>
             ))}

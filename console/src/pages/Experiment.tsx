@@ -25,8 +25,21 @@ function Comparison({ e }: { e: Experiment }) {
   );
 }
 
+/** A question study's answer's heading, by its kind. */
+const STUDY_HEADING = { sensitivity: 'Sensitivity', calibration: 'Calibration', petab_calibration: 'PEtab calibration' } as const;
+
+/** What a question study's runs are, for the card of the lab it varies. */
+function runsText(e: Experiment, runs: number): string {
+  const d = e.design;
+  if (d?.kind !== 'petab_calibration') return `${runs} runs, one per parameter set`;
+  // Its starts are spread `starts_per_run` to a run; the profiles (and the Gauss-Newton view) over `profile_runs` after them.
+  const startRuns = d.run_count - d.profile_runs;
+  return `${runs} runs: ${startRuns} start run${startRuns === 1 ? '' : 's'} (${d.starts} starts, up to ${d.starts_per_run} a run) and ${d.profile_runs} profile run${d.profile_runs === 1 ? '' : 's'}`;
+}
+
 /**
- * A study, its answer first: the indices of a sensitivity study, the fit of a calibration,
+ * A study, its answer first: the indices of a sensitivity study, the fit of a calibration
+ * (or of a PEtab calibration: its waterfall, fits, profiles and intervals),
  * the comparison of arms (progress while its runs go on); then what it ran, and its runs
  * as a paged, sortable table; then its files.
  */
@@ -53,7 +66,7 @@ export function ExperimentPage({ id }: { id: string }) {
         </>
       ) : (
         <>
-          <h2>{e.kind === 'sensitivity' ? 'Sensitivity' : 'Calibration'}</h2>
+          <h2>{STUDY_HEADING[e.kind]}</h2>
           {e.analysis ? <StudyAnalysis analysis={e.analysis} /> : <p>The analysis is stored when the study's runs have ended ({t.completed} of {t.total} completed so far).</p>}
           <StudyPictures experiment={e} />
         </>
@@ -65,7 +78,7 @@ export function ExperimentPage({ id }: { id: string }) {
             {e.kind === 'arms' ? <h3>{a.label}</h3> : null}
             <p><code>{a.resolved_ref}</code></p>
             <p>Inputs <code>{JSON.stringify(a.inputs)}</code></p>
-            <p>{e.kind === 'arms' ? `${a.replicates} replicates` : `${(a.runs ?? []).length} runs, one per parameter set`} on {a.compute_profile}</p>
+            <p>{e.kind === 'arms' ? `${a.replicates} replicates` : runsText(e, (a.runs ?? []).length)} on {a.compute_profile}</p>
           </section>
         ))}
       </div>
