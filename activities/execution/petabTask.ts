@@ -13,8 +13,12 @@ import { createWriteChain } from './writeChain.ts';
 
 /** The phase of a PEtab run's progress events: what a later execution of the run resumes from. */
 const PHASE = 'petab';
-/** A start's best so far is recorded at most this often (it is what a lost worker's start resumes from). */
-const BEST_EVERY_MS = 1000;
+/**
+ * A start's best so far is recorded at most this often (it is what a lost worker's start
+ * resumes from). The engine sends it with each chunk of evaluations, about once a second:
+ * a bound below that records each one, rather than every other one as jitter would.
+ */
+const BEST_EVERY_MS = 500;
 
 /** What one start ended with, as the engine's `start_end` says it. */
 export interface StartEnd { index: number; fval: number | null; x: number[] | null; n_fval: number; ended: string; message: string; seconds: number; evaluations_sha256: string | null }
