@@ -95,6 +95,7 @@ export function petabAnalysis(d: PetabCalibrationDesign, points: StudyPoint[], h
     };
   });
   const within = bestNll === null ? 0 : ends.filter((s) => s.fval! - bestNll <= WITHIN_BEST).length;
+  const warnings = bestNll === null ? [] : optimumWarnings(bestNll, within, ends.length, profiles);
   const stopped = how.closed ? 'closed' : best ? 'completed' : 'no_runs';
   return {
     kind: 'petab_calibration', stopped, import_id: d.import_id,
@@ -106,12 +107,35 @@ export function petabAnalysis(d: PetabCalibrationDesign, points: StudyPoint[], h
     fits: fit ? fitsOf(fit) : [],
     gauss_newton: hessian && { method: 'gauss_newton', level: 0.95, positive_definite: hessian.positive_definite, eigenvalues: hessian.eigenvalues, flat: hessian.flat },
     disagreements,
+    warnings,
     library_versions: versions,
     descriptive: true,
     note: `Multi-start local optimisation of the PEtab negative log-likelihood (${d.optimizer}, ${d.starts} starts uniform within the bounds on the parameter scale, seed ${d.seed}), `
       + 'then, from the best end point, each observable\'s simulation against its data with one noise scale about it, profile likelihoods (pyPESTO) with 95% intervals where the profile crosses ΔNLL = 1.92, and the Gauss-Newton view (the Hessian of the NLL by finite differences) labelled as such. '
       + 'A parameter is identifiable when its profile crosses the threshold on both sides within its bounds, one-sided on one, flat on neither. A fit to these data, not a validation of the model.',
   };
+}
+
+/** A profile point this far below the best start's NLL is a better point the starts missed (the integrator's noise is far smaller). */
+const BELOW_BEST = 1e-3;
+
+/**
+ * What says the best start may not be the optimum, in words: a waterfall without a plateau
+ * (one start alone within reach of the best), or a profile that went below it (its intervals
+ * then measure from a point that is not the optimum).
+ */
+function optimumWarnings(bestNll: number, within: number, told: number, profiles: Profile[]): string[] {
+  const out: string[] = [];
+  if (told > 1 && within < 2) {
+    out.push(`Only 1 of ${told} starts ended within ${WITHIN_BEST} of the best NLL: the waterfall has no plateau, so the best may not be the optimum; more starts would tell.`);
+  }
+  for (const p of profiles) {
+    const lowest = Math.min(...p.points.map(([, f]) => f ?? Infinity));
+    if (lowest < bestNll - BELOW_BEST) {
+      out.push(`${p.parameter}'s profile reached NLL ${lowest.toPrecision(8)}, ${(bestNll - lowest).toPrecision(3)} below the best start's ${bestNll.toPrecision(8)}: the starts missed a better point, so every interval here is measured from one that is not the optimum; calibrate again with more starts.`);
+    }
+  }
+  return out;
 }
 
 /** A band one noise scale about a simulation, on its observable's transformation. */

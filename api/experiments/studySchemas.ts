@@ -199,10 +199,11 @@ const petabAnalysis: JsonSchema = obj({
   }),
   gauss_newton: { oneOf: [{ type: 'null' }, obj({ method: { const: 'gauss_newton' }, level: { const: 0.95 }, positive_definite: { type: 'boolean' }, eigenvalues: arr(num), flat: arr(str(200)) }, ['method', 'level', 'positive_definite', 'eigenvalues', 'flat'])] },
   disagreements: arr(str(2000), { description: 'Where the profile and the Gauss-Newton view of a parameter disagree, in words.' }),
+  warnings: arr(str(2000), { description: 'What says the best start may not be the optimum (a waterfall without a plateau, a profile below the best), in words.' }),
   library_versions: libraryVersions,
   descriptive: { const: true },
   note: str(2000),
-}, ['kind', 'stopped', 'import_id', 'starts_told', 'starts_asked', 'best', 'within_best', 'parameters', 'profiles', 'fits', 'gauss_newton', 'disagreements', 'library_versions', 'descriptive', 'note']);
+}, ['kind', 'stopped', 'import_id', 'starts_told', 'starts_asked', 'best', 'within_best', 'parameters', 'profiles', 'fits', 'gauss_newton', 'disagreements', 'warnings', 'library_versions', 'descriptive', 'note']);
 
 /** What a finished study found; null until then, and for a study of arms. */
 export const studyAnalysis: JsonSchema = {

@@ -170,6 +170,12 @@ export function PetabCalibration({ a }: { a: PetabCalibrationAnalysis }) {
   return (
     <>
       <Answer a={a} best={best} />
+      {a.warnings.length ? (
+        <section aria-labelledby="petab-warnings" class="plan">
+          <h3 id="petab-warnings">Is the best the optimum?</h3>
+          <ul>{a.warnings.map((w) => <li key={w}>{w}</li>)}</ul>
+        </section>
+      ) : null}
       {a.waterfall?.length ? <Waterfall a={a} /> : null}
       {a.fits.length ? (
         <section class="small-multiples" aria-label="Each observable's fit with its noise band">

@@ -50,6 +50,8 @@ export function ExperimentPage({ id }: { id: string }) {
   if (!e) return <main id="main"><h1>Experiment</h1>{x.error ? <ErrorNotice error={x.error} /> : <p>Loading…</p>}</main>;
   const t = e.run_totals;
   const ended = t.completed + t.failed + t.cancelled + t.timed_out;
+  // A PEtab calibration varies no input of its lab: it runs the engine on the problem the lab holds.
+  const labHeading = e.kind === 'arms' ? 'Arms' : e.kind === 'petab_calibration' ? 'The problem\'s lab' : 'The lab varied';
   return (
     <main id="main">
       <h1>{e.name}</h1>
@@ -71,13 +73,13 @@ export function ExperimentPage({ id }: { id: string }) {
           <StudyPictures experiment={e} />
         </>
       )}
-      <h2>{e.kind === 'arms' ? 'Arms' : 'The lab varied'}</h2>
+      <h2>{labHeading}</h2>
       <div class="arms">
         {e.arms.map((a) => (
-          <section key={a.label} class="card" aria-label={e.kind === 'arms' ? `Arm ${a.label}` : 'The lab varied'}>
+          <section key={a.label} class="card" aria-label={e.kind === 'arms' ? `Arm ${a.label}` : labHeading}>
             {e.kind === 'arms' ? <h3>{a.label}</h3> : null}
             <p><code>{a.resolved_ref}</code></p>
-            <p>Inputs <code>{JSON.stringify(a.inputs)}</code></p>
+            {e.kind === 'petab_calibration' ? null : <p>Inputs <code>{JSON.stringify(a.inputs)}</code></p>}
             <p>{e.kind === 'arms' ? `${a.replicates} replicates` : runsText(e, (a.runs ?? []).length)} on {a.compute_profile}</p>
           </section>
         ))}

@@ -3286,6 +3286,8 @@ export interface operations {
                             starts_told: number;
                             /** @enum {unknown} */
                             stopped: "completed" | "closed" | "no_runs";
+                            /** @description What says the best start may not be the optimum (a waterfall without a plateau, a profile below the best), in words. */
+                            warnings: string[];
                             /** @description Every start's end point, best first: its NLL, how many evaluations it made and how it ended, and the digest of its evaluations file (absent with include_points false). */
                             waterfall?: {
                                 ended: string;
@@ -3836,6 +3838,8 @@ export interface operations {
                             starts_told: number;
                             /** @enum {unknown} */
                             stopped: "completed" | "closed" | "no_runs";
+                            /** @description What says the best start may not be the optimum (a waterfall without a plateau, a profile below the best), in words. */
+                            warnings: string[];
                             /** @description Every start's end point, best first: its NLL, how many evaluations it made and how it ended, and the digest of its evaluations file (absent with include_points false). */
                             waterfall?: {
                                 ended: string;
@@ -4393,6 +4397,8 @@ export interface operations {
                             starts_told: number;
                             /** @enum {unknown} */
                             stopped: "completed" | "closed" | "no_runs";
+                            /** @description What says the best start may not be the optimum (a waterfall without a plateau, a profile below the best), in words. */
+                            warnings: string[];
                             /** @description Every start's end point, best first: its NLL, how many evaluations it made and how it ended, and the digest of its evaluations file (absent with include_points false). */
                             waterfall?: {
                                 ended: string;

@@ -64,6 +64,7 @@ function petabText(a: PetabCalibrationAnalysis): string[] {
     gauss_newton95: !p.gauss_newton ? '-' : p.gauss_newton.status === 'interval' ? interval(p.gauss_newton.low, p.gauss_newton.high) : p.gauss_newton.status === 'at_bound' ? `at ${p.gauss_newton.bound} bound` : 'flat',
   })), ['parameter', 'scale', 'best', 'profile95', 'flag', 'gauss_newton95']));
   for (const d of a.disagreements) lines.push(`disagree  ${d}`);
+  for (const w of a.warnings) lines.push(`warning   ${w}`);
   return lines;
 }
 
