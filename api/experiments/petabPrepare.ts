@@ -7,8 +7,14 @@ import { MAX_SEED } from './prepare.ts';
 import { onScale } from '../../kernel/petabScales.ts';
 import type { StudyLabRequest } from './studyPrepare.ts';
 
-/** The most runs a PEtab calibration's starts (and, apart, its profiles) are spread over: each run pays the engine's start (about 4 s) once. */
+/** The most runs a PEtab calibration's starts (and, apart, its profiles) are spread over. */
 const MAX_PARALLEL_RUNS = 8;
+/**
+ * The fewest starts a run carries (when there are that many): each run pays the engine's
+ * start, its imports and the model's build, about 4 s, once, against 1 to 3 s a Boehm start
+ * (bench:petab: at two starts a run the start-ups were most of a calibration's CPU).
+ */
+const MIN_STARTS_PER_RUN = 4;
 /** A PEtab run's longest execution unless asked otherwise: profiles at pyPESTO's default steps take about a minute each. */
 const DEFAULT_MAX_RUNTIME_SECONDS = 900;
 
@@ -41,7 +47,7 @@ export async function petabStudyLab(deps: Deps, caller: Caller, req: PetabCalibr
 /**
  * The design of a PEtab calibration: the import's estimated parameters in the engine's
  * vector order, with bounds and nominal values on their scales; the starts spread over at
- * most MAX_PARALLEL_RUNS runs, and the profiles (every estimated parameter unless named)
+ * most MAX_PARALLEL_RUNS runs of at least MIN_STARTS_PER_RUN, and the profiles (every estimated parameter unless named)
  * over as many again, at least one run (the Gauss-Newton view) whatever is profiled.
  */
 export function petabCalibrationDesign(row: PetabImportRow, req: PetabCalibrationRequest): PetabCalibrationDesign {
@@ -59,7 +65,7 @@ export function petabCalibrationDesign(row: PetabImportRow, req: PetabCalibratio
     if (seen.has(id)) throw errors.validation('duplicate_parameter', `${id} is profiled twice.`, `${AT}.profile.parameters[${i}]`);
     seen.add(id);
   });
-  const startRuns = Math.min(req.starts, MAX_PARALLEL_RUNS);
+  const startRuns = Math.min(Math.ceil(req.starts / MIN_STARTS_PER_RUN), MAX_PARALLEL_RUNS);
   const startsPerRun = Math.ceil(req.starts / startRuns);
   const profileRuns = Math.max(1, Math.min(profiled.length, MAX_PARALLEL_RUNS));
   return {
