@@ -20,14 +20,10 @@
  *
  * Env: BENCH_RUNS (200), BENCH_BATCH (20), BENCH_CONCURRENCY (4), BENCH_ROUNDS (3), BENCH_POLL_MS (200).
  */
-import { createWriteStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import getPort from 'get-port';
-import { startStack, type Stack } from '../../deploy/local/stack.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
-import { createHttpClient } from './httpClient.ts';
+import type { createHttpClient } from './httpClient.ts';
+import { benchOnStack } from './benchStack.ts';
 import { labWorkspace } from './labWorkspace.ts';
 import { createDb } from '../../storage/db/knex.ts';
 import { median } from './stats.ts';
@@ -80,97 +76,74 @@ async function observations(h: Http, base: string, key: string, lab: Record<stri
   }
 }
 
-async function main(): Promise<void> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'silico-bench-calibration-'));
-  const log = createWriteStream(path.join(dir, 'stack.log'));
-  let stack: Stack | undefined;
-  let http: Http | undefined;
-  try {
-    const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
-    stack = await startStack({
-      exitOnSignal: true, dataDir: dir, mode: 'test', ports, sink: (s, l) => log.write(`[${s}] ${l}\n`),
-      serviceEnv: { SILICO_RATE_READS_PER_MIN: '100000000', SILICO_RATE_RUNS_PER_MIN: '100000000', SILICO_RATE_DAILY: '100000000', SILICO_CONCURRENT_RUNS: String(C), LOG_LEVEL: 'warn' },
+await benchOnStack('calibration', {
+  SILICO_RATE_READS_PER_MIN: '100000000', SILICO_RATE_RUNS_PER_MIN: '100000000', SILICO_RATE_DAILY: '100000000', SILICO_CONCURRENT_RUNS: String(C), LOG_LEVEL: 'warn',
+}, async ({ stack, http: h, base }) => {
+  const db = createDb(stack.info.database_url, { poolMax: 2 });
+  const ws = await labWorkspace(h, LAB, 'bench calibration');
+  const lab = { workspace_id: ws.workspace_id, revision_id: ws.revision_id, compute_profile_id: 'cpu-small', max_runtime_seconds: 60 };
+  const datasetId = await observations(h, base, stack.info.api_key, lab);
+
+  /** One calibration of `n` runs, from its plan until the client reads it completed; returns its wall time and its parameter sets. */
+  const study = async (n: number) => {
+    const t0 = performance.now();
+    const plan = await h.json('POST', '/experiment-plans', {
+      name: 'bench calibration', lab,
+      calibration: {
+        parameters: [{ input: 'growth_rate', low: 0.2, high: 0.6 }, { input: 'initial_substrate', low: 4, high: 12 }],
+        dataset_id: datasetId, observations: [{ output: 'biomass' }], loss: 'sum_of_squares', optimizer: 'cmaes', budget: n, batch_size: Math.min(BATCH, n), seed: 1,
+      },
     });
-    const base = stack.info.base_url.replace('//localhost:', '//127.0.0.1:');
-    http = createHttpClient(base, { Authorization: `Bearer ${stack.info.api_key}` });
-    const h = http;
-    const db = createDb(stack.info.database_url, { poolMax: 2 });
-    const ws = await labWorkspace(h, LAB, 'bench calibration');
-    const lab = { workspace_id: ws.workspace_id, revision_id: ws.revision_id, compute_profile_id: 'cpu-small', max_runtime_seconds: 60 };
-    const datasetId = await observations(h, base, stack.info.api_key, lab);
-
-    /** One calibration of `n` runs, from its plan until the client reads it completed; returns its wall time and its parameter sets. */
-    const study = async (n: number) => {
-      const t0 = performance.now();
-      const plan = await h.json('POST', '/experiment-plans', {
-        name: 'bench calibration', lab,
-        calibration: {
-          parameters: [{ input: 'growth_rate', low: 0.2, high: 0.6 }, { input: 'initial_substrate', low: 4, high: 12 }],
-          dataset_id: datasetId, observations: [{ output: 'biomass' }], loss: 'sum_of_squares', optimizer: 'cmaes', budget: n, batch_size: Math.min(BATCH, n), seed: 1,
-        },
-      });
-      if (plan.status !== 'ready') throw new Error(`study plan blocked: ${JSON.stringify(plan.findings)}`);
-      const e = await h.json('POST', '/experiments', { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, { 'Idempotency-Key': crypto.randomUUID() });
-      let done;
-      const reads: number[] = [];
-      for (;;) {
-        const r0 = performance.now();
-        done = await h.json('GET', `/experiments/${e.id}`);
-        reads.push(performance.now() - r0);
-        if (done.completed_at) break;
-        await sleep(POLL_MS);
-      }
-      const seconds = (performance.now() - t0) / 1000;
-      if (done.run_totals.completed !== n) throw new Error(`study ${e.id}: ${JSON.stringify(done.run_totals)}`);
-      const sets: Array<Record<string, number>> = [];
-      for (const r of done.arms[0].runs) sets.push((await h.json('GET', `/runs/${r.run_id}`)).inputs);
-      return { seconds, sets, batches: Math.ceil(n / Math.min(BATCH, n)), detail: `${await studyTimeline(db, e.id)}; ${reads.length} reads of the study (median ${median(reads).toFixed(1)} ms, max ${Math.max(...reads).toFixed(0)} ms)` };
-    };
-    /** The same parameter sets as lone runs, the client keeping `C` in flight. */
-    const lones = async (sets: Array<Record<string, number>>) => {
-      const t0 = performance.now();
-      let next = 0;
-      await Promise.all(Array.from({ length: C }, async () => {
-        while (next < sets.length) await lone(h, lab, sets[next++]!);
-      }));
-      return { seconds: (performance.now() - t0) / 1000 };
-    };
-
-    const warm = await study(Math.min(2 * BATCH, N));
-    await lones(warm.sets);
-    console.log(`${N}-run calibration (batches of ${BATCH}, CMA-ES) against the same ${N} parameter sets as lone runs, ${C} in flight (the account's limit), real lab executions`);
-    const ratios: number[] = [];
-    // A lone side that goes first runs the sets of round 1's study: the same seed on the
-    // same data asks the same sets.
-    let sets: Array<Record<string, number>> = [];
-    for (let round = 1; round <= ROUNDS; round++) {
-      const first = round % 2 ? 'study' : 'lone';
-      let s: Awaited<ReturnType<typeof study>>;
-      let l: Awaited<ReturnType<typeof lones>>;
-      if (first === 'study') {
-        s = await study(N);
-        sets = s.sets;
-        l = await lones(sets);
-      } else {
-        l = await lones(sets);
-        s = await study(N);
-      }
-      ratios.push(s.seconds / l.seconds);
-      console.log(`round ${round} (${first} first): study ${s.seconds.toFixed(2)} s (${s.batches} batches), lone ${l.seconds.toFixed(2)} s, ratio ${(s.seconds / l.seconds).toFixed(3)}`);
-      console.log(`  study: ${s.detail}`);
+    if (plan.status !== 'ready') throw new Error(`study plan blocked: ${JSON.stringify(plan.findings)}`);
+    const e = await h.json('POST', '/experiments', { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, { 'Idempotency-Key': crypto.randomUUID() });
+    let done;
+    const reads: number[] = [];
+    for (;;) {
+      const r0 = performance.now();
+      done = await h.json('GET', `/experiments/${e.id}`);
+      reads.push(performance.now() - r0);
+      if (done.completed_at) break;
+      await sleep(POLL_MS);
     }
-    console.log(`wall-time ratio (study / lone, median of ${ROUNDS} rounds): ${median(ratios).toFixed(3)}  goal <= 1.15`);
-    await db.destroy();
-  } catch (err) {
-    console.error(err);
-    process.exitCode = 1;
-  } finally {
-    http?.close();
-    await stack?.stop();
-    log.end();
-    await rm(dir, { recursive: true, force: true });
-    process.exit(process.exitCode ?? 0);
-  }
-}
+    const seconds = (performance.now() - t0) / 1000;
+    if (done.run_totals.completed !== n) throw new Error(`study ${e.id}: ${JSON.stringify(done.run_totals)}`);
+    const sets: Array<Record<string, number>> = [];
+    for (const r of done.arms[0].runs) sets.push((await h.json('GET', `/runs/${r.run_id}`)).inputs);
+    return { seconds, sets, batches: Math.ceil(n / Math.min(BATCH, n)), detail: `${await studyTimeline(db, e.id)}; ${reads.length} reads of the study (median ${median(reads).toFixed(1)} ms, max ${Math.max(...reads).toFixed(0)} ms)` };
+  };
+  /** The same parameter sets as lone runs, the client keeping `C` in flight. */
+  const lones = async (sets: Array<Record<string, number>>) => {
+    const t0 = performance.now();
+    let next = 0;
+    await Promise.all(Array.from({ length: C }, async () => {
+      while (next < sets.length) await lone(h, lab, sets[next++]!);
+    }));
+    return { seconds: (performance.now() - t0) / 1000 };
+  };
 
-void main();
+  const warm = await study(Math.min(2 * BATCH, N));
+  await lones(warm.sets);
+  console.log(`${N}-run calibration (batches of ${BATCH}, CMA-ES) against the same ${N} parameter sets as lone runs, ${C} in flight (the account's limit), real lab executions`);
+  const ratios: number[] = [];
+  // A lone side that goes first runs the sets of round 1's study: the same seed on the
+  // same data asks the same sets.
+  let sets: Array<Record<string, number>> = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    const first = round % 2 ? 'study' : 'lone';
+    let s: Awaited<ReturnType<typeof study>>;
+    let l: Awaited<ReturnType<typeof lones>>;
+    if (first === 'study') {
+      s = await study(N);
+      sets = s.sets;
+      l = await lones(sets);
+    } else {
+      l = await lones(sets);
+      s = await study(N);
+    }
+    ratios.push(s.seconds / l.seconds);
+    console.log(`round ${round} (${first} first): study ${s.seconds.toFixed(2)} s (${s.batches} batches), lone ${l.seconds.toFixed(2)} s, ratio ${(s.seconds / l.seconds).toFixed(3)}`);
+    console.log(`  study: ${s.detail}`);
+  }
+  console.log(`wall-time ratio (study / lone, median of ${ROUNDS} rounds): ${median(ratios).toFixed(3)}  goal <= 1.15`);
+  await db.destroy();
+});
