@@ -395,6 +395,16 @@ def hessian(problem, request):
           "high": [None if s is None else float(v + z * s) for v, s in zip(x, se)]})
 
 
+def noise_of(evaluate, row, formulas, pars, scaled):
+    """A measurement's noise as the petab library evaluates it, or None where it cannot
+    (a noise formula reading the model's states, which petab's evaluator does not take):
+    the fit is still drawn, without that point's band."""
+    try:
+        return finite(evaluate(row, formulas, pars, scaled))
+    except (ValueError, TypeError):
+        return None
+
+
 def fit(problem, request):
     """Each measurement beside its simulation at a point, with the noise the likelihood gives
     it there (the observable's noise formula, evaluated by the petab library with the
@@ -423,7 +433,7 @@ def fit(problem, request):
         scaled = petab.scale(float(s), transformation[obs])
         pre = row.get("preequilibrationConditionId")
         rows.append([obs, str(row["simulationConditionId"]), None if pre is None or (isinstance(pre, float) and math.isnan(pre)) else str(pre),
-                     finite(row["time"]), finite(row["measurement"]), finite(s), finite(evaluate_noise_formula(row, formulas, pars, scaled))])
+                     finite(row["time"]), finite(row["measurement"]), finite(s), noise_of(evaluate_noise_formula, row, formulas, pars, scaled)])
     emit({"type": "fit", "x": x, "fval": finite(ret["fval"]), "transformations": transformation, "noise_distributions": distribution, "rows": rows})
 
 
