@@ -27,6 +27,9 @@ export const ONE_AT_A_TIME: Record<string, string[]> = {
   // The biology fixture server behind the stack's sources: a file sets a source failing,
   // slow or throttled (test/biologyControl.ts) for the whole stack while it checks that.
   'the biology fixture sources': ['test/integration/biology.test.ts', 'test/integration/hostingDoors.test.ts'],
+  // The machine's hosted deployments: a file counts the processes their warm instances
+  // fork for invocations, whoever's deployment forked them (/proc has no owner to tell).
+  'the machine\'s warm deployments': ['test/integration/invocations.test.ts', 'test/integration/hostedInvocations.test.ts'],
 };
 
 /**
@@ -35,12 +38,16 @@ export const ONE_AT_A_TIME: Record<string, string[]> = {
  * in path order. The files of ALONE run first, one by one, before any other starts.
  */
 export const LONGEST_FIRST = [
+  'test/integration/petabEngine.test.ts',
   'test/integration/faults.test.ts',
   'test/integration/cluster.test.ts',
   // Long only on a machine that has not built its labs' environments yet (tellurium's is large).
   'test/integration/labEnvironments.test.ts',
   'test/integration/experiments.test.ts',
   'test/browser/console.test.ts',
+  'test/integration/petabChaos.test.ts',
+  'test/integration/petabCalibration.test.ts',
+  'test/integration/readme.test.ts',
   'test/integration/invocations.test.ts',
   'test/integration/hostedInvocations.test.ts',
   'test/integration/chaos.test.ts',

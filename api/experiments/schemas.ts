@@ -157,7 +157,7 @@ export const experimentRecord: JsonSchema = obj(fullFields, Object.keys(fullFiel
  * answer, and GET /experiments/{id}/runs pages them with more about each.
  */
 export const includeRuns: JsonSchema = { type: 'boolean', description: 'List each arm\'s runs and the detached runs (default true; over MCP false: experiment_run_list pages them).' };
-export const includePoints: JsonSchema = { type: 'boolean', description: 'A PEtab calibration\'s waterfall and points (default true; MCP false).' };
+export const includePoints: JsonSchema = { type: 'boolean', description: 'PEtab analysis points (default true; MCP false).' };
 
 export const experimentPage: JsonSchema = cursorPage(experimentSummary);
 

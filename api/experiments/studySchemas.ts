@@ -61,19 +61,19 @@ export const calibrationRequest: JsonSchema = obj({
 const step: JsonSchema = { type: 'number', exclusiveMinimum: 0 };
 const profileOptions: JsonSchema = obj({
   default_step_size_absolute: step, min_step_size_absolute: step, max_step_size_absolute: step,
-}, [], { description: 'pyPESTO ProfileOptions steps (its defaults when absent).' });
+}, [], { description: 'pyPESTO ProfileOptions steps.' });
 
 export const petabCalibrationRequest: JsonSchema = obj({
   import_id: str(64, { description: 'The PEtab import to calibrate.' }),
   optimizer: { enum: ['fides', 'lbfgsb'], description: 'Local optimiser (default fides).' },
   starts: { type: 'integer', minimum: 1, maximum: 1000, description: 'Local starts, uniform within the scaled bounds.' },
   max_evaluations: { type: 'integer', minimum: 10, maximum: 100000, description: 'Evaluations per start (default 10,000).' },
-  seed: { ...seed, description: 'Seed of the starts (chosen when absent).' },
+  seed: { ...seed, description: 'Of the starts.' },
   profile: obj({
-    parameters: arr(str(200), { maxItems: 200, description: 'Parameters to profile (default every estimated one; [] none).' }),
+    parameters: arr(str(200), { maxItems: 200, description: 'Default: every estimated one.' }),
     options: profileOptions,
-  }, [], { description: 'Profiles from the best point (95% at ΔNLL 1.92).' }),
-  compute_profile_id: str(64), max_runtime_seconds: { type: 'integer', minimum: 1, description: 'A run\'s longest (default 900 s).' },
+  }, [], { description: 'Profiles from the best point.' }),
+  compute_profile_id: str(64), max_runtime_seconds: { type: 'integer', minimum: 1, description: 'Default 900 s.' },
 }, ['import_id', 'starts']);
 
 const parameter: JsonSchema = obj({

@@ -203,7 +203,9 @@ sensitivity:
 
 test('a study file that cannot describe a study is a usage error naming what is wrong', () => {
   const cases: Array<[string, RegExp]> = [
-    ['name: x\nworkspace_id: w\n', /exactly one of arms .*, sweep .*, sensitivity or calibration/],
+    ['name: x\nworkspace_id: w\n', /exactly one of arms .*, sweep .*, sensitivity, calibration or petab_calibration/],
+    ['name: x\npetab_calibration: {import_id: petab_x, starts: 4}\ncompute_profile_id: cpu-small\n', /compute_profile_id cannot stand beside petab_calibration/],
+    ['name: x\npetab_calibration: [1]\n', /petab_calibration must be a mapping/],
     ['name: x\nsensitivity: {method: sobol}\ncalibration: {budget: 2}\n', /exactly one of arms/],
     ['name: x\nsensitivity: [1]\n', /sensitivity must be a mapping/],
     ['name: x\nreplicates: 3\nsensitivity: {method: sobol}\n', /replicates belong to arms/],

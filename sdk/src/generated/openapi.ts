@@ -2651,25 +2651,25 @@ export interface operations {
                         import_id: string;
                         /** @description Evaluations per start (default 10,000). */
                         max_evaluations?: number;
-                        /** @description A run's longest (default 900 s). */
+                        /** @description Default 900 s. */
                         max_runtime_seconds?: number;
                         /**
                          * @description Local optimiser (default fides).
                          * @enum {unknown}
                          */
                         optimizer?: "fides" | "lbfgsb";
-                        /** @description Profiles from the best point (95% at ΔNLL 1.92). */
+                        /** @description Profiles from the best point. */
                         profile?: {
-                            /** @description pyPESTO ProfileOptions steps (its defaults when absent). */
+                            /** @description pyPESTO ProfileOptions steps. */
                             options?: {
                                 default_step_size_absolute?: number;
                                 max_step_size_absolute?: number;
                                 min_step_size_absolute?: number;
                             };
-                            /** @description Parameters to profile (default every estimated one; [] none). */
+                            /** @description Default: every estimated one. */
                             parameters?: string[];
                         };
-                        /** @description Seed of the starts (chosen when absent). */
+                        /** @description Of the starts. */
                         seed?: number;
                         /** @description Local starts, uniform within the scaled bounds. */
                         starts: number;
