@@ -68,6 +68,12 @@ export type PetabTask =
   | { command: 'optimize'; starts: Array<{ index: number; x0: number[] }> }
   | { command: 'profile'; x: number[]; parameters: string[]; hessian: boolean };
 
+/** What one start of a PEtab calibration ended with, as its run records it (and its study is told). */
+export interface PetabStartEnd { index: number; fval: number | null; x: number[] | null; n_fval: number; ended: string; message: string; seconds: number; evaluations_sha256: string | null }
+
+/** The phase of a PEtab run's progress events: each start's best so far and its end, what a later execution of the run resumes from. */
+export const PETAB_PHASE = 'petab';
+
 /**
  * The calibration of an imported PEtab problem: multi-start local optimisation of PEtab's
  * negative log-likelihood, then profiles and the Gauss-Newton view at the best end point.

@@ -4,24 +4,19 @@ import type { ObjectStore } from '../../storage/objects.ts';
 import { getExperiment } from '../../storage/db/experiments.ts';
 import { appendEvent, setRunProgress, type RunRow } from '../../storage/db/runs.ts';
 import { pointOfRun, progressOfPhase } from '../../storage/db/studies.ts';
-import type { PetabCalibrationDesign, PetabTask } from '../../storage/studyDesign.ts';
+import { PETAB_PHASE, type PetabCalibrationDesign, type PetabStartEnd, type PetabTask } from '../../storage/studyDesign.ts';
 import { runEngine, type EngineOutcome } from '../petab/engine.ts';
 import type { Sandbox, SandboxLimits } from './sandbox.ts';
 import { textFile, type ArtifactFile } from './outputs.ts';
 import { storeRunArtifact } from './artifactBytes.ts';
 import { createWriteChain } from './writeChain.ts';
 
-/** The phase of a PEtab run's progress events: what a later execution of the run resumes from. */
-const PHASE = 'petab';
 /**
  * A start's best so far is recorded at most this often (it is what a lost worker's start
  * resumes from). The engine sends it with each chunk of evaluations, about once a second:
  * a bound below that records each one, rather than every other one as jitter would.
  */
 const BEST_EVERY_MS = 500;
-
-/** What one start ended with, as the engine's `start_end` says it. */
-export interface StartEnd { index: number; fval: number | null; x: number[] | null; n_fval: number; ended: string; message: string; seconds: number; evaluations_sha256: string | null }
 
 export interface PetabTaskCall {
   db: Db;
@@ -64,13 +59,13 @@ export async function executePetabTask(c: PetabTaskCall): Promise<PetabTaskResul
   const ids = design.parameters.map((p) => p.id);
   const values = new Map<string, unknown>();
 
-  const earlier = await progressOfPhase(c.db, c.run.id, PHASE);
-  const ended = new Map<number, StartEnd>();
+  const earlier = await progressOfPhase(c.db, c.run.id, PETAB_PHASE);
+  const ended = new Map<number, PetabStartEnd>();
   // A start's best so far: the point it resumes from, the evaluations spent to reach it
   // and its NLL (what the start ends with should nothing be left of its budget).
   const best = new Map<number, { x: number[]; n_fval: number; fval: number }>();
   for (const e of earlier) {
-    if (e.start_end) ended.set((e.start_end as StartEnd).index, e.start_end as StartEnd);
+    if (e.start_end) ended.set((e.start_end as PetabStartEnd).index, e.start_end as PetabStartEnd);
     else if (typeof e.start === 'number') best.set(e.start, { x: e.x as number[], n_fval: e.n_fval as number, fval: e.fval as number });
   }
 
@@ -88,7 +83,7 @@ export async function executePetabTask(c: PetabTaskCall): Promise<PetabTaskResul
   const profiles: unknown[] = [];
   let hessian: unknown = null;
   let fit: unknown = null;
-  const note = (data: Record<string, unknown>, message: string) => writes.add(() => appendEvent(c.db, c.run.id, 'progress', message, { phase: PHASE, ...data }));
+  const note = (data: Record<string, unknown>, message: string) => writes.add(() => appendEvent(c.db, c.run.id, 'progress', message, { phase: PETAB_PHASE, ...data }));
   const advance = () => {
     done += 1;
     writes.add(() => setRunProgress(c.db, c.run.id, done / Math.max(1, total)));
@@ -114,7 +109,9 @@ export async function executePetabTask(c: PetabTaskCall): Promise<PetabTaskResul
     onMessage: async (m) => {
       if (m.type === 'evaluations') {
         const start = m.start as number;
-        rows.set(start, [...(rows.get(start) ?? []), ...(m.rows as unknown[][])]);
+        const r = rows.get(start) ?? [];
+        r.push(...(m.rows as unknown[][]));
+        rows.set(start, r);
       } else if (m.type === 'start_best') {
         const start = m.start as number;
         if (Date.now() - (lastBest.get(start) ?? 0) < BEST_EVERY_MS) return;
@@ -124,7 +121,7 @@ export async function executePetabTask(c: PetabTaskCall): Promise<PetabTaskResul
       } else if (m.type === 'start_end') {
         const index = m.start as number;
         const from = best.get(index)?.n_fval ?? 0;
-        const end: StartEnd = {
+        const end: PetabStartEnd = {
           index, fval: m.fval as number | null, x: m.x as number[] | null, n_fval: m.n_fval as number, ended: String(m.ended), message: String(m.message ?? ''),
           seconds: Number(m.seconds) || 0, evaluations_sha256: null,
         };
@@ -133,7 +130,7 @@ export async function executePetabTask(c: PetabTaskCall): Promise<PetabTaskResul
         // as ended always has them.
         writes.add(async () => {
           end.evaluations_sha256 = await storeEvaluations(index, from);
-          await appendEvent(c.db, c.run.id, 'progress', `Start ${index} ended (${end.ended}): NLL ${end.fval ?? 'none'} after ${end.n_fval} evaluations.`, { phase: PHASE, start_end: end });
+          await appendEvent(c.db, c.run.id, 'progress', `Start ${index} ended (${end.ended}): NLL ${end.fval ?? 'none'} after ${end.n_fval} evaluations.`, { phase: PETAB_PHASE, start_end: end });
         });
         advance();
       } else if (m.type === 'profile') {

@@ -1,11 +1,9 @@
 import type { StudyPoint } from '../../storage/db/studies.ts';
-import type { PetabCalibrationDesign, PetabTask } from '../../storage/studyDesign.ts';
+import type { PetabCalibrationDesign, PetabStartEnd, PetabTask } from '../../storage/studyDesign.ts';
 import type { Analysis } from './analysis.ts';
 
 type Asked = Array<{ params: Record<string, number>; attrs: Record<string, unknown> }>;
 
-/** One start's end, as its run told it (activities/execution/petabTask.ts). */
-interface StartEnd { index: number; fval: number | null; x: number[] | null; n_fval: number; ended: string; message: string; seconds: number; evaluations_sha256: string | null }
 interface Profile { parameter: string; points: Array<[number, number | null]>; threshold: number; low: number | null; high: number | null; identifiability: 'identifiable' | 'one_sided' | 'flat'; lb: number; ub: number }
 interface Fit { x: number[]; fval: number; transformations: Record<string, string>; noise_distributions: Record<string, string>; rows: Array<[string, string, string | null, number, number, number | null, number | null]> }
 interface Hessian { x: number[]; free: string[]; eigenvalues: number[]; positive_definite: boolean; flat: string[]; at_bound: Array<'lower' | 'upper' | null>; se: Array<number | null>; low: Array<number | null>; high: Array<number | null> }
@@ -15,11 +13,11 @@ const WITHIN_BEST = 0.1;
 /** A Gauss-Newton endpoint differs from the profile's when it is further than this share of the profile interval's width. */
 const DISAGREE_SHARE = 0.1;
 
-const startsOf = (p: StudyPoint): StartEnd[] => ((p.outcome?.starts as Array<StartEnd | null> | undefined) ?? []).filter((s): s is StartEnd => !!s && s.fval !== null && s.x !== null);
+const startsOf = (p: StudyPoint): PetabStartEnd[] => ((p.outcome?.starts as Array<PetabStartEnd | null> | undefined) ?? []).filter((s): s is PetabStartEnd => !!s && s.fval !== null && s.x !== null);
 
 /** The best end point of every start told so far, with the run that reached it. */
-function bestEnd(points: StudyPoint[]): { end: StartEnd; run_id: string } | null {
-  let best: { end: StartEnd; run_id: string } | null = null;
+function bestEnd(points: StudyPoint[]): { end: PetabStartEnd; run_id: string } | null {
+  let best: { end: PetabStartEnd; run_id: string } | null = null;
   for (const p of points) for (const s of startsOf(p)) if (!best || s.fval! < best.end.fval!) best = { end: s, run_id: p.run_id };
   return best;
 }
@@ -49,9 +47,9 @@ export async function askPetab(analysis: Analysis, d: PetabCalibrationDesign, po
 }
 
 /** What a PEtab run tells its study: what it found, with its best NLL as its loss; one that did not complete, its status and the starts it ended. */
-export function tellPetab(status: string, outputs: Record<string, unknown> | null, ended: StartEnd[]): Record<string, unknown> {
+export function tellPetab(status: string, outputs: Record<string, unknown> | null, ended: PetabStartEnd[]): Record<string, unknown> {
   const found = status === 'completed' ? { ...(outputs ?? {}) } : { failed: status, starts: ended };
-  const fvals = ((found.starts as Array<StartEnd | null> | undefined) ?? []).map((s) => s?.fval).filter((v): v is number => typeof v === 'number');
+  const fvals = ((found.starts as Array<PetabStartEnd | null> | undefined) ?? []).map((s) => s?.fval).filter((v): v is number => typeof v === 'number');
   return { ...found, loss: fvals.length ? Math.min(...fvals) : null };
 }
 

@@ -8,7 +8,7 @@ import { completeExperiment, getExperiment, type ExperimentRow } from '../../sto
 import { getRun, listArtifacts, TERMINAL } from '../../storage/db/runs.ts';
 import { assignBatch, progressOfPhase, runsAwaitingPoints, setStudyAnalysis, studyPoints, tellPoints, unassignedRuns, type StudyPoint } from '../../storage/db/studies.ts';
 import { cancelQueuedRun } from '../../storage/runLifecycle.ts';
-import { outputKey, PETAB_EXPORT, type PetabCalibrationDesign, type CalibrationDesign, type SensitivityDesign, type StudyDesign } from '../../storage/studyDesign.ts';
+import { outputKey, PETAB_EXPORT, PETAB_PHASE, type PetabCalibrationDesign, type PetabStartEnd, type CalibrationDesign, type SensitivityDesign, type StudyDesign } from '../../storage/studyDesign.ts';
 import { storeStudyArtifacts } from '../../storage/studyArtifacts.ts';
 import type { Analysis } from './analysis.ts';
 import { calibrationLoss, converged, summarise, type Series } from './outcomes.ts';
@@ -175,8 +175,8 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
     const told = await Promise.all(pending.map((p) => limit(async (): Promise<{ idx: number; outcome: Record<string, unknown> }> => {
       if (d.kind === 'petab_calibration') {
         const run = await getRun(db, p.run_id);
-        const ended = p.status === 'completed' ? [] : (await progressOfPhase(db, p.run_id, 'petab')).flatMap((e) => (e.start_end ? [e.start_end] : []));
-        return { idx: p.idx, outcome: tellPetab(p.status, run?.outputs ?? null, ended as Parameters<typeof tellPetab>[2]) };
+        const ended = p.status === 'completed' ? [] : (await progressOfPhase(db, p.run_id, PETAB_PHASE)).flatMap((e) => (e.start_end ? [e.start_end as PetabStartEnd] : []));
+        return { idx: p.idx, outcome: tellPetab(p.status, run?.outputs ?? null, ended) };
       }
       if (p.status !== 'completed') return { idx: p.idx, outcome: { failed: p.status } };
       if (d.kind === 'sensitivity') {
