@@ -118,6 +118,21 @@ test('maintenanceWorkflow cancelled mid-purge ends cancelled, the purge asked to
   assert.deepEqual(calls, ['purgeExpired', 'purgeExpired stopped']);
 });
 
+test('maintenanceWorkflow fails when the sweep of unnamed objects is refused for good, after purging and reconciling', async () => {
+  const { outcome, status, calls } = await close(maintenanceWorkflow, [], { [q()]: { purgeExpired: () => ({}), reconcileOrphans: () => ({}), sweepUnnamedObjects: 'refuse' } });
+  assert.ok(failedWith(outcome, /sweepUnnamedObjects refused/), String(outcome));
+  assert.equal(status, 'FAILED');
+  assert.deepEqual(calls, ['purgeExpired', 'reconcileOrphans', 'sweepUnnamedObjects']);
+});
+
+test('maintenanceWorkflow cancelled mid-sweep of unnamed objects ends cancelled, the sweep asked to stop', async () => {
+  const { outcome, status, calls } = await close(maintenanceWorkflow, [], { [q()]: { purgeExpired: () => ({}), reconcileOrphans: () => ({}), sweepUnnamedObjects: 'hold' } },
+    (c) => c.includes('sweepUnnamedObjects'));
+  assert.ok(cancelled(outcome), String(outcome));
+  assert.equal(status, 'CANCELLED');
+  assert.deepEqual(calls, ['purgeExpired', 'reconcileOrphans', 'sweepUnnamedObjects', 'sweepUnnamedObjects stopped']);
+});
+
 test('runSweepWorkflow fails when the sweep is refused for good', async () => {
   const { outcome, status } = await close(runSweepWorkflow, [], { [q()]: { sweepLostRuns: 'refuse' } });
   assert.ok(failedWith(outcome, /sweepLostRuns refused/), String(outcome));
