@@ -9,6 +9,8 @@ import { createWebhookActivities } from '../activities/webhooks.ts';
 import { startWebhookDispatcher } from './webhookDispatcher.ts';
 import { createMaintenanceActivities } from '../activities/maintenance.ts';
 import { createObjectSweepActivities } from '../activities/objectSweep.ts';
+import { createEnvironmentArchiveActivities } from '../activities/environmentArchives.ts';
+import { Counter, Registry } from 'prom-client';
 import { CONTROL_TASK_QUEUE, RUN_TASK_QUEUE, computeTaskQueue, servingTaskQueue } from '../kernel/workflowNames.ts';
 import { createRunActivities } from '../activities/runs.ts';
 import { createExecutionActivities } from '../activities/execution/execute.ts';
@@ -78,6 +80,9 @@ async function main(): Promise<void> {
   const cancelNotices = profiles.length ? await createNotificationListener(config.databaseUrl, [RUN_CANCELS_CHANNEL, INVOCATION_CANCELS_CHANNEL]) : null;
   const runCancels = cancelNotices ? createRunCancelWatch(db, cancelNotices) : undefined;
   const invocationCancels = cancelNotices ? createInvocationCancelWatch(db, cancelNotices) : undefined;
+  // What the worker's housekeeping counts, served on its health port.
+  const registry = new Registry();
+  const archivesRemoved = new Counter({ name: 'silico_environment_archives_removed_total', help: 'Shared environment archives removed after their retention without use', registers: [registry] });
   const invocations = createInvocationActivities({ db, objects, python: config.python, environments: config.environments, sandbox, deployments, hostQueue, cancels: invocationCancels });
   const control = await Worker.create({
     connection,
@@ -92,6 +97,7 @@ async function main(): Promise<void> {
     activities: {
       ...createMaintenanceActivities({ db, objects, idempotencyTtlSeconds: config.limits.idempotencyTtlSeconds, workflowState: workflowStateOf(client), executions: executionProbeOf(client) }),
       ...createObjectSweepActivities({ db, objects }),
+      ...createEnvironmentArchiveActivities({ db, objects, removed: archivesRemoved }),
       ...createRunActivities({ db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount }),
       ...publication,
       ...createDatasetActivities({ db, objects }),
@@ -156,7 +162,7 @@ async function main(): Promise<void> {
   const workers = [control, runs, ...compute, ...serving, ...host];
   log.info({ taskQueues: [CONTROL_TASK_QUEUE, RUN_TASK_QUEUE, ...profiles.map(computeTaskQueue), ...(host.length ? [hostQueue] : [])] }, 'worker started');
   const dispatcher = await startWebhookDispatcher({ db, client, databaseUrl: config.databaseUrl, baseUrl: config.baseUrl, config: config.webhooks, log });
-  const health = config.worker.healthPort === null ? null : await startWorkerHealth(config.worker.healthPort, workers);
+  const health = config.worker.healthPort === null ? null : await startWorkerHealth(config.worker.healthPort, workers, registry);
   const stop = () => workers.forEach((w) => w.shutdown());
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);

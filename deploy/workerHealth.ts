@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import Koa from 'koa';
 import type { State } from '@temporalio/worker';
+import type { Registry } from 'prom-client';
 
 /** What the health port needs of a Temporal worker. */
 export interface WorkerState { getState(): State }
@@ -12,11 +13,17 @@ const DEAD: ReadonlySet<State> = new Set<State>(['FAILED', 'STOPPED']);
  * The worker process's probes, on a port of its own: `/healthz` answers 200 while none of
  * its Temporal workers has failed or stopped (a liveness probe restarts the pod otherwise);
  * `/readyz` answers 200 only while every one of them polls its task queue, so a rollout
- * replaces a worker only once its successor takes work, and 503 while it drains.
+ * replaces a worker only once its successor takes work, and 503 while it drains. With a
+ * `registry`, `/metrics` serves it to Prometheus (what the worker's housekeeping counts).
  */
-export function workerHealthApp(workers: WorkerState[]): Koa {
+export function workerHealthApp(workers: WorkerState[], registry?: Registry): Koa {
   const koa = new Koa();
   koa.use(async (ctx) => {
+    if (registry && ctx.method === 'GET' && ctx.path === '/metrics') {
+      ctx.type = registry.contentType;
+      ctx.body = await registry.metrics();
+      return;
+    }
     if (ctx.method !== 'GET' || (ctx.path !== '/healthz' && ctx.path !== '/readyz')) {
       ctx.status = 404;
       return;
@@ -29,10 +36,10 @@ export function workerHealthApp(workers: WorkerState[]): Koa {
   return koa;
 }
 
-/** Serves the probes on `port` (all interfaces: the kubelet probes the pod's address). */
-export function startWorkerHealth(port: number, workers: WorkerState[]): Promise<Server> {
+/** Serves the probes (and metrics) on `port` (all interfaces: the kubelet probes the pod's address). */
+export function startWorkerHealth(port: number, workers: WorkerState[], registry?: Registry): Promise<Server> {
   return new Promise((resolve, reject) => {
-    const server = workerHealthApp(workers).listen(port);
+    const server = workerHealthApp(workers, registry).listen(port);
     server.once('listening', () => {
       // Past listening, a failure to accept a probe's connection is the probe's, not the worker's end.
       server.on('error', () => undefined);

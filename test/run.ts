@@ -168,6 +168,8 @@ async function main(): Promise<number> {
       SILICO_TEST_API_KEY: info.api_key,
       SILICO_TEST_DATA_DIR: attached ? localData : dataDir,
       SILICO_TEST_TEMPORAL_BIN: temporalBin,
+      // The stack's workers' health ports, where each serves its metrics (none when attached to npm start's).
+      SILICO_TEST_WORKER_PORTS: stack?.workers.map((w) => w.port).join(',') ?? '',
       ...(biologyEnv.SILICO_TEST_BIOLOGY_CONTROL ? { SILICO_TEST_BIOLOGY_CONTROL: biologyEnv.SILICO_TEST_BIOLOGY_CONTROL } : {}),
     };
     await tools;

@@ -1,5 +1,5 @@
 import type { Db } from '../../storage/db/knex.ts';
-import { getLock, heldLocks, markLockBuilt, type EnvironmentLockRow } from '../../storage/db/environments.ts';
+import { getLock, heldLocks, markLockBuilt, noteLockUsed, type EnvironmentLockRow } from '../../storage/db/environments.ts';
 import { evictEnvironments, recordBuilt, touchUsed } from './cache.ts';
 import { readRuntimeLock, TOOLKIT_LOCK_FILE } from '../../storage/runtimePins.ts';
 import { ensureEnvironment } from './build.ts';
@@ -10,6 +10,11 @@ import { createSharedEnvironments } from './shared.ts';
 
 const DEFAULT_RUNTIME = readRuntimeLock();
 const TOOLKIT = readRuntimeLock(TOOLKIT_LOCK_FILE);
+
+/** How often a process notes that it runs in a lock's environment: enough for a retention of days, never a write per run. */
+const NOTE_USE_EVERY_MS = 3600_000;
+/** When this process last noted each lock's use (per process, like the builds in flight). */
+const usedNoted = new Map<string, number>();
 
 export interface EnvironmentDeps {
   db: Db; environments: EnvironmentSettings; sandbox: Sandbox;
@@ -54,7 +59,7 @@ export async function environmentPython(
     python = await ensureEnvironment(deps.environments, deps.sandbox, lock, () => {
       started = Date.now();
       onBuild?.started(lock);
-    }, { environments: createSharedEnvironments(deps.objects), onFetched: () => { fetched = true; } });
+    }, { environments: createSharedEnvironments(deps.objects, deps.db), onFetched: () => { fetched = true; } });
   } catch (err) {
     throw new EnvironmentUnavailable('environment_build_failed', (err as Error).message);
   }
@@ -68,6 +73,11 @@ export async function environmentPython(
     await evictEnvironments(deps.environments.dir, deps.environments.maxBytes, new Set([...await heldLocks(deps.db), lock.sha256]));
   }
   await touchUsed(deps.environments.dir, lock.sha256);
+  // Its shared archives stay while any worker runs it, even one that never needs to take them.
+  if (Date.now() - (usedNoted.get(lock.sha256) ?? 0) > NOTE_USE_EVERY_MS) {
+    usedNoted.set(lock.sha256, Date.now());
+    await noteLockUsed(deps.db, lock.sha256);
+  }
   // Recorded once: later runs of a built lock write nothing more here.
   if (!lock.built_at) await markLockBuilt(deps.db, lock.sha256, seconds);
   return python;

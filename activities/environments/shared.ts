@@ -5,6 +5,8 @@ import { arch } from 'node:os';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ObjectStore } from '../../storage/objects.ts';
+import type { Db } from '../../storage/db/knex.ts';
+import { noteArchiveUsed } from '../../storage/db/environments.ts';
 
 /**
  * Built environments shared between workers through the object store: a worker that
@@ -14,7 +16,9 @@ import type { ObjectStore } from '../../storage/objects.ts';
  * workers of one layout (the same environments folder, the same base interpreter, the same
  * machine architecture): its key names the layout's digest. The archive's SHA-256,
  * computed while it streams up, is written beside it once it is whole; a taker checks the
- * bytes it unpacked against it, and builds when they differ or there is none.
+ * bytes it unpacked against it, and builds when they differ or there is none. Each
+ * publication and taking is noted in Postgres (`environment_archives`), so the hourly
+ * maintenance can remove archives no worker has used for a while.
  */
 export interface SharedEnvironments {
   /** Unpacks the lock's shared environment of this layout into `into` (an empty folder); whether there was one, whole. */
@@ -28,8 +32,22 @@ export function layoutDigest(environmentsDir: string, basePython: string): strin
   return createHash('sha256').update(JSON.stringify([environmentsDir, realpathSync(basePython), arch()])).digest('hex').slice(0, 16);
 }
 
-const archiveKey = (lock: string, layout: string) => `environments/${lock}/${layout}.tar`;
-const digestKey = (lock: string, layout: string) => `environments/${lock}/${layout}.sha256`;
+/** Where every archive is kept. */
+export const ARCHIVES_PREFIX = 'environments/';
+const archiveKey = (lock: string, layout: string) => `${ARCHIVES_PREFIX}${lock}/${layout}.tar`;
+const digestKey = (lock: string, layout: string) => `${ARCHIVES_PREFIX}${lock}/${layout}.sha256`;
+
+/** The lock and layout an archive's object (its tar or its digest) belongs to; null for any other key. */
+export function archiveOf(key: string): { lock: string; layout: string } | null {
+  const m = /^environments\/([0-9a-f]{64})\/([0-9a-f]+)\.(?:tar|sha256)$/.exec(key);
+  return m ? { lock: m[1]!, layout: m[2]! } : null;
+}
+
+/** Removes an archive: its digest first, so no worker starts taking it (one midway finds it gone and builds). */
+export async function removeArchive(objects: ObjectStore, lock: string, layout: string): Promise<void> {
+  await objects.delete(digestKey(lock, layout));
+  await objects.delete(archiveKey(lock, layout));
+}
 
 /** Runs `tar` with `args`, its stdin or stdout given to `io`; rejects with its stderr when it fails. */
 function tar(args: string[], io: (stdio: { stdin: NodeJS.WritableStream; stdout: Readable }) => Promise<void>): Promise<void> {
@@ -55,7 +73,7 @@ function hashing(): { tap: Transform; hex: () => string } {
   return { tap, hex: () => hash.digest('hex') };
 }
 
-export function createSharedEnvironments(objects: ObjectStore): SharedEnvironments {
+export function createSharedEnvironments(objects: ObjectStore, db: Db): SharedEnvironments {
   return {
     async fetch(lock, where, into) {
       if (!(await objects.exists(digestKey(lock, where)))) return false;
@@ -65,15 +83,21 @@ export function createSharedEnvironments(objects: ObjectStore): SharedEnvironmen
       await tar(['-x', '-f', '-', '-C', into, '--no-same-owner'], async ({ stdin }) => {
         await pipeline(body, tap, stdin);
       });
-      return hex() === expected;
+      if (hex() !== expected) return false;
+      // Only bookkeeping: a worker that cannot note the use still takes what it unpacked.
+      await noteArchiveUsed(db, lock, where).catch(() => undefined);
+      return true;
     },
     async publish(lock, where, dir) {
+      // Noted before the upload too: an archive being written is never one unused for long.
+      await noteArchiveUsed(db, lock, where);
       const { tap, hex } = hashing();
       await tar(['-c', '-f', '-', '-C', dir, '.'], async ({ stdout }) => {
         await objects.putStream(archiveKey(lock, where), stdout.pipe(tap), 'application/x-tar');
       });
       // Written last: an archive is taken only once it is whole.
       await objects.putObject(digestKey(lock, where), Buffer.from(`${hex()}\n`), 'text/plain');
+      await noteArchiveUsed(db, lock, where);
     },
   };
 }

@@ -55,3 +55,29 @@ export async function buildFailures(db: Db, sha256: string): Promise<{ runs: num
   const latest = await failed().orderBy('finished_at', 'desc').first('id as run_id', 'finished_at', db.raw(`error->>'message' as message`));
   return { runs: Number(counted?.n ?? 0), latest: latest ?? null };
 }
+
+/** Notes that a worker published or took the archive of a lock's environment of this layout just now. */
+export async function noteArchiveUsed(db: Db, lockSha256: string, layout: string): Promise<void> {
+  await db('environment_archives').insert({ lock_sha256: lockSha256, layout }).onConflict(['lock_sha256', 'layout']).merge({ used_at: db.fn.now() });
+}
+
+/** Notes that a worker ran in a lock's environment just now: its archives of every layout count as used. */
+export async function noteLockUsed(db: Db, lockSha256: string): Promise<void> {
+  await db('environment_archives').where({ lock_sha256: lockSha256 }).update({ used_at: db.fn.now() });
+}
+
+/** When each archive noted was last used. */
+export async function archiveUses(db: Db): Promise<Array<{ lock_sha256: string; layout: string; used_at: Date }>> {
+  return db('environment_archives').select('lock_sha256', 'layout', 'used_at');
+}
+
+/**
+ * Forgets an archive's record unless it was used at or after `before` (a worker took or
+ * ran it since it was chosen for removal). Whether the archive may go: true when its
+ * record was forgotten or there was none.
+ */
+export async function forgetUnusedArchive(db: Db, lockSha256: string, layout: string, before: Date): Promise<boolean> {
+  const forgotten = await db('environment_archives').where({ lock_sha256: lockSha256, layout }).where('used_at', '<', before).delete();
+  if (forgotten) return true;
+  return !(await db('environment_archives').where({ lock_sha256: lockSha256, layout }).first());
+}

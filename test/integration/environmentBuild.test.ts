@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { execFile } from 'node:child_process';
@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { testObjects, testSandbox } from '../helpers.ts';
+import { closeTestDb, testDb, testObjects, testSandbox } from '../helpers.ts';
 import { loadConfig } from '../../kernel/config.ts';
 import { runLabProcess } from '../../activities/execution/labProcess.ts';
 import { indexHosts, startIndexProxy } from '../../activities/environments/indexProxy.ts';
@@ -17,6 +17,7 @@ import { createSharedEnvironments, layoutDigest } from '../../activities/environ
 const RELAY = fileURLToPath(new URL('../../activities/environments/buildRelay.py', import.meta.url));
 const settings = loadConfig().environments;
 const base = settings.pythons['3.11']!;
+after(closeTestDb);
 
 /** Runs `commands` as a build would: sandboxed, its only way out the index proxy. */
 async function inBuildSandbox(commands: string[][]) {
@@ -62,7 +63,7 @@ test('an environment is built sandboxed from its hashed lock into its digest\'s 
     assert.match(resolved.lock.text, /^# python 3\.11\n/);
     assert.match(resolved.lock.text, /--hash=sha256:[0-9a-f]{64}/);
     let builds = 0;
-    const environments = createSharedEnvironments(testObjects());
+    const environments = createSharedEnvironments(testObjects(), testDb());
     let published!: () => void;
     const sharing = new Promise<void>((resolve, reject) => { published = resolve; setTimeout(() => reject(new Error('not shared within 120 s')), 120_000).unref(); });
     const python = await ensureEnvironment(own, testSandbox(), { ...resolved.lock, lock: resolved.lock.text }, () => { builds += 1; }, {

@@ -104,14 +104,14 @@ const onTimer = async (handle: WorkflowHandle<Workflow>) => (await handle.fetchH
 const q = () => `test-${crypto.randomUUID()}`;
 
 test('maintenanceWorkflow fails when a purge is refused for good, reconciling nothing after it', async () => {
-  const { outcome, status, calls } = await close(maintenanceWorkflow, [], { [q()]: { purgeExpired: 'refuse', reconcileOrphans: () => ({}), sweepUnnamedObjects: () => ({}) } });
+  const { outcome, status, calls } = await close(maintenanceWorkflow, [], { [q()]: { purgeExpired: 'refuse', reconcileOrphans: () => ({}), sweepUnnamedObjects: () => ({}), sweepEnvironmentArchives: () => ({}) } });
   assert.ok(failedWith(outcome, /purgeExpired refused/), String(outcome));
   assert.equal(status, 'FAILED');
   assert.deepEqual(calls, ['purgeExpired']);
 });
 
 test('maintenanceWorkflow cancelled mid-purge ends cancelled, the purge asked to stop and nothing after it', async () => {
-  const { outcome, status, calls } = await close(maintenanceWorkflow, [], { [q()]: { purgeExpired: 'hold', reconcileOrphans: () => ({}), sweepUnnamedObjects: () => ({}) } },
+  const { outcome, status, calls } = await close(maintenanceWorkflow, [], { [q()]: { purgeExpired: 'hold', reconcileOrphans: () => ({}), sweepUnnamedObjects: () => ({}), sweepEnvironmentArchives: () => ({}) } },
     (c) => c.includes('purgeExpired'));
   assert.ok(cancelled(outcome), String(outcome));
   assert.equal(status, 'CANCELLED');

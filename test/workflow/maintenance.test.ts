@@ -42,8 +42,14 @@ test('maintenanceWorkflow returns what it purged and reconciled, retrying a fail
       assert.equal(grace, 24 * 3600, 'an unnamed object is kept a day first');
       return { removed: 4, kept_young: 5 };
     },
+    async sweepEnvironmentArchives(retention: number) {
+      assert.equal(retention, 30 * 24 * 3600, 'an environment archive is kept 30 days without use');
+      return { removed: 1, kept: 6 };
+    },
   });
-  assert.deepEqual(result, { idempotency_keys: 3, rate_limits: 2, reconciled: { run: 1, publication: 0, dataset: 2 }, unnamed_objects: { removed: 4, kept_young: 5 } });
+  assert.deepEqual(result, {
+    idempotency_keys: 3, rate_limits: 2, reconciled: { run: 1, publication: 0, dataset: 2 }, unnamed_objects: { removed: 4, kept_young: 5 }, environment_archives: { removed: 1, kept: 6 },
+  });
   assert.equal(calls, 2);
 });
 
@@ -65,6 +71,7 @@ test('the real purge activity removes keys past 24 h, expired counters and a bio
     ...createMaintenanceActivities({ db, objects, idempotencyTtlSeconds: 24 * 3600, workflowState: async () => 'open', executions: { lastHeartbeat: async () => null, terminate: async () => undefined }, stagingKeptMs: 500 }),
     // The sweep of unnamed objects has its own test (test/integration/objectSweep.test.ts).
     async sweepUnnamedObjects() { return { removed: 0, kept_young: 0 }; },
+    async sweepEnvironmentArchives() { return { removed: 0, kept: 0 }; },
   }) as { idempotency_keys: number; rate_limits: number; staged_objects: number };
   assert.ok(result.idempotency_keys >= 1 && result.rate_limits >= 1 && result.staged_objects >= 1, JSON.stringify(result));
   assert.equal(await objects.exists(staged), false);

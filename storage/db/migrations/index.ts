@@ -45,6 +45,7 @@ import * as computeProfilesNotify from './045_compute_profiles_notify.ts';
 import * as releasesNotify from './046_releases_notify.ts';
 import * as petabImports from './047_petab_imports.ts';
 import * as petabCalibrations from './048_petab_calibrations.ts';
+import * as environmentArchives from './049_environment_archives.ts';
 import * as biologyResources from './025_biology_resources.ts';
 
 interface Migration { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }
@@ -99,6 +100,7 @@ const migrations: Record<string, Migration> = {
   '046_releases_notify': releasesNotify,
   '047_petab_imports': petabImports,
   '048_petab_calibrations': petabCalibrations,
+  '049_environment_archives': environmentArchives,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
