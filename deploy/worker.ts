@@ -10,6 +10,7 @@ import { startWebhookDispatcher } from './webhookDispatcher.ts';
 import { createMaintenanceActivities } from '../activities/maintenance.ts';
 import { createObjectSweepActivities } from '../activities/objectSweep.ts';
 import { createEnvironmentArchiveActivities } from '../activities/environmentArchives.ts';
+import { claimScratchRoot, clearDeadWorkers } from '../activities/workerScratch.ts';
 import { Counter, Registry } from 'prom-client';
 import { CONTROL_TASK_QUEUE, RUN_TASK_QUEUE, computeTaskQueue, servingTaskQueue } from '../kernel/workflowNames.ts';
 import { createRunActivities } from '../activities/runs.ts';
@@ -30,7 +31,7 @@ import { paymentProvider } from '../kernel/payments.ts';
 import { createAnalysis } from '../activities/studies/analysis.ts';
 import { createHostingActivities } from '../activities/hosting.ts';
 import { createInvocationActivities, type Deployments } from '../activities/invocations.ts';
-import { hostname } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { createPassportActivities } from '../activities/passport/activities.ts';
 import { createPetabActivities } from '../activities/petab/activities.ts';
@@ -52,6 +53,12 @@ const COMPUTE_SLOTS = 2;
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = pino({ level: config.logLevel, base: { process: 'worker' } });
+  // Before anything makes a temporary directory: what killed workers of this machine left
+  // goes, and this one's go under a root of its own (activities/workerScratch.ts).
+  const machineTmp = tmpdir();
+  const cleared = await clearDeadWorkers(machineTmp, config.environments.dir);
+  if (cleared.length) log.info({ cleared }, 'removed the temporary directories of workers that are gone');
+  await claimScratchRoot(machineTmp);
   Runtime.install({ telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } } });
   const db = createDb(config.databaseUrl, { timeoutMs: config.dependencyTimeoutMs });
   const connection = await NativeConnection.connect({ address: config.temporal.address });

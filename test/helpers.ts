@@ -259,9 +259,26 @@ export function processAlive(pid: number): boolean {
   }
 }
 
+/**
+ * The temporary directories whose names start with `prefix` that workers of this machine
+ * made, as paths: each worker's are under its scratch root (activities/workerScratch.ts),
+ * and a process that runs activities itself (a test's) makes them in the temporary folder.
+ */
+export function workerTmpDirs(prefix: string): string[] {
+  const base = tmpdir();
+  const roots = [base, ...readdirSync(base).filter((d) => /^silico-worker-\d+-\d+$/.test(d)).map((d) => path.join(base, d))];
+  return roots.flatMap((root) => {
+    try {
+      return readdirSync(root).filter((d) => d.startsWith(prefix)).map((d) => path.join(root, d));
+    } catch {
+      return [];
+    }
+  });
+}
+
 /** The worker-side directories of a run (its input; removed when its execution ends). */
 export function runDirsOf(runId: string): string[] {
-  return readdirSync(tmpdir()).filter((d) => d.startsWith(`silico-run-${runId.slice(0, 8)}-`));
+  return workerTmpDirs(`silico-run-${runId.slice(0, 8)}-`);
 }
 
 /** A process's field from /proc/PID/status (its real uid for `Uid`), or null when it is gone. */

@@ -9,6 +9,7 @@ import type { Sandbox, SandboxLimits } from '../execution/sandbox.ts';
 import { indexHosts, startIndexProxy } from './indexProxy.ts';
 import { uvEnv, type EnvironmentSettings } from '../../kernel/environments.ts';
 import { layoutDigest, type SharedEnvironments } from './shared.ts';
+import { processTag } from '../workerScratch.ts';
 
 const run = promisify(execFile);
 const RELAY = fileURLToPath(new URL('./buildRelay.py', import.meta.url));
@@ -66,7 +67,8 @@ export function ensureEnvironment(
     const base = s.pythons[lock.python];
     if (!base) throw new Error(`Python ${lock.python} is not provided on this worker`);
     await mkdir(s.dir, { recursive: true, mode: 0o755 });
-    const work = await mkdtemp(path.join(s.dir, `.work-${lock.sha256.slice(0, 12)}-`));
+    // Named by this process, so a worker that starts after this one was killed clears it (workerScratch.ts).
+    const work = await mkdtemp(path.join(s.dir, `.work-${lock.sha256.slice(0, 12)}-${processTag()}-`));
     const tmp = path.join(work, 'env');
     const layout = layoutDigest(s.dir, base);
     await mkdir(tmp, { mode: 0o755 });

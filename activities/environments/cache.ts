@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { processTag } from '../workerScratch.ts';
 
 const run = promisify(execFile);
 const LOCK_DIGEST = /^[0-9a-f]{64}$/;
@@ -45,7 +46,7 @@ export async function evictEnvironments(dir: string, maxBytes: number, held: Set
   for (const e of known.sort((a, b) => a.used - b.used)) {
     if (total <= maxBytes) break;
     if (held.has(e.sha256)) continue;
-    const aside = path.join(dir, `.evicted-${e.sha256}-${process.pid}`);
+    const aside = path.join(dir, `.evicted-${e.sha256}-${processTag()}`);
     // Another worker of this host may have taken it first.
     if (!(await rename(path.join(dir, e.sha256), aside).then(() => true, () => false))) continue;
     await rm(path.join(metaDir(dir), `${e.sha256}.size`), { force: true });

@@ -2,9 +2,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BASE_URL, admin, call, closeTestDb, errorOf, hostedLabOwner, newAccount, retireHosting, testDb, until } from '../helpers.ts';
+import { BASE_URL, admin, call, closeTestDb, errorOf, hostedLabOwner, newAccount, retireHosting, testDb, until, workerTmpDirs } from '../helpers.ts';
 import { createKey, SCOPES } from '../../storage/db/apiKeys.ts';
 import { createPlan } from '../../storage/db/plans.ts';
 import { acceptInvocation } from '../../storage/db/hostedInvocations.ts';
@@ -351,7 +350,7 @@ test("a file input is the invoker's own, by file_id: staged for that invocation 
     assert.deepEqual([done.outputs.rows, done.outputs.total], [rows, total]);
   }
   // Nothing staged for an invocation outlives it.
-  const deployments = readdirSync(tmpdir()).filter((d) => d.startsWith('silico-deployment-')).map((d) => path.join(tmpdir(), d));
+  const deployments = workerTmpDirs('silico-deployment-');
   const staged = deployments.flatMap((d) => readdirSync(d).filter((i) => i.startsWith('instance-')).flatMap((i) => readdirSync(path.join(d, i)).filter((x) => x.startsWith('inputs-'))));
   assert.deepEqual(staged, []);
 

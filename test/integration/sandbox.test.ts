@@ -191,7 +191,7 @@ test("a lab cannot read another run's directories, nor those of the warm parent 
   const parents = [path.dirname(bound[bound.indexOf('/input') - 1]!)];
   assert.match(parents[0]!, /\/silico-parent-/, 'its warm parent has a directory on the host (its lab, shown read-only)');
   const ended: Array<{ run: { id: string }; pid: number }> = [];
-  for (const theirs of [path.join(tmpdir(), dir!), ...parents]) {
+  for (const theirs of [dir!, ...parents]) {
     assert.ok(statSync(theirs).isDirectory());
     const { run, pid } = await runAttack(6, { paths: [theirs] });
     assert.equal(run.status, 'failed');
