@@ -1,6 +1,7 @@
 import type { Db } from '../storage/db/knex.ts';
 import type { ObjectStore } from '../storage/objects.ts';
-import { completeExperiment, experimentRunOrder, experimentRuns, getExperiment } from '../storage/db/experiments.ts';
+import { completeExperiment, experimentRunOrder, getExperiment } from '../storage/db/experiments.ts';
+import { armOutcomes } from '../storage/db/armOutcomes.ts';
 import { compareArms } from '../storage/experimentComparison.ts';
 import { storeComparisonArtifacts } from '../storage/experimentArtifacts.ts';
 
@@ -24,7 +25,7 @@ export function createExperimentActivities(deps: { db: Db; objects: ObjectStore;
     async finishExperiment(experimentId: string): Promise<void> {
       const e = await getExperiment(deps.db, experimentId);
       if (!e) throw new Error(`no experiment ${experimentId}`);
-      await storeComparisonArtifacts(deps, e, compareArms(e.arms, await experimentRuns(deps.db, experimentId)));
+      await storeComparisonArtifacts(deps, e, compareArms(e.arms, await armOutcomes(deps.db, experimentId, e.arms)));
       await completeExperiment(deps.db, experimentId);
     },
   };

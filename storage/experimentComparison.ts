@@ -1,7 +1,6 @@
-import { mean, sampleStandardDeviation, min, max } from 'simple-statistics';
 import tQuantile from '@stdlib/stats-base-dists-t-quantile';
 import ttest2 from '@stdlib/stats-ttest2';
-import type { ExperimentRunRow } from './db/experiments.ts';
+import type { ArmOutcomes, OutputAggregate } from './db/armOutcomes.ts';
 
 /** What a study's numbers are, said where they are shown. */
 export const COMPARISON_NOTE = 'Descriptive statistics over completed runs only. The 95% interval is for the mean (Student t); '
@@ -45,26 +44,12 @@ export interface Comparison {
   tests: WelchTest[];
 }
 
-/**
- * The numeric scalar outputs of a run: those its contract declares as numbers (the final
- * value of a time series is not one), when the run gave a finite number.
- */
-function numericOutputs(outputs: Record<string, unknown> | null, declared: string[]): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const k of declared) {
-    const v = outputs?.[k];
-    if (typeof v === 'number' && Number.isFinite(v)) out[k] = v;
-  }
-  return out;
-}
-
-function summarize(values: number[]): OutputMetrics {
-  const n = values.length;
-  const m = mean(values);
-  if (n < 2) return { n, mean: m, stddev: null, min: min(values), max: max(values), ci95: null };
-  const sd = sampleStandardDeviation(values);
-  const half = tQuantile(0.975, n - 1) * sd / Math.sqrt(n);
-  return { n, mean: m, stddev: sd, min: min(values), max: max(values), ci95: [m - half, m + half] };
+/** An output's metrics from its aggregates: the 95% interval for the mean (Student t) needs two runs. */
+function summarize(a: OutputAggregate): OutputMetrics {
+  const { n, mean, stddev, min, max } = a;
+  if (n < 2 || stddev === null) return { n, mean, stddev: null, min, max, ci95: null };
+  const half = tQuantile(0.975, n - 1) * stddev / Math.sqrt(n);
+  return { n, mean, stddev, min, max, ci95: [mean - half, mean + half] };
 }
 
 function welch(output: string, x: number[], y: number[]): WelchTest {
@@ -78,23 +63,11 @@ function welch(output: string, x: number[], y: number[]): WelchTest {
 /**
  * The comparison of a study's arms (rule 4): only attached runs that completed count; an
  * arm without one reports no metrics. Outputs are the numeric scalar outputs (declared
- * numbers) any such run produced, sorted by name.
+ * numbers) any such run produced, sorted by name. Computed from the study's aggregates
+ * (armOutcomes), so it costs the same whatever the number of runs.
  */
-export function compareArms(arms: Array<{ label: string; scalar_outputs: string[] }>, runs: ExperimentRunRow[]): Comparison {
-  const values = arms.map(() => new Map<string, number[]>());
-  const completed = arms.map(() => 0);
-  const names = new Set<string>();
-  for (const r of runs) {
-    if (r.detached_at || r.status !== 'completed') continue;
-    completed[r.arm_index]! += 1;
-    for (const [k, v] of Object.entries(numericOutputs(r.outputs, arms[r.arm_index]!.scalar_outputs))) {
-      names.add(k);
-      const list = values[r.arm_index]!.get(k) ?? [];
-      list.push(v);
-      values[r.arm_index]!.set(k, list);
-    }
-  }
-  const outputs = [...names].sort();
+export function compareArms(arms: Array<{ label: string; scalar_outputs: string[] }>, o: ArmOutcomes): Comparison {
+  const outputs = [...new Set(o.aggregates.flatMap((m) => [...m.keys()]))].sort();
   return {
     descriptive: true,
     note: COMPARISON_NOTE,
@@ -102,9 +75,9 @@ export function compareArms(arms: Array<{ label: string; scalar_outputs: string[
     outputs,
     arms: arms.map((a, i) => ({
       label: a.label,
-      completed_runs: completed[i]!,
-      metrics: completed[i] ? Object.fromEntries([...values[i]!.entries()].sort(([x], [y]) => x.localeCompare(y)).map(([k, v]) => [k, summarize(v)])) : null,
+      completed_runs: o.completed[i]!,
+      metrics: o.completed[i] ? Object.fromEntries([...o.aggregates[i]!.entries()].sort(([x], [y]) => x.localeCompare(y)).map(([k, v]) => [k, summarize(v)])) : null,
     })),
-    tests: arms.length === 2 ? outputs.map((o) => welch(o, values[0]!.get(o) ?? [], values[1]!.get(o) ?? [])) : [],
+    tests: arms.length === 2 && o.values ? outputs.map((k) => welch(k, o.values![0]!.get(k) ?? [], o.values![1]!.get(k) ?? [])) : [],
   };
 }

@@ -14,6 +14,7 @@ import {
   closeExperiment, describeExperiment, detachRuns, experimentRuns, getExperiment, listExperiments, lockBalanceFirst, runTotals, type ExperimentRow,
 } from '../../storage/db/experiments.ts';
 import { compareArms } from '../../storage/experimentComparison.ts';
+import { armOutcomes, settledMicros } from '../../storage/db/armOutcomes.ts';
 import { experimentPage, experimentPlan, experimentRecord, includePoints, includeRuns, studyRunPage } from './schemas.ts';
 import { RUN_STATUSES } from '../runs/schemas.ts';
 import { listRunsOfStudy } from './runList.ts';
@@ -108,10 +109,20 @@ async function ownedExperiment(ctx: ToolContext, experimentId: string): Promise<
   return e;
 }
 
+/** Per-run entries an answer holds at most (include_runs); a study of arms has at most 200 runs. */
+export const MAX_VIEW_RUNS = 1000;
+
+/** A study's answer: bounded whatever its size; its runs only on request, and only when they fit (else the listing pages them). */
 async function fullView(ctx: ToolContext, e: ExperimentRow, input: { include_runs?: boolean; include_points?: boolean }) {
-  const runs = await experimentRuns(ctx.deps.db, e.id);
-  const totals = await runTotals(ctx.deps.db, [e.id]);
-  return experimentView(e, runs, totals.get(e.id), compareArms(e.arms, runs), ctx.deps.config.baseUrl, { runs: input.include_runs ?? true, points: input.include_points ?? true });
+  const { db } = ctx.deps;
+  const [totals, settled, outcomes, runs] = await Promise.all([
+    runTotals(db, [e.id]), settledMicros(db, e.id), armOutcomes(db, e.id, e.arms),
+    input.include_runs ? experimentRuns(db, e.id, MAX_VIEW_RUNS + 1) : null,
+  ]);
+  if (runs && runs.length > MAX_VIEW_RUNS) {
+    throw errors.validation('too_many_runs', `This study has more than ${MAX_VIEW_RUNS} runs to include at once; GET /experiments/${e.id}/runs (experiment_run_list) pages them.`, 'include_runs', { max_runs: MAX_VIEW_RUNS });
+  }
+  return experimentView(e, runs, totals.get(e.id), settled, compareArms(e.arms, outcomes), ctx.deps.config.baseUrl, { points: input.include_points ?? true });
 }
 
 /** Where a study's runs are read a page at a time. */
@@ -219,7 +230,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     // A study whose runs have all ended keeps its stored comparison true to its runs
     // (while runs go on, its workflow stores the comparison when the last one ends).
     if (input.detach_run_ids && e.completed_at) {
-      await storeComparisonArtifacts(ctx.deps, e, compareArms(e.arms, await experimentRuns(ctx.deps.db, e.id)));
+      await storeComparisonArtifacts(ctx.deps, e, compareArms(e.arms, await armOutcomes(ctx.deps.db, e.id, e.arms)));
       e = (await getExperiment(ctx.deps.db, e.id))!;
     }
     return { body: await fullView(ctx, e, input) };

@@ -144,8 +144,8 @@ export const experimentSummary: JsonSchema = obj(summaryFields, Object.keys(summ
 const fullFields: Record<string, JsonSchema> = {
   ...summaryFields,
   credits_settled: { ...usd, description: 'US dollars charged so far for its ended runs (detached ones included).' },
-  arms: arr(obj({ ...armFields, runs: arr(experimentRun, { description: 'Its attached runs, in start order (absent with include_runs false).' }) }, Object.keys(armFields))),
-  detached_runs: arr(detachedExperimentRun, { description: 'Runs detached from the study (absent with include_runs false).' }),
+  arms: arr(obj({ ...armFields, runs: arr(experimentRun, { description: 'Its attached runs, in start order (only with include_runs).' }) }, Object.keys(armFields))),
+  detached_runs: arr(detachedExperimentRun, { description: 'Runs detached from the study (only with include_runs).' }),
   comparison,
   design: studyDesign,
   analysis: studyAnalysis,
@@ -156,7 +156,7 @@ export const experimentRecord: JsonSchema = obj(fullFields, Object.keys(fullFiel
  * Whether a study's answer lists its runs: a 1,000-run study's runs are most of its
  * answer, and GET /experiments/{id}/runs pages them with more about each.
  */
-export const includeRuns: JsonSchema = { type: 'boolean', description: 'List each arm\'s runs and the detached runs (default true; over MCP false: experiment_run_list pages them).' };
+export const includeRuns: JsonSchema = { type: 'boolean', description: 'List each arm\'s runs and the detached runs (default false; up to 1000 runs; experiment_run_list pages any).' };
 export const includePoints: JsonSchema = { type: 'boolean', description: 'PEtab analysis points (default true; MCP false).' };
 
 export const experimentPage: JsonSchema = cursorPage(experimentSummary);

@@ -1,5 +1,4 @@
 import type { ExperimentArm, ExperimentArtifact, ExperimentRow, ExperimentRunRow } from '../../storage/db/experiments.ts';
-import { TERMINAL } from '../../storage/db/runs.ts';
 import type { Comparison } from '../../storage/experimentComparison.ts';
 import type { Finding } from '../../storage/db/plans.ts';
 import { isoTime } from '../../storage/ids.ts';
@@ -50,19 +49,21 @@ function runEntry(r: ExperimentRunRow) {
   };
 }
 
-/** A study in full: each arm (with its runs unless left out), detached runs, money settled so far, and the comparison. */
+/**
+ * A study in full: its arms, run totals, money settled so far, the comparison, design and
+ * analysis, whatever its size; each arm's runs and the detached ones only when `runs` are
+ * given (include_runs, for a study small enough to list them at once).
+ */
 export function experimentView(
-  e: ExperimentRow, runs: ExperimentRunRow[], counts: Record<string, number> | undefined, comparison: Comparison, baseUrl: string,
-  include: { runs: boolean; points: boolean } = { runs: true, points: true },
+  e: ExperimentRow, runs: ExperimentRunRow[] | null, counts: Record<string, number> | undefined, settledMicros: number, comparison: Comparison, baseUrl: string,
+  include: { points: boolean } = { points: true },
 ) {
-  const includeRuns = include.runs;
-  const attached = runs.filter((r) => !r.detached_at);
-  const settled = runs.filter((r) => TERMINAL.includes(r.status)).reduce((sum, r) => sum + (r.settled_micros ?? 0), 0);
+  const attached = runs?.filter((r) => !r.detached_at) ?? [];
   return {
     ...experimentSummary(e, counts, baseUrl),
-    credits_settled: microsToUsd(settled),
-    arms: e.arms.map((arm, i) => (includeRuns ? { ...armView(arm), runs: attached.filter((r) => r.arm_index === i).map(runEntry) } : armView(arm))),
-    ...(includeRuns ? { detached_runs: runs.filter((r) => r.detached_at).map((r) => ({ ...runEntry(r), arm: e.arms[r.arm_index]!.label, detached_at: isoTime(r.detached_at) })) } : {}),
+    credits_settled: microsToUsd(settledMicros),
+    arms: e.arms.map((arm, i) => (runs ? { ...armView(arm), runs: attached.filter((r) => r.arm_index === i).map(runEntry) } : armView(arm))),
+    ...(runs ? { detached_runs: runs.filter((r) => r.detached_at).map((r) => ({ ...runEntry(r), arm: e.arms[r.arm_index]!.label, detached_at: isoTime(r.detached_at) })) } : {}),
     comparison,
     design: e.design,
     analysis: include.points ? e.analysis : withoutPoints(e.analysis),

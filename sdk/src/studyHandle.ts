@@ -36,7 +36,7 @@ export class StudyHandle {
     this.lastSeen = lastSeen;
   }
 
-  /** Reads the study now: arms, runs, totals and comparison. */
+  /** Reads the study now: arms, run totals and comparison. */
   async refresh(opts?: RequestOptions): Promise<WithEnvelope<Experiment>> {
     return this.keep(await this.experiments.get(this.id, opts));
   }

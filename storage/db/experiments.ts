@@ -67,27 +67,40 @@ export interface ExperimentRunRow {
   settled_micros: number | null;
 }
 
-/** Runs accepted per statement: a slice takes about a second, well within the dependency deadline. */
+/** Runs of a study of arms accepted per statement: a slice takes about a second, well within the dependency deadline. */
 const ACCEPT_SLICE = 1000;
 
 /**
  * Records a study as accepted, all or nothing, in one transaction: consumes its plan,
  * records it running and accepts each run with its own reservation
- * (silico_accept_experiment, migration 020, with the first slice of its runs; the rest a
- * slice per statement, migration 044). Raises SQLSTATE.planUsed or
- * SQLSTATE.insufficientCompute and changes nothing when it cannot.
+ * (silico_accept_experiment, migration 020). A study that answers a question (one lab,
+ * every run alike but for its id and seed) has its runs accepted as one set
+ * (silico_accept_study_runs, migration 051); a study of arms (at most 200 runs), a slice
+ * per statement (migration 044). Raises SQLSTATE.planUsed, SQLSTATE.insufficientCompute
+ * or a spend cap's SQLSTATE and changes nothing when it cannot.
  */
 export async function acceptExperiment(
   db: Db,
   e: Pick<ExperimentRow, 'id' | 'account_id' | 'name' | 'goal' | 'arms' | 'workspace_ids' | 'reserved_micros'> & { plan_id: string; design?: StudyDesign },
   runs: Array<{ run: NewRun; arm_index: number; replicate: number }>,
 ): Promise<ExperimentRow> {
-  const slices = Array.from({ length: Math.max(1, Math.ceil(runs.length / ACCEPT_SLICE)) }, (_, i) => runs.slice(i * ACCEPT_SLICE, (i + 1) * ACCEPT_SLICE))
-    .map((slice) => JSON.stringify(slice.map((r) => ({ ...r, run: { ...r.run, status: 'queued' } }))));
+  const record = JSON.stringify({ ...e, design: undefined });
   return db.transaction(async (trx) => {
-    await trx.raw('SELECT * FROM silico_accept_experiment(?::jsonb, ?::jsonb, ?)', [JSON.stringify({ ...e, design: undefined }), slices[0]!, e.plan_id]);
-    for (const [i, slice] of slices.slice(1).entries()) {
-      await trx.raw('SELECT silico_accept_experiment_runs(?, ?::jsonb, ?)', [e.id, slice, (i + 1) * ACCEPT_SLICE]);
+    if (e.design) {
+      await trx.raw('SELECT * FROM silico_accept_experiment(?::jsonb, ?::jsonb, ?)', [record, '[]', e.plan_id]);
+      const [first] = runs;
+      if (first) {
+        await trx.raw('SELECT silico_accept_study_runs(?, ?::jsonb, ?::uuid[], ?::bigint[], 0)', [
+          e.id, JSON.stringify(first.run), runs.map((r) => r.run.id), runs.map((r) => r.run.seed),
+        ]);
+      }
+    } else {
+      const slices = Array.from({ length: Math.max(1, Math.ceil(runs.length / ACCEPT_SLICE)) }, (_, i) => runs.slice(i * ACCEPT_SLICE, (i + 1) * ACCEPT_SLICE))
+        .map((slice) => JSON.stringify(slice.map((r) => ({ ...r, run: { ...r.run, status: 'queued' } }))));
+      await trx.raw('SELECT * FROM silico_accept_experiment(?::jsonb, ?::jsonb, ?)', [record, slices[0]!, e.plan_id]);
+      for (const [i, slice] of slices.slice(1).entries()) {
+        await trx.raw('SELECT silico_accept_experiment_runs(?, ?::jsonb, ?)', [e.id, slice, (i + 1) * ACCEPT_SLICE]);
+      }
     }
     // A study that answers a question keeps its kind and design with its acceptance.
     const [row] = e.design
@@ -122,10 +135,11 @@ export async function listExperiments(
   return keysetPage<ExperimentRow>(q, { columns: ['sort_at', 'id'], direction: 'desc', limit: f.limit, after: f.after, sortExpr: { sort_at: CHANGED_AT } });
 }
 
-/** Every run a study made, detached ones included, in start order. */
-export async function experimentRuns(db: Db, experimentId: string): Promise<ExperimentRunRow[]> {
-  return db('experiment_runs as x').join('runs as r', 'r.id', 'x.run_id').where('x.experiment_id', experimentId).orderBy('x.position')
-    .select('x.run_id', 'x.arm_index', 'x.replicate', 'x.position', 'x.detached_at', 'r.status', 'r.seed', 'r.outputs', 'r.error', 'r.reserved_micros', 'r.settled_micros');
+/** Every run a study made (or its first `limit`), detached ones included, in start order. */
+export async function experimentRuns(db: Db, experimentId: string, limit?: number): Promise<ExperimentRunRow[]> {
+  const q = db('experiment_runs as x').join('runs as r', 'r.id', 'x.run_id').where('x.experiment_id', experimentId).orderBy('x.position');
+  if (limit !== undefined) q.limit(limit);
+  return q.select('x.run_id', 'x.arm_index', 'x.replicate', 'x.position', 'x.detached_at', 'r.status', 'r.seed', 'r.outputs', 'r.error', 'r.reserved_micros', 'r.settled_micros');
 }
 
 /** Runs per status of each study (detached runs are no longer the study's). */

@@ -24,33 +24,36 @@ function procTable(): ProcTable {
   return table;
 }
 
-/** The sum of `field` over `root` and its live descendants. */
-function treeSum(table: ProcTable, root: number, field: 'ticks' | 'rssPages'): number {
-  let sum = 0;
-  const todo = [root];
-  while (todo.length) {
-    const pid = todo.pop()!;
-    sum += table.get(pid)?.[field] ?? 0;
-    for (const [child, p] of table) if (p.ppid === pid) todo.push(child);
+/** Each process's children, from one read of the table. */
+function childrenOf(table: ProcTable): Map<number, number[]> {
+  const out = new Map<number, number[]>();
+  for (const [pid, p] of table) {
+    const list = out.get(p.ppid) ?? [];
+    list.push(pid);
+    out.set(p.ppid, list);
   }
-  return sum;
+  return out;
 }
-const treeMs = (table: ProcTable, root: number) => treeSum(table, root, 'ticks') * TICK_MS;
-
-/** Resident memory (MiB) of a process and its live descendants (4 KiB pages). */
-export const treeRssMiB = (root: number, table = procTable()): number => (treeSum(table, root, 'rssPages') * 4096) / 2 ** 20;
 
 /** `root` and its live descendants. */
-function treeOf(table: ProcTable, root: number): number[] {
+function treeOf(table: ProcTable, root: number, children = childrenOf(table)): number[] {
   const out: number[] = [];
   const todo = [root];
   while (todo.length) {
     const pid = todo.pop()!;
     out.push(pid);
-    for (const [child, p] of table) if (p.ppid === pid) todo.push(child);
+    todo.push(...(children.get(pid) ?? []));
   }
   return out;
 }
+
+/** The sum of `field` over `root` and its live descendants. */
+const treeSum = (table: ProcTable, root: number, field: 'ticks' | 'rssPages', children = childrenOf(table)): number =>
+  treeOf(table, root, children).reduce((sum, pid) => sum + (table.get(pid)?.[field] ?? 0), 0);
+const treeMs = (table: ProcTable, root: number, children?: Map<number, number[]>) => treeSum(table, root, 'ticks', children) * TICK_MS;
+
+/** Resident memory (MiB) of a process and its live descendants (4 KiB pages). */
+export const treeRssMiB = (root: number, table = procTable()): number => (treeSum(table, root, 'rssPages') * 4096) / 2 ** 20;
 
 /** A process's proportional set size (KiB): its pages, a shared one split among its sharers. */
 function pssKiB(pid: number): number {
@@ -67,7 +70,8 @@ function pssKiB(pid: number): number {
  */
 export function pssByProcess(sup: Supervisor): Record<string, number> {
   const table = procTable();
-  return Object.fromEntries(sup.processes.filter((p) => p.child.pid).map((p) => [p.name, treeOf(table, p.child.pid!).reduce((sum, pid) => sum + pssKiB(pid), 0) / 1024]));
+  const children = childrenOf(table);
+  return Object.fromEntries(sup.processes.filter((p) => p.child.pid).map((p) => [p.name, treeOf(table, p.child.pid!, children).reduce((sum, pid) => sum + pssKiB(pid), 0) / 1024]));
 }
 
 export type CpuSample = Record<string, number>;
@@ -75,9 +79,10 @@ export type CpuSample = Record<string, number>;
 /** CPU milliseconds used so far by each supervised process (with its tree) and by this one. */
 export function cpuSample(sup: Supervisor, extra: Record<string, number> = {}): CpuSample {
   const table = procTable();
+  const children = childrenOf(table);
   const out: CpuSample = {};
-  for (const p of sup.processes) if (p.child.pid) out[p.name] = treeMs(table, p.child.pid);
-  for (const [name, pid] of Object.entries(extra)) out[name] = treeMs(table, pid);
+  for (const p of sup.processes) if (p.child.pid) out[p.name] = treeMs(table, p.child.pid, children);
+  for (const [name, pid] of Object.entries(extra)) out[name] = treeMs(table, pid, children);
   const self = process.cpuUsage();
   out.bench = (self.user + self.system) / 1000;
   return out;

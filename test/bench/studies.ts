@@ -108,7 +108,11 @@ await benchOnStack('calibration', {
     const seconds = (performance.now() - t0) / 1000;
     if (done.run_totals.completed !== n) throw new Error(`study ${e.id}: ${JSON.stringify(done.run_totals)}`);
     const sets: Array<Record<string, number>> = [];
-    for (const r of done.arms[0].runs) sets.push((await h.json('GET', `/runs/${r.run_id}`)).inputs);
+    for (let cursor: string | null = null, first = true; first || cursor; first = false) {
+      const page: { items: Array<{ run_id: string }>; next_cursor: string | null } = await h.json('GET', `/experiments/${e.id}/runs?limit=100${cursor ? `&cursor=${cursor}` : ''}`);
+      for (const r of page.items) sets.push((await h.json('GET', `/runs/${r.run_id}`)).inputs);
+      cursor = page.next_cursor;
+    }
     return { seconds, sets, batches: Math.ceil(n / Math.min(BATCH, n)), detail: `${await studyTimeline(db, e.id)}; ${reads.length} reads of the study (median ${median(reads).toFixed(1)} ms, max ${Math.max(...reads).toFixed(0)} ms)` };
   };
   /** The same parameter sets as lone runs, the client keeping `C` in flight. */

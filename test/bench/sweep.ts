@@ -4,9 +4,9 @@
  *
  * Service: a Sobol' study of the Ishigami lab (test/fixtures/labs/ishigami: three inputs
  * on [-π, π], one output, one step), base sample N / 5, so N runs, through
- * `POST /experiment-plans` + `POST /experiments`, then `GET /experiments/{id}` every
- * BENCH_POLL_MS until `completed_at` is set: every run executed in its sandbox, recorded,
- * told, and the analysis stored.
+ * `POST /experiment-plans` + `POST /experiments`, until its workflow has ended (waited on
+ * through Temporal, not polled: the bench reads no run while the study runs): every run
+ * executed in its sandbox, recorded, told, and the analysis stored.
  * Runtime: the same N parameter sets (the study's own, read back) run by the runtime
  * itself in two interpreters at once, half each, on the same two cores
  * (test/bench/sweepDirect.py: pack once, then unpack, apply the inputs, prepare and run
@@ -30,7 +30,7 @@
  * Postgres's statements), and where its time went.
  *
  * Env: BENCH_RUNS (1280), BENCH_ROUNDS (3), BENCH_CONCURRENCY (4: the account's limit),
- * BENCH_POLL_MS (500), BENCH_LONE_EVERY_MS (3000).
+ * BENCH_LONE_EVERY_MS (3000).
  */
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -38,6 +38,7 @@ import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import getPort from 'get-port';
+import { Client, Connection } from '@temporalio/client';
 import { startStack, type Stack } from '../../deploy/local/stack.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { createDb } from '../../storage/db/knex.ts';
@@ -51,7 +52,6 @@ import { median, p95 } from './stats.ts';
 const N = Number(process.env.BENCH_RUNS ?? 1280);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const C = Number(process.env.BENCH_CONCURRENCY ?? 4);
-const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 500);
 const LONE_EVERY_MS = Number(process.env.BENCH_LONE_EVERY_MS ?? 3000);
 const LARGE = Number(process.env.BENCH_LARGE ?? 0);
 const PROFILE_DIR = process.env.BENCH_PROFILE ? path.resolve(process.env.BENCH_PROFILE) : undefined;
@@ -87,6 +87,7 @@ async function main(): Promise<void> {
   const log = createWriteStream(path.join(dir, 'stack.log'));
   let stack: Stack | undefined;
   const clients: Http[] = [];
+  const closers: Array<() => Promise<void>> = [];
   let profiled: { from: number; to: number } | undefined;
   try {
     const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
@@ -99,6 +100,9 @@ async function main(): Promise<void> {
     const s = stack;
     const base = s.info.base_url.replace('//localhost:', '//127.0.0.1:');
     const db: Db = createDb(s.info.database_url, { poolMax: 2 });
+    const connection = await Connection.connect({ address: s.info.temporal_address });
+    closers.push(() => connection.close());
+    const temporal = new Client({ connection });
     const h = createHttpClient(base, { Authorization: `Bearer ${s.info.api_key}` });
     const other = await makeAccount(db, { namespace: 'bench-lone', usd: 1000 });
     const lone = createHttpClient(base, { Authorization: `Bearer ${other.key}` });
@@ -152,12 +156,9 @@ async function main(): Promise<void> {
       const accepted = (performance.now() - asked) / 1000;
       const done = { stop: false };
       const lones = withLone ? loneRuns(done) : Promise.resolve([]);
-      let read;
-      for (;;) {
-        read = await h.json('GET', `/experiments/${e.id}`);
-        if (read.completed_at) break;
-        await sleep(POLL_MS);
-      }
+      // Its workflow's end is the study's (the analysis stored, completed_at set): waited on, not polled.
+      await temporal.workflow.getHandle(`experiment-${e.id}`).result();
+      const read = await h.json('GET', `/experiments/${e.id}`);
       const seconds = (performance.now() - t0) / 1000;
       done.stop = true;
       clearInterval(sampler);
@@ -224,6 +225,7 @@ async function main(): Promise<void> {
     process.exitCode = 1;
   } finally {
     for (const c of clients) c.close();
+    for (const close of closers) await close().catch(() => undefined);
     const names = stack ? processNames(stack) : new Map<number, string>();
     await stack?.stop();
     if (profiled) console.log(await cpuProfileReport(PROFILE_DIR!, names, profiled, N));

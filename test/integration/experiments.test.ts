@@ -48,7 +48,7 @@ async function openStudy(key: string, body: Record<string, unknown>) {
 
 async function waitForStudy(key: string, id: string, ms = 240_000): Promise<any> {
   return until(ms, async () => {
-    const e = (await call('GET', `/experiments/${id}`, { key })).body;
+    const e = (await call('GET', `/experiments/${id}?include_runs=true`, { key })).body;
     return e.completed_at ? e : undefined;
   });
 }
@@ -262,7 +262,7 @@ test('PATCH renames, detaches (the comparison follows) and closes: queued runs a
   const { study } = await openStudy(owner.key, { name: 'Patchable', arms: [arm('a', { replicates: 3, seed: 40 })] });
   const done = await waitForStudy(owner.key, study.id);
   const [first] = done.arms[0].runs;
-  const renamed = await call('PATCH', `/experiments/${study.id}`, { key: owner.key, body: { name: 'Renamed', goal: 'new goal', detach_run_ids: [first.run_id] } });
+  const renamed = await call('PATCH', `/experiments/${study.id}?include_runs=true`, { key: owner.key, body: { name: 'Renamed', goal: 'new goal', detach_run_ids: [first.run_id] } });
   assert.equal(renamed.status, 200, renamed.text);
   assert.equal(renamed.body.name, 'Renamed');
   assert.equal(renamed.body.goal, 'new goal');
@@ -271,7 +271,7 @@ test('PATCH renames, detaches (the comparison follows) and closes: queued runs a
   assert.equal(renamed.body.comparison.arms[0].completed_runs, 2);
   assert.notEqual(renamed.body.artifacts[0].sha256, done.artifacts[0].sha256, 'the stored comparison follows the detach');
   assert.equal((await call('GET', `/runs/${first.run_id}`, { key: owner.key })).body.experiment_id, null);
-  const again = await call('PATCH', `/experiments/${study.id}`, { key: owner.key, body: { detach_run_ids: [first.run_id] } });
+  const again = await call('PATCH', `/experiments/${study.id}?include_runs=true`, { key: owner.key, body: { detach_run_ids: [first.run_id] } });
   assert.equal(again.status, 200, 'detaching again changes nothing');
   assert.equal(again.body.detached_runs.length, 1);
   const stranger = await call('PATCH', `/experiments/${study.id}`, { key: owner.key, body: { name: 'not applied', detach_run_ids: [crypto.randomUUID()] } });

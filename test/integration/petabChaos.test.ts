@@ -100,7 +100,7 @@ test('a PEtab calibration whose worker is killed (kill -9) mid-start completes: 
   worker = await spawnWorker({ SILICO_COMPUTE_PROFILES: PROFILE.id });
 
   const done = await until(400_000, async () => {
-    const e = (await call('GET', `/experiments/${studyId}`, { key: owner.key })).body;
+    const e = (await call('GET', `/experiments/${studyId}?include_runs=true`, { key: owner.key })).body;
     return e.completed_at ? e : undefined;
   });
   const a = done.analysis;

@@ -59,7 +59,7 @@ async function openStudy(key: string, body: Record<string, unknown>) {
 
 async function waitForStudy(key: string, id: string, ms = 400_000): Promise<any> {
   return until(ms, async () => {
-    const e = (await call('GET', `/experiments/${id}`, { key })).body;
+    const e = (await call('GET', `/experiments/${id}?include_runs=true`, { key })).body;
     return e.completed_at ? e : undefined;
   });
 }
@@ -367,8 +367,8 @@ test('through MCP: experiment_prepare proposes what REST proposes; experiment_cr
   assert.equal(a.runs_told, 4, 'two batches of two, then the rule held');
   assert.equal(study.run_totals.completed, 4);
   assert.equal(study.run_totals.cancelled, 8);
-  // Its runs, which an agent's answer leaves to experiment_run_list, as REST lists them by default.
-  const withRuns = (await call('GET', `/experiments/${study.id}`, { key: owner.key })).body;
+  // Its runs, which an agent's answer leaves to experiment_run_list, as REST lists them with include_runs.
+  const withRuns = (await call('GET', `/experiments/${study.id}?include_runs=true`, { key: owner.key })).body;
   const never = withRuns.arms[0].runs.filter((r: any) => r.status === 'cancelled');
   assert.ok(never.every((r: any) => r.credits_settled === 0), 'a run never given a set is charged nothing');
   await assertEachSetRanOnce(owner.key, withRuns, {});

@@ -44,7 +44,7 @@ async function openStudy(): Promise<string> {
   return res.body.id;
 }
 
-const runsOf = async (studyId: string): Promise<Array<{ run_id: string; status: string }>> => (await call('GET', `/experiments/${studyId}`, { key: owner.key })).body.arms[0].runs;
+const runsOf = async (studyId: string): Promise<Array<{ run_id: string; status: string }>> => (await call('GET', `/experiments/${studyId}?include_runs=true`, { key: owner.key })).body.arms[0].runs;
 
 /** A run of the study executing now (none of `seen`), once its lab's interpreter runs: its id and the lab's pid. */
 async function executing(studyId: string, seen: string[]): Promise<{ id: string; lab: number }> {

@@ -77,7 +77,7 @@ test('a study\'s run executed in a batch records what a lone run of the same lab
   const study = await call('POST', '/experiments', { key: owner.key, body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
   assert.equal(study.status, 200, study.text);
   const done = await until(240_000, async () => {
-    const e = (await call('GET', `/experiments/${study.body.id}`, { key: owner.key })).body;
+    const e = (await call('GET', `/experiments/${study.body.id}?include_runs=true`, { key: owner.key })).body;
     return e.completed_at ? e : undefined;
   });
   assert.equal(done.run_totals.completed, 10, JSON.stringify(done.run_totals));

@@ -13,10 +13,16 @@ export function ArmsOverTime({ experiment }: { experiment: Experiment }) {
   const { client } = useSession();
   const charts = useLoad(async () => {
     const byOutput = new Map<string, Series[]>();
+    // Each arm's first completed run, from the study's listing (its answer lists no runs).
+    const first = new Map<string, string>();
+    for await (const r of client.experiments.runs(experiment.id, { status: 'completed', limit: 100 })) {
+      if (!first.has(r.arm)) first.set(r.arm, r.run_id);
+      if (first.size === experiment.arms.length) break;
+    }
     for (const arm of experiment.arms) {
-      const run = (arm.runs ?? []).find((r) => r.status === 'completed');
-      if (!run) continue;
-      for (const s of await runSeries(client, run.run_id, await unitsOf(client, arm.resolved_ref))) {
+      const runId = first.get(arm.label);
+      if (!runId) continue;
+      for (const s of await runSeries(client, runId, await unitsOf(client, arm.resolved_ref))) {
         const group = byOutput.get(s.name) ?? [];
         byOutput.set(s.name, group);
         group.push({ ...s, name: `${s.name} · ${arm.label}` });

@@ -80,7 +80,7 @@ export function ExperimentPage({ id }: { id: string }) {
             {e.kind === 'arms' ? <h3>{a.label}</h3> : null}
             <p><code>{a.resolved_ref}</code></p>
             {e.kind === 'petab_calibration' ? null : <p>Inputs <code>{JSON.stringify(a.inputs)}</code></p>}
-            <p>{e.kind === 'arms' ? `${a.replicates} replicates` : runsText(e, (a.runs ?? []).length)} on {a.compute_profile}</p>
+            <p>{e.kind === 'arms' ? `${a.replicates} replicates` : runsText(e, e.run_totals.total)} on {a.compute_profile}</p>
           </section>
         ))}
       </div>

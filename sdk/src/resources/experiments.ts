@@ -77,7 +77,7 @@ export class Experiments extends Resource {
     return this.handle(experimentId).wait(options);
   }
 
-  /** GET /experiments/{experiment_id}: arms, their runs and the comparison. */
+  /** GET /experiments/{experiment_id}: arms, run totals and the comparison (its runs: `runs`). */
   get(experimentId: string, opts?: RequestOptions): Promise<WithEnvelope<Experiment>> {
     return this.getJson(path`/experiments/${experimentId}`, undefined, opts);
   }
