@@ -20,7 +20,7 @@ import { studyWorkflow } from '../../workflows/study.ts';
  * The study's runs in start order: replicate 0 of every arm, then replicate 1 of every
  * arm, and so on, so early results already cover each arm.
  */
-function studyRuns(experimentId: string, caller: Caller, p: ExperimentProposal): Array<{ run: NewRun; arm_index: number; replicate: number }> {
+export function studyRuns(experimentId: string, caller: { account: { id: string }; key: { id: string } }, p: ExperimentProposal): Array<{ run: NewRun; arm_index: number; replicate: number }> {
   // A study that answers a question has one lab and as many runs as its design takes;
   // each receives its parameter set when the study's workflow asks for it.
   const replicates = (a: ExperimentProposal['arms'][number]) => (p.design ? p.design.run_count : a.replicates);

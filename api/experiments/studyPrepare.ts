@@ -18,7 +18,7 @@ import { MAX_SEED, type ExperimentProposal } from './prepare.ts';
 import { petabCalibrationDesign, petabStudyLab, type PetabCalibrationRequest } from './petabPrepare.ts';
 
 /** The most runs one study may ask for. */
-export const MAX_STUDY_RUNS = 10_000;
+export const MAX_STUDY_RUNS = 100_000;
 /** The largest observation table a calibration reads. */
 const MAX_OBSERVATION_BYTES = 4 << 20;
 

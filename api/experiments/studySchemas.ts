@@ -49,7 +49,7 @@ export const calibrationRequest: JsonSchema = obj({
   loss: { enum: ['sum_of_squares', 'gaussian_nll'], description: 'Sum of squared residuals, or the Gaussian negative log-likelihood (with `noise_sd`, or σ estimated with the parameters).' },
   noise_sd: { type: 'number', exclusiveMinimum: 0, description: 'σ of the Gaussian likelihood (gaussian_nll only); absent: estimated.' },
   optimizer: { enum: ['cmaes', 'tpe'], description: 'CMA-ES (the cmaes library, the engine of Optuna\'s CMA-ES sampler; one generation per batch) or Optuna\'s TPE sampler, by ask-and-tell.' },
-  budget: { type: 'integer', minimum: 2, maximum: 10000, description: 'The most runs the study makes (and reserves).' },
+  budget: { type: 'integer', minimum: 2, maximum: 100000, description: 'The most runs the study makes (and reserves).' },
   batch_size: { type: 'integer', minimum: 1, maximum: 100, description: 'Parameter sets asked for at once (a CMA-ES generation).' },
   seed: { ...seed, description: 'The optimizer\'s seed (chosen at plan time when absent).' },
   stop: obj({

@@ -46,12 +46,14 @@ export async function assignBatch(
     const waiting: string[] = await waitingRuns(trx, experimentId).orderBy('x.position').limit(asked.length).pluck('x.run_id');
     const first = Number((await trx('experiment_points').where({ experiment_id: experimentId }).max<{ max: number | null }>('idx as max').first())?.max ?? -1) + 1;
     const rows = waiting.map((runId, i) => ({ experiment_id: experimentId, idx: first + i, batch, run_id: runId, params: JSON.stringify(asked[i]!.params), attrs: JSON.stringify(asked[i]!.attrs) }));
-    for (const [i, runId] of waiting.entries()) {
-      const inputs = { ...baseInputs, ...asked[i]!.params };
-      await trx('runs').where({ id: runId, status: 'queued' }).update({
-        inputs: JSON.stringify(inputs), inputs_sha256: digestJson(inputs),
-        metadata: trx.raw(`metadata || ?::jsonb`, [JSON.stringify({ study_point: String(first + i), study_batch: String(batch) })]),
-      });
+    // Every run of the batch given its inputs in one statement (a sensitivity study's batch is its whole sample).
+    const inputs = waiting.map((_, i) => ({ ...baseInputs, ...asked[i]!.params }));
+    if (waiting.length) {
+      await trx.raw(`UPDATE runs AS r SET inputs = u.inputs, inputs_sha256 = u.sha256, metadata = r.metadata || u.metadata
+        FROM unnest(?::uuid[], ?::jsonb[], ?::text[], ?::jsonb[]) AS u(id, inputs, sha256, metadata) WHERE r.id = u.id AND r.status = 'queued'`, [
+        waiting, inputs.map((x) => JSON.stringify(x)), inputs.map((x) => digestJson(x)),
+        waiting.map((_, i) => JSON.stringify({ study_point: String(first + i), study_batch: String(batch) })),
+      ]);
     }
     if (rows.length) await trx.batchInsert('experiment_points', rows, 1000);
     return rows.map((r) => ({ idx: r.idx, run_id: r.run_id }));
@@ -60,11 +62,11 @@ export async function assignBatch(
 
 /** Records what each run of a batch told (idempotent: a told point keeps its first outcome). */
 export async function tellPoints(db: Db, experimentId: string, told: Array<{ idx: number; outcome: Record<string, unknown> }>): Promise<void> {
-  await db.transaction(async (trx) => {
-    for (const t of told) {
-      await trx('experiment_points').where({ experiment_id: experimentId, idx: t.idx }).whereNull('told_at').update({ outcome: JSON.stringify(t.outcome), told_at: trx.fn.now() });
-    }
-  });
+  if (!told.length) return;
+  await db.raw(`UPDATE experiment_points AS p SET outcome = u.outcome, told_at = now()
+    FROM unnest(?::integer[], ?::jsonb[]) AS u(idx, outcome) WHERE p.experiment_id = ? AND p.idx = u.idx AND p.told_at IS NULL`, [
+    told.map((t) => t.idx), told.map((t) => JSON.stringify(t.outcome)), experimentId,
+  ]);
 }
 
 /** How many of the study's runs still wait for a parameter set. */

@@ -1,0 +1,127 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { call, closeTestDb, errorOf, newAccount, testDb, workspaceOfLab } from '../helpers.ts';
+import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { studyRuns } from '../../api/experiments/accept.ts';
+import type { ExperimentProposal } from '../../api/experiments/prepare.ts';
+import { acceptExperiment, unacceptExperiment } from '../../storage/db/experiments.ts';
+import { createPlan, getPlan } from '../../storage/db/plans.ts';
+import { newId } from '../../storage/ids.ts';
+import { isSqlState, SQLSTATE } from '../../storage/db/sqlStates.ts';
+
+// A question study's acceptance at size, on the real Postgres: its runs are accepted as
+// one set (migration 051) and each is still what a lone run's acceptance makes. The
+// records are made by the acceptance itself, below the API, so that no worker executes
+// 20,480 runs here; the API then reads them.
+
+const ISHIGAMI = path.join(REPO_ROOT, 'test/fixtures/labs/ishigami');
+const PARAMETERS = ['x1', 'x2', 'x3'].map((input) => ({ input, low: -Math.PI, high: Math.PI }));
+
+let owner: Awaited<ReturnType<typeof newAccount>>;
+let proposal: ExperimentProposal;
+before(async () => {
+  owner = await newAccount({ usd: 1000 });
+  const ws = await workspaceOfLab(owner.key, 'Ishigami', ISHIGAMI);
+  const plan = await call('POST', '/experiment-plans', {
+    key: owner.key,
+    body: {
+      name: 'Large', lab: { workspace_id: ws.workspace_id, revision_id: ws.revision_id, compute_profile_id: 'cpu-small', max_runtime_seconds: 5 },
+      sensitivity: { parameters: PARAMETERS, outputs: [{ output: 'y', summary: 'value' }], method: 'sobol', base_sample: 4096, seed: 57 },
+    },
+  });
+  assert.equal(plan.status, 200, plan.text);
+  assert.equal(plan.body.status, 'ready', JSON.stringify(plan.body.findings));
+  assert.equal(plan.body.run_count, 4096 * 5, 'more than the 10,000 a study took before');
+  proposal = (await getPlan(testDb(), plan.body.plan_id, owner.account.id))!.proposal as ExperimentProposal;
+});
+after(closeTestDb);
+
+type Owner = Awaited<ReturnType<typeof newAccount>>;
+const balance = async (who: Owner = owner) => testDb()('compute_balances').where({ account_id: who.account.id }).first('available_micros', 'reserved_micros');
+
+/** Accepts the proposal as the API's acceptance does, under a plan of its own. */
+async function accept(p: ExperimentProposal, who: Owner = owner) {
+  const id = newId('exp');
+  const plan = await createPlan(testDb(), { accountId: who.account.id, kind: 'experiment', proposal: p, findings: [], ttlSeconds: 3600 });
+  const runs = studyRuns(id, { account: who.account, key: { id: who.keyId } }, p);
+  const t0 = performance.now();
+  const row = await acceptExperiment(testDb(), {
+    id, account_id: who.account.id, name: p.name, goal: p.goal, arms: p.arms, plan_id: plan.id,
+    workspace_ids: [p.arms[0]!.workspace_id], reserved_micros: p.estimated_max_micros, design: p.design,
+  }, runs);
+  return { row, runs, seconds: (performance.now() - t0) / 1000 };
+}
+
+test('a 20,480-run study is accepted whole, each run with its own reservation and first event; its answer lists none of them and says where they are; undone, it leaves no trace', { timeout: 120_000 }, async () => {
+  const before = await balance();
+  const { row, runs, seconds } = await accept(proposal);
+  console.log(`accepted ${runs.length} runs in ${seconds.toFixed(2)} s`);
+  const n = runs.length;
+  const each = proposal.arms[0]!.estimated_max_micros;
+  assert.equal(proposal.estimated_max_micros, n * each);
+  const db = testDb();
+  const after = await balance();
+  assert.equal(before.available_micros - after.available_micros, n * each, 'the balance moved by the study\'s whole maximum');
+  assert.equal(after.reserved_micros - before.reserved_micros, n * each);
+  // Each run as a lone run's acceptance leaves it: queued, its seed, one reservation of its own, one first event.
+  const counts = await db('runs').where({ experiment_id: row.id }).select(
+    db.raw('count(*)::integer AS n'), db.raw(`count(*) FILTER (WHERE status = 'queued' AND event_seq = 1 AND reserved_micros = ?)::integer AS queued`, [each]),
+    db.raw('count(DISTINCT seed)::integer AS seeds'),
+  ).first();
+  assert.deepEqual(counts, { n, queued: n, seeds: new Set(runs.map((r) => r.run.seed)).size });
+  const reserves = await db('ledger_txns as t').join('ledger_entries as e', 'e.txn_id', 't.id').where({ 't.kind': 'reserve', 'e.book': 'reserved' })
+    .whereIn('t.ref', runs.map((r) => `run:${r.run.id}`)).select(db.raw('count(*)::integer AS n, sum(e.amount_micros)::bigint AS micros')).first();
+  assert.deepEqual(reserves, { n, micros: n * each });
+  const events = await db('run_events as e').join('runs as r', 'r.id', 'e.run_id').where({ 'r.experiment_id': row.id })
+    .select(db.raw(`count(*) FILTER (WHERE e.seq = 1 AND e.type = 'state_changed' AND e.message = 'Run accepted and queued.')::integer AS first, count(*)::integer AS n`)).first();
+  assert.deepEqual(events, { first: n, n });
+  const order = await db('experiment_runs').where({ experiment_id: row.id }).orderBy('position').select('run_id', 'position', 'replicate');
+  assert.deepEqual(order.map((x) => x.run_id), runs.map((r) => r.run.id), 'in start order');
+  assert.deepEqual([order[0].position, order.at(-1).position, order.at(-1).replicate], [1, n, n - 1]);
+
+  // Its answer is the same size as a small study's: totals, money and comparison, no run.
+  const view = await call('GET', `/experiments/${row.id}`, { key: owner.key });
+  assert.equal(view.status, 200, view.text);
+  assert.equal(view.body.run_totals.queued, n);
+  assert.equal(view.body.arms[0].runs, undefined);
+  assert.equal(view.body.detached_runs, undefined);
+  assert.equal(view.body.credits_settled, 0);
+  assert.ok(view.text.length < 8_000, `${view.text.length} bytes`);
+  const listing = await call('GET', `/experiments/${row.id}?include_runs=true`, { key: owner.key });
+  assert.equal(listing.status, 422);
+  assert.deepEqual([errorOf(listing).code, errorOf(listing).param], ['too_many_runs', 'include_runs']);
+  const page = await call('GET', `/experiments/${row.id}/runs?limit=3`, { key: owner.key });
+  assert.deepEqual(page.body.items.map((r: any) => r.run_id), runs.slice(0, 3).map((r) => r.run.id));
+
+  // Undone (its workflow could not start): no run, reservation, event or study is left.
+  const u0 = performance.now();
+  assert.equal(await unacceptExperiment(db, row.id), true);
+  console.log(`undone in ${((performance.now() - u0) / 1000).toFixed(2)} s`);
+  assert.deepEqual(await balance(), before);
+  assert.equal((await db('runs').where({ experiment_id: row.id }).count<{ n: number }>('* as n').first())!.n, 0);
+  assert.equal((await db('ledger_txns').whereIn('ref', runs.slice(0, 1000).map((r) => `run:${r.run.id}`)).count<{ n: number }>('* as n').first())!.n, 0);
+  assert.equal((await db('run_events').whereIn('run_id', runs.slice(0, 1000).map((r) => r.run.id)).count<{ n: number }>('* as n').first())!.n, 0);
+  assert.equal(await db('experiments').where({ id: row.id }).first(), undefined);
+});
+
+test('a study the balance cannot cover, or a monthly cap does not allow, is refused whole: no run, no reservation', { timeout: 60_000 }, async () => {
+  const db = testDb();
+  // An account whose balance is one micro-dollar short of the study's maximum.
+  const poor = await newAccount({ usd: (proposal.estimated_max_micros - 1) / 1e6 });
+  const short = await balance(poor);
+  assert.equal(Number(short.available_micros), proposal.estimated_max_micros - 1);
+  await assert.rejects(accept(proposal, poor), (err) => isSqlState(err, SQLSTATE.insufficientCompute));
+  assert.deepEqual(await balance(poor), short);
+  assert.equal((await db('runs').where({ account_id: poor.account.id }).count<{ n: number }>('* as n').first())!.n, 0);
+  const before = await balance();
+  // A monthly cap below the study's maximum: refused by the check of its total, not run by run.
+  await db('accounts').where({ id: owner.account.id }).update({ monthly_cap_micros: proposal.estimated_max_micros - 1 });
+  try {
+    await assert.rejects(accept(proposal), (err) => isSqlState(err, SQLSTATE.spendCap));
+    assert.deepEqual(await balance(), before);
+    assert.equal((await db('runs').where({ account_id: owner.account.id }).count<{ n: number }>('* as n').first())!.n, 0);
+  } finally {
+    await db('accounts').where({ id: owner.account.id }).update({ monthly_cap_micros: null });
+  }
+});
