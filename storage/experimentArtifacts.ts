@@ -81,6 +81,16 @@ export async function storeExperimentFiles(
   deps: { db: Db; objects: ObjectStore }, e: { id: string; account_id: string },
   files: Array<{ file_name: string; content_type: string; format: string; bytes: Buffer }>, origin: string,
 ): Promise<ExperimentArtifact[]> {
+  const artifacts = await recordExperimentFiles(deps, e, files, origin);
+  await setExperimentArtifacts(deps.db, e.id, artifacts);
+  return artifacts;
+}
+
+/** Stores and records a study's files as storeExperimentFiles does, without listing them on it. */
+export async function recordExperimentFiles(
+  deps: { db: Db; objects: ObjectStore }, e: { id: string; account_id: string },
+  files: Array<{ file_name: string; content_type: string; format: string; bytes: Buffer }>, origin: string,
+): Promise<ExperimentArtifact[]> {
   const artifacts: ExperimentArtifact[] = [];
   for (const f of files) {
     const sha256 = await deps.objects.putBlob(f.bytes, f.content_type);
@@ -91,6 +101,5 @@ export async function storeExperimentFiles(
     })) ?? (await fileByOrigin(deps.db, e.account_id, originKey))!;
     artifacts.push({ file_id: row.id, file_name: f.file_name, content_type: f.content_type, format: f.format, size_bytes: f.bytes.length, sha256 });
   }
-  await setExperimentArtifacts(deps.db, e.id, artifacts);
   return artifacts;
 }

@@ -1,8 +1,8 @@
 import type { Db } from './db/knex.ts';
 import type { ObjectStore } from './objects.ts';
-import type { ExperimentArtifact } from './db/experiments.ts';
+import { setExperimentArtifacts, type ExperimentArtifact, type ExperimentRow } from './db/experiments.ts';
 import { stringify } from 'csv-stringify/sync';
-import { renderVegaLite, storeExperimentFiles } from './experimentArtifacts.ts';
+import { recordExperimentFiles, renderVegaLite, storeExperimentFiles } from './experimentArtifacts.ts';
 import type { StudyDesign } from './studyDesign.ts';
 import { allStudyRuns } from './db/studyRuns.ts';
 import { designCsvColumns, designCsvRow, studyRunEntry } from './studyRunEntries.ts';
@@ -100,6 +100,25 @@ async function designCsv(db: Db, e: { id: string; design: StudyDesign; arms: Arr
   return Buffer.from(stringify(rows, { header: true, columns: designCsvColumns(e.design) }));
 }
 
+const designFile = (bytes: Buffer) => ({ file_name: 'design.csv', content_type: 'text/csv', format: 'csv', bytes });
+
+/**
+ * A finished question study's `design.csv` written again from its runs as they stand, in
+ * place of the one among its files (the others kept): a run detached since (PATCH
+ * /experiments) is no longer in it. Nothing for a comparison of arms, a study still
+ * running (its workflow writes the file when it finishes) or one that has no such file.
+ * Returns the study's files.
+ */
+export async function rewriteDesignCsv(
+  deps: { db: Db; objects: ObjectStore }, e: Pick<ExperimentRow, 'id' | 'account_id' | 'kind' | 'design' | 'arms' | 'artifacts' | 'completed_at'>,
+): Promise<ExperimentArtifact[]> {
+  if (e.kind === 'arms' || !e.design || !e.completed_at || !e.artifacts.some((a) => a.file_name === 'design.csv')) return e.artifacts;
+  const [design] = await recordExperimentFiles(deps, e, [designFile(await designCsv(deps.db, { ...e, design: e.design }))], 'study_analysis');
+  const artifacts = e.artifacts.map((a) => (a.file_name === 'design.csv' ? design! : a));
+  await setExperimentArtifacts(deps.db, e.id, artifacts);
+  return artifacts;
+}
+
 /**
  * A finished study's files: `analysis.json` (what it found, as its record states it),
  * `design.csv` (every run with its parameter set and what it told), and its chart,
@@ -112,7 +131,7 @@ export async function storeStudyArtifacts(
 ): Promise<ExperimentArtifact[]> {
   const files = [
     { file_name: 'analysis.json', content_type: 'application/json', format: 'json', bytes: Buffer.from(`${JSON.stringify(found, null, 2)}\n`) },
-    { file_name: 'design.csv', content_type: 'text/csv', format: 'csv', bytes: await designCsv(deps.db, e) },
+    designFile(await designCsv(deps.db, e)),
   ];
   const drawable = found.kind === 'sensitivity' ? found.outputs.length > 0 : found.best !== null;
   if (drawable) {
