@@ -14,7 +14,7 @@ import { claimScratchRoot, clearDeadWorkers } from '../activities/workerScratch.
 import { Counter, Registry } from 'prom-client';
 import { CONTROL_TASK_QUEUE, RUN_TASK_QUEUE, computeTaskQueue, servingTaskQueue } from '../kernel/workflowNames.ts';
 import { createRunActivities } from '../activities/runs.ts';
-import { createExecutionActivities } from '../activities/execution/execute.ts';
+import { createExecutionActivities, executeRun } from '../activities/execution/execute.ts';
 import { createBatchActivities } from '../activities/execution/batch.ts';
 import { createSandbox } from '../activities/execution/sandbox.ts';
 import { createWarmParents } from '../activities/execution/warmParents.ts';
@@ -131,7 +131,7 @@ async function main(): Promise<void> {
   });
   const executionDeps = { db, objects, python: config.python, environments: config.environments, sandbox, runCancels, stallSeconds: config.worker.labStallSeconds, warm };
   const lone = createExecutionActivities(executionDeps);
-  const execution = { ...lone, ...createBatchActivities({ db: executionDeps.db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount, executeLab: lone.executeLab }) };
+  const execution = { ...lone, ...createBatchActivities({ db: executionDeps.db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount, executeRun: (runId) => executeRun(executionDeps, runId) }) };
   // PEtab problems are inspected where labs run: sandboxed, in the toolkit.
   const petab = createPetabActivities({ objects, sandbox, environments: config.environments });
   const compute = await Promise.all(profiles.map((p) => Worker.create({

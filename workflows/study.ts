@@ -10,6 +10,15 @@ import { runBatches, hearRunCancels } from './studyBatches.ts';
  */
 const RUNS_IN_BATCHES = 'study-runs-in-batches';
 
+/**
+ * Studies from this version on take their batch's runs a page at a time (a 100,000-run
+ * sample's ids would outgrow a Temporal payload), and may continue as new between pages.
+ */
+const RUNS_PAGED = 'study-runs-paged';
+
+/** Run ids one page holds: about 370 KiB. */
+export const RUN_PAGE = 10_000;
+
 const local = proxyLocalActivities<StudyActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 20 } });
 // Asking, telling and finishing call the analysis environment (a Python process): regular
 // activities that heartbeat while they work, so one lost with its worker is retried within
@@ -29,37 +38,51 @@ export const STUDY_HISTORY_BOUND = 4000;
  * The optimizer's state lives in Postgres between batches (experiment_points), so a
  * continued-as-new or replayed workflow asks exactly what it asked before.
  */
-export async function studyWorkflow(args: { experimentId: string; batch?: number; historyBound?: number }): Promise<string> {
+export async function studyWorkflow(args: { experimentId: string; batch?: number; offset?: number; historyBound?: number; runPage?: number }): Promise<string> {
   const cancels = hearRunCancels();
   const { account, ref, window } = await local.studySchedule(args.experimentId);
   const bound = args.historyBound ?? STUDY_HISTORY_BOUND;
+  const page = args.runPage ?? RUN_PAGE;
   const view = { object: 'experiment', experiment_id: args.experimentId, status: 'running', batch: (args.batch ?? 0) + 1, batch_runs: 0, runs: null as number | null, completed: null as number | null, not_completed: null as number | null };
   setHandler(stateQuery, () => ({ ...view }));
+  const overBound = () => workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > bound;
   for (let batch = args.batch ?? 0; ; batch++) {
     setCurrentDetails(`Asking for batch ${batch + 1}.`);
-    const { runIds, standing } = await control.studyAsk(args.experimentId, batch);
-    if (!runIds.length) break;
+    const paged = patched(RUNS_PAGED);
+    // A study continued as new between pages resumes its batch where it was.
+    let offset = paged && batch === args.batch ? args.offset ?? 0 : 0;
+    let asked = await (paged ? control.studyAsk(args.experimentId, batch, { offset, limit: page }) : control.studyAsk(args.experimentId, batch));
+    if (!asked.runIds.length && !offset) break;
+    const { standing } = asked;
+    const batchRuns = asked.runs ?? asked.runIds.length;
     // Where the study stands, for operators (the Temporal UI's current details).
     let completed = standing?.completed ?? 0;
     const notCompleted = new Set<string>();
     const show = (doing: string) => {
       const others = (standing?.notCompleted ?? 0) + notCompleted.size;
-      Object.assign(view, { batch: batch + 1, batch_runs: runIds.length, runs: standing?.runs ?? null, completed: standing ? completed : null, not_completed: standing ? others : null });
+      Object.assign(view, { batch: batch + 1, batch_runs: batchRuns, runs: standing?.runs ?? null, completed: standing ? completed : null, not_completed: standing ? others : null });
       const ended = standing ? `\n\n${completed + others} of ${standing.runs} runs ended: ${completed} completed, ${others} did not.` : '';
-      setCurrentDetails(`**Batch ${batch + 1}** (${runIds.length} runs): ${doing}.${ended}`);
+      setCurrentDetails(`**Batch ${batch + 1}** (${batchRuns} runs): ${doing}.${ended}`);
     };
     show('running');
-    if (patched(RUNS_IN_BATCHES)) {
-      await runBatches(account, runIds, window, cancels, (done, others) => {
-        completed += done;
-        for (const id of others) notCompleted.add(id);
-        show('running');
-      });
-    } else await runChildren(account, runIds.map((runId) => ({ runId, ref })), window);
+    for (;;) {
+      if (patched(RUNS_IN_BATCHES)) {
+        await runBatches(account, asked.runIds, window, cancels, (done, others) => {
+          completed += done;
+          for (const id of others) notCompleted.add(id);
+          show('running');
+        });
+      } else await runChildren(account, asked.runIds.map((runId) => ({ runId, ref })), window);
+      if (!paged) break;
+      offset += asked.runIds.length;
+      if (offset >= batchRuns) break;
+      if (overBound()) await continueAsNew<typeof studyWorkflow>({ ...args, batch, offset });
+      asked = await control.studyAsk(args.experimentId, batch, { offset, limit: page });
+    }
     show('telling the results');
     await control.studyTell(args.experimentId, batch);
-    if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > bound) {
-      await continueAsNew<typeof studyWorkflow>({ ...args, batch: batch + 1 });
+    if (overBound()) {
+      await continueAsNew<typeof studyWorkflow>({ ...args, batch: batch + 1, offset: 0 });
     }
   }
   view.status = 'analysing';

@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { Db } from '../../storage/db/knex.ts';
 import { blobKey, type ObjectStore } from '../../storage/objects.ts';
-import { appendEvent, recordArtifact } from '../../storage/db/runs.ts';
+import { recordArtifact } from '../../storage/db/runs.ts';
 import { newId } from '../../storage/ids.ts';
 import type { ArtifactFile } from './outputs.ts';
 
@@ -24,6 +24,5 @@ export async function storeRunArtifact(deps: { db: Db; objects: ObjectStore }, r
   const rec = await recordArtifact(deps.db, runId, newId('art'), {
     role: f.role, file_name: f.file_name, content_type: f.content_type, format: f.format, size_bytes: f.size_bytes, sha256: f.sha256, public: f.public,
   });
-  if (rec.created) await appendEvent(deps.db, runId, 'artifact_stored', `Stored ${f.file_name} (${f.size_bytes} bytes).`, { artifact_id: rec.id, sha256: f.sha256, file_name: f.file_name });
   return rec.id;
 }

@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { acquireRunSlot, finishRun } from '../../storage/runLifecycle.ts';
-import { throwIfActivityStopped, type ExecutionActivities } from './execute.ts';
+import { throwIfActivityStopped, type ExecutedRun } from './execute.ts';
 import type { Db } from '../../storage/db/knex.ts';
 
 /**
@@ -17,11 +17,11 @@ export interface BatchResult {
 /**
  * A study's runs executed one after another by one activity on the profile's compute
  * queue, over the warm parent of their key: each run takes its account slot, executes
- * through a lone run's own execution (`executeLab`, given) and records its ending, so its
- * record is a lone run's. No Temporal workflow per run: a 10,000-run study is a few
+ * through a lone run's own execution (`executeRun`, given) and records its ending with
+ * its outputs, so its record is a lone run's. No Temporal workflow per run: a 10,000-run study is a few
  * hundred of these, not 10,000 workflows.
  */
-export function createBatchActivities(deps: { db: Db; maxConcurrentRuns: number; executeLab: ExecutionActivities['executeLab'] }) {
+export function createBatchActivities(deps: { db: Db; maxConcurrentRuns: number; executeRun: (runId: string) => Promise<ExecutedRun> }) {
   return {
     /**
      * Executes `runIds` in order until done or past `budgetSeconds` (at least one run
@@ -43,9 +43,9 @@ export function createBatchActivities(deps: { db: Db; maxConcurrentRuns: number;
         if (slot === 'wait') return { left: input.runIds.slice(i), waiting: true, ...ended };
         // Ended meanwhile (cancelled while it waited, or by a batch before a retry).
         if (slot !== 'running' && slot !== 'cancelling') continue;
-        const result = await deps.executeLab({ runId });
+        const result = await deps.executeRun(runId);
         if (result.status === 'skipped') continue;
-        const status = await finishRun(deps.db, { runId, status: result.status, error: result.error ?? null, computeSeconds: result.computeSeconds });
+        const status = await finishRun(deps.db, { runId, status: result.status, error: result.error ?? null, computeSeconds: result.computeSeconds, outputs: result.outputs ?? null });
         if (status === 'completed') ended.completed += 1;
         else ended.notCompleted.push(runId);
       }

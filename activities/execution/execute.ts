@@ -41,6 +41,13 @@ export interface ExecutionResult {
   computeSeconds?: number;
 }
 
+/**
+ * An execution's result where it was made: a completed run's outputs record too, which its
+ * ending records (a lone run's activity records it first, so it never travels through its
+ * workflow; a study's batch gives it to the ending, one round trip fewer).
+ */
+export interface ExecutedRun extends ExecutionResult { outputs?: Record<string, unknown> }
+
 export interface ExecutionDeps {
   db: Db;
   objects: ObjectStore;
@@ -78,7 +85,9 @@ const timedOutMessage = (wallSeconds: number) => `The run exceeded max_runtime_s
 export function createExecutionActivities(deps: ExecutionDeps) {
   return {
     async executeLab(input: { runId: string }): Promise<ExecutionResult> {
-      return stoppable(deps, input.runId, (stop) => executeRun(deps, input.runId, stop));
+      const { outputs, ...result } = await executeRun(deps, input.runId);
+      if (outputs) await setRunOutputs(deps.db, input.runId, outputs);
+      return result;
     },
   };
 }
@@ -107,7 +116,11 @@ async function stoppable<T>(deps: Pick<ExecutionDeps, 'runCancels'>, runId: stri
  * run's executeLab, or a study's batch): everything but its ending, which its caller
  * records. A run already ended is skipped; one cancelled before it began ends cancelled.
  */
-async function executeRun(deps: ExecutionDeps, runId: string, stopSignal: AbortSignal): Promise<ExecutionResult> {
+export async function executeRun(deps: ExecutionDeps, runId: string): Promise<ExecutedRun> {
+  return stoppable(deps, runId, (stop) => execute(deps, runId, stop));
+}
+
+async function execute(deps: ExecutionDeps, runId: string, stopSignal: AbortSignal): Promise<ExecutedRun> {
   const ctx = Context.current();
   const run = await getRun(deps.db, runId);
   // Cancelled between taking its slot and starting here: the run still has to end,
@@ -165,6 +178,11 @@ async function executeRun(deps: ExecutionDeps, runId: string, stopSignal: AbortS
     let lastProgressWrite = 0;
     // Events are appended in the order the driver wrote them, in batches.
     const events = createEventBatcher(deps.db, run.id);
+    // Its first event goes with the lab's own first ones, in one write.
+    const beginLab = async () => {
+      await markRunStarted(deps.db, run.id);
+      events.add('log', `Executing ${run.resolved_ref} on ${profile.id}.`, { stream: 'worker' });
+    };
     const progress = createWriteChain();
     const log = (message: string, data: Record<string, unknown>) => {
       if (logs >= MAX_LOG_EVENTS) return;
@@ -204,14 +222,14 @@ async function executeRun(deps: ExecutionDeps, runId: string, stopSignal: AbortS
           // File and dataset inputs are checked and staged for this run alone, as a cold run's.
           const inputs = await stageInputs(deps, run, source.manifest, staging.host);
           if ('error' in inputs) throw new InputsUnavailable(inputs.error);
-          await begin();
+          await beginLab();
           return { inputs: inputs.values(staging.inside), ...request, cpu_seconds: limits.cpuSeconds };
         }, {
           wallSeconds, signal: stopSignal, limits: deps.streamLimits, timedOut: timedOutMessage(wallSeconds),
           watch: { memoryBytes: limits.labMemoryBytes ?? null, stallSeconds: deps.stallSeconds ?? 10 },
         }, hooks);
       } else {
-        await begin();
+        await beginLab();
         outcome = await runLabProcess(deps.sandbox, {
           python, script: DRIVER, input: path.join(dir, 'input'), scratch: path.join(dir, 'scratch'),
           args: (p) => [path.join(p.input, source.entry), p.scratch], limits, env: labEnv(profile.vcpus),
@@ -244,8 +262,7 @@ async function executeRun(deps: ExecutionDeps, runId: string, stopSignal: AbortS
     }
     const { files, values } = await sink.finish(seriesSvg);
     const outputs = await storeResults(deps, run.id, results, files, values, declared, visuals);
-    await setRunOutputs(deps.db, run.id, outputs);
-    return { status: 'completed', computeSeconds };
+    return { status: 'completed', computeSeconds, outputs };
   } finally {
     lease?.release();
     opened?.discard();
@@ -284,7 +301,7 @@ function endingOf(
 async function petabRun(deps: ExecutionDeps, c: {
   run: RunRow; profile: NonNullable<Awaited<ReturnType<typeof getComputeProfile>>>; python: string; dir: string; entry: string; results: string;
   wallSeconds: number; capStops: boolean; stopSignal: AbortSignal; alive(): void; begin(): Promise<void>;
-}): Promise<ExecutionResult> {
+}): Promise<ExecutedRun> {
   let found;
   try {
     found = await executePetabTask({
@@ -301,8 +318,7 @@ async function petabRun(deps: ExecutionDeps, c: {
   const ending = endingOf(outcome, computeSeconds, { run: c.run, profileId: c.profile.id, capStops: c.capStops, wallSeconds: c.wallSeconds });
   if (ending) return ending;
   const outputs = await storeResults(deps, c.run.id, c.results, [], values, petabOutputs(command), null);
-  await setRunOutputs(deps.db, c.run.id, outputs);
-  return { status: 'completed', computeSeconds };
+  return { status: 'completed', computeSeconds, outputs };
 }
 
 /**

@@ -5,7 +5,7 @@ import type { Db } from '../../storage/db/knex.ts';
 import type { ObjectStore } from '../../storage/objects.ts';
 import { blobKey } from '../../storage/objects.ts';
 import { completeExperiment, getExperiment, type ExperimentRow } from '../../storage/db/experiments.ts';
-import { getRun, listArtifacts, TERMINAL } from '../../storage/db/runs.ts';
+import { listArtifacts, runOutputs, TERMINAL } from '../../storage/db/runs.ts';
 import { assignBatch, progressOfPhase, runsAwaitingPoints, setStudyAnalysis, studyPoints, tellPoints, unassignedRuns, type StudyPoint } from '../../storage/db/studies.ts';
 import { cancelQueuedRun } from '../../storage/runLifecycle.ts';
 import { outputKey, PETAB_EXPORT, PETAB_PHASE, type PetabCalibrationDesign, type PetabStartEnd, type CalibrationDesign, type SensitivityDesign, type StudyDesign } from '../../storage/studyDesign.ts';
@@ -24,6 +24,9 @@ export interface StudyStanding {
   completed: number;
   notCompleted: number;
 }
+
+/** A slice of a batch's runs, in the order they were given their sets. */
+export interface RunPage { offset: number; limit: number }
 
 /** Runs whose outcomes one tell reads at once. */
 const TELL_CONCURRENCY = 8;
@@ -94,12 +97,15 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
      * when this batch was asked already; else asked now (the whole sample of a
      * sensitivity study at once; the optimizer's next sets for a calibration, from every
      * trial told so far) and given to waiting runs. None when the study is done: closed,
-     * its runs all given, or (a calibration) converged.
+     * its runs all given, or (a calibration) converged. With `page`, only those of the
+     * batch's runs (a 100,000-run sample's ids would outgrow a Temporal payload), and how
+     * many the batch has.
      */
-    async studyAsk(experimentId: string, batch: number): Promise<{ runIds: string[]; standing: StudyStanding }> {
+    async studyAsk(experimentId: string, batch: number, page?: RunPage): Promise<{ runIds: string[]; runs?: number; standing: StudyStanding }> {
       return alive(async (signal) => {
         const { runIds } = await ask(experimentId, batch, signal);
-        return { runIds, standing: await standingOf(experimentId) };
+        const standing = await standingOf(experimentId);
+        return page ? { runIds: runIds.slice(page.offset, page.offset + page.limit), runs: runIds.length, standing } : { runIds, standing };
       });
     },
 
@@ -172,16 +178,19 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
     // trip each to Postgres and the object store while the next batch waits.
     const limit = pLimit(TELL_CONCURRENCY);
     const pending = (await studyPoints(db, experimentId)).filter((x) => x.batch === batch && !x.outcome);
+    // Every run's outputs record in a few statements, not one each; series only where a summary needs them.
+    const outputsOf = d.kind === 'calibration' ? new Map() : await runOutputs(db, pending.map((p) => p.run_id));
+    const seriesOutputs = d.kind === 'sensitivity' ? d.outputs.filter((o) => o.summary !== 'value').map((o) => o.output) : [];
     const told = await Promise.all(pending.map((p) => limit(async (): Promise<{ idx: number; outcome: Record<string, unknown> }> => {
       if (d.kind === 'petab_calibration') {
-        const run = await getRun(db, p.run_id);
         const ended = p.status === 'completed' ? [] : (await progressOfPhase(db, p.run_id, PETAB_PHASE)).flatMap((e) => (e.start_end ? [e.start_end as PetabStartEnd] : []));
-        return { idx: p.idx, outcome: tellPetab(p.status, run?.outputs ?? null, ended) };
+        return { idx: p.idx, outcome: tellPetab(p.status, outputsOf.get(p.run_id) ?? null, ended) };
       }
       if (p.status !== 'completed') return { idx: p.idx, outcome: { failed: p.status } };
       if (d.kind === 'sensitivity') {
-        const [run, series] = await Promise.all([getRun(db, p.run_id), seriesOf(p.run_id, d.outputs.filter((o) => o.summary !== 'value').map((o) => o.output))]);
-        return { idx: p.idx, outcome: Object.fromEntries(d.outputs.map((o) => [outputKey(o), summarise(o.summary, run!.outputs?.[o.output], series.get(o.output))])) };
+        const outputs = outputsOf.get(p.run_id) as Record<string, unknown> | null | undefined;
+        const series = seriesOutputs.length ? await seriesOf(p.run_id, seriesOutputs) : new Map<string, Series>();
+        return { idx: p.idx, outcome: Object.fromEntries(d.outputs.map((o) => [outputKey(o), summarise(o.summary, outputs?.[o.output], series.get(o.output))])) };
       }
       const fit = calibrationLoss(d, await seriesOf(p.run_id, d.observations.map((o) => o.output)));
       return { idx: p.idx, outcome: fit ?? { failed: 'no_series' } };

@@ -19,6 +19,7 @@ import { experimentPage, experimentPlan, experimentRecord, includePoints, includ
 import { RUN_STATUSES } from '../runs/schemas.ts';
 import { listRunsOfStudy } from './runList.ts';
 import { storeComparisonArtifacts } from '../../storage/experimentArtifacts.ts';
+import { rewriteDesignCsv } from '../../storage/studyArtifacts.ts';
 import { cancelQueuedRun } from '../../storage/runLifecycle.ts';
 import { markRunCancelling } from '../../storage/db/runs.ts';
 import { askRunToStop } from '../runs/stop.ts';
@@ -230,7 +231,9 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     // A study whose runs have all ended keeps its stored comparison true to its runs
     // (while runs go on, its workflow stores the comparison when the last one ends).
     if (input.detach_run_ids && e.completed_at) {
-      await storeComparisonArtifacts(ctx.deps, e, compareArms(e.arms, await armOutcomes(ctx.deps.db, e.id, e.arms)));
+      // A comparison's CSV and chart are its arms'; a question study keeps its analysis and lists its remaining runs in design.csv.
+      if (e.kind === 'arms') await storeComparisonArtifacts(ctx.deps, e, compareArms(e.arms, await armOutcomes(ctx.deps.db, e.id, e.arms)));
+      else await rewriteDesignCsv(ctx.deps, e);
       e = (await getExperiment(ctx.deps.db, e.id))!;
     }
     return { body: await fullView(ctx, e, input) };

@@ -137,6 +137,16 @@ export async function getRun(db: Db, id: string, accountId?: string): Promise<Ru
 const GET_RUN = statement('get-run', `SELECT ${RUN_COLUMNS} FROM runs WHERE id = $1`);
 const GET_OWN_RUN = statement('get-own-run', `SELECT ${RUN_COLUMNS} FROM runs WHERE id = $1 AND account_id = $2`);
 
+/** The outputs records of runs, by id (read a slice at a time: a study tells 100,000 at once). */
+export async function runOutputs(db: Db, ids: string[]): Promise<Map<string, Record<string, unknown> | null>> {
+  const out = new Map<string, Record<string, unknown> | null>();
+  for (let i = 0; i < ids.length; i += 10_000) {
+    const rows: Array<{ id: string; outputs: Record<string, unknown> | null }> = await db('runs').whereIn('id', ids.slice(i, i + 10_000)).select('id', 'outputs');
+    for (const r of rows) out.set(r.id, r.outputs);
+  }
+  return out;
+}
+
 /** Newest first, filtered; keyset-paginated on (created_at, id). */
 export async function listRuns(
   db: Db, accountId: string,
@@ -211,20 +221,15 @@ export async function setRunOutputs(db: Db, runId: string, outputs: Record<strin
 export type NewArtifact = Omit<ArtifactRow, 'id' | 'run_id' | 'created_at'>;
 
 /**
- * Records an artifact of a run once by file name and returns its id and whether this
- * call recorded it (a retried activity finds the earlier row); keeps the run's count.
+ * Records an artifact of a run once by file name, with the run's count and its
+ * `artifact_stored` event (silico_record_artifact, migration 052), and returns its id and
+ * whether this call recorded it (a retried activity finds the earlier row).
  */
 export async function recordArtifact(db: Db, runId: string, id: string, a: NewArtifact): Promise<{ id: string; created: boolean }> {
-  return db.transaction(async (trx) => {
-    const [row] = await trx('run_artifacts').insert({ id, run_id: runId, ...a }).onConflict(['run_id', 'file_name']).ignore().returning('id');
-    if (!row) {
-      const existing = await trx('run_artifacts').where({ run_id: runId, file_name: a.file_name }).first('id');
-      return { id: existing.id as string, created: false };
-    }
-    await trx('runs').where({ id: runId }).increment('artifact_count', 1);
-    return { id: row.id as string, created: true };
-  });
+  const [row] = await runPrepared<{ artifact_id: string; created: boolean }>(db, RECORD_ARTIFACT, [runId, id, JSON.stringify(a)]);
+  return { id: row!.artifact_id, created: row!.created };
 }
+const RECORD_ARTIFACT = statement('record-artifact', 'SELECT artifact_id, created FROM silico_record_artifact($1, $2, $3::jsonb)');
 
 /** Its execution has a live process now (the sweeper's evidence; see migration 035). */
 export async function touchRunAlive(db: Db, runId: string): Promise<void> {

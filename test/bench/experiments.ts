@@ -112,7 +112,7 @@ async function main(): Promise<void> {
     // The study's batches go through the worker's own batch activity, over the same no-op execution.
     const executeLab = async () => ({ status: 'completed' as const, computeSeconds: 0.001, outputs: {} });
     workerDb = createDb(stack.info.database_url, { poolMax: C + 2 });
-    const batches = createBatchActivities({ db: workerDb, maxConcurrentRuns: C, executeLab });
+    const batches = createBatchActivities({ db: workerDb, maxConcurrentRuns: C, executeRun: executeLab });
     worker = await Worker.create({ connection: native, taskQueue: computeTaskQueue(PROFILE), activities: { executeLab, ...batches }, maxConcurrentActivityTaskExecutions: 200 });
     running = worker.run();
 

@@ -77,6 +77,51 @@ test('a study asks, runs and tells batch after batch, continues as new past its 
   await Worker.runReplayHistory({ workflowsPath }, history, workflowId);
 });
 
+test('a study takes a big batch\'s runs a page at a time, continuing as new between pages past its bound: every run once, each batch told once', async () => {
+  const env = testEnv();
+  const experimentId = `exp_${crypto.randomUUID()}`;
+  const profile = `p-${crypto.randomUUID().slice(0, 8)}`;
+  const batches = [Array.from({ length: 25 }, () => crypto.randomUUID()), Array.from({ length: 7 }, () => crypto.randomUUID())];
+  const pages: Array<[number, number]> = [];
+  const told: number[] = [];
+  const executed: string[] = [];
+  const control = await Worker.create({
+    connection: env.nativeConnection, taskQueue: CONTROL_TASK_QUEUE, workflowsPath,
+    activities: {
+      async studySchedule() { return { account: 'acct_test', ref: 'ns/lab@rev-1', window: 2 }; },
+      async studyAsk(_id: string, batch: number, page?: { offset: number; limit: number }) {
+        assert.ok(page, 'asked a page at a time');
+        pages.push([batch, page.offset]);
+        const ids = batches[batch] ?? [];
+        return { runIds: ids.slice(page.offset, page.offset + page.limit), runs: ids.length, standing: { runs: 32, completed: executed.length, notCompleted: 0 } };
+      },
+      async studyTell(_id: string, batch: number) { told.push(batch); },
+      async finishStudy() {},
+      async runSchedule() { return { profile, maxRuntimeSeconds: 60, scheduleToStartSeconds: 30 }; },
+      async openRuns(ids: string[]) { return ids.filter((id) => !executed.includes(id)); },
+      async endRuns(ids: string[]) { return ids; },
+    },
+  });
+  const compute = await Worker.create({
+    connection: env.nativeConnection, taskQueue: computeTaskQueue(profile),
+    activities: {
+      async executeRuns({ runIds }: { runIds: string[] }) {
+        executed.push(...runIds);
+        return { left: [], waiting: false, completed: runIds.length, notCompleted: [] };
+      },
+    },
+  });
+  const workflowId = `experiment-${experimentId}`;
+  const handle = await env.client.workflow.start(studyWorkflow, { taskQueue: CONTROL_TASK_QUEUE, workflowId, args: [{ experimentId, historyBound: 20, runPage: 10 }] });
+  assert.equal(await compute.runUntil(control.runUntil(handle.result())), 'completed');
+  assert.deepEqual(pages, [[0, 0], [0, 10], [0, 20], [1, 0], [2, 0]], 'each page of each batch asked once, then a batch asked for none');
+  assert.deepEqual(told, [0, 1], 'each batch told once, after its last page');
+  assert.deepEqual([...executed].sort(), batches.flat().sort(), 'each run executed exactly once');
+  const first = await env.client.workflow.getHandle(workflowId, handle.firstExecutionRunId).describe();
+  assert.equal(first.status.name, 'CONTINUED_AS_NEW', 'continued as new between pages');
+  await Worker.runReplayHistory({ workflowsPath }, await env.client.workflow.getHandle(workflowId).fetchHistory(), workflowId);
+});
+
 /** A study's control and compute workers with its runs' batches stubbed by `executeRuns`; what the control steps were asked is kept. */
 async function studyWorkers(env: ReturnType<ReturnType<typeof useWorkflowEnvironment>>, runIds: string[], executeRuns: (input: { runIds: string[] }) => Promise<unknown>) {
   const ended = new Map<string, Finish>();
