@@ -27,6 +27,7 @@ import { SERVICE_PROCESS_ENV, serviceArgs } from './serviceProcess.ts';
 import { ensureSecretsKey } from './secretsKey.ts';
 import { createSandbox } from '../../activities/execution/sandbox.ts';
 import { LOCAL_STACK_MARKER, sandboxSettings } from '../../kernel/config.ts';
+import { workerMachine, type WorkerMachine } from './machines.ts';
 
 export interface StackPorts { api: number; postgres: number; temporal: number; temporalUi: number | null; minio: number; minioConsole: number }
 
@@ -43,7 +44,8 @@ export interface StackOptions {
   /**
    * `single` (default): Temporal's dev server on SQLite, one api, one worker. `cluster`:
    * the Temporal server's services on Postgres, MinIO erasure-coded over four drives, two
-   * api replicas behind HAProxy (on `ports.api`), two workers.
+   * api replicas behind HAProxy (on `ports.api`), two workers, each a machine of its own
+   * (deploy/local/machines.ts).
    */
   topology?: 'single' | 'cluster';
   /** Extra `-c` settings for a Postgres the stack starts itself (a benchmark's pg_stat_statements). */
@@ -60,6 +62,8 @@ export interface Replica {
   port: number;
   /** Starts it again (after it was stopped or killed), resolved once it is ready. */
   restart(): Promise<void>;
+  /** A cluster worker's machine: its own disk, scratch and caches (deploy/local/machines.ts). */
+  machine?: WorkerMachine;
 }
 
 export interface StackInfo {
@@ -246,7 +250,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     // worker a test starts on it, loads the file instead of running webpack on its start.
     env.SILICO_WORKFLOW_BUNDLE = await buildWorkflowBundle(path.join(opts.dataDir, 'workflow-bundle.js'));
     const childEnv = { ...process.env, ...SERVICE_PROCESS_ENV, ...env };
-    const node = (name: string, script: string, extra: Record<string, string> = {}) => sup.start(name, process.execPath, serviceArgs(script, opts.serviceNodeArgs), { cwd: REPO_ROOT, env: { ...childEnv, ...extra } });
+    const node = (name: string, script: string, extra: Record<string, string> = {}, machine?: WorkerMachine) => {
+      const { command, args } = machine ? machine.wrap(process.execPath, serviceArgs(script, opts.serviceNodeArgs)) : { command: process.execPath, args: serviceArgs(script, opts.serviceNodeArgs) };
+      return sup.start(name, command, args, { cwd: REPO_ROOT, env: { ...childEnv, ...machine?.env, ...extra } });
+    };
     const procs: Supervised[] = [];
     const dead = () => {
       for (const p of procs) if (p.child.exitCode !== null) return `${p.name} exited with ${p.child.exitCode}`;
@@ -256,12 +263,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     // Each replica is ready when its own /readyz says so (an api: its dependencies; a
     // worker: every Temporal worker in it polling), as Kubernetes probes them.
     const ready = (r: Pick<Replica, 'name' | 'port'>) => waitFor(r.name, async () => (await fetch(`http://127.0.0.1:${r.port}/readyz`)).ok, 120000, dead);
-    const replica = (name: string, script: string, port: number): Replica => {
+    const replica = (name: string, script: string, port: number, machine?: WorkerMachine): Replica => {
       const worker = script === 'deploy/worker.ts';
       // Behind the balancer an api trusts its X-Forwarded-For (one proxy hop).
-      const start = () => node(name, script, worker ? { SILICO_WORKER_HEALTH_PORT: String(port) } : { SILICO_API_PORT: String(port), ...(cluster ? { SILICO_TRUSTED_PROXY_HOPS: '1' } : {}) });
+      const start = () => node(name, script, worker ? { SILICO_WORKER_HEALTH_PORT: String(port) } : { SILICO_API_PORT: String(port), ...(cluster ? { SILICO_TRUSTED_PROXY_HOPS: '1' } : {}) }, machine);
       const r: Replica = {
-        name, port, proc: start(),
+        name, port, proc: start(), machine,
         async restart() {
           procs.splice(procs.indexOf(r.proc), 1);
           r.proc = start();
@@ -278,7 +285,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     try {
       const n = cluster ? 2 : 1;
       const workerPorts = await Promise.all(Array.from({ length: n }, () => getPort()));
-      workers = workerPorts.map((port, i) => replica(cluster ? `worker-${i + 1}` : 'worker', 'deploy/worker.ts', port));
+      // The cluster's workers share no disk: each is a machine of its own.
+      const uids = sandboxSettings(childEnv);
+      const machines = cluster ? await Promise.all(workerPorts.map((_, i) => workerMachine(opts.dataDir, i, n, { base: uids.uidBase, count: uids.uidCount }))) : [];
+      workers = workerPorts.map((port, i) => replica(machines[i]?.name ?? 'worker', 'deploy/worker.ts', port, machines[i]));
       const apiPorts = cluster ? await Promise.all(Array.from({ length: n }, () => getPort())) : [opts.ports.api];
       apis = apiPorts.map((port, i) => replica(cluster ? `api-${i + 1}` : 'api', 'deploy/api.ts', port));
       for (const a of apis) await ready(a);
