@@ -30,6 +30,10 @@ export const ONE_AT_A_TIME: Record<string, string[]> = {
   // The machine's hosted deployments: a file counts the processes their warm instances
   // fork for invocations, whoever's deployment forked them (/proc has no owner to tell).
   'the machine\'s warm deployments': ['test/integration/invocations.test.ts', 'test/integration/hostedInvocations.test.ts'],
+  // Not the shared stack's: each of these files starts the production topology of its own
+  // (Temporal's four services, MinIO on four drives, two apis, two worker machines). Two at
+  // once would take a 2-core machine's cores from every other file.
+  'a cluster topology of its own': ['test/integration/cluster.test.ts', 'test/integration/clusterStudies.test.ts'],
 };
 
 /**
@@ -41,6 +45,7 @@ export const LONGEST_FIRST = [
   'test/integration/petabEngine.test.ts',
   'test/integration/faults.test.ts',
   'test/integration/cluster.test.ts',
+  'test/integration/clusterStudies.test.ts',
   // Long only on a machine that has not built its labs' environments yet (tellurium's is large).
   'test/integration/labEnvironments.test.ts',
   'test/integration/experiments.test.ts',

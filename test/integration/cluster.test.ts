@@ -1,11 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createWriteStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import getPort, { portNumbers } from 'get-port';
-import { startStack, type Stack } from '../../deploy/local/stack.ts';
+import type { Stack } from '../../deploy/local/stack.ts';
+import { startClusterStack } from '../clusterStack.ts';
 import { createDb, type Db } from '../../storage/db/knex.ts';
 import { revokeKey } from '../../storage/db/apiKeys.ts';
 import { call, errorOf, newAccount, refusedWithin, TERMINAL_RUN, until, type Res } from '../helpers.ts';
@@ -19,30 +15,25 @@ import { listUrl, screenshot, shownText, temporalUiPage, workflowUrl } from '../
 
 let stack: Stack;
 let db: Db;
-let dataDir: string;
+let cluster: Awaited<ReturnType<typeof startClusterStack>>;
 const RUN = { ref: 'platform/microbial-growth@1.0.0', inputs: {}, max_runtime_seconds: 60 };
 
 before(async () => {
-  dataDir = await mkdtemp(path.join(tmpdir(), 'silico-cluster-'));
-  const log = createWriteStream(path.join(dataDir, 'stack.log'));
-  stack = await startStack({
-    dataDir, mode: 'test', topology: 'cluster', exitOnSignal: true,
-    sink: (source, line) => log.write(`${source.padEnd(10)}| ${line}\n`),
-    ports: { api: await getPort(), postgres: await getPort(), temporal: await getPort({ port: portNumbers(20000, 32767) }), temporalUi: await getPort(), minio: await getPort(), minioConsole: await getPort() },
+  cluster = await startClusterStack('cluster', {
+    temporalUi: true,
     // Set here, not inherited from the test stack's environment: this suite's own limits.
     // Sandbox uids of its own too (the shared stack's workers take 61000 up): a uid is what
     // a sandbox's process count is kept against.
     serviceEnv: { LOG_LEVEL: 'warn', SILICO_RATE_READS_PER_MIN: '600', SILICO_RATE_RUNS_PER_MIN: '100000', SILICO_RATE_DAILY: '1000000', SILICO_DRAIN_MS: '2000',
       SILICO_SANDBOX_UID_BASE: '70000', SILICO_SANDBOX_UID_COUNT: '1000' },
   });
+  stack = cluster.stack;
   db = createDb(stack.info.database_url, { poolMax: 2 });
 }, { timeout: 1_200_000 }); // the first time on a machine, the Temporal server and its schema tool are built (minutes)
 
 after(async () => {
   await db?.destroy();
-  await stack?.stop();
-  // Kept when something failed, for its logs.
-  if (!process.exitCode) await rm(dataDir, { recursive: true, force: true });
+  await cluster?.stop();
 });
 
 const balancer = () => stack.info.base_url;
