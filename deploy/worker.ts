@@ -42,6 +42,7 @@ import { startWorkerHealth } from './workerHealth.ts';
 import { runWorkerOptions } from './runWorker.ts';
 import { createNotificationListener } from '../storage/db/notifications.ts';
 import { createInvocationCancelWatch, createRunCancelWatch, INVOCATION_CANCELS_CHANNEL, RUN_CANCELS_CHANNEL } from '../storage/db/cancelWatch.ts';
+import { createLoneRunWatch, LONE_RUNS_CHANNEL } from '../storage/db/loneRunWatch.ts';
 
 /**
  * The worker process: hosts every workflow and the control-queue activities (lone runs'
@@ -84,9 +85,11 @@ async function main(): Promise<void> {
   const sourcePacing = createPgPool(config.databaseUrl, 2);
   // Cancelled runs and invocations are stopped on the notice, not on the next heartbeat or lease renewal.
   const profiles = config.worker.computeProfiles;
-  const cancelNotices = profiles.length ? await createNotificationListener(config.databaseUrl, [RUN_CANCELS_CHANNEL, INVOCATION_CANCELS_CHANNEL]) : null;
+  const cancelNotices = profiles.length ? await createNotificationListener(config.databaseUrl, [RUN_CANCELS_CHANNEL, INVOCATION_CANCELS_CHANNEL, LONE_RUNS_CHANNEL]) : null;
   const runCancels = cancelNotices ? createRunCancelWatch(db, cancelNotices) : undefined;
   const invocationCancels = cancelNotices ? createInvocationCancelWatch(db, cancelNotices) : undefined;
+  // Studies' batches give their slots back at once when a lone run is accepted on their queue.
+  const loneRuns = cancelNotices ? createLoneRunWatch(cancelNotices) : undefined;
   // What the worker's housekeeping counts, served on its health port.
   const registry = new Registry();
   const archivesRemoved = new Counter({ name: 'silico_environment_archives_removed_total', help: 'Shared environment archives removed after their retention without use', registers: [registry] });
@@ -131,7 +134,7 @@ async function main(): Promise<void> {
   });
   const executionDeps = { db, objects, python: config.python, environments: config.environments, sandbox, runCancels, stallSeconds: config.worker.labStallSeconds, warm };
   const lone = createExecutionActivities(executionDeps);
-  const execution = { ...lone, ...createBatchActivities({ db: executionDeps.db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount, executeRun: (runId) => executeRun(executionDeps, runId) }) };
+  const execution = { ...lone, ...createBatchActivities({ db: executionDeps.db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount, executeRun: (runId) => executeRun(executionDeps, runId), loneRuns }) };
   // PEtab problems are inspected where labs run: sandboxed, in the toolkit.
   const petab = createPetabActivities({ objects, sandbox, environments: config.environments });
   const compute = await Promise.all(profiles.map((p) => Worker.create({

@@ -2,6 +2,7 @@ import { Context } from '@temporalio/activity';
 import { acquireRunSlot, finishRun } from '../../storage/runLifecycle.ts';
 import { throwIfActivityStopped, type ExecutedRun } from './execute.ts';
 import type { Db } from '../../storage/db/knex.ts';
+import type { LoneRunWatch } from '../../storage/db/loneRunWatch.ts';
 
 /**
  * What a batch did: how many runs it saw complete and which ended otherwise; the runs it
@@ -21,12 +22,20 @@ export interface BatchResult {
  * its outputs, so its record is a lone run's. No Temporal workflow per run: a 10,000-run study is a few
  * hundred of these, not 10,000 workflows.
  */
-export function createBatchActivities(deps: { db: Db; maxConcurrentRuns: number; executeRun: (runId: string) => Promise<ExecutedRun> }) {
+/**
+ * How long after a lone run's acceptance a batch on its queue gives its slot back after
+ * each run: long enough for the run's own task to reach the queue, so a slot freed is
+ * there for it rather than for the next batch.
+ */
+export const YIELD_WINDOW_MS = 1000;
+
+export function createBatchActivities(deps: { db: Db; maxConcurrentRuns: number; executeRun: (runId: string) => Promise<ExecutedRun>; loneRuns?: LoneRunWatch }) {
   return {
     /**
      * Executes `runIds` in order until done or past `budgetSeconds` (at least one run
      * each time), then gives the rest back, so the slot returns to the queue where other
-     * accounts' work waits. A run already ended is passed over, so a retry after a lost
+     * accounts' work waits; at once, after the run it is at, when a lone run was just
+     * accepted on its queue (its start then waits for one run, not for a batch). A run already ended is passed over, so a retry after a lost
      * worker resumes where the batch was and runs none twice; a run whose slot cannot be
      * had ends the batch with `waiting`.
      */
@@ -34,8 +43,10 @@ export function createBatchActivities(deps: { db: Db; maxConcurrentRuns: number;
       const ctx = Context.current();
       const began = Date.now();
       const ended = { completed: 0, notCompleted: [] as string[] };
+      const queue = ctx.info.taskQueue;
+      const giveBack = () => Date.now() - began >= input.budgetSeconds * 1000 || (deps.loneRuns?.acceptedWithin(queue, YIELD_WINDOW_MS) ?? false);
       for (let i = 0; i < input.runIds.length; i++) {
-        if (i > 0 && Date.now() - began >= input.budgetSeconds * 1000) return { left: input.runIds.slice(i), waiting: false, ...ended };
+        if (i > 0 && giveBack()) return { left: input.runIds.slice(i), waiting: false, ...ended };
         throwIfActivityStopped();
         ctx.heartbeat();
         const runId = input.runIds[i]!;

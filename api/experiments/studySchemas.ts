@@ -36,7 +36,7 @@ export const sensitivityRequest: JsonSchema = obj({
   parameters: arr(parameterRequest(true), { minItems: 1, maxItems: 20 }),
   outputs: arr(obj({ output: outputName, summary }, ['output']), { minItems: 1, maxItems: 20 }),
   method: { enum: ['sobol', 'morris'], description: '`sobol`: Saltelli sampling and Sobol\' first-order and total indices; `morris`: elementary effects (SALib).' },
-  base_sample: { type: 'integer', minimum: 2, maximum: 4096, description: 'N: Sobol\' takes N(D + 2) runs (N a power of 2); Morris takes N trajectories of D + 1 runs.' },
+  base_sample: { type: 'integer', minimum: 2, maximum: 32768, description: 'N: Sobol\' takes N(D + 2) runs (N a power of 2); Morris takes N trajectories of D + 1 runs.' },
   num_levels: { type: 'integer', minimum: 2, maximum: 32, description: 'Morris grid levels (even; default 4).' },
   seed: { ...seed, description: 'Seed of the sample and of the bootstrap behind the intervals (chosen at plan time when absent).' },
 }, ['parameters', 'outputs', 'method', 'base_sample']);

@@ -8,7 +8,7 @@ import type { Supervisor } from '../../deploy/local/processes.ts';
  */
 const TICK_MS = 10; // USER_HZ is 100 on Linux
 
-type ProcTable = Map<number, { ppid: number; ticks: number; rssPages: number }>;
+type ProcTable = Map<number, { ppid: number; ticks: number; ownTicks: number; rssPages: number }>;
 
 function procTable(): ProcTable {
   const table: ProcTable = new Map();
@@ -18,7 +18,7 @@ function procTable(): ProcTable {
       // The command may contain spaces and parentheses: fields start after the last ')'.
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      table.set(Number(name), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]), rssPages: Number(f[21]) });
+      table.set(Number(name), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]), ownTicks: Number(f[11]) + Number(f[12]), rssPages: Number(f[21]) });
     } catch { /* exited while we read */ }
   }
   return table;
@@ -81,7 +81,12 @@ export function cpuSample(sup: Supervisor, extra: Record<string, number> = {}): 
   const table = procTable();
   const children = childrenOf(table);
   const out: CpuSample = {};
-  for (const p of sup.processes) if (p.child.pid) out[p.name] = treeMs(table, p.child.pid, children);
+  for (const p of sup.processes) {
+    if (!p.child.pid) continue;
+    out[p.name] = treeMs(table, p.child.pid, children);
+    // The worker's own process apart from its sandboxes and warm parents: where a run's cost grows is told apart.
+    if (p.name === 'worker') out['worker (node)'] = (table.get(p.child.pid)?.ownTicks ?? 0) * TICK_MS;
+  }
   for (const [name, pid] of Object.entries(extra)) out[name] = treeMs(table, pid, children);
   const self = process.cpuUsage();
   out.bench = (self.user + self.system) / 1000;

@@ -3325,7 +3325,7 @@ export interface operations {
                             resolved_ref: string;
                             /** Format: uuid */
                             revision_id: string;
-                            /** @description Its attached runs, in start order (absent with include_runs false). */
+                            /** @description Its attached runs, in start order (only with include_runs). */
                             runs?: {
                                 /** @description US dollars reserved for the run at acceptance. */
                                 credits_reserved: number;
@@ -3533,7 +3533,7 @@ export interface operations {
                             starts_per_run: number;
                             yaml: string;
                         };
-                        /** @description Runs detached from the study (absent with include_runs false). */
+                        /** @description Runs detached from the study (only with include_runs). */
                         detached_runs?: {
                             /** @description Label of the arm it ran for. */
                             arm: string;
@@ -3877,7 +3877,7 @@ export interface operations {
                             resolved_ref: string;
                             /** Format: uuid */
                             revision_id: string;
-                            /** @description Its attached runs, in start order (absent with include_runs false). */
+                            /** @description Its attached runs, in start order (only with include_runs). */
                             runs?: {
                                 /** @description US dollars reserved for the run at acceptance. */
                                 credits_reserved: number;
@@ -4085,7 +4085,7 @@ export interface operations {
                             starts_per_run: number;
                             yaml: string;
                         };
-                        /** @description Runs detached from the study (absent with include_runs false). */
+                        /** @description Runs detached from the study (only with include_runs). */
                         detached_runs?: {
                             /** @description Label of the arm it ran for. */
                             arm: string;
@@ -4436,7 +4436,7 @@ export interface operations {
                             resolved_ref: string;
                             /** Format: uuid */
                             revision_id: string;
-                            /** @description Its attached runs, in start order (absent with include_runs false). */
+                            /** @description Its attached runs, in start order (only with include_runs). */
                             runs?: {
                                 /** @description US dollars reserved for the run at acceptance. */
                                 credits_reserved: number;
@@ -4644,7 +4644,7 @@ export interface operations {
                             starts_per_run: number;
                             yaml: string;
                         };
-                        /** @description Runs detached from the study (absent with include_runs false). */
+                        /** @description Runs detached from the study (only with include_runs). */
                         detached_runs?: {
                             /** @description Label of the arm it ran for. */
                             arm: string;
