@@ -147,6 +147,12 @@ async function statements(): Promise<Record<'silico' | 'temporal', { calls: numb
   return { silico: of('silico'), temporal: of('temporal', 'temporal_visibility') };
 }
 
+/** The service's statements by how often each ran, as pg_stat_statements counts them. */
+async function serviceStatements(): Promise<Map<string, number>> {
+  const { rows } = await db.raw(`SELECT left(regexp_replace(s.query, '\\s+', ' ', 'g'), 90) AS query, sum(s.calls)::bigint AS calls FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = 'silico' GROUP BY 1`);
+  return new Map(rows.map((r: { query: string; calls: string }) => [r.query, Number(r.calls)]));
+}
+
 test('each worker machine sees its own scratch, environments and home at the paths both name, and not the other\'s disk', async () => {
   const names = await Promise.all(stack.workers.map(async (w) => {
     const pid = w.proc.child.pid!;
@@ -167,12 +173,12 @@ test('each worker machine sees its own scratch, environments and home at the pat
 
 test('one study\'s batches execute on both worker machines, each taking at least 30% of its runs', { timeout: 1_800_000 }, async () => {
   const a = await newAccount({ db, usd: Math.max(50, RUNS / 20) });
-  const [pg0, objects0] = [await statements(), (await objects.list('blobs/')).length];
+  const [pg0, objects0, each0] = [await statements(), (await objects.list('blobs/')).length, await serviceStatements()];
   const t0 = performance.now();
   const id = await startStudy(a.key, RUNS);
   await studyDone(a.key, id);
   const seconds = (performance.now() - t0) / 1000;
-  const [pg1, objects1] = [await statements(), (await objects.list('blobs/')).length];
+  const [pg1, objects1, each1] = [await statements(), (await objects.list('blobs/')).length, await serviceStatements()];
   const batches = await batchesOf(id);
   const executed = batches.flatMap((b) => b.executed);
   const runs = await db('runs').where({ experiment_id: id }).select('id', 'status');
@@ -186,6 +192,8 @@ test('one study\'s batches execute on both worker machines, each taking at least
   console.log(`# ${RUNS} runs in ${seconds.toFixed(1)} s (${(RUNS / seconds).toFixed(1)} runs/s), accepted to analysed; ${batches.length} batches; per machine ${Object.entries(counts).map(([m, n]) => `${m} ${n} (${(n / seconds).toFixed(1)} runs/s)`).join(', ')}`);
   const per = (k: 'silico' | 'temporal') => `${((pg1[k].calls - pg0[k].calls) / RUNS).toFixed(1)} statements, ${((pg1[k].ms - pg0[k].ms) / RUNS).toFixed(2)} ms`;
   console.log(`# Postgres per run: service ${per('silico')}; Temporal ${per('temporal')}; artifacts per run ${(artifacts / RUNS).toFixed(1)}, new objects per run ${((objects1 - objects0) / RUNS).toFixed(2)}`);
+  const most = [...each1].map(([q, n]) => [q, (n - (each0.get(q) ?? 0)) / RUNS] as const).sort((x, y) => y[1] - x[1]).slice(0, 10);
+  console.log(`# the service's most frequent statements, per run:\n${most.map(([q, n]) => `#   ${n.toFixed(2).padStart(6)}  ${q}`).join('\n')}`);
 });
 
 /** Plans and runs a lab of a workspace; its run's record and its environment's progress events. */
