@@ -23,19 +23,21 @@ export interface BatchResult {
  * hundred of these, not 10,000 workflows.
  */
 /**
- * How long after a lone run's acceptance a batch on its queue gives its slot back after
- * each run: long enough for the run's own task to reach the queue, so a slot freed is
- * there for it rather than for the next batch.
+ * How long after a lone run's acceptance a batch on its queue gives its slot back: long
+ * enough for the run's own task to reach the queue (its workflow starts and schedules it),
+ * so the slot freed is there for it rather than for the next batch.
  */
-export const YIELD_WINDOW_MS = 1000;
+export const LONE_RUN_SETTLE_MS = 200;
 
 export function createBatchActivities(deps: { db: Db; maxConcurrentRuns: number; executeRun: (runId: string) => Promise<ExecutedRun>; loneRuns?: LoneRunWatch }) {
   return {
     /**
      * Executes `runIds` in order until done or past `budgetSeconds` (at least one run
      * each time), then gives the rest back, so the slot returns to the queue where other
-     * accounts' work waits; at once, after the run it is at, when a lone run was just
-     * accepted on its queue (its start then waits for one run, not for a batch). A run already ended is passed over, so a retry after a lost
+     * accounts' work waits; sooner, after the run it is at, when a lone run was accepted
+     * on its queue since the batch began (its start then waits for a run, not a batch;
+     * each batch gives its slot back once per lone run, so a stream of them costs a
+     * study a few more batches, not many). A run already ended is passed over, so a retry after a lost
      * worker resumes where the batch was and runs none twice; a run whose slot cannot be
      * had ends the batch with `waiting`.
      */
@@ -44,7 +46,7 @@ export function createBatchActivities(deps: { db: Db; maxConcurrentRuns: number;
       const began = Date.now();
       const ended = { completed: 0, notCompleted: [] as string[] };
       const queue = ctx.info.taskQueue;
-      const giveBack = () => Date.now() - began >= input.budgetSeconds * 1000 || (deps.loneRuns?.acceptedWithin(queue, YIELD_WINDOW_MS) ?? false);
+      const giveBack = () => Date.now() - began >= input.budgetSeconds * 1000 || (deps.loneRuns?.acceptedSince(queue, began, LONE_RUN_SETTLE_MS) ?? false);
       for (let i = 0; i < input.runIds.length; i++) {
         if (i > 0 && giveBack()) return { left: input.runIds.slice(i), waiting: false, ...ended };
         throwIfActivityStopped();

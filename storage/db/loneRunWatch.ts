@@ -5,8 +5,12 @@ export const LONE_RUNS_CHANNEL = 'silico_lone_runs';
 
 /** When runs accepted on their own last came, by the compute task queue they wait on. */
 export interface LoneRunWatch {
-  /** Whether a lone run was accepted on `taskQueue` within the last `ms`. */
-  acceptedWithin(taskQueue: string, ms: number): boolean;
+  /**
+   * Whether a lone run was accepted on `taskQueue` after `since` (ms since the epoch), at
+   * least `settledMs` ago: time for its own task to reach the queue, so a slot given back
+   * then is there for it rather than for the next batch.
+   */
+  acceptedSince(taskQueue: string, since: number, settledMs: number): boolean;
 }
 
 /**
@@ -17,5 +21,10 @@ export interface LoneRunWatch {
 export function createLoneRunWatch(listener: NotificationListener): LoneRunWatch {
   const last = new Map<string, number>();
   listener.on(LONE_RUNS_CHANNEL, (profile) => last.set(computeTaskQueue(profile), Date.now()));
-  return { acceptedWithin: (taskQueue, ms) => Date.now() - (last.get(taskQueue) ?? -Infinity) <= ms };
+  return {
+    acceptedSince(taskQueue, since, settledMs) {
+      const at = last.get(taskQueue);
+      return at !== undefined && at > since && Date.now() - at >= settledMs;
+    },
+  };
 }

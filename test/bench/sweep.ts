@@ -30,8 +30,9 @@
  * run and each process's peak memory; then the peaks at BENCH_LARGE against a tenth
  * (goal <= 1.2 each) and, last, the rate at BENCH_LARGE against BENCH_RUNS (goal >= 0.9).
  *
- * BENCH_PROFILE=DIR: one study only, profiled (V8 CPU profiles of the api and worker,
- * Postgres's statements), and where its time went.
+ * BENCH_PROFILE=DIR: one study (with its lone runs) profiled (V8 CPU profiles of the api
+ * and worker, Postgres's statements), and where its time went; after BENCH_PROFILE_AFTER
+ * rounds when set, to see what a run costs once the stack has a history.
  *
  * Env: BENCH_RUNS (1280), BENCH_ROUNDS (3), BENCH_CONCURRENCY (4: the account's limit),
  * BENCH_LONE_EVERY_MS (3000).
@@ -59,6 +60,7 @@ const C = Number(process.env.BENCH_CONCURRENCY ?? 4);
 const LONE_EVERY_MS = Number(process.env.BENCH_LONE_EVERY_MS ?? 3000);
 const LARGE = Number(process.env.BENCH_LARGE ?? 0);
 const PROFILE_DIR = process.env.BENCH_PROFILE ? path.resolve(process.env.BENCH_PROFILE) : undefined;
+const PROFILE_AFTER = Number(process.env.BENCH_PROFILE_AFTER ?? 0);
 const profiling = PROFILE_DIR ? profilingSettings(PROFILE_DIR) : undefined;
 const LAB = path.join(REPO_ROOT, 'test/fixtures/labs/ishigami');
 const DIRECT = path.join(REPO_ROOT, 'test/bench/sweepDirect.py');
@@ -180,9 +182,12 @@ async function main(): Promise<void> {
     const warm = await study(40, false);
     agree(warm.values, (await direct(s.env.SILICO_PYTHON!, dir, warm.sets)).values);
     if (PROFILE_DIR) {
+      // Rounds first, when asked (a study with its lone runs, then the runtime alone while
+      // the service idles): where a run's cost goes once the stack has a history.
+      for (let i = 0; i < PROFILE_AFTER; i++) await direct(s.env.SILICO_PYTHON!, dir, (await study(N, true)).sets);
       await resetStatements(db);
       const from = monotonicMicros();
-      const r = await study(N, false);
+      const r = await study(N, true);
       profiled = { from, to: monotonicMicros() };
       console.log(`profile: a ${N}-run study in ${r.seconds.toFixed(1)} s, ${(N / r.seconds).toFixed(1)} runs/s`);
       console.log(`CPU ms per run: ${r.cpu}`);
