@@ -16,19 +16,19 @@ export interface BatchResult {
 }
 
 /**
- * A study's runs executed one after another by one activity on the profile's compute
- * queue, over the warm parent of their key: each run takes its account slot, executes
- * through a lone run's own execution (`executeRun`, given) and records its ending with
- * its outputs, so its record is a lone run's. No Temporal workflow per run: a 10,000-run study is a few
- * hundred of these, not 10,000 workflows.
- */
-/**
  * How long after a lone run's acceptance a batch on its queue gives its slot back: long
  * enough for the run's own task to reach the queue (its workflow starts and schedules it),
  * so the slot freed is there for it rather than for the next batch.
  */
 export const LONE_RUN_SETTLE_MS = 200;
 
+/**
+ * A study's runs executed one after another by one activity on the profile's compute
+ * queue, over the warm parent of their key: each run takes its account slot, executes
+ * through a lone run's own execution (`executeRun`, given) and records its ending with
+ * its outputs, so its record is a lone run's. No Temporal workflow per run: a 10,000-run
+ * study is a few hundred of these, not 10,000 workflows.
+ */
 export function createBatchActivities(deps: { db: Db; maxConcurrentRuns: number; executeRun: (runId: string) => Promise<ExecutedRun>; loneRuns?: LoneRunWatch }) {
   return {
     /**
