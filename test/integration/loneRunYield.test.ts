@@ -23,9 +23,19 @@ test('a batch runs to its budget while no lone run comes, and gives its slot bac
   const listener = await createNotificationListener(process.env.DATABASE_URL!, [LONE_RUNS_CHANNEL]);
   try {
     const loneRuns = createLoneRunWatch(listener);
+    let heard = 0;
+    const hearing: Array<() => void> = [];
+    listener.on(LONE_RUNS_CHANNEL, (p) => {
+      if (p !== profile) return;
+      heard++;
+      for (const wake of hearing.splice(0)) wake();
+    });
+    /** The batch's runs, made before it begins and heard by the watch before it begins. */
     const study = async (n: number) => {
+      const until = heard + n;
       const runs = [];
       for (let i = 0; i < n; i++) runs.push(await insertAcceptedRun(db, newRunRow(owner.account.id, { compute_profile: profile, experiment_id: null })));
+      while (heard < until) await new Promise<void>((wake) => hearing.push(wake));
       return runs.map((r) => r.id);
     };
     const executed: string[] = [];
@@ -41,8 +51,9 @@ test('a batch runs to its budget while no lone run comes, and gives its slot bac
     });
     const queue = computeTaskQueue(profile);
     const env = new MockActivityEnvironment({ taskQueue: queue });
-    // The batch's runs are made before it begins: their own acceptance is a lone run's here
-    // (the test has no study), and what came before a batch began is not its to give way to.
+    // The batch's runs are made (and their notices heard) before it begins: their own
+    // acceptance is a lone run's here (the test has no study), and what came before a batch
+    // began is not its to give way to.
     const whole = await env.run(batches.executeRuns, { runIds: await study(6), budgetSeconds: 30 }) as BatchResult;
     assert.deepEqual(whole.left, [], 'no lone run came while it ran: the batch ran to its end');
     assert.equal(whole.completed, 6);
