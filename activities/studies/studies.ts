@@ -4,10 +4,9 @@ import pLimit from 'p-limit';
 import type { Db } from '../../storage/db/knex.ts';
 import type { ObjectStore } from '../../storage/objects.ts';
 import { blobKey } from '../../storage/objects.ts';
-import { completeExperiment, getExperiment, type ExperimentRow } from '../../storage/db/experiments.ts';
-import { listArtifacts, runOutputs, TERMINAL } from '../../storage/db/runs.ts';
-import { assignBatch, progressOfPhase, runsAwaitingPoints, setStudyAnalysis, studyPoints, tellPoints, unassignedRuns, type StudyPoint } from '../../storage/db/studies.ts';
-import { cancelQueuedRun } from '../../storage/runLifecycle.ts';
+import { cancelQueuedExperimentRuns, completeExperiment, getExperiment, type ExperimentRow } from '../../storage/db/experiments.ts';
+import { listArtifacts, runOutputs } from '../../storage/db/runs.ts';
+import { assignBatch, batchRunIds, pointsEnded, progressOfPhase, runsAwaitingPoints, setStudyAnalysis, studyPoints, tellPoints, type StudyPoint } from '../../storage/db/studies.ts';
 import { outputKey, PETAB_EXPORT, PETAB_PHASE, type PetabCalibrationDesign, type PetabStartEnd, type CalibrationDesign, type SensitivityDesign, type StudyDesign } from '../../storage/studyDesign.ts';
 import { storeStudyArtifacts } from '../../storage/studyArtifacts.ts';
 import type { Analysis } from './analysis.ts';
@@ -130,16 +129,15 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
   /** The study's runs in all, and how many of those given a parameter set have ended so far. */
   async function standingOf(experimentId: string): Promise<StudyStanding> {
     const e = await studyOf(experimentId);
-    const ended = (await studyPoints(db, experimentId)).filter((p) => TERMINAL.includes(p.status));
-    const completed = ended.filter((p) => p.status === 'completed').length;
-    return { runs: e.design.run_count, completed, notCompleted: ended.length - completed };
+    return { runs: e.design.run_count, ...await pointsEnded(db, experimentId) };
   }
 
   async function ask(experimentId: string, batch: number, signal: AbortSignal): Promise<{ runIds: string[] }> {
+    // A batch given before (each page of a 100,000-run batch asks again) is its ids alone.
+    const given = await batchRunIds(db, experimentId, batch);
+    if (given.length) return { runIds: given };
     const e = await studyOf(experimentId);
     const points = await studyPoints(db, experimentId);
-    const given = points.filter((p) => p.batch === batch);
-    if (given.length) return { runIds: given.map((p) => p.run_id) };
     const waiting = await runsAwaitingPoints(db, experimentId);
     if (e.status === 'closed' || !waiting) return { runIds: [] };
     const d = e.design;
@@ -199,7 +197,7 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
   }
 
   async function finish(experimentId: string, signal: AbortSignal): Promise<void> {
-    for (const runId of await unassignedRuns(db, experimentId)) await cancelQueuedRun(db, runId);
+    await cancelQueuedExperimentRuns(db, experimentId, { unassigned: true });
     const e = await studyOf(experimentId);
     const points = await studyPoints(db, experimentId);
     const call: Analysis = (command, request) => analysis(command, request, signal);

@@ -6,8 +6,9 @@ import { fairShare } from '../../kernel/fairShares.ts';
 import { planUnavailable, planUsed, resultOf } from '../plans.ts';
 import { spendCapRefusal, studyCapFindings } from '../spendCaps.ts';
 import { recheckProposal } from '../runs/prepare.ts';
-import { acceptExperiment as recordAcceptance, getExperiment, unacceptExperiment, type ExperimentRow } from '../../storage/db/experiments.ts';
+import { acceptExperiment as recordAcceptance, getExperiment, unacceptExperiment, type ExperimentRow, type RunSet } from '../../storage/db/experiments.ts';
 import type { NewRun } from '../../storage/db/runs.ts';
+import type { StudyDesign } from '../../storage/studyDesign.ts';
 import { isSqlState, SQLSTATE } from '../../storage/db/sqlStates.ts';
 import { newId, newUuid } from '../../storage/ids.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
@@ -16,29 +17,42 @@ import { armRunProposal, type ExperimentProposal } from './prepare.ts';
 import { experimentWorkflow } from '../../workflows/experiment.ts';
 import { studyWorkflow } from '../../workflows/study.ts';
 
+/** One run of a study's arm: its record, its arm and which replicate it is. */
+export type ArmRun = { run: NewRun; arm_index: number; replicate: number };
+
+function runRecord(experimentId: string, caller: { account: { id: string }; key: { id: string } }, arm: ExperimentProposal['arms'][number], seed: number, metadata: Record<string, string>): NewRun {
+  const run = armRunProposal(arm, seed);
+  return {
+    id: newUuid(), account_id: caller.account.id, key_id: caller.key.id, kind: run.kind, ref: run.ref, resolved_ref: run.resolved_ref, release_id: null,
+    workspace_id: arm.workspace_id, revision_id: arm.revision_id, package_sha256: run.package_sha256, inputs: run.inputs,
+    metadata, compute_profile: run.compute_profile,
+    max_runtime_seconds: run.max_runtime_seconds, reserved_micros: run.estimated_max_micros, seed: run.seed, experiment_id: experimentId, plan_id: null, runtime_sha256: run.runtime_sha256,
+  };
+}
+
 /**
- * The study's runs in start order: replicate 0 of every arm, then replicate 1 of every
- * arm, and so on, so early results already cover each arm.
+ * A question study's runs: one lab, as many runs as its design takes, alike but for
+ * their ids (each receives its parameter set when the study's workflow asks for it), so
+ * one record and their ids rather than 100,000 records.
  */
-export function studyRuns(experimentId: string, caller: { account: { id: string }; key: { id: string } }, p: ExperimentProposal): Array<{ run: NewRun; arm_index: number; replicate: number }> {
-  // A study that answers a question has one lab and as many runs as its design takes;
-  // each receives its parameter set when the study's workflow asks for it.
-  const replicates = (a: ExperimentProposal['arms'][number]) => (p.design ? p.design.run_count : a.replicates);
-  const most = Math.max(...p.arms.map(replicates));
-  const out: Array<{ run: NewRun; arm_index: number; replicate: number }> = [];
+export function questionRuns(experimentId: string, caller: { account: { id: string }; key: { id: string } }, p: ExperimentProposal & { design: StudyDesign }): RunSet {
+  const arm = p.arms[0]!;
+  const run = runRecord(experimentId, caller, arm, arm.seeds[0]!, { study: p.design.kind });
+  const ids = Array.from({ length: p.design.run_count }, (_, k) => (k ? newUuid() : run.id));
+  return { run, ids, seeds: ids.map(() => run.seed) };
+}
+
+/**
+ * A study of arms' runs in start order: replicate 0 of every arm, then replicate 1 of
+ * every arm, and so on, so early results already cover each arm.
+ */
+function armRuns(experimentId: string, caller: { account: { id: string }; key: { id: string } }, p: ExperimentProposal): ArmRun[] {
+  const most = Math.max(...p.arms.map((a) => a.replicates));
+  const out: ArmRun[] = [];
   for (let k = 0; k < most; k++) {
     p.arms.forEach((arm, a) => {
-      if (k >= replicates(arm)) return;
-      const run = armRunProposal(arm, arm.seeds[Math.min(k, arm.seeds.length - 1)]!);
-      out.push({
-        arm_index: a, replicate: k,
-        run: {
-          id: newUuid(), account_id: caller.account.id, key_id: caller.key.id, kind: run.kind, ref: run.ref, resolved_ref: run.resolved_ref, release_id: null,
-          workspace_id: arm.workspace_id, revision_id: arm.revision_id, package_sha256: run.package_sha256, inputs: run.inputs,
-          metadata: p.design ? { study: p.design.kind } : { experiment_arm: arm.label, replicate: String(k) }, compute_profile: run.compute_profile,
-          max_runtime_seconds: run.max_runtime_seconds, reserved_micros: run.estimated_max_micros, seed: run.seed, experiment_id: experimentId, plan_id: null, runtime_sha256: run.runtime_sha256,
-        },
-      });
+      if (k >= arm.replicates) return;
+      out.push({ arm_index: a, replicate: k, run: runRecord(experimentId, caller, arm, arm.seeds[Math.min(k, arm.seeds.length - 1)]!, { experiment_arm: arm.label, replicate: String(k) }) });
     });
   }
   return out;
@@ -70,7 +84,7 @@ export async function openExperiment(deps: Deps, caller: Caller, planId: string,
     record: () => recordAcceptance(deps.db, {
       id, account_id: caller.account.id, name: proposal.name, goal: proposal.goal, arms: proposal.arms, plan_id: planId,
       workspace_ids: [...new Set(proposal.arms.map((a) => a.workspace_id))], reserved_micros: proposal.estimated_max_micros, design: proposal.design,
-    }, studyRuns(id, caller, proposal)),
+    }, proposal.design ? questionRuns(id, caller, { ...proposal, design: proposal.design }) : armRuns(id, caller, proposal)),
     refusal: async (err) => {
       if (isSqlState(err, SQLSTATE.planUsed)) return planUsed(await resultOf(deps.db, caller.account.id, planId));
       const refused = spendCapRefusal(err, true);

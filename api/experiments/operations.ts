@@ -11,7 +11,7 @@ import { prepareStudy } from './studyPrepare.ts';
 import { calibrationRequest, petabCalibrationRequest, sensitivityRequest, studyLabRequest } from './studySchemas.ts';
 import { armView, experimentSummary, experimentView } from './view.ts';
 import {
-  closeExperiment, describeExperiment, detachRuns, experimentRuns, getExperiment, listExperiments, lockBalanceFirst, runTotals, type ExperimentRow,
+  cancelQueuedExperimentRuns, closeExperiment, describeExperiment, detachRuns, experimentRuns, getExperiment, listExperiments, lockBalanceFirst, runningExperimentRuns, runTotals, type ExperimentRow,
 } from '../../storage/db/experiments.ts';
 import { compareArms } from '../../storage/experimentComparison.ts';
 import { armOutcomes, settledMicros } from '../../storage/db/armOutcomes.ts';
@@ -20,7 +20,6 @@ import { RUN_STATUSES } from '../runs/schemas.ts';
 import { listRunsOfStudy } from './runList.ts';
 import { storeComparisonArtifacts } from '../../storage/experimentArtifacts.ts';
 import { rewriteDesignCsv } from '../../storage/studyArtifacts.ts';
-import { cancelQueuedRun } from '../../storage/runLifecycle.ts';
 import { markRunCancelling } from '../../storage/db/runs.ts';
 import { askRunToStop } from '../runs/stop.ts';
 
@@ -129,11 +128,6 @@ async function fullView(ctx: ToolContext, e: ExperimentRow, input: { include_run
 /** Where a study's runs are read a page at a time. */
 const followRuns = (experimentId: string) => ({ tool: 'experiment_run_list', description: 'Its runs, a page at a time, with each one\'s parameters and outputs.', arguments: { experiment_id: experimentId } });
 
-/** Runs of a study that are running now. */
-async function runningRuns(ctx: ToolContext, experimentId: string): Promise<string[]> {
-  return (await experimentRuns(ctx.deps.db, experimentId)).filter((r) => r.status === 'running').map((r) => r.run_id);
-}
-
 const HANDLERS: Record<string, ToolDef['handler']> = {
   async experiment_prepare(input, ctx) {
     const kinds = (['arms', 'sensitivity', 'calibration', 'petab_calibration'] as const).filter((k) => input[k] !== undefined);
@@ -203,26 +197,25 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     const cancelRunning = closing && input.cancel_running === true;
     // Temporal is asked first: when it cannot be reached the answer is 503 with nothing
     // changed, and a retry does it all. Then every change is one transaction.
-    const cancelled = cancelRunning ? await runningRuns(ctx, e.id) : [];
+    const cancelled = cancelRunning ? await runningExperimentRuns(ctx.deps.db, e.id) : [];
     for (const id of cancelled) await askRunToStop(ctx, { id, experiment_id: e.id });
     await ctx.deps.db.transaction(async (trx) => {
-      // Closing ends its waiting runs, as runs of it may be ending elsewhere.
+      // Runs of it may be ending elsewhere meanwhile: the balance first, in the order their endings take it.
       if (closing) await lockBalanceFirst(trx, e.account_id);
       if (input.detach_run_ids) {
         const unknown = await detachRuns(trx, e.id, input.detach_run_ids);
         if (unknown.length) throw errors.validation('run_not_in_experiment', `Not runs of this study: ${unknown.join(', ')}.`, 'detach_run_ids', { run_ids: unknown });
       }
       await describeExperiment(trx, e.id, { name: input.name, goal: input.goal });
-      if (closing) {
-        // No new runs: those still waiting end now, nothing charged. Running ones go on
-        // unless cancel_running; their workflows record how they end.
-        await closeExperiment(trx, e.id);
-        for (const r of await experimentRuns(trx, e.id)) if (r.status === 'queued') await cancelQueuedRun(trx, r.run_id);
-      }
+      if (closing) await closeExperiment(trx, e.id);
     });
+    // No new runs: those still waiting end now, nothing charged, a slice at a time (a
+    // retry of a close cut short ends the rest). Running ones go on unless cancel_running;
+    // their workflows record how they end.
+    if (closing) await cancelQueuedExperimentRuns(ctx.deps.db, e.id);
     if (cancelRunning) {
       // Including a run that took its slot while the study was being closed.
-      for (const id of await runningRuns(ctx, e.id)) {
+      for (const id of await runningExperimentRuns(ctx.deps.db, e.id)) {
         if (!cancelled.includes(id)) await askRunToStop(ctx, { id, experiment_id: e.id });
         await markRunCancelling(ctx.deps.db, id);
       }

@@ -70,30 +70,30 @@ export interface ExperimentRunRow {
 /** Runs of a study of arms accepted per statement: a slice takes about a second, well within the dependency deadline. */
 const ACCEPT_SLICE = 1000;
 
+/** A question study's runs: the record they share (the first one's id), and each one's id and seed, in start order. */
+export interface RunSet { run: NewRun; ids: string[]; seeds: number[] }
+
 /**
  * Records a study as accepted, all or nothing, in one transaction: consumes its plan,
- * records it running and accepts each run with its own reservation
- * (silico_accept_experiment, migration 020). A study that answers a question (one lab,
- * every run alike but for its id and seed) has its runs accepted as one set
- * (silico_accept_study_runs, migration 051); a study of arms (at most 200 runs), a slice
- * per statement (migration 044). Raises SQLSTATE.planUsed, SQLSTATE.insufficientCompute
+ * records it running and accepts its runs. A study of arms (at most 200 runs) has each
+ * run accepted with its own reservation (silico_accept_experiment, migration 020), a
+ * slice per statement (migration 044). A study that answers a question (one lab, every
+ * run alike but for its id and seed) has its runs accepted as one set under one
+ * reservation of the study's whole maximum, which each run's settlement draws its share
+ * from (silico_accept_study_runs, migrations 051 and 054). Raises SQLSTATE.planUsed, SQLSTATE.insufficientCompute
  * or a spend cap's SQLSTATE and changes nothing when it cannot.
  */
 export async function acceptExperiment(
   db: Db,
   e: Pick<ExperimentRow, 'id' | 'account_id' | 'name' | 'goal' | 'arms' | 'workspace_ids' | 'reserved_micros'> & { plan_id: string; design?: StudyDesign },
-  runs: Array<{ run: NewRun; arm_index: number; replicate: number }>,
+  runs: Array<{ run: NewRun; arm_index: number; replicate: number }> | RunSet,
 ): Promise<ExperimentRow> {
   const record = JSON.stringify({ ...e, design: undefined });
   return db.transaction(async (trx) => {
-    if (e.design) {
+    if (!Array.isArray(runs)) {
+      // A question study: its runs as one set, under one reservation (migration 054).
       await trx.raw('SELECT * FROM silico_accept_experiment(?::jsonb, ?::jsonb, ?)', [record, '[]', e.plan_id]);
-      const [first] = runs;
-      if (first) {
-        await trx.raw('SELECT silico_accept_study_runs(?, ?::jsonb, ?::uuid[], ?::bigint[], 0)', [
-          e.id, JSON.stringify(first.run), runs.map((r) => r.run.id), runs.map((r) => r.run.seed),
-        ]);
-      }
+      if (runs.ids.length) await trx.raw('SELECT silico_accept_study_runs(?, ?::jsonb, ?::uuid[], ?::bigint[], 0)', [e.id, JSON.stringify(runs.run), runs.ids, runs.seeds]);
     } else {
       const slices = Array.from({ length: Math.max(1, Math.ceil(runs.length / ACCEPT_SLICE)) }, (_, i) => runs.slice(i * ACCEPT_SLICE, (i + 1) * ACCEPT_SLICE))
         .map((slice) => JSON.stringify(slice.map((r) => ({ ...r, run: { ...r.run, status: 'queued' } }))));
@@ -167,7 +167,6 @@ export async function describeExperiment(db: Db, id: string, change: { name?: st
   await db('experiments').where({ id }).update({ ...change, updated_at: db.fn.now() });
 }
 
-/** Closes a study (no new runs); a closed study stays closed. */
 /**
  * Takes the lock on an account's compute balance for the rest of the transaction, before
  * the study's row: a run's ending locks the run, then the balance (its settlement), then
@@ -179,6 +178,32 @@ export async function lockBalanceFirst(db: Db, accountId: string): Promise<void>
   await db('compute_balances').where({ account_id: accountId }).forUpdate().first('account_id');
 }
 
+/** Runs one call of `cancelQueuedExperimentRuns` ends: well within the dependency deadline. */
+const CANCEL_SLICE = 1000;
+
+/**
+ * Ends the study's queued runs as cancelled, nothing charged, their reservations released
+ * (silico_cancel_queued_runs: each as a run cancelled on its own, in a transaction of its
+ * own), with `unassigned` only those never given a parameter set. A slice per call rather
+ * than a round trip per run: closing a 100,000-run study leaves most of them queued.
+ * Stopped midway, a retry ends the rest. Not within a transaction of the caller's.
+ */
+export async function cancelQueuedExperimentRuns(db: Db, experimentId: string, opts: { unassigned?: boolean } = {}): Promise<number> {
+  let ended = 0;
+  for (;;) {
+    const { rows } = await db.raw('CALL silico_cancel_queued_runs(?, ?, ?)', [experimentId, opts.unassigned ?? false, CANCEL_SLICE]);
+    const n = Number(rows[0].ended);
+    ended += n;
+    if (n < CANCEL_SLICE) return ended;
+  }
+}
+
+/** The study's runs running now. */
+export async function runningExperimentRuns(db: Db, experimentId: string): Promise<string[]> {
+  return db('experiment_runs as x').join('runs as r', 'r.id', 'x.run_id').where({ 'x.experiment_id': experimentId, 'r.status': 'running' }).orderBy('x.position').pluck('x.run_id');
+}
+
+/** Closes a study (no new runs); a closed study stays closed. */
 export async function closeExperiment(db: Db, id: string): Promise<void> {
   await db('experiments').where({ id }).whereNot({ status: 'closed' }).update({ status: 'closed', closed_at: db.fn.now(), updated_at: db.fn.now() });
 }

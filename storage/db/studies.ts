@@ -75,9 +75,18 @@ export async function runsAwaitingPoints(db: Db, experimentId: string): Promise<
   return Number(row?.n ?? 0);
 }
 
-/** Runs of the study never given a parameter set (ended as cancelled when the study stops). */
-export async function unassignedRuns(db: Db, experimentId: string): Promise<string[]> {
-  return withoutPoint(db, db('experiment_runs as x').where({ 'x.experiment_id': experimentId })).orderBy('x.position').pluck('x.run_id');
+/** The run ids of a batch in the order they were given their sets; none when it was not asked yet. */
+export async function batchRunIds(db: Db, experimentId: string, batch: number): Promise<string[]> {
+  return db('experiment_points').where({ experiment_id: experimentId, batch }).orderBy('idx').pluck('run_id');
+}
+
+/** How many of the runs given a parameter set have ended, completed or not. */
+export async function pointsEnded(db: Db, experimentId: string): Promise<{ completed: number; notCompleted: number }> {
+  const row = await db('experiment_points as p').join('runs as r', 'r.id', 'p.run_id').where('p.experiment_id', experimentId).first(
+    db.raw(`count(*) FILTER (WHERE r.status = 'completed')::integer AS completed`),
+    db.raw(`count(*) FILTER (WHERE r.status IN ('failed', 'cancelled', 'timed_out'))::integer AS not_completed`),
+  );
+  return { completed: row.completed, notCompleted: row.not_completed };
 }
 
 export async function setStudyAnalysis(db: Db, experimentId: string, analysis: Record<string, unknown>): Promise<void> {

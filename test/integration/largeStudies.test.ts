@@ -3,15 +3,18 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { call, closeTestDb, errorOf, newAccount, testDb, workspaceOfLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
-import { studyRuns } from '../../api/experiments/accept.ts';
+import { questionRuns } from '../../api/experiments/accept.ts';
 import type { ExperimentProposal } from '../../api/experiments/prepare.ts';
 import { acceptExperiment, unacceptExperiment } from '../../storage/db/experiments.ts';
 import { createPlan, getPlan } from '../../storage/db/plans.ts';
 import { newId } from '../../storage/ids.ts';
 import { isSqlState, SQLSTATE } from '../../storage/db/sqlStates.ts';
+import { acquireRunSlot, cancelQueuedRun, finishRun } from '../../storage/runLifecycle.ts';
+import { auditLedger } from '../../storage/db/audit.ts';
 
 // A question study's acceptance at size, on the real Postgres: its runs are accepted as
-// one set (migration 051) and each is still what a lone run's acceptance makes. The
+// one set under one reservation of the study's maximum (migrations 051 and 054), and each
+// is still what a lone run's acceptance makes, settled on its own. The
 // records are made by the acceptance itself, below the API, so that no worker executes
 // 20,480 runs here; the API then reads them.
 
@@ -44,7 +47,7 @@ const balance = async (who: Owner = owner) => testDb()('compute_balances').where
 async function accept(p: ExperimentProposal, who: Owner = owner) {
   const id = newId('exp');
   const plan = await createPlan(testDb(), { accountId: who.account.id, kind: 'experiment', proposal: p, findings: [], ttlSeconds: 3600 });
-  const runs = studyRuns(id, { account: who.account, key: { id: who.keyId } }, p);
+  const runs = questionRuns(id, { account: who.account, key: { id: who.keyId } }, { ...p, design: p.design! });
   const t0 = performance.now();
   const row = await acceptExperiment(testDb(), {
     id, account_id: who.account.id, name: p.name, goal: p.goal, arms: p.arms, plan_id: plan.id,
@@ -53,31 +56,32 @@ async function accept(p: ExperimentProposal, who: Owner = owner) {
   return { row, runs, seconds: (performance.now() - t0) / 1000 };
 }
 
-test('a 20,480-run study is accepted whole, each run with its own reservation and first event; its answer lists none of them and says where they are; undone, it leaves no trace', { timeout: 120_000 }, async () => {
+test('a 20,480-run study is accepted whole under one reservation, each run queued with its first event; its answer lists none of them and says where they are; undone, it leaves no trace', { timeout: 120_000 }, async () => {
   const before = await balance();
   const { row, runs, seconds } = await accept(proposal);
-  console.log(`accepted ${runs.length} runs in ${seconds.toFixed(2)} s`);
-  const n = runs.length;
+  console.log(`accepted ${runs.ids.length} runs in ${seconds.toFixed(2)} s`);
+  const n = runs.ids.length;
   const each = proposal.arms[0]!.estimated_max_micros;
   assert.equal(proposal.estimated_max_micros, n * each);
   const db = testDb();
   const after = await balance();
   assert.equal(before.available_micros - after.available_micros, n * each, 'the balance moved by the study\'s whole maximum');
   assert.equal(after.reserved_micros - before.reserved_micros, n * each);
-  // Each run as a lone run's acceptance leaves it: queued, its seed, one reservation of its own, one first event.
+  // Each run as a lone run's acceptance leaves it: queued, its seed, its own reserved maximum, one first event.
   const counts = await db('runs').where({ experiment_id: row.id }).select(
     db.raw('count(*)::integer AS n'), db.raw(`count(*) FILTER (WHERE status = 'queued' AND event_seq = 1 AND reserved_micros = ?)::integer AS queued`, [each]),
     db.raw('count(DISTINCT seed)::integer AS seeds'),
   ).first();
-  assert.deepEqual(counts, { n, queued: n, seeds: new Set(runs.map((r) => r.run.seed)).size });
+  assert.deepEqual(counts, { n, queued: n, seeds: new Set(runs.seeds).size });
+  // The study's reservation is one transaction of its whole maximum; its runs have none of their own.
   const reserves = await db('ledger_txns as t').join('ledger_entries as e', 'e.txn_id', 't.id').where({ 't.kind': 'reserve', 'e.book': 'reserved' })
-    .whereIn('t.ref', runs.map((r) => `run:${r.run.id}`)).select(db.raw('count(*)::integer AS n, sum(e.amount_micros)::bigint AS micros')).first();
-  assert.deepEqual(reserves, { n, micros: n * each });
+    .whereIn('t.ref', [`experiment:${row.id}`, ...runs.ids.map((id) => `run:${id}`)]).select('t.ref', db.raw('e.amount_micros::bigint AS micros'));
+  assert.deepEqual(reserves, [{ ref: `experiment:${row.id}`, micros: n * each }]);
   const events = await db('run_events as e').join('runs as r', 'r.id', 'e.run_id').where({ 'r.experiment_id': row.id })
     .select(db.raw(`count(*) FILTER (WHERE e.seq = 1 AND e.type = 'state_changed' AND e.message = 'Run accepted and queued.')::integer AS first, count(*)::integer AS n`)).first();
   assert.deepEqual(events, { first: n, n });
   const order = await db('experiment_runs').where({ experiment_id: row.id }).orderBy('position').select('run_id', 'position', 'replicate');
-  assert.deepEqual(order.map((x) => x.run_id), runs.map((r) => r.run.id), 'in start order');
+  assert.deepEqual(order.map((x) => x.run_id), runs.ids, 'in start order');
   assert.deepEqual([order[0].position, order.at(-1).position, order.at(-1).replicate], [1, n, n - 1]);
 
   // Its answer is the same size as a small study's: totals, money and comparison, no run.
@@ -92,7 +96,7 @@ test('a 20,480-run study is accepted whole, each run with its own reservation an
   assert.equal(listing.status, 422);
   assert.deepEqual([errorOf(listing).code, errorOf(listing).param], ['too_many_runs', 'include_runs']);
   const page = await call('GET', `/experiments/${row.id}/runs?limit=3`, { key: owner.key });
-  assert.deepEqual(page.body.items.map((r: any) => r.run_id), runs.slice(0, 3).map((r) => r.run.id));
+  assert.deepEqual(page.body.items.map((r: any) => r.run_id), runs.ids.slice(0, 3));
 
   // Undone (its workflow could not start): no run, reservation, event or study is left.
   const u0 = performance.now();
@@ -100,9 +104,64 @@ test('a 20,480-run study is accepted whole, each run with its own reservation an
   console.log(`undone in ${((performance.now() - u0) / 1000).toFixed(2)} s`);
   assert.deepEqual(await balance(), before);
   assert.equal((await db('runs').where({ experiment_id: row.id }).count<{ n: number }>('* as n').first())!.n, 0);
-  assert.equal((await db('ledger_txns').whereIn('ref', runs.slice(0, 1000).map((r) => `run:${r.run.id}`)).count<{ n: number }>('* as n').first())!.n, 0);
-  assert.equal((await db('run_events').whereIn('run_id', runs.slice(0, 1000).map((r) => r.run.id)).count<{ n: number }>('* as n').first())!.n, 0);
+  assert.equal((await db('ledger_txns').whereIn('ref', [`experiment:${row.id}`, ...runs.ids.slice(0, 1000).map((id) => `run:${id}`)]).count<{ n: number }>('* as n').first())!.n, 0);
+  assert.equal((await db('run_events').whereIn('run_id', runs.ids.slice(0, 1000)).count<{ n: number }>('* as n').first())!.n, 0);
   assert.equal(await db('experiments').where({ id: row.id }).first(), undefined);
+});
+
+test('each run of a study is settled on its own from the study\'s reservation: charged what it used, the rest released, once; the books balance', { timeout: 60_000 }, async () => {
+  const db = testDb();
+  const small = { ...proposal, design: { ...proposal.design!, run_count: 4 }, estimated_max_micros: 4 * proposal.arms[0]!.estimated_max_micros } as ExperimentProposal;
+  const who = await newAccount({ usd: 10 });
+  const before = await balance(who);
+  const { runs } = await accept(small, who);
+  const each = proposal.arms[0]!.estimated_max_micros;
+  const [done, failed, cancelled, open] = runs.ids;
+  assert.equal(await acquireRunSlot(db, done!, 10), 'running');
+  assert.equal(await finishRun(db, { runId: done!, status: 'completed', computeSeconds: 1 }), 'completed');
+  assert.equal(await finishRun(db, { runId: done!, status: 'completed', computeSeconds: 1 }), 'completed', 'a repeated ending changes nothing');
+  assert.equal(await acquireRunSlot(db, failed!, 10), 'running');
+  assert.equal(await finishRun(db, { runId: failed!, status: 'failed', computeSeconds: 10_000 }), 'failed');
+  assert.equal(await cancelQueuedRun(db, cancelled!), 'cancelled');
+  // Detached, a run still draws its share from the study it was accepted in.
+  await db('experiment_runs').where({ run_id: open }).update({ detached_at: db.fn.now() });
+  await db('runs').where({ id: open }).update({ experiment_id: null });
+  assert.equal(await cancelQueuedRun(db, open!), 'cancelled');
+  const settled = await db('runs').whereIn('id', runs.ids).select('id', 'settled_micros');
+  const price = Number((await db('compute_profiles').where({ id: proposal.arms[0]!.compute_profile }).first('price_per_second_micros')).price_per_second_micros);
+  const charged = Object.fromEntries(settled.map((r) => [r.id, Number(r.settled_micros)]));
+  assert.deepEqual([charged[done!], charged[failed!], charged[cancelled!], charged[open!]], [Math.min(price, each), each, 0, 0], 'each charged what it used, never more than its maximum');
+  const end = await balance(who);
+  const spent = Math.min(price, each) + each;
+  assert.equal(Number(end.reserved_micros), Number(before.reserved_micros), 'the study\'s whole reservation is drawn down by its four runs\' settlements');
+  assert.equal(Number(end.available_micros), Number(before.available_micros) - spent);
+  const audit = await auditLedger(db, [who.account.id]);
+  assert.deepEqual(audit.problems, { balances_off_ledger: 0, terminal_runs_unsettled: 0, runs_charged_wrongly: 0, unbalanced_transactions: 0, runs_with_event_gaps: 0, purchases_credited_wrongly: 0 });
+  assert.deepEqual([audit.reservations, audit.settlements], [1, 4]);
+});
+
+test('a 20,480-run study closed before it began ends every run cancelled, nothing charged, its whole reservation released; the books balance', { timeout: 120_000 }, async () => {
+  const who = await newAccount({ usd: 1000 });
+  const before = await balance(who);
+  const { row, runs } = await accept(proposal, who);
+  const t0 = performance.now();
+  const closed = await call('PATCH', `/experiments/${row.id}`, { key: who.key, body: { status: 'closed' } });
+  console.log(`closed (${runs.ids.length} runs cancelled) in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
+  assert.equal(closed.status, 200, closed.text);
+  assert.deepEqual([closed.body.run_totals.total, closed.body.run_totals.cancelled, closed.body.run_totals.queued], [runs.ids.length, runs.ids.length, 0]);
+  assert.deepEqual(await balance(who), before);
+  const db = testDb();
+  const ended = await db('runs').where({ experiment_id: row.id }).first(db.raw(`count(*) FILTER (WHERE status = 'cancelled' AND settled_micros = 0)::integer AS n`));
+  assert.equal(ended.n, runs.ids.length, 'each ended cancelled, charged nothing');
+  // One reservation, a settlement per run that releases its share of it, every transaction balanced.
+  const txns = await db('ledger_txns as t').join('ledger_entries as e', 'e.txn_id', 't.id').where({ 't.account_id': who.account.id }).whereNot({ 't.kind': 'grant' })
+    .groupBy('t.kind').orderBy('t.kind').select('t.kind', db.raw('count(DISTINCT t.id)::integer AS n'), db.raw('sum(e.amount_micros)::bigint AS net'),
+      db.raw(`sum(e.amount_micros) FILTER (WHERE e.book = 'reserved')::bigint AS reserved`));
+  const each = proposal.arms[0]!.estimated_max_micros;
+  assert.deepEqual(txns, [
+    { kind: 'reserve', n: 1, net: 0, reserved: runs.ids.length * each },
+    { kind: 'settle', n: runs.ids.length, net: 0, reserved: -runs.ids.length * each },
+  ]);
 });
 
 test('a study the balance cannot cover, or a monthly cap does not allow, is refused whole: no run, no reservation', { timeout: 60_000 }, async () => {

@@ -1,9 +1,10 @@
 /**
  * A study's run, executed in a batch (activities/execution/batch.ts), records exactly what a
  * lone run of the same lab, inputs, seed and profile records: its answer, its row, its
- * events, its ledger transactions, its results and artifacts (byte-identical) and its
- * passport's checks, ids, times and process ids aside, and the study's own marks (its
- * experiment and plan) named. The real stack, a real lab (the one-step Ishigami fixture).
+ * events, its settlement, its results and artifacts (byte-identical) and its passport's
+ * checks, ids, times and process ids aside, and the study's own marks (its experiment and
+ * plan) named. Its reservation is its share of the study's (migration 054): where a lone
+ * run has a reservation of its own, the study's run has none, and settles the same. The real stack, a real lab (the one-step Ishigami fixture).
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -117,5 +118,11 @@ test('a study\'s run executed in a batch records what a lone run of the same lab
     r.row.plan_id = r.answer.plan_id = '<plan>';
     r.row.metadata = r.answer.metadata = '<metadata>';
   }
+  const [reservation, ...settled] = b.ledger;
+  const held = Number(b.row.reserved_micros);
+  assert.deepEqual({ ...reservation, entries: reservation.entries.map((e: { book: string; amount_micros: unknown }) => ({ ...e, amount_micros: Number(e.amount_micros) })) },
+    { kind: 'reserve', ref: settled[0].ref, memo: null, entries: [{ book: 'available', amount_micros: -held }, { book: 'reserved', amount_micros: held }] });
+  b.ledger = settled;
+  assert.deepEqual(a.ledger.map((t: { kind: string }) => t.kind), ['settle'], 'the study\'s run reserved nothing of its own');
   assert.deepEqual(a, b);
 });

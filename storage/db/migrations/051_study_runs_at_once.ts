@@ -16,6 +16,54 @@ import type { Knex } from 'knex';
  * A run's reuse source is indexed: without it, removing a run scans every run for those
  * reusing it, and undoing a study of n runs costs n such scans.
  */
+/** 051's acceptance of a study's runs, each with its own reservation (migration 054's down restores it). */
+export const ACCEPT_STUDY_RUNS = `
+    -- p_run: the columns every run of the set shares (each run's reservation is its
+    -- reserved_micros); p_ids and p_seeds: each run's own id and seed, in start order,
+    -- placed after the study's first p_before runs. SL402 when the balance cannot cover
+    -- them all, SLCAP when a spend cap does not allow them; nothing is left either way.
+    CREATE OR REPLACE FUNCTION silico_accept_study_runs(p_experiment text, p_run jsonb, p_ids uuid[], p_seeds bigint[], p_before integer)
+    RETURNS void LANGUAGE plpgsql AS $$
+    DECLARE
+      acct text := p_run->>'account_id';
+      each bigint := (p_run->>'reserved_micros')::bigint;
+      total bigint := (p_run->>'reserved_micros')::bigint * cardinality(p_ids);
+      shared jsonb := p_run - 'id' - 'seed' - 'status' - 'event_seq';
+      cols text;
+      vals text;
+    BEGIN
+      IF cardinality(p_ids) IS DISTINCT FROM cardinality(p_seeds) OR each IS NULL OR each < 0 THEN
+        RAISE EXCEPTION 'a study''s runs need an id and a seed each, and a whole, non-negative reservation';
+      END IF;
+      IF cardinality(p_ids) = 0 THEN
+        RETURN;
+      END IF;
+      UPDATE compute_balances
+         SET available_micros = available_micros - total, reserved_micros = reserved_micros + total
+       WHERE account_id = acct AND available_micros >= total;
+      IF NOT FOUND THEN
+        RAISE EXCEPTION 'available compute cannot cover % micro-dollars', total USING ERRCODE = 'SL402';
+      END IF;
+      IF each > 0 THEN
+        PERFORM silico_check_spend_caps(acct, p_run->>'key_id', each, total);
+      END IF;
+      WITH txns AS (
+        INSERT INTO ledger_txns (account_id, kind, ref) SELECT acct, 'reserve', 'run:' || r FROM unnest(p_ids) AS r RETURNING id
+      )
+      INSERT INTO ledger_entries (txn_id, account_id, book, amount_micros)
+        SELECT t.id, acct, b.book, b.amount FROM txns t CROSS JOIN (VALUES ('available', -each), ('reserved', each)) AS b(book, amount);
+      PERFORM set_config('silico.bulk_accept', 'on', true);
+      SELECT string_agg(quote_ident(key), ', '), string_agg('r.' || quote_ident(key), ', ') INTO cols, vals FROM jsonb_object_keys(shared) AS key;
+      EXECUTE format('INSERT INTO runs (%s, id, seed, status, event_seq) SELECT %s, u.id, u.seed, ''queued'', 1 FROM jsonb_populate_record(NULL::runs, $1) AS r, unnest($2, $3) AS u(id, seed)', cols, vals)
+        USING shared, p_ids, p_seeds;
+      INSERT INTO run_events (run_id, seq, type, message, data)
+        SELECT r, 1, 'state_changed', 'Run accepted and queued.', '{"status": "queued"}' FROM unnest(p_ids) AS r;
+      INSERT INTO experiment_runs (run_id, experiment_id, arm_index, replicate, position)
+        SELECT u.id, p_experiment, 0, (u.n - 1)::integer, p_before + u.n::integer FROM unnest(p_ids) WITH ORDINALITY AS u(id, n);
+      PERFORM set_config('silico.bulk_accept', 'off', true);
+    END $$;
+`;
+
 export async function up(k: Knex): Promise<void> {
   await k.raw(`
     CREATE INDEX runs_reused_from ON runs (reused_from) WHERE reused_from IS NOT NULL;
@@ -64,51 +112,7 @@ export async function up(k: Knex): Promise<void> {
       RETURN NULL;
     END $$;
 
-    -- p_run: the columns every run of the set shares (each run's reservation is its
-    -- reserved_micros); p_ids and p_seeds: each run's own id and seed, in start order,
-    -- placed after the study's first p_before runs. SL402 when the balance cannot cover
-    -- them all, SLCAP when a spend cap does not allow them; nothing is left either way.
-    CREATE FUNCTION silico_accept_study_runs(p_experiment text, p_run jsonb, p_ids uuid[], p_seeds bigint[], p_before integer)
-    RETURNS void LANGUAGE plpgsql AS $$
-    DECLARE
-      acct text := p_run->>'account_id';
-      each bigint := (p_run->>'reserved_micros')::bigint;
-      total bigint := (p_run->>'reserved_micros')::bigint * cardinality(p_ids);
-      shared jsonb := p_run - 'id' - 'seed' - 'status' - 'event_seq';
-      cols text;
-      vals text;
-    BEGIN
-      IF cardinality(p_ids) IS DISTINCT FROM cardinality(p_seeds) OR each IS NULL OR each < 0 THEN
-        RAISE EXCEPTION 'a study''s runs need an id and a seed each, and a whole, non-negative reservation';
-      END IF;
-      IF cardinality(p_ids) = 0 THEN
-        RETURN;
-      END IF;
-      UPDATE compute_balances
-         SET available_micros = available_micros - total, reserved_micros = reserved_micros + total
-       WHERE account_id = acct AND available_micros >= total;
-      IF NOT FOUND THEN
-        RAISE EXCEPTION 'available compute cannot cover % micro-dollars', total USING ERRCODE = 'SL402';
-      END IF;
-      IF each > 0 THEN
-        PERFORM silico_check_spend_caps(acct, p_run->>'key_id', each, total);
-      END IF;
-      WITH txns AS (
-        INSERT INTO ledger_txns (account_id, kind, ref) SELECT acct, 'reserve', 'run:' || r FROM unnest(p_ids) AS r RETURNING id
-      )
-      INSERT INTO ledger_entries (txn_id, account_id, book, amount_micros)
-        SELECT t.id, acct, b.book, b.amount FROM txns t CROSS JOIN (VALUES ('available', -each), ('reserved', each)) AS b(book, amount);
-      PERFORM set_config('silico.bulk_accept', 'on', true);
-      SELECT string_agg(quote_ident(key), ', '), string_agg('r.' || quote_ident(key), ', ') INTO cols, vals FROM jsonb_object_keys(shared) AS key;
-      EXECUTE format('INSERT INTO runs (%s, id, seed, status, event_seq) SELECT %s, u.id, u.seed, ''queued'', 1 FROM jsonb_populate_record(NULL::runs, $1) AS r, unnest($2, $3) AS u(id, seed)', cols, vals)
-        USING shared, p_ids, p_seeds;
-      INSERT INTO run_events (run_id, seq, type, message, data)
-        SELECT r, 1, 'state_changed', 'Run accepted and queued.', '{"status": "queued"}' FROM unnest(p_ids) AS r;
-      INSERT INTO experiment_runs (run_id, experiment_id, arm_index, replicate, position)
-        SELECT u.id, p_experiment, 0, (u.n - 1)::integer, p_before + u.n::integer FROM unnest(p_ids) WITH ORDINALITY AS u(id, n);
-      PERFORM set_config('silico.bulk_accept', 'off', true);
-    END $$;
-
+    ${ACCEPT_STUDY_RUNS}
     -- Undoes the acceptance of a study whose workflow could not be started, leaving no
     -- trace, all its runs at once; false (changing nothing) when any of them has left the queue.
     CREATE OR REPLACE FUNCTION silico_unaccept_experiment(p_experiment text)

@@ -44,6 +44,7 @@ import * as acceptExperimentRuns from './044_accept_experiment_runs.ts';
 import * as studyRunsAtOnce from './051_study_runs_at_once.ts';
 import * as recordArtifact from './052_record_artifact.ts';
 import * as loneRunNotify from './053_lone_run_notify.ts';
+import * as studyReservation from './054_study_reservation.ts';
 import * as computeProfilesNotify from './045_compute_profiles_notify.ts';
 import * as releasesNotify from './046_releases_notify.ts';
 import * as petabImports from './047_petab_imports.ts';
@@ -107,6 +108,7 @@ const migrations: Record<string, Migration> = {
   '051_study_runs_at_once': studyRunsAtOnce,
   '052_record_artifact': recordArtifact,
   '053_lone_run_notify': loneRunNotify,
+  '054_study_reservation': studyReservation,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
