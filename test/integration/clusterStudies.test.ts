@@ -262,13 +262,12 @@ test('a worker machine SIGKILLed mid-study loses no run, runs none twice and cha
   const runs = await db('runs').where({ experiment_id: id }).select('id', 'status', 'reserved_micros', 'settled_micros');
   assert.equal(runs.length, RUNS);
   assert.deepEqual(runs.filter((r) => r.status !== 'completed'), [], 'no run lost');
-  // One reservation and one settlement per run, and the account's books closed.
-  const ledger = await db('ledger_txns').whereIn('ref', runs.map((r) => `run:${r.id}`)).select('ref', 'kind');
-  for (const kind of ['reserve', 'settle']) {
-    const refs = ledger.filter((t) => t.kind === kind).map((t) => t.ref);
-    assert.equal(refs.length, RUNS, `one ${kind} per run`);
-    assert.equal(new Set(refs).size, RUNS, `no run with two ${kind}s`);
-  }
+  // The study's one reservation, one settlement per run (each its share of it), and the account's books closed.
+  const ledger = await db('ledger_txns').whereIn('ref', [`experiment:${id}`, ...runs.map((r) => `run:${r.id}`)]).select('ref', 'kind');
+  assert.deepEqual(ledger.filter((t) => t.kind === 'reserve').map((t) => t.ref), [`experiment:${id}`], 'one reservation, the study\'s');
+  const settled = ledger.filter((t) => t.kind === 'settle').map((t) => t.ref);
+  assert.equal(settled.length, RUNS, 'one settlement per run');
+  assert.equal(new Set(settled).size, RUNS, 'no run settled twice');
   const balance = await db('compute_balances').where({ account_id: a.account.id }).first('reserved_micros', 'spent_micros');
   assert.equal(Number(balance.reserved_micros), 0);
   assert.equal(Number(balance.spent_micros), runs.reduce((n, r) => n + Number(r.settled_micros), 0));
