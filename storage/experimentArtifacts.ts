@@ -1,3 +1,4 @@
+import { createReadStream } from 'node:fs';
 import type { Db } from './db/knex.ts';
 import type { ObjectStore } from './objects.ts';
 import { blobKey } from './objects.ts';
@@ -6,6 +7,12 @@ import { setExperimentArtifacts, type ExperimentArtifact } from './db/experiment
 import { newUuid } from './ids.ts';
 import { csvCell } from './formats.ts';
 import type { Comparison } from './experimentComparison.ts';
+
+/** A file written to disk (one too large to hold in memory), with the digest and size taken while it was written. */
+export interface WrittenFile { path: string; sha256: string; size: number }
+
+/** One of a study's files: its bytes, or a file written to disk. */
+export type ExperimentFile = { file_name: string; content_type: string; format: string } & ({ bytes: Buffer } | WrittenFile);
 
 const CSV_COLUMNS = ['arm', 'output', 'n', 'mean', 'stddev', 'min', 'max', 'ci95_low', 'ci95_high'];
 
@@ -78,8 +85,7 @@ export async function storeComparisonArtifacts(
  * the study. Returns what was listed.
  */
 export async function storeExperimentFiles(
-  deps: { db: Db; objects: ObjectStore }, e: { id: string; account_id: string },
-  files: Array<{ file_name: string; content_type: string; format: string; bytes: Buffer }>, origin: string,
+  deps: { db: Db; objects: ObjectStore }, e: { id: string; account_id: string }, files: ExperimentFile[], origin: string,
 ): Promise<ExperimentArtifact[]> {
   const artifacts = await recordExperimentFiles(deps, e, files, origin);
   await setExperimentArtifacts(deps.db, e.id, artifacts);
@@ -88,18 +94,24 @@ export async function storeExperimentFiles(
 
 /** Stores and records a study's files as storeExperimentFiles does, without listing them on it. */
 export async function recordExperimentFiles(
-  deps: { db: Db; objects: ObjectStore }, e: { id: string; account_id: string },
-  files: Array<{ file_name: string; content_type: string; format: string; bytes: Buffer }>, origin: string,
+  deps: { db: Db; objects: ObjectStore }, e: { id: string; account_id: string }, files: ExperimentFile[], origin: string,
 ): Promise<ExperimentArtifact[]> {
   const artifacts: ExperimentArtifact[] = [];
   for (const f of files) {
-    const sha256 = await deps.objects.putBlob(f.bytes, f.content_type);
+    const { sha256, size } = 'bytes' in f ? { sha256: await deps.objects.putBlob(f.bytes, f.content_type), size: f.bytes.length } : await putWritten(deps.objects, f);
     const originKey = `experiment:${e.id}:${f.file_name}:${sha256}`;
     const row = (await insertFile(deps.db, {
-      id: newUuid(), account_id: e.account_id, name: `${e.id}-${f.file_name}`, format: f.format, content_type: f.content_type, size_bytes: f.bytes.length,
+      id: newUuid(), account_id: e.account_id, name: `${e.id}-${f.file_name}`, format: f.format, content_type: f.content_type, size_bytes: size,
       sha256, object_key: blobKey(sha256), origin: { kind: origin, experiment_id: e.id }, origin_key: originKey,
     })) ?? (await fileByOrigin(deps.db, e.account_id, originKey))!;
-    artifacts.push({ file_id: row.id, file_name: f.file_name, content_type: f.content_type, format: f.format, size_bytes: f.bytes.length, sha256 });
+    artifacts.push({ file_id: row.id, file_name: f.file_name, content_type: f.content_type, format: f.format, size_bytes: size, sha256 });
   }
   return artifacts;
+}
+
+/** A file written to disk and hashed as it was written, streamed to its content address unless the store holds those bytes already. */
+async function putWritten(objects: ObjectStore, f: WrittenFile & { content_type: string }): Promise<{ sha256: string; size: number }> {
+  const key = blobKey(f.sha256);
+  if (!(await objects.exists(key))) await objects.putStream(key, createReadStream(f.path), f.content_type);
+  return { sha256: f.sha256, size: f.size };
 }

@@ -1,10 +1,17 @@
 import type { Db } from './db/knex.ts';
 import type { ObjectStore } from './objects.ts';
 import { setExperimentArtifacts, type ExperimentArtifact, type ExperimentRow } from './db/experiments.ts';
-import { stringify } from 'csv-stringify/sync';
-import { recordExperimentFiles, renderVegaLite, storeExperimentFiles } from './experimentArtifacts.ts';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { stringify } from 'csv-stringify';
+import { recordExperimentFiles, renderVegaLite, storeExperimentFiles, type ExperimentFile } from './experimentArtifacts.ts';
 import type { StudyDesign } from './studyDesign.ts';
-import { allStudyRuns } from './db/studyRuns.ts';
+import { studyRunPages } from './db/studyRuns.ts';
+import { HashingStream } from './digest.ts';
 import { designCsvColumns, designCsvRow, studyRunEntry } from './studyRunEntries.ts';
 
 type Found = Record<string, any>;
@@ -94,13 +101,28 @@ function petabSpec(found: Found, title: string): unknown {
   };
 }
 
-/** `design.csv`: one row per run of the study in start order, as its runs listing shows them (for pandas or SALib). */
-async function designCsv(db: Db, e: { id: string; design: StudyDesign; arms: Array<{ label: string }> }): Promise<Buffer> {
-  const rows = (await allStudyRuns(db, e.id)).map((r) => designCsvRow(e.design, studyRunEntry(e.design, e.arms.map((a) => a.label), r)));
-  return Buffer.from(stringify(rows, { header: true, columns: designCsvColumns(e.design) }));
+/**
+ * `design.csv`: one row per run of the study in start order, as its runs listing shows
+ * them (for pandas or SALib). Written to a scratch file a page of runs at a time and
+ * hashed as it is written, so a 100,000-run study's (about 10 MB) is never held whole;
+ * `use` stores it before the file is removed.
+ */
+async function withDesignCsv<T>(db: Db, e: { id: string; design: StudyDesign; arms: Array<{ label: string }> }, use: (file: ExperimentFile) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'design-'));
+  try {
+    const file = path.join(dir, 'design.csv');
+    const labels = e.arms.map((a) => a.label);
+    const hashing = new HashingStream();
+    const csv = stringify({ header: true, columns: designCsvColumns(e.design) });
+    const rows = async function* () {
+      for await (const page of studyRunPages(db, e.id)) for (const r of page) yield designCsvRow(e.design, studyRunEntry(e.design, labels, r));
+    };
+    await pipeline(Readable.from(rows()), csv, hashing, createWriteStream(file));
+    return await use({ file_name: 'design.csv', content_type: 'text/csv', format: 'csv', path: file, sha256: hashing.digest(), size: hashing.bytes });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
-
-const designFile = (bytes: Buffer) => ({ file_name: 'design.csv', content_type: 'text/csv', format: 'csv', bytes });
 
 /**
  * A finished question study's `design.csv` written again from its runs as they stand, in
@@ -113,7 +135,7 @@ export async function rewriteDesignCsv(
   deps: { db: Db; objects: ObjectStore }, e: Pick<ExperimentRow, 'id' | 'account_id' | 'kind' | 'design' | 'arms' | 'artifacts' | 'completed_at'>,
 ): Promise<ExperimentArtifact[]> {
   if (e.kind === 'arms' || !e.design || !e.completed_at || !e.artifacts.some((a) => a.file_name === 'design.csv')) return e.artifacts;
-  const [design] = await recordExperimentFiles(deps, e, [designFile(await designCsv(deps.db, { ...e, design: e.design }))], 'study_analysis');
+  const [design] = await withDesignCsv(deps.db, { ...e, design: e.design }, (f) => recordExperimentFiles(deps, e, [f], 'study_analysis'));
   const artifacts = e.artifacts.map((a) => (a.file_name === 'design.csv' ? design! : a));
   await setExperimentArtifacts(deps.db, e.id, artifacts);
   return artifacts;
@@ -129,9 +151,8 @@ export async function storeStudyArtifacts(
   deps: { db: Db; objects: ObjectStore }, e: { id: string; account_id: string; name: string; design: StudyDesign; arms: Array<{ label: string }> }, found: Found,
   more: Array<{ file_name: string; content_type: string; format: string; bytes: Buffer }> = [],
 ): Promise<ExperimentArtifact[]> {
-  const files = [
+  const files: ExperimentFile[] = [
     { file_name: 'analysis.json', content_type: 'application/json', format: 'json', bytes: Buffer.from(`${JSON.stringify(found, null, 2)}\n`) },
-    designFile(await designCsv(deps.db, e)),
   ];
   const drawable = found.kind === 'sensitivity' ? found.outputs.length > 0 : found.best !== null;
   if (drawable) {
@@ -139,5 +160,6 @@ export async function storeStudyArtifacts(
     const svg = await renderVegaLite(spec);
     files.push({ file_name: 'analysis.svg', content_type: 'image/svg+xml', format: 'svg', bytes: Buffer.from(svg) });
   }
-  return storeExperimentFiles(deps, e, [...files, ...more], 'study_analysis');
+  // In the order a study's files have always been listed: its analysis, its design, its chart, then its kind's.
+  return withDesignCsv(deps.db, e, (design) => storeExperimentFiles(deps, e, [files[0]!, design, ...files.slice(1), ...more], 'study_analysis'));
 }

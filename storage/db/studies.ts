@@ -29,6 +29,9 @@ export async function studyPoints(db: Db, experimentId: string): Promise<StudyPo
     .select('p.idx', 'p.batch', 'p.run_id', 'p.params', 'p.attrs', 'p.outcome', 'r.status');
 }
 
+/** Points one statement of `assignBatch` or `tellPoints` writes: the same memory per statement whatever the study's size. */
+const ASSIGN_SLICE = 10_000;
+
 /**
  * Gives a batch its parameter sets, once: each set goes to the next of the study's runs
  * still waiting for one (queued, in start order), whose inputs become the study's fixed
@@ -46,13 +49,16 @@ export async function assignBatch(
     const waiting: string[] = await waitingRuns(trx, experimentId).orderBy('x.position').limit(asked.length).pluck('x.run_id');
     const first = Number((await trx('experiment_points').where({ experiment_id: experimentId }).max<{ max: number | null }>('idx as max').first())?.max ?? -1) + 1;
     const rows = waiting.map((runId, i) => ({ experiment_id: experimentId, idx: first + i, batch, run_id: runId, params: JSON.stringify(asked[i]!.params), attrs: JSON.stringify(asked[i]!.attrs) }));
-    // Every run of the batch given its inputs in one statement (a sensitivity study's batch is its whole sample).
-    const inputs = waiting.map((_, i) => ({ ...baseInputs, ...asked[i]!.params }));
-    if (waiting.length) {
+    // The batch's runs given their inputs ASSIGN_SLICE at a time (a sensitivity study's
+    // batch is its whole sample): a statement's memory, here and in its Postgres backend,
+    // is then the same whatever the study's size.
+    for (let at = 0; at < waiting.length; at += ASSIGN_SLICE) {
+      const ids = waiting.slice(at, at + ASSIGN_SLICE);
+      const inputs = ids.map((_, i) => ({ ...baseInputs, ...asked[at + i]!.params }));
       await trx.raw(`UPDATE runs AS r SET inputs = u.inputs, inputs_sha256 = u.sha256, metadata = r.metadata || u.metadata
         FROM unnest(?::uuid[], ?::jsonb[], ?::text[], ?::jsonb[]) AS u(id, inputs, sha256, metadata) WHERE r.id = u.id AND r.status = 'queued'`, [
-        waiting, inputs.map((x) => JSON.stringify(x)), inputs.map((x) => digestJson(x)),
-        waiting.map((_, i) => JSON.stringify({ study_point: String(first + i), study_batch: String(batch) })),
+        ids, inputs.map((x) => JSON.stringify(x)), inputs.map((x) => digestJson(x)),
+        ids.map((_, i) => JSON.stringify({ study_point: String(first + at + i), study_batch: String(batch) })),
       ]);
     }
     if (rows.length) await trx.batchInsert('experiment_points', rows, 1000);
@@ -60,13 +66,15 @@ export async function assignBatch(
   });
 }
 
-/** Records what each run of a batch told (idempotent: a told point keeps its first outcome). */
+/** Records what each run of a batch told (idempotent: a told point keeps its first outcome), ASSIGN_SLICE points a statement. */
 export async function tellPoints(db: Db, experimentId: string, told: Array<{ idx: number; outcome: Record<string, unknown> }>): Promise<void> {
-  if (!told.length) return;
-  await db.raw(`UPDATE experiment_points AS p SET outcome = u.outcome, told_at = now()
-    FROM unnest(?::integer[], ?::jsonb[]) AS u(idx, outcome) WHERE p.experiment_id = ? AND p.idx = u.idx AND p.told_at IS NULL`, [
-    told.map((t) => t.idx), told.map((t) => JSON.stringify(t.outcome)), experimentId,
-  ]);
+  for (let at = 0; at < told.length; at += ASSIGN_SLICE) {
+    const slice = told.slice(at, at + ASSIGN_SLICE);
+    await db.raw(`UPDATE experiment_points AS p SET outcome = u.outcome, told_at = now()
+      FROM unnest(?::integer[], ?::jsonb[]) AS u(idx, outcome) WHERE p.experiment_id = ? AND p.idx = u.idx AND p.told_at IS NULL`, [
+      slice.map((t) => t.idx), slice.map((t) => JSON.stringify(t.outcome)), experimentId,
+    ]);
+  }
 }
 
 /** How many of the study's runs still wait for a parameter set. */

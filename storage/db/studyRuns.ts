@@ -66,8 +66,13 @@ export async function listStudyRuns(db: Db, experimentId: string, opts: {
   return { rows: page, hasMore, nextAfter: hasMore && last ? [last.sort_value, last.position] : null };
 }
 
-/** Every run of a study (detached ones excluded), in start order: what `design.csv` holds. */
-export async function allStudyRuns(db: Db, experimentId: string): Promise<StudyRunRow[]> {
-  const { q } = studyRunsQuery(db, experimentId, { by: 'position' });
-  return (await q.orderBy('x.position')) as StudyRunRow[];
+/** A study's runs in start order, `size` at a time (keyset on their place): a 100,000-run study is never held whole. */
+export async function* studyRunPages(db: Db, experimentId: string, size = 5000): AsyncGenerator<StudyRunRow[]> {
+  for (let after = 0; ;) {
+    const { q } = studyRunsQuery(db, experimentId, { by: 'position' });
+    const rows = (await q.andWhere('x.position', '>', after).orderBy('x.position').limit(size)) as StudyRunRow[];
+    if (rows.length) yield rows;
+    if (rows.length < size) return;
+    after = rows.at(-1)!.position;
+  }
 }

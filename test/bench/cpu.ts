@@ -74,6 +74,20 @@ export function pssByProcess(sup: Supervisor): Record<string, number> {
   return Object.fromEntries(sup.processes.filter((p) => p.child.pid).map((p) => [p.name, treeOf(table, p.child.pid!, children).reduce((sum, pid) => sum + pssKiB(pid), 0) / 1024]));
 }
 
+/** The `most` largest processes of a supervised process's tree by proportional memory (MiB), each named by its command line. */
+export function pssLargest(sup: Supervisor, name: string, most = 5): Array<{ what: string; mib: number }> {
+  const root = sup.processes.find((p) => p.name === name)?.child.pid;
+  if (!root) return [];
+  const table = procTable();
+  return treeOf(table, root).map((pid) => {
+    let what = String(pid);
+    try {
+      what = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim().slice(0, 80);
+    } catch { /* exited while we read */ }
+    return { what, mib: pssKiB(pid) / 1024 };
+  }).sort((a, b) => b.mib - a.mib).slice(0, most);
+}
+
 export type CpuSample = Record<string, number>;
 
 /** CPU milliseconds used so far by each supervised process (with its tree) and by this one. */

@@ -50,7 +50,7 @@ import { createDb } from '../../storage/db/knex.ts';
 import { makeAccount } from '../accounts.ts';
 import { createHttpClient } from './httpClient.ts';
 import { labWorkspace } from './labWorkspace.ts';
-import { cpuPerUnit, cpuSample, pssByProcess } from './cpu.ts';
+import { cpuPerUnit, cpuSample, pssByProcess, pssLargest } from './cpu.ts';
 import { cpuProfileReport, monotonicMicros, processNames, profilingSettings, resetStatements, statementReport } from './profile.ts';
 import { median, p95 } from './stats.ts';
 
@@ -147,8 +147,13 @@ async function main(): Promise<void> {
     /** One Sobol' study of `n` runs (Morris: `n` / 4 trajectories), from its plan until the client reads it completed. */
     const study = async (n: number, withLone: boolean, method: 'sobol' | 'morris' = 'sobol', who: { h: Http; lab: typeof lab } = { h, lab }) => {
       const peak: Record<string, number> = {};
+      // Postgres's largest processes when its tree was at its peak: which of them grows with a study's size.
+      let postgresAtPeak: Array<{ what: string; mib: number }> = [];
       const sampler = setInterval(() => {
-        for (const [k, v] of Object.entries(pssByProcess(s.supervisor))) peak[k] = Math.max(peak[k] ?? 0, v);
+        for (const [k, v] of Object.entries(pssByProcess(s.supervisor))) {
+          if (k === 'postgres' && v > (peak[k] ?? 0)) postgresAtPeak = pssLargest(s.supervisor, 'postgres');
+          peak[k] = Math.max(peak[k] ?? 0, v);
+        }
       }, 2000);
       const cpu0 = cpuSample(s.supervisor);
       const t0 = performance.now();
@@ -173,7 +178,7 @@ async function main(): Promise<void> {
       const points: Array<{ params: Record<string, number>; outputs: { y: number } }> = await db('experiment_points as p').join('runs as r', 'r.id', 'p.run_id')
         .where('p.experiment_id', e.id).orderBy('p.idx').select('p.params', 'r.outputs');
       const waits = await startWaits(await lones);
-      return { seconds, accepted, sets: points.map((p) => p.params), values: points.map((p) => p.outputs.y), waits, cpu, peak };
+      return { seconds, accepted, sets: points.map((p) => p.params), values: points.map((p) => p.outputs.y), waits, cpu, peak, postgresAtPeak };
     };
     const agree = (a: number[], b: number[]) => {
       if (a.length !== b.length || a.some((v, i) => Math.abs(v - b[i]!) > 1e-9 * Math.max(1, Math.abs(v)))) throw new Error('the service and the runtime disagree on the outputs');
@@ -202,6 +207,7 @@ async function main(): Promise<void> {
         console.log(`  another account's ${r.waits.length} lone runs: start wait median ${median(r.waits).toFixed(2)} s, p95 ${p95(r.waits).toFixed(2)} s (goal <= 1 s)`);
         console.log(`  CPU ms per study run: ${r.cpu}`);
         console.log(`  peak memory (MiB proportional, with children): ${Object.entries(r.peak).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
+        console.log(`  postgres's largest processes at its peak (MiB): ${r.postgresAtPeak.map((p) => `${p.what} ${p.mib.toFixed(0)}`).join('; ')}`);
       };
       const small = await study(N, true, 'morris');
       say(N, small);
