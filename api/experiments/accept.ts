@@ -39,7 +39,7 @@ export function questionRuns(experimentId: string, caller: { account: { id: stri
   const arm = p.arms[0]!;
   const run = runRecord(experimentId, caller, arm, arm.seeds[0]!, { study: p.design.kind });
   const ids = Array.from({ length: p.design.run_count }, (_, k) => (k ? newUuid() : run.id));
-  return { run, ids, seeds: ids.map(() => run.seed) };
+  return { run, ids };
 }
 
 /**

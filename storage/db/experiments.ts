@@ -70,8 +70,8 @@ export interface ExperimentRunRow {
 /** Runs of a study of arms accepted per statement: a slice takes about a second, well within the dependency deadline. */
 const ACCEPT_SLICE = 1000;
 
-/** A question study's runs: the record they share (the first one's id), and each one's id and seed, in start order. */
-export interface RunSet { run: NewRun; ids: string[]; seeds: number[] }
+/** A question study's runs: the record they share (the first one's id and the seed of all), and each one's id, in start order. */
+export interface RunSet { run: NewRun; ids: string[] }
 
 /**
  * Records a study as accepted, all or nothing, in one transaction: consumes its plan,
@@ -93,7 +93,7 @@ export async function acceptExperiment(
     if (!Array.isArray(runs)) {
       // A question study: its runs as one set, under one reservation (migration 054).
       await trx.raw('SELECT * FROM silico_accept_experiment(?::jsonb, ?::jsonb, ?)', [record, '[]', e.plan_id]);
-      if (runs.ids.length) await trx.raw('SELECT silico_accept_study_runs(?, ?::jsonb, ?::uuid[], ?::bigint[], 0)', [e.id, JSON.stringify(runs.run), runs.ids, runs.seeds]);
+      if (runs.ids.length) await trx.raw('SELECT silico_accept_study_runs(?, ?::jsonb, ?::uuid[], ?::bigint[], 0)', [e.id, JSON.stringify(runs.run), runs.ids, runs.ids.map(() => runs.run.seed)]);
     } else {
       const slices = Array.from({ length: Math.max(1, Math.ceil(runs.length / ACCEPT_SLICE)) }, (_, i) => runs.slice(i * ACCEPT_SLICE, (i + 1) * ACCEPT_SLICE))
         .map((slice) => JSON.stringify(slice.map((r) => ({ ...r, run: { ...r.run, status: 'queued' } }))));

@@ -1,5 +1,5 @@
 import type { Db } from './knex.ts';
-import type { RunStatus } from './runs.ts';
+import { TERMINAL, type RunStatus } from './runs.ts';
 import { digestJson } from '../digest.ts';
 
 /** One parameter set a study asked for (migration 040), with the run executing it. */
@@ -30,7 +30,7 @@ export async function studyPoints(db: Db, experimentId: string): Promise<StudyPo
 }
 
 /** Points one statement of `assignBatch` or `tellPoints` writes: the same memory per statement whatever the study's size. */
-const ASSIGN_SLICE = 10_000;
+const POINT_SLICE = 10_000;
 
 /**
  * Gives a batch its parameter sets, once: each set goes to the next of the study's runs
@@ -49,11 +49,11 @@ export async function assignBatch(
     const waiting: string[] = await waitingRuns(trx, experimentId).orderBy('x.position').limit(asked.length).pluck('x.run_id');
     const first = Number((await trx('experiment_points').where({ experiment_id: experimentId }).max<{ max: number | null }>('idx as max').first())?.max ?? -1) + 1;
     const rows = waiting.map((runId, i) => ({ experiment_id: experimentId, idx: first + i, batch, run_id: runId, params: JSON.stringify(asked[i]!.params), attrs: JSON.stringify(asked[i]!.attrs) }));
-    // The batch's runs given their inputs ASSIGN_SLICE at a time (a sensitivity study's
+    // The batch's runs given their inputs POINT_SLICE at a time (a sensitivity study's
     // batch is its whole sample): a statement's memory, here and in its Postgres backend,
     // is then the same whatever the study's size.
-    for (let at = 0; at < waiting.length; at += ASSIGN_SLICE) {
-      const ids = waiting.slice(at, at + ASSIGN_SLICE);
+    for (let at = 0; at < waiting.length; at += POINT_SLICE) {
+      const ids = waiting.slice(at, at + POINT_SLICE);
       const inputs = ids.map((_, i) => ({ ...baseInputs, ...asked[at + i]!.params }));
       await trx.raw(`UPDATE runs AS r SET inputs = u.inputs, inputs_sha256 = u.sha256, metadata = r.metadata || u.metadata
         FROM unnest(?::uuid[], ?::jsonb[], ?::text[], ?::jsonb[]) AS u(id, inputs, sha256, metadata) WHERE r.id = u.id AND r.status = 'queued'`, [
@@ -66,10 +66,10 @@ export async function assignBatch(
   });
 }
 
-/** Records what each run of a batch told (idempotent: a told point keeps its first outcome), ASSIGN_SLICE points a statement. */
+/** Records what each run of a batch told (idempotent: a told point keeps its first outcome), POINT_SLICE points a statement. */
 export async function tellPoints(db: Db, experimentId: string, told: Array<{ idx: number; outcome: Record<string, unknown> }>): Promise<void> {
-  for (let at = 0; at < told.length; at += ASSIGN_SLICE) {
-    const slice = told.slice(at, at + ASSIGN_SLICE);
+  for (let at = 0; at < told.length; at += POINT_SLICE) {
+    const slice = told.slice(at, at + POINT_SLICE);
     await db.raw(`UPDATE experiment_points AS p SET outcome = u.outcome, told_at = now()
       FROM unnest(?::integer[], ?::jsonb[]) AS u(idx, outcome) WHERE p.experiment_id = ? AND p.idx = u.idx AND p.told_at IS NULL`, [
       slice.map((t) => t.idx), slice.map((t) => JSON.stringify(t.outcome)), experimentId,
@@ -92,7 +92,7 @@ export async function batchRunIds(db: Db, experimentId: string, batch: number): 
 export async function pointsEnded(db: Db, experimentId: string): Promise<{ completed: number; notCompleted: number }> {
   const row = await db('experiment_points as p').join('runs as r', 'r.id', 'p.run_id').where('p.experiment_id', experimentId).first(
     db.raw(`count(*) FILTER (WHERE r.status = 'completed')::integer AS completed`),
-    db.raw(`count(*) FILTER (WHERE r.status IN ('failed', 'cancelled', 'timed_out'))::integer AS not_completed`),
+    db.raw(`count(*) FILTER (WHERE r.status IN (?) AND r.status <> 'completed')::integer AS not_completed`, [[...TERMINAL]]),
   );
   return { completed: row.completed, notCompleted: row.not_completed };
 }
