@@ -20,10 +20,10 @@ import { studyWorkflow } from '../../workflows/study.ts';
 /** One run of a study's arm: its record, its arm and which replicate it is. */
 export type ArmRun = { run: NewRun; arm_index: number; replicate: number };
 
-function runRecord(experimentId: string, caller: { account: { id: string }; key: { id: string } }, arm: ExperimentProposal['arms'][number], seed: number, metadata: Record<string, string>): NewRun {
+function runRecord(experimentId: string, caller: { account: { id: string }; key: { id: string } }, arm: ExperimentProposal['arms'][number], seed: number, metadata: Record<string, string>): Omit<NewRun, 'id'> {
   const run = armRunProposal(arm, seed);
   return {
-    id: newUuid(), account_id: caller.account.id, key_id: caller.key.id, kind: run.kind, ref: run.ref, resolved_ref: run.resolved_ref, release_id: null,
+    account_id: caller.account.id, key_id: caller.key.id, kind: run.kind, ref: run.ref, resolved_ref: run.resolved_ref, release_id: null,
     workspace_id: arm.workspace_id, revision_id: arm.revision_id, package_sha256: run.package_sha256, inputs: run.inputs,
     metadata, compute_profile: run.compute_profile,
     max_runtime_seconds: run.max_runtime_seconds, reserved_micros: run.estimated_max_micros, seed: run.seed, experiment_id: experimentId, plan_id: null, runtime_sha256: run.runtime_sha256,
@@ -33,13 +33,11 @@ function runRecord(experimentId: string, caller: { account: { id: string }; key:
 /**
  * A question study's runs: one lab, as many runs as its design takes, alike but for
  * their ids (each receives its parameter set when the study's workflow asks for it), so
- * one record and their ids rather than 100,000 records.
+ * one record and their number; Postgres gives them their ids.
  */
 export function questionRuns(experimentId: string, caller: { account: { id: string }; key: { id: string } }, p: ExperimentProposal & { design: StudyDesign }): RunSet {
   const arm = p.arms[0]!;
-  const run = runRecord(experimentId, caller, arm, arm.seeds[0]!, { study: p.design.kind });
-  const ids = Array.from({ length: p.design.run_count }, (_, k) => (k ? newUuid() : run.id));
-  return { run, ids };
+  return { run: runRecord(experimentId, caller, arm, arm.seeds[0]!, { study: p.design.kind }), count: p.design.run_count };
 }
 
 /**
@@ -52,7 +50,7 @@ function armRuns(experimentId: string, caller: { account: { id: string }; key: {
   for (let k = 0; k < most; k++) {
     p.arms.forEach((arm, a) => {
       if (k >= arm.replicates) return;
-      out.push({ arm_index: a, replicate: k, run: runRecord(experimentId, caller, arm, arm.seeds[Math.min(k, arm.seeds.length - 1)]!, { experiment_arm: arm.label, replicate: String(k) }) });
+      out.push({ arm_index: a, replicate: k, run: { id: newUuid(), ...runRecord(experimentId, caller, arm, arm.seeds[Math.min(k, arm.seeds.length - 1)]!, { experiment_arm: arm.label, replicate: String(k) }) } });
     });
   }
   return out;
@@ -68,6 +66,9 @@ function experimentSummary(proposal: ExperimentProposal, account: string): strin
   return `${what} of ${arm.resolved_ref} on ${arm.compute_profile} for ${account}, $${microsToUsd(proposal.estimated_max_micros)} reserved`;
 }
 
+/** A study opened, and whether this request accepted it: then it stands as accepted, every run queued and nothing settled. */
+export interface Opened { experiment: ExperimentRow; acceptedNow: boolean }
+
 /**
  * Opens an approved study: each arm is rechecked as its lone run would be, then in one
  * transaction the plan is consumed, the study recorded and every run accepted with its
@@ -75,16 +76,16 @@ function experimentSummary(proposal: ExperimentProposal, account: string): strin
  * then its workflow `experiment-<id>` starts. When Temporal cannot take it, the
  * acceptance is undone and the answer is 503, so a retry completes it.
  */
-export async function openExperiment(deps: Deps, caller: Caller, planId: string, proposal: ExperimentProposal): Promise<ExperimentRow> {
+export async function openExperiment(deps: Deps, caller: Caller, planId: string, proposal: ExperimentProposal): Promise<Opened> {
   for (const arm of proposal.arms) await recheckProposal(deps, caller, armRunProposal(arm), { caps: false });
   const capped = await studyCapFindings(deps, caller, proposal.arms, proposal.estimated_max_micros);
   if (capped.length) throw planUnavailable(`A spend cap changed since this study was prepared: ${capped.map((f) => f.message).join(' ')} Prepare it again.`, null);
   const id = newId('exp');
-  const common: Omit<Acceptance<ExperimentRow, typeof experimentWorkflow>, 'workflow' | 'start'> = {
-    record: () => recordAcceptance(deps.db, {
+  const common: Omit<Acceptance<Opened, typeof experimentWorkflow>, 'workflow' | 'start'> = {
+    record: async () => ({ acceptedNow: true, experiment: await recordAcceptance(deps.db, {
       id, account_id: caller.account.id, name: proposal.name, goal: proposal.goal, arms: proposal.arms, plan_id: planId,
       workspace_ids: [...new Set(proposal.arms.map((a) => a.workspace_id))], reserved_micros: proposal.estimated_max_micros, design: proposal.design,
-    }, proposal.design ? questionRuns(id, caller, { ...proposal, design: proposal.design }) : armRuns(id, caller, proposal)),
+    }, proposal.design ? questionRuns(id, caller, { ...proposal, design: proposal.design }) : armRuns(id, caller, proposal)) }),
     refusal: async (err) => {
       if (isSqlState(err, SQLSTATE.planUsed)) return planUsed(await resultOf(deps.db, caller.account.id, planId));
       const refused = spendCapRefusal(err, true);
@@ -103,10 +104,10 @@ export async function openExperiment(deps: Deps, caller: Caller, planId: string,
     earlier: async () => {
       const ref = /^experiment:(.+)$/.exec((await resultOf(deps.db, caller.account.id, planId)) ?? '');
       const row = ref ? await getExperiment(deps.db, ref[1]!, caller.account.id) : undefined;
-      return row && row.status === 'running' && !row.completed_at ? row : null;
+      return row && row.status === 'running' && !row.completed_at ? { experiment: row, acceptedNow: false } : null;
     },
   };
-  const start = (row: ExperimentRow) => ({
+  const start = ({ experiment: row }: Opened) => ({
     taskQueue: CONTROL_TASK_QUEUE,
     workflowId: experimentWorkflowId(row.id),
     args: [{ experimentId: row.id }] as [{ experimentId: string }],

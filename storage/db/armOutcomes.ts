@@ -53,6 +53,11 @@ export async function armOutcomes(db: Db, experimentId: string, arms: Array<{ sc
   return { completed, aggregates, values: byArm };
 }
 
+/** A study's outcomes before any run completed: what `armOutcomes` reads of a study just accepted. */
+export function noOutcomes(arms: unknown[]): ArmOutcomes {
+  return { completed: arms.map(() => 0), aggregates: arms.map(() => new Map()), values: arms.length === 2 ? arms.map(() => new Map()) : null };
+}
+
 /** What a study's runs have been charged so far (every run it made, detached ones included), in micro-dollars. */
 export async function settledMicros(db: Db, experimentId: string): Promise<number> {
   const row = await db('experiment_runs as x').join('runs as r', 'r.id', 'x.run_id').where('x.experiment_id', experimentId).whereIn('r.status', TERMINAL)

@@ -70,8 +70,8 @@ export interface ExperimentRunRow {
 /** Runs of a study of arms accepted per statement: a slice takes about a second, well within the dependency deadline. */
 const ACCEPT_SLICE = 1000;
 
-/** A question study's runs: the record they share (the first one's id and the seed of all), and each one's id, in start order. */
-export interface RunSet { run: NewRun; ids: string[] }
+/** A question study's runs: the record they share (the seed of all; Postgres gives each its id) and how many there are. */
+export interface RunSet { run: Omit<NewRun, 'id'>; count: number }
 
 /**
  * Records a study as accepted, all or nothing, in one transaction: consumes its plan,
@@ -80,7 +80,7 @@ export interface RunSet { run: NewRun; ids: string[] }
  * slice per statement (migration 044). A study that answers a question (one lab, every
  * run alike but for its id and seed) has its runs accepted as one set under one
  * reservation of the study's whole maximum, which each run's settlement draws its share
- * from (silico_accept_study_runs, migrations 051 and 054). Raises SQLSTATE.planUsed, SQLSTATE.insufficientCompute
+ * from (silico_accept_study_runs, migrations 051, 054 and 055). Raises SQLSTATE.planUsed, SQLSTATE.insufficientCompute
  * or a spend cap's SQLSTATE and changes nothing when it cannot.
  */
 export async function acceptExperiment(
@@ -93,7 +93,7 @@ export async function acceptExperiment(
     if (!Array.isArray(runs)) {
       // A question study: its runs as one set, under one reservation (migration 054).
       await trx.raw('SELECT * FROM silico_accept_experiment(?::jsonb, ?::jsonb, ?)', [record, '[]', e.plan_id]);
-      if (runs.ids.length) await trx.raw('SELECT silico_accept_study_runs(?, ?::jsonb, ?::uuid[], ?::bigint[], 0)', [e.id, JSON.stringify(runs.run), runs.ids, runs.ids.map(() => runs.run.seed)]);
+      if (runs.count) await trx.raw('SELECT silico_accept_study_runs(?, ?::jsonb, ?::integer)', [e.id, JSON.stringify(runs.run), runs.count]);
     } else {
       const slices = Array.from({ length: Math.max(1, Math.ceil(runs.length / ACCEPT_SLICE)) }, (_, i) => runs.slice(i * ACCEPT_SLICE, (i + 1) * ACCEPT_SLICE))
         .map((slice) => JSON.stringify(slice.map((r) => ({ ...r, run: { ...r.run, status: 'queued' } }))));

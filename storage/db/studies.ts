@@ -43,7 +43,10 @@ export async function assignBatch(
   db: Db, experimentId: string, batch: number, asked: Array<{ params: Record<string, number>; attrs: Record<string, unknown> }>, baseInputs: Record<string, unknown>,
 ): Promise<Array<{ idx: number; run_id: string }>> {
   return db.transaction(async (trx) => {
-    await trx('experiments').where({ id: experimentId }).forUpdate().first('id');
+    // One assignment of the study at a time (a retried activity finds its batch given). Not
+    // the study's row: a run's change locks the run, then touches that row, so holding the
+    // row while the batch's runs are updated deadlocked with a run cancelled meanwhile.
+    await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [`study-points:${experimentId}`]);
     const given = await trx('experiment_points').where({ experiment_id: experimentId, batch }).orderBy('idx').select('idx', 'run_id');
     if (given.length) return given;
     const waiting: string[] = await waitingRuns(trx, experimentId).orderBy('x.position').limit(asked.length).pluck('x.run_id');

@@ -55,23 +55,34 @@ const treeMs = (table: ProcTable, root: number, children?: Map<number, number[]>
 /** Resident memory (MiB) of a process and its live descendants (4 KiB pages). */
 export const treeRssMiB = (root: number, table = procTable()): number => (treeSum(table, root, 'rssPages') * 4096) / 2 ** 20;
 
-/** A process's proportional set size (KiB): its pages, a shared one split among its sharers. */
-function pssKiB(pid: number): number {
+/**
+ * A process's proportional set size (KiB), a shared page split among its sharers, and the
+ * part of it that is shared memory (Postgres's buffers: as large as configured, at most).
+ */
+function pssKiB(pid: number): { pss: number; shmem: number } {
   try {
-    return Number(/^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? 0);
+    const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+    const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(rollup)?.[1] ?? 0);
+    return { pss: field('Pss'), shmem: field('Pss_Shmem') };
   } catch {
-    return 0; // exited while we read
+    return { pss: 0, shmem: 0 }; // exited while we read
   }
 }
 
+/** Proportional memory (MiB) of a process tree, and its shared memory's part. */
+export interface TreeMemory { mib: number; shmemMib: number }
+
 /**
- * Proportional memory (MiB) of each supervised process with its tree: unlike resident
- * memory, pages shared within a tree (Postgres's shared buffers, in every backend) count once.
+ * Proportional memory of each supervised process with its tree: unlike resident memory,
+ * pages shared within a tree (Postgres's shared buffers, in every backend) count once.
  */
-export function pssByProcess(sup: Supervisor): Record<string, number> {
+export function pssByProcess(sup: Supervisor): Record<string, TreeMemory> {
   const table = procTable();
   const children = childrenOf(table);
-  return Object.fromEntries(sup.processes.filter((p) => p.child.pid).map((p) => [p.name, treeOf(table, p.child.pid!, children).reduce((sum, pid) => sum + pssKiB(pid), 0) / 1024]));
+  return Object.fromEntries(sup.processes.filter((p) => p.child.pid).map((p) => {
+    const each = treeOf(table, p.child.pid!, children).map(pssKiB);
+    return [p.name, { mib: each.reduce((sum, m) => sum + m.pss, 0) / 1024, shmemMib: each.reduce((sum, m) => sum + m.shmem, 0) / 1024 }];
+  }));
 }
 
 /** The `most` largest processes of a supervised process's tree by proportional memory (MiB), each named by its command line. */
@@ -84,7 +95,7 @@ export function pssLargest(sup: Supervisor, name: string, most = 5): Array<{ wha
     try {
       what = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim().slice(0, 80);
     } catch { /* exited while we read */ }
-    return { what, mib: pssKiB(pid) / 1024 };
+    return { what, mib: pssKiB(pid).pss / 1024 };
   }).sort((a, b) => b.mib - a.mib).slice(0, most);
 }
 

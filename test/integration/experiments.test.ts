@@ -43,6 +43,8 @@ async function openStudy(key: string, body: Record<string, unknown>) {
   assert.equal(plan.status, 'ready', JSON.stringify(plan.findings));
   const res = await call('POST', '/experiments', { key, body: { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 } });
   assert.equal(res.status, 200, res.text);
+  // The answer is the study as it was accepted: every run queued, nothing settled.
+  assert.deepEqual([res.body.run_totals.queued, res.body.run_totals.total, res.body.credits_settled], [plan.run_count, plan.run_count, 0]);
   return { plan, study: res.body };
 }
 

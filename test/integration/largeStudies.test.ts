@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { call, closeTestDb, errorOf, newAccount, testDb, workspaceOfLab } from '../helpers.ts';
+import { call, closeTestDb, errorOf, newAccount, testDb, until, workspaceOfLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { questionRuns } from '../../api/experiments/accept.ts';
 import type { ExperimentProposal } from '../../api/experiments/prepare.ts';
@@ -11,6 +11,7 @@ import { newId } from '../../storage/ids.ts';
 import { isSqlState, SQLSTATE } from '../../storage/db/sqlStates.ts';
 import { acquireRunSlot, cancelQueuedRun, finishRun } from '../../storage/runLifecycle.ts';
 import { auditLedger } from '../../storage/db/audit.ts';
+import { assignBatch } from '../../storage/db/studies.ts';
 
 // A question study's acceptance at size, on the real Postgres: its runs are accepted as
 // one set under one reservation of the study's maximum (migrations 051 and 054), and each
@@ -53,14 +54,19 @@ async function accept(p: ExperimentProposal, who: Owner = owner) {
     id, account_id: who.account.id, name: p.name, goal: p.goal, arms: p.arms, plan_id: plan.id,
     workspace_ids: [p.arms[0]!.workspace_id], reserved_micros: p.estimated_max_micros, design: p.design,
   }, runs);
-  return { row, runs, seconds: (performance.now() - t0) / 1000 };
+  const seconds = (performance.now() - t0) / 1000;
+  // Postgres gave them their ids; these are they, in start order.
+  const ids: string[] = await testDb()('experiment_runs').where({ experiment_id: id }).orderBy('position').pluck('run_id');
+  return { row, ids, seconds };
 }
 
 test('a 20,480-run study is accepted whole under one reservation, each run queued with its first event; its answer lists none of them and says where they are; undone, it leaves no trace', { timeout: 120_000 }, async () => {
   const before = await balance();
-  const { row, runs, seconds } = await accept(proposal);
-  console.log(`accepted ${runs.ids.length} runs in ${seconds.toFixed(2)} s`);
-  const n = runs.ids.length;
+  const { row, ids, seconds } = await accept(proposal);
+  console.log(`accepted ${ids.length} runs in ${seconds.toFixed(2)} s`);
+  const n = ids.length;
+  assert.equal(n, proposal.design!.run_count);
+  assert.equal(new Set(ids).size, n, 'each run its own id');
   const each = proposal.arms[0]!.estimated_max_micros;
   assert.equal(proposal.estimated_max_micros, n * each);
   const db = testDb();
@@ -75,13 +81,12 @@ test('a 20,480-run study is accepted whole under one reservation, each run queue
   assert.deepEqual(counts, { n, queued: n, seeds: 1 });
   // The study's reservation is one transaction of its whole maximum; its runs have none of their own.
   const reserves = await db('ledger_txns as t').join('ledger_entries as e', 'e.txn_id', 't.id').where({ 't.kind': 'reserve', 'e.book': 'reserved' })
-    .whereIn('t.ref', [`experiment:${row.id}`, ...runs.ids.map((id) => `run:${id}`)]).select('t.ref', db.raw('e.amount_micros::bigint AS micros'));
+    .whereIn('t.ref', [`experiment:${row.id}`, ...ids.map((id) => `run:${id}`)]).select('t.ref', db.raw('e.amount_micros::bigint AS micros'));
   assert.deepEqual(reserves, [{ ref: `experiment:${row.id}`, micros: n * each }]);
   const events = await db('run_events as e').join('runs as r', 'r.id', 'e.run_id').where({ 'r.experiment_id': row.id })
     .select(db.raw(`count(*) FILTER (WHERE e.seq = 1 AND e.type = 'state_changed' AND e.message = 'Run accepted and queued.')::integer AS first, count(*)::integer AS n`)).first();
   assert.deepEqual(events, { first: n, n });
   const order = await db('experiment_runs').where({ experiment_id: row.id }).orderBy('position').select('run_id', 'position', 'replicate');
-  assert.deepEqual(order.map((x) => x.run_id), runs.ids, 'in start order');
   assert.deepEqual([order[0].position, order.at(-1).position, order.at(-1).replicate], [1, n, n - 1]);
 
   // Its answer is the same size as a small study's: totals, money and comparison, no run.
@@ -96,7 +101,7 @@ test('a 20,480-run study is accepted whole under one reservation, each run queue
   assert.equal(listing.status, 422);
   assert.deepEqual([errorOf(listing).code, errorOf(listing).param], ['too_many_runs', 'include_runs']);
   const page = await call('GET', `/experiments/${row.id}/runs?limit=3`, { key: owner.key });
-  assert.deepEqual(page.body.items.map((r: any) => r.run_id), runs.ids.slice(0, 3));
+  assert.deepEqual(page.body.items.map((r: any) => r.run_id), ids.slice(0, 3));
 
   // Undone (its workflow could not start): no run, reservation, event or study is left.
   const u0 = performance.now();
@@ -104,8 +109,8 @@ test('a 20,480-run study is accepted whole under one reservation, each run queue
   console.log(`undone in ${((performance.now() - u0) / 1000).toFixed(2)} s`);
   assert.deepEqual(await balance(), before);
   assert.equal((await db('runs').where({ experiment_id: row.id }).count<{ n: number }>('* as n').first())!.n, 0);
-  assert.equal((await db('ledger_txns').whereIn('ref', [`experiment:${row.id}`, ...runs.ids.slice(0, 1000).map((id) => `run:${id}`)]).count<{ n: number }>('* as n').first())!.n, 0);
-  assert.equal((await db('run_events').whereIn('run_id', runs.ids.slice(0, 1000)).count<{ n: number }>('* as n').first())!.n, 0);
+  assert.equal((await db('ledger_txns').whereIn('ref', [`experiment:${row.id}`, ...ids.slice(0, 1000).map((id) => `run:${id}`)]).count<{ n: number }>('* as n').first())!.n, 0);
+  assert.equal((await db('run_events').whereIn('run_id', ids.slice(0, 1000)).count<{ n: number }>('* as n').first())!.n, 0);
   assert.equal(await db('experiments').where({ id: row.id }).first(), undefined);
 });
 
@@ -114,9 +119,9 @@ test('each run of a study is settled on its own from the study\'s reservation: c
   const small = { ...proposal, design: { ...proposal.design!, run_count: 4 }, estimated_max_micros: 4 * proposal.arms[0]!.estimated_max_micros } as ExperimentProposal;
   const who = await newAccount({ usd: 10 });
   const before = await balance(who);
-  const { runs } = await accept(small, who);
+  const { ids } = await accept(small, who);
   const each = proposal.arms[0]!.estimated_max_micros;
-  const [done, failed, cancelled, open] = runs.ids;
+  const [done, failed, cancelled, open] = ids;
   assert.equal(await acquireRunSlot(db, done!, 10), 'running');
   assert.equal(await finishRun(db, { runId: done!, status: 'completed', computeSeconds: 1 }), 'completed');
   assert.equal(await finishRun(db, { runId: done!, status: 'completed', computeSeconds: 1 }), 'completed', 'a repeated ending changes nothing');
@@ -127,7 +132,7 @@ test('each run of a study is settled on its own from the study\'s reservation: c
   await db('experiment_runs').where({ run_id: open }).update({ detached_at: db.fn.now() });
   await db('runs').where({ id: open }).update({ experiment_id: null });
   assert.equal(await cancelQueuedRun(db, open!), 'cancelled');
-  const settled = await db('runs').whereIn('id', runs.ids).select('id', 'settled_micros');
+  const settled = await db('runs').whereIn('id', ids).select('id', 'settled_micros');
   const price = Number((await db('compute_profiles').where({ id: proposal.arms[0]!.compute_profile }).first('price_per_second_micros')).price_per_second_micros);
   const charged = Object.fromEntries(settled.map((r) => [r.id, Number(r.settled_micros)]));
   assert.deepEqual([charged[done!], charged[failed!], charged[cancelled!], charged[open!]], [Math.min(price, each), each, 0, 0], 'each charged what it used, never more than its maximum');
@@ -140,27 +145,46 @@ test('each run of a study is settled on its own from the study\'s reservation: c
   assert.deepEqual([audit.reservations, audit.settlements], [1, 4]);
 });
 
+test('a batch given its parameter sets while one of its runs changes (the run locked, then the study\'s row touched, as a cancel does) waits for that run and completes, and so does the change: no deadlock', { timeout: 60_000 }, async () => {
+  const db = testDb();
+  const small = { ...proposal, design: { ...proposal.design!, run_count: 4 }, estimated_max_micros: 4 * proposal.arms[0]!.estimated_max_micros } as ExperimentProposal;
+  const { row, ids } = await accept(small, await newAccount({ usd: 10 }));
+  const change = await db.transaction();
+  try {
+    const pid = (await change.raw('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+    await change('runs').where({ id: ids[2] }).update({ metadata: change.raw('metadata') });
+    const assigning = assignBatch(db, row.id, 0, ids.map((_, i) => ({ params: { x1: i, x2: 0, x3: 0 }, attrs: {} })), {});
+    await until(10_000, async () => ((await db.raw('SELECT count(*)::integer AS n FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid))', [pid])).rows[0].n > 0 ? true : undefined));
+    // What the run's change does next: touch its study's row (runs_touch_experiment).
+    await change('experiments').where({ id: row.id }).update({ updated_at: change.fn.now() });
+    await change.commit();
+    assert.deepEqual((await assigning).map((g) => g.run_id), ids, 'each run given its set, in start order');
+  } finally {
+    if (!change.isCompleted()) await change.rollback();
+  }
+});
+
 test('a 20,480-run study closed before it began ends every run cancelled, nothing charged, its whole reservation released; the books balance', { timeout: 120_000 }, async () => {
   const who = await newAccount({ usd: 1000 });
   const before = await balance(who);
-  const { row, runs } = await accept(proposal, who);
+  const { row, ids } = await accept(proposal, who);
   const t0 = performance.now();
   const closed = await call('PATCH', `/experiments/${row.id}`, { key: who.key, body: { status: 'closed' } });
-  console.log(`closed (${runs.ids.length} runs cancelled) in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
+  console.log(`closed (${ids.length} runs cancelled) in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
   assert.equal(closed.status, 200, closed.text);
-  assert.deepEqual([closed.body.run_totals.total, closed.body.run_totals.cancelled, closed.body.run_totals.queued], [runs.ids.length, runs.ids.length, 0]);
+  assert.deepEqual([closed.body.run_totals.total, closed.body.run_totals.cancelled, closed.body.run_totals.queued], [ids.length, ids.length, 0]);
   assert.deepEqual(await balance(who), before);
   const db = testDb();
   const ended = await db('runs').where({ experiment_id: row.id }).first(db.raw(`count(*) FILTER (WHERE status = 'cancelled' AND settled_micros = 0)::integer AS n`));
-  assert.equal(ended.n, runs.ids.length, 'each ended cancelled, charged nothing');
+  assert.equal(ended.n, ids.length, 'each ended cancelled, charged nothing');
   // One reservation, a settlement per run that releases its share of it, every transaction balanced.
   const txns = await db('ledger_txns as t').join('ledger_entries as e', 'e.txn_id', 't.id').where({ 't.account_id': who.account.id }).whereNot({ 't.kind': 'grant' })
     .groupBy('t.kind').orderBy('t.kind').select('t.kind', db.raw('count(DISTINCT t.id)::integer AS n'), db.raw('sum(e.amount_micros)::bigint AS net'),
       db.raw(`sum(e.amount_micros) FILTER (WHERE e.book = 'reserved')::bigint AS reserved`));
   const each = proposal.arms[0]!.estimated_max_micros;
   assert.deepEqual(txns, [
-    { kind: 'reserve', n: 1, net: 0, reserved: runs.ids.length * each },
-    { kind: 'settle', n: runs.ids.length, net: 0, reserved: -runs.ids.length * each },
+    { kind: 'reserve', n: 1, net: 0, reserved: ids.length * each },
+    { kind: 'settle', n: ids.length, net: 0, reserved: -ids.length * each },
   ]);
 });
 

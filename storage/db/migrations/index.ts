@@ -45,6 +45,7 @@ import * as studyRunsAtOnce from './051_study_runs_at_once.ts';
 import * as recordArtifact from './052_record_artifact.ts';
 import * as loneRunNotify from './053_lone_run_notify.ts';
 import * as studyReservation from './054_study_reservation.ts';
+import * as studyRunIds from './055_study_run_ids.ts';
 import * as computeProfilesNotify from './045_compute_profiles_notify.ts';
 import * as releasesNotify from './046_releases_notify.ts';
 import * as petabImports from './047_petab_imports.ts';
@@ -109,6 +110,7 @@ const migrations: Record<string, Migration> = {
   '052_record_artifact': recordArtifact,
   '053_lone_run_notify': loneRunNotify,
   '054_study_reservation': studyReservation,
+  '055_study_run_ids': studyRunIds,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
