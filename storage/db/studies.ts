@@ -29,8 +29,12 @@ export async function studyPoints(db: Db, experimentId: string): Promise<StudyPo
     .select('p.idx', 'p.batch', 'p.run_id', 'p.params', 'p.attrs', 'p.outcome', 'r.status');
 }
 
-/** Points one statement of `assignBatch` or `tellPoints` writes: the same memory per statement whatever the study's size. */
-const POINT_SLICE = 10_000;
+/**
+ * Points one statement of `assignBatch` or `tellPoints` writes: the same memory per
+ * statement whatever the study's size. Its Postgres backend's own memory peaked at about
+ * 70 MiB with 10,000 a statement and 16 MiB with 2,000, in the same time.
+ */
+const POINT_SLICE = 2_000;
 
 /**
  * Gives a batch its parameter sets, once: each set goes to the next of the study's runs
