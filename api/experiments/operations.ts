@@ -113,25 +113,23 @@ async function ownedExperiment(ctx: ToolContext, experimentId: string): Promise<
 export const MAX_VIEW_RUNS = 1000;
 
 /** A study's answer: bounded whatever its size; its runs only on request, and only when they fit (else the listing pages them). */
-async function fullView(ctx: ToolContext, e: ExperimentRow, input: { include_runs?: boolean; include_points?: boolean }) {
+/**
+ * A study's answer. `acceptedRuns`, when this request has just accepted the study with
+ * that many runs, is what it stands at (every run queued, nothing settled) and is not read
+ * back: at 100,000 runs that reading was a tenth of the acceptance's time.
+ */
+async function fullView(ctx: ToolContext, e: ExperimentRow, input: { include_runs?: boolean; include_points?: boolean }, acceptedRuns?: number) {
   const { db } = ctx.deps;
-  const [totals, settled, outcomes, runs] = await Promise.all([
-    runTotals(db, [e.id]), settledMicros(db, e.id), armOutcomes(db, e.id, e.arms),
-    input.include_runs ? experimentRuns(db, e.id, MAX_VIEW_RUNS + 1) : null,
-  ]);
+  const [totals, settled, outcomes, runs] = acceptedRuns !== undefined && !input.include_runs
+    ? [new Map([[e.id, { queued: acceptedRuns }]]), 0, noOutcomes(e.arms), null]
+    : await Promise.all([
+      runTotals(db, [e.id]), settledMicros(db, e.id), armOutcomes(db, e.id, e.arms),
+      input.include_runs ? experimentRuns(db, e.id, MAX_VIEW_RUNS + 1) : null,
+    ]);
   if (runs && runs.length > MAX_VIEW_RUNS) {
     throw errors.validation('too_many_runs', `This study has more than ${MAX_VIEW_RUNS} runs to include at once; GET /experiments/${e.id}/runs (experiment_run_list) pages them.`, 'include_runs', { max_runs: MAX_VIEW_RUNS });
   }
   return experimentView(e, runs, totals.get(e.id), settled, compareArms(e.arms, outcomes), ctx.deps.config.baseUrl, { points: input.include_points ?? true });
-}
-
-/**
- * A study as this request accepted it, every run queued and nothing settled, without
- * reading back what it just wrote: at 100,000 runs that reading was a tenth of the
- * acceptance's time. A retry that finds the study already accepted reads it (fullView).
- */
-function acceptedView(ctx: ToolContext, e: ExperimentRow, runCount: number, input: { include_points?: boolean }) {
-  return experimentView(e, null, { queued: runCount }, 0, compareArms(e.arms, noOutcomes(e.arms)), ctx.deps.config.baseUrl, { points: input.include_points ?? true });
 }
 
 /** Where a study's runs are read a page at a time. */
@@ -171,7 +169,7 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     const plan = await approvedPlan(ctx.deps.db, ctx.caller.account.id, 'experiment', input.plan_id, input.plan_sha256, { resumable: true });
     const { experiment: e, acceptedNow } = await openExperiment(ctx.deps, ctx.caller, plan.id, plan.proposal as ExperimentProposal);
     return {
-      body: acceptedNow && !input.include_runs ? acceptedView(ctx, e, (plan.proposal as ExperimentProposal).run_count, input) : await fullView(ctx, e, input),
+      body: await fullView(ctx, e, input, acceptedNow ? (plan.proposal as ExperimentProposal).run_count : undefined),
       next_actions: [{ tool: 'experiment_get', description: 'Follow the study: run totals, then the comparison.', arguments: { experiment_id: e.id } }, followRuns(e.id)],
     };
   },

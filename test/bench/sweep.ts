@@ -220,9 +220,8 @@ async function main(): Promise<void> {
       say(tenth, middle);
       const r = await study(LARGE, true, 'morris');
       say(LARGE, r);
-      const memory = Object.keys(r.peak).filter((k) => middle.peak[k]).map((k) => `${k} ${(r.peak[k]! / middle.peak[k]!).toFixed(2)}`).join(', ');
-      const own = Object.keys(r.peak).filter((k) => middle.peak[k]).map((k) => `${k} ${((r.peak[k]! - r.sharedAtPeak[k]!) / (middle.peak[k]! - middle.sharedAtPeak[k]!)).toFixed(2)}`).join(', ');
-      console.log(`peak memory at ${LARGE} runs against ${tenth}: ${memory} (goal <= 1.2 each); without shared memory: ${own}`);
+      const ratios = (of: (x: typeof r, k: string) => number) => Object.keys(r.peak).filter((k) => middle.peak[k]).map((k) => `${k} ${(of(r, k) / of(middle, k)).toFixed(2)}`).join(', ');
+      console.log(`peak memory at ${LARGE} runs against ${tenth}: ${ratios((x, k) => x.peak[k]!)} (goal <= 1.2 each); without shared memory: ${ratios((x, k) => x.peak[k]! - x.sharedAtPeak[k]!)}`);
       console.log(`runs per second at ${LARGE} runs against ${N}: ${((LARGE / r.seconds) / (N / small.seconds)).toFixed(2)}  goal >= 0.9`);
       await db.destroy();
       return;
