@@ -69,7 +69,7 @@ export const LONGEST_FIRST = [
   'test/integration/sessionRestart.test.ts',
 ];
 
-export interface FileResult { file: string; ms: number; passed: number; failed: number; skipped: number }
+export interface FileResult { file: string; ms: number; passed: number; failed: number; skipped: number; /** Each failed test's name and the head of its error, repeated at the report's end. */ failures: string[] }
 
 /** The longest a file may take (the longest takes about 4 minutes on a 2-core machine). */
 const FILE_LIMIT_MS = 20 * 60_000;
@@ -77,9 +77,17 @@ export interface Schedule { passed: number; failed: number; skipped: number; fil
 
 const rel = (f: string) => path.relative(REPO_ROOT, f);
 
+/** The first lines of a failure's error (node:test wraps a test's own error as its cause). */
+function failureHead(error: unknown): string {
+  const e = error as { cause?: unknown; message?: string } | undefined;
+  const inner = e?.cause instanceof Error ? e.cause : e;
+  const text = inner instanceof Error ? (inner.stack ?? inner.message) : String(inner?.message ?? inner);
+  return text.split('\n').slice(0, 6).join('\n    ');
+}
+
 /** One file in its own test process: its spec output printed whole when it ends, and its counts. */
 async function runFile(file: string, namePattern: string | undefined, stop: AbortSignal, limitMs: number, write: (text: string) => void): Promise<FileResult> {
-  const result: FileResult = { file: rel(file), ms: 0, passed: 0, failed: 0, skipped: 0 };
+  const result: FileResult = { file: rel(file), ms: 0, passed: 0, failed: 0, skipped: 0, failures: [] };
   const started = Date.now();
   // A file that hangs (a hook awaiting a dead stack) is cancelled after its limit, and
   // every running file when the run is stopped: the suite always ends with its report.
@@ -98,6 +106,7 @@ async function runFile(file: string, namePattern: string | undefined, stop: Abor
     if (d.details.type === 'suite') return;
     if (d.name === d.file) fileFailed = true;
     else result.failed += 1;
+    result.failures.push(`${d.name}: ${failureHead(d.details.error)}`);
   });
   let out = '';
   for await (const chunk of stream.compose(new spec())) out += String(chunk);
@@ -105,6 +114,7 @@ async function runFile(file: string, namePattern: string | undefined, stop: Abor
   if (fileFailed && result.failed === 0) result.failed = 1;
   const cut = limit.aborted ? `cancelled after ${limitMs / 1000} s` : stop.aborted ? `cancelled: ${(stop.reason as Error).message}` : '';
   if (cut && result.failed === 0) result.failed = 1;
+  if (cut) result.failures.push(cut);
   // Each run's own closing summary is left out: the suite's is printed once, at the end.
   const body = out.split('\n').filter((l) => !/^ℹ (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) /.test(l)).join('\n').trimEnd();
   const counts = [`${result.passed} passed`, ...(result.failed ? [`${result.failed} failed`] : []), ...(result.skipped ? [`${result.skipped} skipped`] : [])];
@@ -169,13 +179,14 @@ export async function runFiles(files: string[], opts: { env: NodeJS.ProcessEnv; 
   const groups = new Map<string, FileResult & { files: number }>();
   for (const r of results) {
     const name = r.file.split('/').slice(0, 2).join('/');
-    const g = groups.get(name) ?? { file: name, files: 0, ms: 0, passed: 0, failed: 0, skipped: 0 };
+    const g = groups.get(name) ?? { file: name, files: 0, ms: 0, passed: 0, failed: 0, skipped: 0, failures: [] };
     groups.set(name, { ...g, files: g.files + 1, ms: g.ms + r.ms, passed: g.passed + r.passed, failed: g.failed + r.failed, skipped: g.skipped + r.skipped });
   }
   write(`\nby group (files' own times, summed):\n${[...groups.values()].map((g) => `  ${g.file.padEnd(18)} ${String(g.files).padStart(3)} files ${(g.ms / 1000).toFixed(0).padStart(5)} s  ${g.passed} passed, ${g.failed} failed${g.skipped ? `, ${g.skipped} skipped` : ''}`).join('\n')}\n`);
   const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 12);
   write(`\nslowest files (of ${results.length}, ${concurrency} at a time, ${(schedule.ms / 1000).toFixed(0)} s in all):\n${slowest.map((r) => `  ${(r.ms / 1000).toFixed(1).padStart(6)} s  ${r.file}`).join('\n')}\n`);
-  for (const r of results.filter((x) => x.failed)) write(`failed: ${r.file} (${r.failed})\n`);
+  // A long run's log is often read from its tail alone: each failure is said again here.
+  for (const r of results.filter((x) => x.failed)) write(`failed: ${r.file} (${r.failed})\n${r.failures.map((f) => `  ✖ ${f}\n`).join('')}`);
   if (skipped.length) write(`not run (${(stop.reason as Error).message}): ${skipped.join(', ')}\n`);
   write(`\ntests: ${schedule.passed} passed, ${schedule.failed} failed${schedule.skipped ? `, ${schedule.skipped} skipped` : ''}${skipped.length ? `; ${skipped.length} files not run` : ''}\n`);
   return schedule;
