@@ -56,21 +56,22 @@ const treeMs = (table: ProcTable, root: number, children?: Map<number, number[]>
 export const treeRssMiB = (root: number, table = procTable()): number => (treeSum(table, root, 'rssPages') * 4096) / 2 ** 20;
 
 /**
- * A process's proportional set size (KiB), a shared page split among its sharers, and the
- * part of it that is shared memory (Postgres's buffers: as large as configured, at most).
+ * A process's proportional set size (KiB), a shared page split among its sharers, and its
+ * parts: its own memory (anonymous), mapped files (its binary's pages among them) and
+ * shared memory (Postgres's buffers: as large as configured, at most).
  */
-function pssKiB(pid: number): { pss: number; shmem: number } {
+function pssKiB(pid: number): { pss: number; anon: number; file: number; shmem: number } {
   try {
     const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
     const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(rollup)?.[1] ?? 0);
-    return { pss: field('Pss'), shmem: field('Pss_Shmem') };
+    return { pss: field('Pss'), anon: field('Pss_Anon'), file: field('Pss_File'), shmem: field('Pss_Shmem') };
   } catch {
-    return { pss: 0, shmem: 0 }; // exited while we read
+    return { pss: 0, anon: 0, file: 0, shmem: 0 }; // exited while we read
   }
 }
 
-/** Proportional memory (MiB) of a process tree, and its shared memory's part. */
-export interface TreeMemory { mib: number; shmemMib: number }
+/** Proportional memory (MiB) of a process tree, and its parts. */
+export interface TreeMemory { mib: number; anonMib: number; fileMib: number; shmemMib: number }
 
 /**
  * Proportional memory of each supervised process with its tree: unlike resident memory,
@@ -81,7 +82,8 @@ export function pssByProcess(sup: Supervisor): Record<string, TreeMemory> {
   const children = childrenOf(table);
   return Object.fromEntries(sup.processes.filter((p) => p.child.pid).map((p) => {
     const each = treeOf(table, p.child.pid!, children).map(pssKiB);
-    return [p.name, { mib: each.reduce((sum, m) => sum + m.pss, 0) / 1024, shmemMib: each.reduce((sum, m) => sum + m.shmem, 0) / 1024 }];
+    const mib = (part: 'pss' | 'anon' | 'file' | 'shmem') => each.reduce((sum, m) => sum + m[part], 0) / 1024;
+    return [p.name, { mib: mib('pss'), anonMib: mib('anon'), fileMib: mib('file'), shmemMib: mib('shmem') }];
   }));
 }
 

@@ -50,7 +50,7 @@ import { createDb } from '../../storage/db/knex.ts';
 import { makeAccount } from '../accounts.ts';
 import { createHttpClient } from './httpClient.ts';
 import { labWorkspace } from './labWorkspace.ts';
-import { cpuPerUnit, cpuSample, pssByProcess, pssLargest } from './cpu.ts';
+import { cpuPerUnit, cpuSample, pssByProcess, pssLargest, type TreeMemory } from './cpu.ts';
 import { cpuProfileReport, monotonicMicros, processNames, profilingSettings, resetStatements, statementReport } from './profile.ts';
 import { median, p95 } from './stats.ts';
 
@@ -146,17 +146,16 @@ async function main(): Promise<void> {
 
     /** One Sobol' study of `n` runs (Morris: `n` / 4 trajectories), from its plan until the client reads it completed. */
     const study = async (n: number, withLone: boolean, method: 'sobol' | 'morris' = 'sobol', who: { h: Http; lab: typeof lab } = { h, lab }) => {
-      const peak: Record<string, number> = {};
-      // Each process's shared memory at its peak (Postgres's buffers, bounded by its configuration) and
-      // Postgres's largest processes then: which of them grows with a study's size.
-      const sharedAtPeak: Record<string, number> = {};
+      // Each process's memory at its peak, with its parts (Postgres's shared memory is its
+      // buffers, bounded by its configuration), and Postgres's largest processes then: which
+      // of them grows with a study's size.
+      const peak: Record<string, TreeMemory> = {};
       let postgresAtPeak: Array<{ what: string; mib: number }> = [];
       const sampler = setInterval(() => {
         for (const [k, v] of Object.entries(pssByProcess(s.supervisor))) {
-          if (v.mib <= (peak[k] ?? 0)) continue;
+          if (v.mib <= (peak[k]?.mib ?? 0)) continue;
           if (k === 'postgres') postgresAtPeak = pssLargest(s.supervisor, 'postgres');
-          peak[k] = v.mib;
-          sharedAtPeak[k] = v.shmemMib;
+          peak[k] = v;
         }
       }, 2000);
       const cpu0 = cpuSample(s.supervisor);
@@ -182,7 +181,7 @@ async function main(): Promise<void> {
       const points: Array<{ params: Record<string, number>; outputs: { y: number } }> = await db('experiment_points as p').join('runs as r', 'r.id', 'p.run_id')
         .where('p.experiment_id', e.id).orderBy('p.idx').select('p.params', 'r.outputs');
       const waits = await startWaits(await lones);
-      return { seconds, accepted, sets: points.map((p) => p.params), values: points.map((p) => p.outputs.y), waits, cpu, peak, sharedAtPeak, postgresAtPeak };
+      return { seconds, accepted, sets: points.map((p) => p.params), values: points.map((p) => p.outputs.y), waits, cpu, peak, postgresAtPeak };
     };
     const agree = (a: number[], b: number[]) => {
       if (a.length !== b.length || a.some((v, i) => Math.abs(v - b[i]!) > 1e-9 * Math.max(1, Math.abs(v)))) throw new Error('the service and the runtime disagree on the outputs');
@@ -210,7 +209,7 @@ async function main(): Promise<void> {
         console.log(`a ${n}-run Morris study of a one-step lab (${C} runs at a time, the account's limit): ${r.seconds.toFixed(1)} s, ${(n / r.seconds).toFixed(1)} runs/s (its acceptance, POST /experiments: ${r.accepted.toFixed(2)} s)`);
         console.log(`  another account's ${r.waits.length} lone runs: start wait median ${median(r.waits).toFixed(2)} s, p95 ${p95(r.waits).toFixed(2)} s (goal <= 1 s)`);
         console.log(`  CPU ms per study run: ${r.cpu}`);
-        console.log(`  peak memory (MiB proportional, with children; of it shared memory): ${Object.entries(r.peak).map(([k, v]) => `${k} ${v.toFixed(0)} (${r.sharedAtPeak[k]!.toFixed(0)})`).join(', ')}`);
+        console.log(`  peak memory (MiB proportional, with children; of it own, files, shared): ${Object.entries(r.peak).map(([k, v]) => `${k} ${v.mib.toFixed(0)} (${[v.anonMib, v.fileMib, v.shmemMib].map((x) => x.toFixed(0)).join(', ')})`).join('; ')}`);
         console.log(`  postgres's largest processes at its peak (MiB): ${r.postgresAtPeak.map((p) => `${p.what} ${p.mib.toFixed(0)}`).join('; ')}`);
       };
       const small = await study(N, true, 'morris');
@@ -220,8 +219,8 @@ async function main(): Promise<void> {
       say(tenth, middle);
       const r = await study(LARGE, true, 'morris');
       say(LARGE, r);
-      const ratios = (of: (x: typeof r, k: string) => number) => Object.keys(r.peak).filter((k) => middle.peak[k]).map((k) => `${k} ${(of(r, k) / of(middle, k)).toFixed(2)}`).join(', ');
-      console.log(`peak memory at ${LARGE} runs against ${tenth}: ${ratios((x, k) => x.peak[k]!)} (goal <= 1.2 each); without shared memory: ${ratios((x, k) => x.peak[k]! - x.sharedAtPeak[k]!)}`);
+      const ratios = (of: (m: TreeMemory) => number) => Object.keys(r.peak).filter((k) => middle.peak[k]).map((k) => `${k} ${(of(r.peak[k]!) / of(middle.peak[k]!)).toFixed(2)}`).join(', ');
+      console.log(`peak memory at ${LARGE} runs against ${tenth}: ${ratios((m) => m.mib)} (goal <= 1.2 each); own memory alone: ${ratios((m) => m.anonMib)}`);
       console.log(`runs per second at ${LARGE} runs against ${N}: ${((LARGE / r.seconds) / (N / small.seconds)).toFixed(2)}  goal >= 0.9`);
       await db.destroy();
       return;
@@ -247,7 +246,7 @@ async function main(): Promise<void> {
       console.log(`round ${round} (${first} first): service ${svc.seconds.toFixed(1)} s (${(N / svc.seconds).toFixed(1)} runs/s), runtime ${rt.seconds.toFixed(1)} s (${(N / rt.seconds).toFixed(1)} runs/s), ratio ${(svc.seconds / rt.seconds).toFixed(2)}`);
       console.log(`  another account's ${svc.waits.length} lone runs: start wait median ${median(svc.waits).toFixed(2)} s, p95 ${p95(svc.waits).toFixed(2)} s (goal <= 1 s); slowest ${[...svc.waits].sort((a, b) => b - a).slice(0, 3).map((w) => w.toFixed(2)).join(', ')} s`);
       console.log(`  CPU ms per study run: ${svc.cpu}`);
-      console.log(`  peak memory (MiB proportional, with children): ${Object.entries(svc.peak).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
+      console.log(`  peak memory (MiB proportional, with children): ${Object.entries(svc.peak).map(([k, v]) => `${k} ${v.mib.toFixed(0)}`).join(', ')}`);
     }
     // Fair under load: two accounts' studies at once, and a third account's lone runs beside them.
     const second = await makeAccount(db, { namespace: 'bench-second', usd: 1000 });
