@@ -178,20 +178,28 @@ export async function lockBalanceFirst(db: Db, accountId: string): Promise<void>
   await db('compute_balances').where({ account_id: accountId }).forUpdate().first('account_id');
 }
 
-/** Runs one call of `cancelQueuedExperimentRuns` ends: well within the dependency deadline. */
+/** Runs one statement of `cancelQueuedExperimentRuns` ends at once, and one call of the run-by-run procedure. */
 const CANCEL_SLICE = 1000;
 
 /**
- * Ends the study's queued runs as cancelled, nothing charged, their reservations released
- * (silico_cancel_queued_runs: each as a run cancelled on its own, in a transaction of its
- * own), with `unassigned` only those never given a parameter set. A slice per call rather
- * than a round trip per run: closing a 100,000-run study leaves most of them queued.
+ * Ends the study's queued runs as cancelled, nothing charged, their reservations released,
+ * with `unassigned` only those never given a parameter set: each ends as a run cancelled
+ * on its own would. A slice of runs per statement (silico_cancel_queued_study_runs), then,
+ * one at a time in a transaction of its own, any run another transaction held meanwhile
+ * and a study's runs that hold reservations of their own (silico_cancel_queued_runs).
  * Stopped midway, a retry ends the rest. Not within a transaction of the caller's.
  */
 export async function cancelQueuedExperimentRuns(db: Db, experimentId: string, opts: { unassigned?: boolean } = {}): Promise<number> {
+  const unassigned = opts.unassigned ?? false;
   let ended = 0;
   for (;;) {
-    const { rows } = await db.raw('CALL silico_cancel_queued_runs(?, ?, ?)', [experimentId, opts.unassigned ?? false, CANCEL_SLICE]);
+    const { rows } = await db.raw('SELECT silico_cancel_queued_study_runs(?, ?, ?) AS ended', [experimentId, unassigned, CANCEL_SLICE]);
+    const n = rows[0].ended === null ? 0 : Number(rows[0].ended);
+    ended += n;
+    if (n < CANCEL_SLICE) break;
+  }
+  for (;;) {
+    const { rows } = await db.raw('CALL silico_cancel_queued_runs(?, ?, ?)', [experimentId, unassigned, CANCEL_SLICE]);
     const n = Number(rows[0].ended);
     ended += n;
     if (n < CANCEL_SLICE) return ended;

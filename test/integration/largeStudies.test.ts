@@ -164,19 +164,41 @@ test('a batch given its parameter sets while one of its runs changes (the run lo
   }
 });
 
-test('a 20,480-run study closed before it began ends every run cancelled, nothing charged, its whole reservation released; the books balance', { timeout: 120_000 }, async () => {
+test('a 20,480-run study closed before it began ends every run cancelled as a run cancelled alone ends, nothing charged, its whole reservation released, a run another transaction held meanwhile too; the books balance', { timeout: 120_000 }, async () => {
   const who = await newAccount({ usd: 1000 });
   const before = await balance(who);
   const { row, ids } = await accept(proposal, who);
-  const t0 = performance.now();
-  const closed = await call('PATCH', `/experiments/${row.id}`, { key: who.key, body: { status: 'closed' } });
-  console.log(`closed (${ids.length} runs cancelled) in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
+  const db = testDb();
+  // One run cancelled alone first: what each of the others' endings must look like.
+  const [alone, held] = [ids[0]!, ids[5]!];
+  assert.equal(await cancelQueuedRun(db, alone), 'cancelled');
+  // Another transaction holds a run (as a batch starting it would) while the study closes.
+  const holder = await db.transaction();
+  let closed: Awaited<ReturnType<typeof call>>;
+  try {
+    const pid = (await holder.raw('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+    await holder('runs').where({ id: held }).forUpdate().first('id');
+    const t0 = performance.now();
+    const closing = call('PATCH', `/experiments/${row.id}`, { key: who.key, body: { status: 'closed' } });
+    // The slices skip the held run; it is ended on its own once released.
+    await until(60_000, async () => ((await db.raw('SELECT count(*)::integer AS n FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid))', [pid])).rows[0].n > 0 ? true : undefined));
+    assert.equal((await db('runs').where({ id: held }).first('status')).status, 'queued');
+    await holder.commit();
+    closed = await closing;
+    console.log(`closed (${ids.length} runs cancelled) in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
+  } finally {
+    if (!holder.isCompleted()) await holder.rollback();
+  }
   assert.equal(closed.status, 200, closed.text);
   assert.deepEqual([closed.body.run_totals.total, closed.body.run_totals.cancelled, closed.body.run_totals.queued], [ids.length, ids.length, 0]);
   assert.deepEqual(await balance(who), before);
-  const db = testDb();
-  const ended = await db('runs').where({ experiment_id: row.id }).first(db.raw(`count(*) FILTER (WHERE status = 'cancelled' AND settled_micros = 0)::integer AS n`));
-  assert.equal(ended.n, ids.length, 'each ended cancelled, charged nothing');
+  const ended = await db('runs').where({ experiment_id: row.id }).first(db.raw(`count(*) FILTER (WHERE status = 'cancelled' AND settled_micros = 0 AND finished_at IS NOT NULL AND event_seq = 3)::integer AS n`));
+  assert.equal(ended.n, ids.length, 'each ended cancelled, charged nothing, with its two closing events');
+  const eventsOf = async (id: string) => (await db('run_events').where({ run_id: id }).orderBy('seq').select('seq', 'type', 'message', 'data'));
+  for (const id of [held, ids[1]!, ids.at(-1)!]) assert.deepEqual(await eventsOf(id), await eventsOf(alone), `run ${id}'s events are a run's cancelled alone`);
+  const events = await db('run_events as e').join('experiment_runs as x', 'x.run_id', 'e.run_id').where({ 'x.experiment_id': row.id })
+    .first(db.raw('count(*)::integer AS n'), db.raw('count(DISTINCT (e.run_id, e.seq))::integer AS distinct'), db.raw('max(e.seq)::integer AS last'));
+  assert.deepEqual(events, { n: 3 * ids.length, distinct: 3 * ids.length, last: 3 }, 'each run\'s three events, no gap, none twice');
   // One reservation, a settlement per run that releases its share of it, every transaction balanced.
   const txns = await db('ledger_txns as t').join('ledger_entries as e', 'e.txn_id', 't.id').where({ 't.account_id': who.account.id }).whereNot({ 't.kind': 'grant' })
     .groupBy('t.kind').orderBy('t.kind').select('t.kind', db.raw('count(DISTINCT t.id)::integer AS n'), db.raw('sum(e.amount_micros)::bigint AS net'),
@@ -186,6 +208,8 @@ test('a 20,480-run study closed before it began ends every run cancelled, nothin
     { kind: 'reserve', n: 1, net: 0, reserved: ids.length * each },
     { kind: 'settle', n: ids.length, net: 0, reserved: -ids.length * each },
   ]);
+  const touched = await db('experiments').where({ id: row.id }).first('updated_at', 'closed_at');
+  assert.ok(touched.updated_at >= touched.closed_at, 'the study\'s row says it changed when its runs ended');
 });
 
 test('a study the balance cannot cover, or a monthly cap does not allow, is refused whole: no run, no reservation', { timeout: 60_000 }, async () => {

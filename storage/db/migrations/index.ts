@@ -46,6 +46,7 @@ import * as recordArtifact from './052_record_artifact.ts';
 import * as loneRunNotify from './053_lone_run_notify.ts';
 import * as studyReservation from './054_study_reservation.ts';
 import * as studyRunIds from './055_study_run_ids.ts';
+import * as studyRunsEndedAtOnce from './056_study_runs_ended_at_once.ts';
 import * as computeProfilesNotify from './045_compute_profiles_notify.ts';
 import * as releasesNotify from './046_releases_notify.ts';
 import * as petabImports from './047_petab_imports.ts';
@@ -111,6 +112,7 @@ const migrations: Record<string, Migration> = {
   '053_lone_run_notify': loneRunNotify,
   '054_study_reservation': studyReservation,
   '055_study_run_ids': studyRunIds,
+  '056_study_runs_ended_at_once': studyRunsEndedAtOnce,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
