@@ -112,11 +112,12 @@ async function ownedExperiment(ctx: ToolContext, experimentId: string): Promise<
 /** Per-run entries an answer holds at most (include_runs); a study of arms has at most 200 runs. */
 export const MAX_VIEW_RUNS = 1000;
 
-/** A study's answer: bounded whatever its size; its runs only on request, and only when they fit (else the listing pages them). */
 /**
- * A study's answer. `acceptedRuns`, when this request has just accepted the study with
- * that many runs, is what it stands at (every run queued, nothing settled) and is not read
- * back: at 100,000 runs that reading was a tenth of the acceptance's time.
+ * A study's answer: bounded whatever its size; its runs only on request, and only when
+ * they fit (else the listing pages them). `acceptedRuns`, when this request has just
+ * accepted the study with that many runs, is what it stands at (every run queued, nothing
+ * settled) and is not read back: at 100,000 runs that reading was a tenth of the
+ * acceptance's time.
  */
 async function fullView(ctx: ToolContext, e: ExperimentRow, input: { include_runs?: boolean; include_points?: boolean }, acceptedRuns?: number) {
   const { db } = ctx.deps;

@@ -190,20 +190,17 @@ const CANCEL_SLICE = 1000;
  * Stopped midway, a retry ends the rest. Not within a transaction of the caller's.
  */
 export async function cancelQueuedExperimentRuns(db: Db, experimentId: string, opts: { unassigned?: boolean } = {}): Promise<number> {
-  const unassigned = opts.unassigned ?? false;
-  let ended = 0;
-  for (;;) {
-    const { rows } = await db.raw('SELECT silico_cancel_queued_study_runs(?, ?, ?) AS ended', [experimentId, unassigned, CANCEL_SLICE]);
-    const n = rows[0].ended === null ? 0 : Number(rows[0].ended);
-    ended += n;
-    if (n < CANCEL_SLICE) break;
-  }
-  for (;;) {
-    const { rows } = await db.raw('CALL silico_cancel_queued_runs(?, ?, ?)', [experimentId, unassigned, CANCEL_SLICE]);
-    const n = Number(rows[0].ended);
-    ended += n;
-    if (n < CANCEL_SLICE) return ended;
-  }
+  const args = [experimentId, opts.unassigned ?? false, CANCEL_SLICE];
+  /** Calls `slice` until one ends fewer than a slice's runs: how many it ended in all. */
+  const inSlices = async (slice: () => Promise<number>): Promise<number> => {
+    for (let ended = 0; ;) {
+      const n = await slice();
+      ended += n;
+      if (n < CANCEL_SLICE) return ended;
+    }
+  };
+  const atOnce = await inSlices(async () => Number((await db.raw('SELECT silico_cancel_queued_study_runs(?, ?, ?) AS ended', args)).rows[0].ended ?? 0));
+  return atOnce + await inSlices(async () => Number((await db.raw('CALL silico_cancel_queued_runs(?, ?, ?)', args)).rows[0].ended));
 }
 
 /** The study's runs running now. */
