@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fairSharesOf } from './fairShares.ts';
+import { HISTORY_CACHE } from './temporalMemory.ts';
 import { Connection } from '@temporalio/client';
 import { waitFor, type Supervised, type Supervisor } from './processes.ts';
 import { ensureSearchAttributes } from './searchAttributes.ts';
@@ -24,8 +25,9 @@ export async function startTemporal(
     '--db-filename', dbFile,
     '--namespace', opts.namespace,
     '--log-level', 'error',
-    // Queued tasks are handed out by account (kernel/fairShares.ts), not first come first served.
-    ...fair.flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${JSON.stringify(value)}`]),
+    // Queued tasks are handed out by account (kernel/fairShares.ts), not first come first
+    // served; the history cache is bounded (temporalMemory.ts).
+    ...[...fair, ...HISTORY_CACHE].flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${JSON.stringify(value)}`]),
   ];
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
   if (opts.uiPort === null) args.push('--headless');
