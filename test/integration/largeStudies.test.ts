@@ -12,6 +12,7 @@ import { isSqlState, SQLSTATE } from '../../storage/db/sqlStates.ts';
 import { acquireRunSlot, cancelQueuedRun, finishRun } from '../../storage/runLifecycle.ts';
 import { auditLedger } from '../../storage/db/audit.ts';
 import { assignBatch } from '../../storage/db/studies.ts';
+import { PER_RUN_STATISTICS, PER_RUN_TABLES } from '../../storage/db/migrations/058_per_run_table_samples.ts';
 
 // A question study's acceptance at size, on the real Postgres: its runs are accepted as
 // one set under one reservation of the study's maximum (migrations 051 and 054), and each
@@ -88,6 +89,7 @@ test('a 20,480-run study is accepted whole under one reservation, each run queue
   assert.deepEqual(events, { first: n, n });
   const order = await db('experiment_runs').where({ experiment_id: row.id }).orderBy('position').select('run_id', 'position', 'replicate');
   assert.deepEqual([order[0].position, order.at(-1).position, order.at(-1).replicate], [1, n, n - 1]);
+  assert.ok(order.every((o, i) => o.position === i + 1 && o.replicate === i), 'placed in order across the acceptance\'s slices (migration 057)');
 
   // Its answer is the same size as a small study's: totals, money and comparison, no run.
   const view = await call('GET', `/experiments/${row.id}`, { key: owner.key });
@@ -231,4 +233,35 @@ test('a study the balance cannot cover, or a monthly cap does not allow, is refu
   } finally {
     await db('accounts').where({ id: owner.account.id }).update({ monthly_cap_micros: null });
   }
+});
+
+test('a study\'s runs given their ids (the acceptance an api of the release before 055 calls) are accepted a slice at a time, in order, under one reservation', { timeout: 60_000 }, async () => {
+  const who = await newAccount({ usd: 1000 });
+  const p = { ...proposal, design: { ...proposal.design!, run_count: 10_001 } };
+  const id = newId('exp');
+  const plan = await createPlan(testDb(), { accountId: who.account.id, kind: 'experiment', proposal: p, findings: [], ttlSeconds: 3600 });
+  const { run } = questionRuns(id, { account: who.account, key: { id: who.keyId } }, p);
+  const ids = Array.from({ length: 10_001 }, () => crypto.randomUUID());
+  const seeds = ids.map((_, i) => i + 1);
+  const trx = await testDb().transaction();
+  try {
+    await trx.raw('SELECT * FROM silico_accept_experiment(?::jsonb, ?::jsonb, ?)', [JSON.stringify({
+      id, account_id: who.account.id, name: p.name, goal: p.goal, arms: p.arms, plan_id: plan.id, workspace_ids: [p.arms[0]!.workspace_id], reserved_micros: p.estimated_max_micros,
+    }), '[]', plan.id]);
+    await trx.raw('SELECT silico_accept_study_runs(?, ?::jsonb, ?::uuid[], ?::bigint[], 0)', [id, JSON.stringify(run), ids, seeds]);
+    const order = await trx('experiment_runs as x').join('runs as r', 'r.id', 'x.run_id').where({ 'x.experiment_id': id }).orderBy('x.position').select('x.run_id', 'x.position', 'r.seed');
+    assert.deepEqual(order.map((o) => o.run_id), ids);
+    assert.ok(order.every((o, i) => o.position === i + 1 && o.seed === seeds[i]), 'each run its own seed, in the order given');
+    const reserves = await trx('ledger_txns').where({ kind: 'reserve', account_id: who.account.id }).pluck('ref');
+    assert.deepEqual(reserves, [`experiment:${id}`]);
+  } finally {
+    await trx.rollback();
+  }
+});
+
+test('the tables that take a row a run are analysed from a bounded sample: every column, a column added later too, at their target (migration 058)', async () => {
+  const targets = await testDb().raw(`SELECT c.relname AS "table", a.attname AS "column", a.attstattarget::integer AS target FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+    WHERE c.relname = ANY(?) AND c.relnamespace = 'public'::regnamespace AND a.attnum > 0 AND NOT a.attisdropped`, [PER_RUN_TABLES]);
+  assert.equal(new Set(targets.rows.map((r: { table: string }) => r.table)).size, PER_RUN_TABLES.length);
+  assert.deepEqual(targets.rows.filter((r: { target: number }) => r.target !== PER_RUN_STATISTICS), [], 'columns analysed at the default target: give them the per-run target in their migration');
 });

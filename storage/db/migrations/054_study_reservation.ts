@@ -13,8 +13,8 @@ import { ACCEPT_STUDY_RUNS } from './051_study_runs_at_once.ts';
  * The per-row triggers a bulk acceptance skips are skipped by their WHEN clause, not by
  * a call of their function per row.
  */
-export async function up(k: Knex): Promise<void> {
-  await k.raw(`
+/** 054's acceptance of a study's runs under one reservation, in one statement per table (057's down restores it). */
+export const ACCEPT_STUDY_RUNS_RESERVED = `
     CREATE OR REPLACE FUNCTION silico_accept_study_runs(p_experiment text, p_run jsonb, p_ids uuid[], p_seeds bigint[], p_before integer)
     RETURNS void LANGUAGE plpgsql AS $$
     DECLARE
@@ -56,7 +56,11 @@ export async function up(k: Knex): Promise<void> {
         SELECT u.id, p_experiment, 0, (u.n - 1)::integer, u.n::integer FROM unnest(p_ids) WITH ORDINALITY AS u(id, n);
       PERFORM set_config('silico.bulk_accept', 'off', true);
     END $$;
+`;
 
+export async function up(k: Knex): Promise<void> {
+  await k.raw(`
+    ${ACCEPT_STUDY_RUNS_RESERVED}
     -- A run's reservation: its own (a lone run, an arm's run, a study's run accepted before
     -- 054), or its share of its study's (experiment_runs keeps the study of a detached run).
     CREATE FUNCTION silico_reserved_for(p_account text, p_ref text) RETURNS bigint LANGUAGE sql STABLE AS $$

@@ -47,6 +47,8 @@ import * as loneRunNotify from './053_lone_run_notify.ts';
 import * as studyReservation from './054_study_reservation.ts';
 import * as studyRunIds from './055_study_run_ids.ts';
 import * as studyRunsEndedAtOnce from './056_study_runs_ended_at_once.ts';
+import * as studyRunsInSlices from './057_study_runs_in_slices.ts';
+import * as perRunTableSamples from './058_per_run_table_samples.ts';
 import * as computeProfilesNotify from './045_compute_profiles_notify.ts';
 import * as releasesNotify from './046_releases_notify.ts';
 import * as petabImports from './047_petab_imports.ts';
@@ -113,6 +115,8 @@ const migrations: Record<string, Migration> = {
   '054_study_reservation': studyReservation,
   '055_study_run_ids': studyRunIds,
   '056_study_runs_ended_at_once': studyRunsEndedAtOnce,
+  '057_study_runs_in_slices': studyRunsInSlices,
+  '058_per_run_table_samples': perRunTableSamples,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
