@@ -87,8 +87,8 @@ export function pssByProcess(sup: Supervisor): Record<string, TreeMemory> {
   }));
 }
 
-/** The `most` largest processes of a supervised process's tree by proportional memory (MiB), each named by its command line. */
-export function pssLargest(sup: Supervisor, name: string, most = 5): Array<{ what: string; mib: number }> {
+/** The `most` largest processes of a supervised process's tree by their own memory (Pss_Anon, MiB), with their proportional total, each named by its command line. */
+export function pssLargest(sup: Supervisor, name: string, most = 5): Array<{ what: string; mib: number; ownMib: number }> {
   const root = sup.processes.find((p) => p.name === name)?.child.pid;
   if (!root) return [];
   const table = procTable();
@@ -97,8 +97,9 @@ export function pssLargest(sup: Supervisor, name: string, most = 5): Array<{ wha
     try {
       what = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim().slice(0, 80);
     } catch { /* exited while we read */ }
-    return { what, mib: pssKiB(pid).pss / 1024 };
-  }).sort((a, b) => b.mib - a.mib).slice(0, most);
+    const m = pssKiB(pid);
+    return { what, mib: m.pss / 1024, ownMib: m.anon / 1024 };
+  }).sort((a, b) => b.ownMib - a.ownMib).slice(0, most);
 }
 
 export type CpuSample = Record<string, number>;

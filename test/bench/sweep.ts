@@ -150,7 +150,7 @@ async function main(): Promise<void> {
       // buffers, bounded by its configuration), and Postgres's largest processes then: which
       // of them grows with a study's size.
       const peak: Record<string, TreeMemory> = {};
-      let postgresAtPeak: Array<{ what: string; mib: number }> = [];
+      let postgresAtPeak: ReturnType<typeof pssLargest> = [];
       const sampler = setInterval(() => {
         for (const [k, v] of Object.entries(pssByProcess(s.supervisor))) {
           if (v.mib <= (peak[k]?.mib ?? 0)) continue;
@@ -210,7 +210,7 @@ async function main(): Promise<void> {
         console.log(`  another account's ${r.waits.length} lone runs: start wait median ${median(r.waits).toFixed(2)} s, p95 ${p95(r.waits).toFixed(2)} s (goal <= 1 s)`);
         console.log(`  CPU ms per study run: ${r.cpu}`);
         console.log(`  peak memory (MiB proportional, with children; of it own, files, shared): ${Object.entries(r.peak).map(([k, v]) => `${k} ${v.mib.toFixed(0)} (${[v.anonMib, v.fileMib, v.shmemMib].map((x) => x.toFixed(0)).join(', ')})`).join('; ')}`);
-        console.log(`  postgres's largest processes at its peak (MiB): ${r.postgresAtPeak.map((p) => `${p.what} ${p.mib.toFixed(0)}`).join('; ')}`);
+        console.log(`  postgres's largest processes at its peak by their own memory (MiB, own of total): ${r.postgresAtPeak.map((p) => `${p.what} ${p.ownMib.toFixed(0)} of ${p.mib.toFixed(0)}`).join('; ')}`);
       };
       const small = await study(N, true, 'morris');
       say(N, small);
