@@ -87,8 +87,8 @@ export function pssByProcess(sup: Supervisor): Record<string, TreeMemory> {
   }));
 }
 
-/** The `most` largest processes of a supervised process's tree by their own memory (Pss_Anon, MiB), with their proportional total, each named by its command line. */
-export function pssLargest(sup: Supervisor, name: string, most = 5): Array<{ what: string; mib: number; ownMib: number }> {
+/** Every process of a supervised process's tree, largest first by its own memory (Pss_Anon, MiB), with its proportional total, each named by its command line. */
+export function pssLargest(sup: Supervisor, name: string): Array<{ what: string; mib: number; ownMib: number }> {
   const root = sup.processes.find((p) => p.name === name)?.child.pid;
   if (!root) return [];
   const table = procTable();
@@ -99,7 +99,7 @@ export function pssLargest(sup: Supervisor, name: string, most = 5): Array<{ wha
     } catch { /* exited while we read */ }
     const m = pssKiB(pid);
     return { what, mib: m.pss / 1024, ownMib: m.anon / 1024 };
-  }).sort((a, b) => b.ownMib - a.ownMib).slice(0, most);
+  }).sort((a, b) => b.ownMib - a.ownMib);
 }
 
 export type CpuSample = Record<string, number>;

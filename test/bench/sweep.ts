@@ -210,7 +210,9 @@ async function main(): Promise<void> {
         console.log(`  another account's ${r.waits.length} lone runs: start wait median ${median(r.waits).toFixed(2)} s, p95 ${p95(r.waits).toFixed(2)} s (goal <= 1 s)`);
         console.log(`  CPU ms per study run: ${r.cpu}`);
         console.log(`  peak memory (MiB proportional, with children; of it own, files, shared): ${Object.entries(r.peak).map(([k, v]) => `${k} ${v.mib.toFixed(0)} (${[v.anonMib, v.fileMib, v.shmemMib].map((x) => x.toFixed(0)).join(', ')})`).join('; ')}`);
-        console.log(`  postgres's largest processes at its peak by their own memory (MiB, own of total): ${r.postgresAtPeak.map((p) => `${p.what} ${p.ownMib.toFixed(0)} of ${p.mib.toFixed(0)}`).join('; ')}`);
+        const [top, rest] = [r.postgresAtPeak.slice(0, 5), r.postgresAtPeak.slice(5)];
+        console.log(`  postgres's largest processes at its peak by their own memory (MiB, own of total): ${top.map((p) => `${p.what} ${p.ownMib.toFixed(0)} of ${p.mib.toFixed(0)}`).join('; ')}; `
+          + `its ${rest.length} others ${rest.reduce((a, p) => a + p.ownMib, 0).toFixed(0)} of their own`);
       };
       const small = await study(N, true, 'morris');
       say(N, small);
