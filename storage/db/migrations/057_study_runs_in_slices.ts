@@ -47,22 +47,25 @@ export async function up(k: Knex): Promise<void> {
       END IF;
     END $$;
 
-    -- One slice of a study's runs, queued with their first event, placed after the
-    -- study's first p_before runs. The caller has reserved for them and set
-    -- silico.bulk_accept (the row triggers' work is done per set).
-    CREATE FUNCTION silico_insert_study_runs(p_experiment text, p_shared jsonb, p_ids uuid[], p_seeds bigint[], p_before integer)
+    -- One slice of a study's runs (p_run: the record they share), queued with their first
+    -- event, placed after the study's first p_before runs. The caller has reserved for
+    -- them. silico.bulk_accept tells the row triggers their work is done per set.
+    CREATE FUNCTION silico_insert_study_runs(p_experiment text, p_run jsonb, p_ids uuid[], p_seeds bigint[], p_before integer)
     RETURNS void LANGUAGE plpgsql AS $$
     DECLARE
+      shared jsonb := p_run - 'id' - 'seed' - 'status' - 'event_seq';
       cols text;
       vals text;
     BEGIN
-      SELECT string_agg(quote_ident(key), ', '), string_agg('r.' || quote_ident(key), ', ') INTO cols, vals FROM jsonb_object_keys(p_shared) AS key;
+      PERFORM set_config('silico.bulk_accept', 'on', true);
+      SELECT string_agg(quote_ident(key), ', '), string_agg('r.' || quote_ident(key), ', ') INTO cols, vals FROM jsonb_object_keys(shared) AS key;
       EXECUTE format('INSERT INTO runs (%s, id, seed, status, event_seq) SELECT %s, u.id, u.seed, ''queued'', 1 FROM jsonb_populate_record(NULL::runs, $1) AS r, unnest($2, $3) AS u(id, seed)', cols, vals)
-        USING p_shared, p_ids, p_seeds;
+        USING shared, p_ids, p_seeds;
       INSERT INTO run_events (run_id, seq, type, message, data)
         SELECT r, 1, 'state_changed', 'Run accepted and queued.', '{"status": "queued"}' FROM unnest(p_ids) AS r;
       INSERT INTO experiment_runs (run_id, experiment_id, arm_index, replicate, position)
         SELECT u.id, p_experiment, 0, (p_before + u.n - 1)::integer, (p_before + u.n)::integer FROM unnest(p_ids) WITH ORDINALITY AS u(id, n);
+      PERFORM set_config('silico.bulk_accept', 'off', true);
     END $$;
 
     -- 054's contract (an api of the release before 055 calls it): the runs' ids and seeds given.
@@ -70,9 +73,8 @@ export async function up(k: Knex): Promise<void> {
     RETURNS void LANGUAGE plpgsql AS $$
     DECLARE
       n integer := coalesce(cardinality(p_ids), 0);
-      shared jsonb := p_run - 'id' - 'seed' - 'status' - 'event_seq';
     BEGIN
-      IF n IS DISTINCT FROM coalesce(cardinality(p_seeds), 0) THEN
+      IF n <> coalesce(cardinality(p_seeds), 0) THEN
         RAISE EXCEPTION 'a study''s runs need an id and a seed each';
       END IF;
       IF n = 0 THEN
@@ -82,18 +84,15 @@ export async function up(k: Knex): Promise<void> {
         RAISE EXCEPTION 'a study''s runs are accepted as one set, with its reservation';
       END IF;
       PERFORM silico_reserve_study_runs(p_experiment, p_run, n);
-      PERFORM set_config('silico.bulk_accept', 'on', true);
       FOR lo IN 1..n BY ${STUDY_SLICE} LOOP
-        PERFORM silico_insert_study_runs(p_experiment, shared, p_ids[lo:lo + ${STUDY_SLICE - 1}], p_seeds[lo:lo + ${STUDY_SLICE - 1}], lo - 1);
+        PERFORM silico_insert_study_runs(p_experiment, p_run, p_ids[lo:lo + ${STUDY_SLICE - 1}], p_seeds[lo:lo + ${STUDY_SLICE - 1}], lo - 1);
       END LOOP;
-      PERFORM set_config('silico.bulk_accept', 'off', true);
     END $$;
 
     -- 055's contract: p_count runs, each given its id here, a slice at a time, and p_run's seed.
     CREATE OR REPLACE FUNCTION silico_accept_study_runs(p_experiment text, p_run jsonb, p_count integer)
     RETURNS void LANGUAGE plpgsql AS $$
     DECLARE
-      shared jsonb := p_run - 'id' - 'seed' - 'status' - 'event_seq';
       seed bigint := (p_run->>'seed')::bigint;
       k integer;
     BEGIN
@@ -104,13 +103,11 @@ export async function up(k: Knex): Promise<void> {
         RETURN;
       END IF;
       PERFORM silico_reserve_study_runs(p_experiment, p_run, p_count);
-      PERFORM set_config('silico.bulk_accept', 'on', true);
       FOR lo IN 1..p_count BY ${STUDY_SLICE} LOOP
         k := least(${STUDY_SLICE}, p_count - lo + 1);
-        PERFORM silico_insert_study_runs(p_experiment, shared,
+        PERFORM silico_insert_study_runs(p_experiment, p_run,
           ARRAY(SELECT gen_random_uuid() FROM generate_series(1, k)), array_fill(seed, ARRAY[k]), lo - 1);
       END LOOP;
-      PERFORM set_config('silico.bulk_accept', 'off', true);
     END $$;
   `);
 }
