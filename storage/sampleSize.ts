@@ -13,6 +13,7 @@
  * elementary effect as σ/√r. docs/decisions.md ("Sample-size findings") has the numbers.
  */
 import { sensitivityRunCount } from './studyDesign.ts';
+import type { SensitivityMethod } from './sensitivityMethods.ts';
 
 /** z of a two-sided 95% interval, the level the analysis asks SALib for. */
 const Z95 = 1.959963984540054;
@@ -51,22 +52,27 @@ export const MORRIS_TARGET_RELATIVE_HALF_WIDTH = 0.5;
  */
 const MORRIS_SIGMA_OVER_MU_STAR = 1;
 
-export type SensitivityMethod = 'sobol' | 'morris';
+/**
+ * The methods whose intervals are predicted here. The others' estimators (spectral,
+ * kernel-density, Kolmogorov-Smirnov) have no such closed-form rate: their plans carry
+ * only the method's own minimum sample.
+ */
+export type AdvisedMethod = 'sobol' | 'morris';
 
 /**
  * The predicted 95% half-width at this base sample: absolute for Sobol' indices, relative
  * to μ* for Morris.
  */
-export function predictedHalfWidth(method: SensitivityMethod, baseSample: number): number {
+export function predictedHalfWidth(method: AdvisedMethod, baseSample: number): number {
   return (Z95 * (method === 'sobol' ? SOBOL_TERM_SD : MORRIS_SIGMA_OVER_MU_STAR)) / Math.sqrt(baseSample);
 }
 
-export function targetHalfWidth(method: SensitivityMethod): number {
+export function targetHalfWidth(method: AdvisedMethod): number {
   return method === 'sobol' ? SOBOL_TARGET_HALF_WIDTH : MORRIS_TARGET_RELATIVE_HALF_WIDTH;
 }
 
 /** The smallest base sample whose predicted half-width meets the target: a power of 2 for Sobol' (Saltelli's scheme needs one). */
-export function suggestedBaseSample(method: SensitivityMethod): number {
+export function suggestedBaseSample(method: AdvisedMethod): number {
   const least = Math.ceil(((Z95 * (method === 'sobol' ? SOBOL_TERM_SD : MORRIS_SIGMA_OVER_MU_STAR)) / targetHalfWidth(method)) ** 2);
   return method === 'sobol' ? 2 ** Math.ceil(Math.log2(least)) : least;
 }
@@ -81,10 +87,12 @@ export interface SampleSizeAdvice {
 }
 
 /**
- * Advice for a base sample too small to meet the target, or null when it is large enough;
+ * Advice for a base sample too small to meet the target, or null when it is large enough
+ * (or the method is not one whose intervals are predicted);
  * `maxRuns` is the most runs a study may take.
  */
 export function sampleSizeAdvice(method: SensitivityMethod, baseSample: number, parameters: number, maxRuns: number): SampleSizeAdvice | null {
+  if (method !== 'sobol' && method !== 'morris') return null;
   const suggested = suggestedBaseSample(method);
   if (baseSample >= suggested) return null;
   const runs = sensitivityRunCount(method, suggested, parameters);

@@ -13,21 +13,25 @@ import type { StudyDesign } from './studyDesign.ts';
 import { studyRunPages } from './db/studyRuns.ts';
 import { HashingStream } from './digest.ts';
 import { designCsvColumns, designCsvRow, studyRunEntry } from './studyRunEntries.ts';
+import { indexRows, indicesCsv } from './indicesCsv.ts';
+import { SENSITIVITY_METHODS, type SensitivityMethod } from './sensitivityMethods.ts';
 
 type Found = Record<string, any>;
 
-/** Sensitivity: per output, each parameter's indices (S1 and ST, or μ*) with their 95% half-widths. */
+/**
+ * Sensitivity: per output of one number a run, each parameter's indices as bars with
+ * their 95% intervals; per `series` output, each index over time as a line a parameter,
+ * with its band. The indices drawn are those the method states intervals for (PAWN's,
+ * which has none, its median).
+ */
 function sensitivitySpec(found: Found, title: string): unknown {
-  const sobol = found.method === 'sobol';
-  const values = (found.outputs as Found[]).flatMap((o) => (o.indices as Found[]).flatMap((r) => (sobol
-    ? [['S1', r.S1, r.S1_conf], ['ST', r.ST, r.ST_conf]]
-    : [['μ*', r.mu_star, r.mu_star_conf]]).filter(([, v]) => typeof v === 'number').map(([index, v, c]) => ({
-    output: o.output, parameter: r.parameter, index, value: v, low: v - (c ?? 0), high: v + (c ?? 0),
-  }))));
-  return {
-    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    title: { text: title, subtitle: sobol ? 'Sobol\' first-order (S1) and total (ST) indices, 95% bootstrap intervals (descriptive)' : 'Morris μ* with 95% bootstrap intervals (descriptive)' },
-    data: { values },
+  const method = SENSITIVITY_METHODS[found.method as SensitivityMethod];
+  const drawn = new Set(method.indices.some((i) => i.conf) ? method.indices.filter((i) => i.conf).map((i) => i.index) : [method.rank]);
+  const rows = indexRows(found).filter((r) => drawn.has(r.index) && r.value !== null);
+  const scalar = rows.filter((r) => r.time === null);
+  const overTime = rows.filter((r) => r.time !== null);
+  const bars = {
+    data: { values: scalar },
     facet: { row: { field: 'output', type: 'nominal', title: null } },
     resolve: { scale: { y: 'independent' } },
     spec: {
@@ -37,6 +41,25 @@ function sensitivitySpec(found: Found, title: string): unknown {
         { mark: 'rule', encoding: { x: { field: 'parameter', type: 'nominal' }, xOffset: { field: 'index' }, y: { field: 'low', type: 'quantitative' }, y2: { field: 'high' } } },
       ],
     },
+  };
+  const curves = {
+    data: { values: overTime.map((r) => ({ ...r, series: `${r.output} ${r.index}` })) },
+    facet: { row: { field: 'series', type: 'nominal', title: null } },
+    resolve: { scale: { y: 'independent' } },
+    spec: {
+      width: 420, height: 160,
+      layer: [
+        { mark: { type: 'area', opacity: 0.2 }, encoding: { x: { field: 'time', type: 'quantitative' }, y: { field: 'low', type: 'quantitative', title: 'index' }, y2: { field: 'high' }, color: { field: 'parameter', type: 'nominal' } } },
+        { mark: 'line', encoding: { x: { field: 'time', type: 'quantitative' }, y: { field: 'value', type: 'quantitative' }, color: { field: 'parameter', type: 'nominal' } } },
+      ],
+    },
+  };
+  const parts = [...(scalar.length ? [bars] : []), ...(overTime.length ? [curves] : [])];
+  const intervals = [...drawn].every((i) => method.indices.find((x) => x.index === i)!.conf) ? ', 95% intervals' : '';
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    title: { text: title, subtitle: `${method.title}: ${[...drawn].join(' and ')}${intervals}${overTime.length ? ', over time' : ''} (descriptive)` },
+    vconcat: parts,
   };
 }
 
@@ -145,7 +168,8 @@ export async function rewriteDesignCsv(
  * A finished study's files: `analysis.json` (what it found, as its record states it),
  * `design.csv` (every run with its parameter set and what it told), and its chart,
  * `analysis.svg` (indices, or the fit and its loss curve) when there is something to
- * draw, and what its kind adds (`more`). Listed on the study like a comparison's files.
+ * draw, and what its kind adds: a sensitivity's `indices.csv` (storage/indicesCsv.ts),
+ * `more`. Listed on the study like a comparison's files.
  */
 export async function storeStudyArtifacts(
   deps: { db: Db; objects: ObjectStore }, e: { id: string; account_id: string; name: string; design: StudyDesign; arms: Array<{ label: string }> }, found: Found,
@@ -160,6 +184,8 @@ export async function storeStudyArtifacts(
     const svg = await renderVegaLite(spec);
     files.push({ file_name: 'analysis.svg', content_type: 'image/svg+xml', format: 'svg', bytes: Buffer.from(svg) });
   }
-  // In the order a study's files have always been listed: its analysis, its design, its chart, then its kind's.
+  // Every index at every time, for a reader's own tools: a complete sensitivity analysis's.
+  if (found.kind === 'sensitivity' && found.outputs.length) files.push({ file_name: 'indices.csv', content_type: 'text/csv', format: 'csv', bytes: indicesCsv(found) });
+  // In the order a study's files have always been listed: its analysis, its design, its chart, then its kind's (a sensitivity's indices.csv).
   return withDesignCsv(deps.db, e, (design) => storeExperimentFiles(deps, e, [files[0]!, design, ...files.slice(1), ...more], 'study_analysis'));
 }

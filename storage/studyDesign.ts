@@ -3,6 +3,23 @@
  * what its plan digests and its workflow executes. Shared by the api (which prepares it),
  * the activities (which execute it) and the views.
  */
+import { SENSITIVITY_METHODS, type SensitivityMethod } from './sensitivityMethods.ts';
+
+/** The most runs one study may ask for. */
+export const MAX_STUDY_RUNS = 100_000;
+
+/**
+ * The most times a sensitivity study states indices at, over all its `series` outputs:
+ * its analysis (every parameter's indices and half-widths at each) stays a few MB.
+ */
+export const MAX_TIME_POINTS = 1_000;
+
+/**
+ * The most values a time-resolved study tells its analysis (runs × times, over its
+ * `series` outputs): each run's series at the grid is kept with its point, and the
+ * analysis holds them all at once in the worker (some 40 MB of JSON at the bound).
+ */
+export const MAX_TIME_RESOLVED_VALUES = 2_000_000;
 
 /** A parameter the study varies: a numeric input of the lab, within bounds its schema accepts. */
 export interface StudyParameter {
@@ -15,8 +32,12 @@ export interface StudyParameter {
   sd?: number;
 }
 
-/** How a run's output becomes one number: a scalar as it is, a time series summarised. */
-export type OutputSummary = 'value' | 'final' | 'max' | 'mean' | 'time_of_max';
+/**
+ * How a run's output becomes what the study analyses: a scalar as it is, a time series
+ * summarised to one number, or (`series`) the series at each time of a grid, for indices
+ * over time.
+ */
+export type OutputSummary = 'value' | 'final' | 'max' | 'mean' | 'time_of_max' | 'series';
 
 export interface StudyOutput {
   output: string;
@@ -24,13 +45,18 @@ export interface StudyOutput {
   /** The output's declared value type in the lab's contract. */
   value_type: string;
   units: string | null;
+  /**
+   * `series` only: the times its indices are stated at, or null for the series' own times
+   * (as the study's first completed run gives them).
+   */
+  times?: number[] | null;
 }
 
 export interface SensitivityDesign {
   kind: 'sensitivity';
   parameters: StudyParameter[];
   outputs: StudyOutput[];
-  method: 'sobol' | 'morris';
+  method: SensitivityMethod;
   base_sample: number;
   /** Morris's grid levels (unused by Sobol'). */
   num_levels: number;
@@ -105,9 +131,9 @@ export const PETAB_EXPORT = 'petab-export.zip';
 
 export type StudyDesign = SensitivityDesign | CalibrationDesign | PetabCalibrationDesign;
 
-/** Runs a sensitivity design takes: Saltelli's N(D + 2) without second-order terms; Morris's r(D + 1). */
-export function sensitivityRunCount(method: 'sobol' | 'morris', baseSample: number, parameters: number): number {
-  return method === 'sobol' ? baseSample * (parameters + 2) : baseSample * (parameters + 1);
+/** Runs a sensitivity design takes (storage/sensitivityMethods.ts): Saltelli's N(D + 2) without second-order terms, Morris's r(D + 1), eFAST's N·D, N for a Latin hypercube. */
+export function sensitivityRunCount(method: SensitivityMethod, baseSample: number, parameters: number): number {
+  return SENSITIVITY_METHODS[method].runs(baseSample, parameters);
 }
 
 /** The key of an output's number in a point's outcome: `recovered` or `recovered.max`. */

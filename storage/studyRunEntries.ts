@@ -29,9 +29,18 @@ export function studyRunEntry(design: StudyDesign | null, arms: string[], row: S
   return {
     run_id: row.run_id, position: row.position, status: row.status, seed: row.seed, arm: arms[row.arm_index] ?? '', replicate: row.replicate,
     batch: row.batch, params: row.params,
-    outputs: design?.kind === 'sensitivity' && told ? Object.fromEntries(design.outputs.map((o) => [outputKey(o), numberOr(told[outputKey(o)])])) : null,
+    outputs: design?.kind === 'sensitivity' && told ? Object.fromEntries(numberOutputs(design).map((k) => [k, numberOr(told[k])])) : null,
     loss: design && design.kind !== 'sensitivity' ? numberOr(told?.loss) : null,
   };
+}
+
+/**
+ * The keys of a sensitivity study's outputs that are one number a run: a `series` output's
+ * values at each time stay with the run (its results hold the series) and its study's
+ * indices, out of the listing and `design.csv`.
+ */
+function numberOutputs(design: StudyDesign & { kind: 'sensitivity' }): string[] {
+  return design.outputs.filter((o) => o.summary !== 'series').map(outputKey);
 }
 
 /** The numbers a study's runs can be sorted by, besides their start order: its parameters, and its outputs' keys or `loss`. */
@@ -39,7 +48,7 @@ export function studySortKeys(design: StudyDesign | null): { params: string[]; o
   if (!design) return { params: [], outcomes: [] };
   // A PEtab calibration's runs carry starts or profiles, not one parameter set each; its loss is a run's best NLL.
   if (design.kind === 'petab_calibration') return { params: [], outcomes: ['loss'] };
-  return { params: design.parameters.map((p) => p.name), outcomes: design.kind === 'sensitivity' ? design.outputs.map(outputKey) : ['loss'] };
+  return { params: design.parameters.map((p) => p.name), outcomes: design.kind === 'sensitivity' ? numberOutputs(design) : ['loss'] };
 }
 
 /**

@@ -6,8 +6,8 @@ request (JSON on stdin, JSON on stdout); `analysis.py serve` stays up for a work
 imported once: importing them (scipy, through SALib and cmaes) costs more than any
 answer.
 
-  sample    the parameter sets of a sensitivity study (SALib's Saltelli/Sobol' or Morris sampler)
-  analyze   its indices from the outputs of those runs (SALib's analyzers)
+  sample    the parameter sets of a sensitivity study (SALib's sampler of its method)
+  analyze   its indices from the outputs of those runs (SALib's analyzers), per time for a series
   ask       the next batch of a calibration (CMA-ES resumed from its state; Optuna's TPE rebuilt from every trial told)
   petab_starts  a PEtab calibration's starts: uniform within the bounds on the parameter scale
   fit       a calibration's uncertainty: intervals from the local linearisation of the fit
@@ -38,15 +38,28 @@ def problem(parameters):
 
 
 def sample(req):
+    """The method's sample: Saltelli's (Sobol' sequence), Morris's trajectories, eFAST's
+    search curves, or a Latin hypercube (RBD-FAST, delta, PAWN)."""
     prob = problem(req["parameters"])
-    if req["method"] == "sobol":
+    method, n, seed = req["method"], req["base_sample"], req["seed"]
+    if method == "sobol":
         from SALib.sample import sobol
 
-        x = sobol.sample(prob, req["base_sample"], calc_second_order=False, scramble=True, seed=req["seed"])
-    else:
+        x = sobol.sample(prob, n, calc_second_order=False, scramble=True, seed=seed)
+    elif method == "morris":
         from SALib.sample import morris
 
-        x = morris.sample(prob, req["base_sample"], num_levels=req["num_levels"], seed=req["seed"])
+        x = morris.sample(prob, n, num_levels=req["num_levels"], seed=seed)
+    elif method == "efast":
+        from SALib.sample import fast_sampler
+
+        np.random.seed(seed)
+        x = fast_sampler.sample(prob, n, seed=seed, **req.get("sample_options", {}))
+    else:
+        from SALib.sample import latin
+
+        np.random.seed(seed)
+        x = latin.sample(prob, n, seed=seed)
     return {"points": x.tolist()}
 
 
@@ -54,23 +67,79 @@ def finite(values):
     return [None if v is None or not np.isfinite(v) else float(v) for v in values]
 
 
+def indices(req, prob, x, y):
+    """SALib's indices of one output over the whole sample, the fields the caller names.
+    numpy's global stream is seeded first: some analyzers draw from it and seed it only
+    for a seed other than 0."""
+    method, seed, resamples = req["method"], req["seed"], req["num_resamples"]
+    options = req.get("analyze_options", {})
+    np.random.seed(seed)
+    if method == "sobol":
+        from SALib.analyze import sobol
+
+        si = sobol.analyze(prob, y, calc_second_order=False, num_resamples=resamples, conf_level=0.95, seed=seed)
+    elif method == "morris":
+        from SALib.analyze import morris
+
+        si = morris.analyze(prob, x, y, num_resamples=resamples, conf_level=0.95, num_levels=req["num_levels"], seed=seed)
+    elif method == "efast":
+        from SALib.analyze import fast
+
+        si = fast.analyze(prob, y, num_resamples=resamples, conf_level=0.95, seed=seed, **options)
+    elif method == "rbd_fast":
+        from SALib.analyze import rbd_fast
+
+        si = rbd_fast.analyze(prob, x, y, num_resamples=resamples, conf_level=0.95, seed=seed, **options)
+    elif method == "delta":
+        from SALib.analyze import delta
+
+        si = delta.analyze(prob, x, y, num_resamples=resamples, conf_level=0.95, seed=seed)
+    else:
+        from SALib.analyze import pawn
+
+        si = pawn.analyze(prob, x, y, seed=seed, **options)
+    return {k: finite(np.asarray(si[k], dtype=float)) for k in req["fields"]}
+
+
+def constant(y):
+    """Whether an output is the same in every run (to within 1e-9 of its size): no
+    parameter moves it, and a variance-based index there would be 0/0."""
+    scale = float(np.max(np.abs(y)))
+    return float(np.ptp(y)) <= 1e-9 * scale if scale > 0 else True
+
+
 def analyze(req):
+    """
+    Indices of each output: `outputs` holds one number a run, `series` one value a run at
+    each of its `times` (a run's row, null where its series has none). A series output's
+    indices are SALib's at each time over the same runs, or undefined there with a reason.
+    """
     prob = problem(req["parameters"])
+    x = np.asarray(req["points"], dtype=float)
     out = {}
     for name, ys in req["outputs"].items():
-        y = np.asarray(ys, dtype=float)
-        if req["method"] == "sobol":
-            from SALib.analyze import sobol
-
-            si = sobol.analyze(prob, y, calc_second_order=False, num_resamples=req["num_resamples"], conf_level=0.95, seed=req["seed"])
-            out[name] = {k: finite(si[k]) for k in ("S1", "S1_conf", "ST", "ST_conf")}
-        else:
-            from SALib.analyze import morris
-
-            x = np.asarray(req["points"], dtype=float)
-            si = morris.analyze(prob, x, y, num_resamples=req["num_resamples"], conf_level=0.95, num_levels=req["num_levels"], seed=req["seed"])
-            out[name] = {k: finite(si[k]) for k in ("mu", "mu_star", "sigma", "mu_star_conf")}
-    return {"indices": out, **versions(req)}
+        out[name] = indices(req, prob, x, np.asarray(ys, dtype=float))
+    over_time = {}
+    for name, rows in req.get("series", {}).items():
+        times = req["times"][name]
+        y = np.array([[np.nan if v is None else v for v in row] for row in rows], dtype=float).reshape(len(rows), len(times))
+        fields = {f: [[None] * len(times) for _ in req["parameters"]] for f in req["fields"]}
+        undefined = []
+        for j, t in enumerate(times):
+            column = y[:, j]
+            missing = int(np.sum(~np.isfinite(column)))
+            if missing:
+                undefined.append({"time": t, "reason": "missing", "runs": missing})
+                continue
+            if constant(column):
+                undefined.append({"time": t, "reason": "constant", "runs": 0})
+                continue
+            at = indices(req, prob, x, column)
+            for f, values in at.items():
+                for i, v in enumerate(values):
+                    fields[f][i][j] = v
+        over_time[name] = {"fields": fields, "undefined": undefined}
+    return {"indices": out, "over_time": over_time, **versions(req)}
 
 
 def ask(req):
@@ -200,8 +269,14 @@ def serve():
 
     import cmaes  # noqa: F401  (imported once, here, for every request after)
     import optuna  # noqa: F401
+    import SALib.analyze.delta  # noqa: F401
+    import SALib.analyze.fast  # noqa: F401
     import SALib.analyze.morris  # noqa: F401
+    import SALib.analyze.pawn  # noqa: F401
+    import SALib.analyze.rbd_fast  # noqa: F401
     import SALib.analyze.sobol  # noqa: F401
+    import SALib.sample.fast_sampler  # noqa: F401
+    import SALib.sample.latin  # noqa: F401
     import SALib.sample.morris  # noqa: F401
     import SALib.sample.sobol  # noqa: F401
     import scipy.stats  # noqa: F401

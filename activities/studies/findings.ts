@@ -1,22 +1,61 @@
 import type { StudyPoint } from '../../storage/db/studies.ts';
-import { outputKey, type CalibrationDesign, type SensitivityDesign } from '../../storage/studyDesign.ts';
+import { outputKey, type CalibrationDesign, type SensitivityDesign, type StudyOutput } from '../../storage/studyDesign.ts';
+import { EFAST_M, methodFields, PAWN_S, SENSITIVITY_METHODS } from '../../storage/sensitivityMethods.ts';
 import type { Analysis } from './analysis.ts';
 
 type Indices = Record<string, Record<string, Array<number | null>>>;
+/** Per `series` output: each field's values per parameter per time, and the times with none. */
+type OverTime = Record<string, { fields: Record<string, Array<Array<number | null>>>; undefined: Array<{ time: number; reason: 'constant' | 'missing'; runs: number }> }>;
 /** The analysis libraries' versions, as `analyze`, `fit` and `versions` say them. */
 type Versions = { versions: Record<string, string> };
 
+const byInfluence = (scores: Array<[string, number | null]>): string[] => [...scores].sort((a, b) => (b[1] ?? -Infinity) - (a[1] ?? -Infinity)).map(([p]) => p);
+
+/**
+ * Who dominates when: over each stretch of consecutive times where indices are stated,
+ * the parameter whose ranking index is largest. A time without indices ends a stretch.
+ */
+export function leaders(times: number[], parameters: string[], rank: Array<Array<number | null>>): Array<{ parameter: string; from: number; to: number }> {
+  const out: Array<{ parameter: string; from: number; to: number }> = [];
+  let open = false;
+  times.forEach((t, j) => {
+    let best = -1;
+    parameters.forEach((_, i) => {
+      const v = rank[i]![j];
+      if (v !== null && v !== undefined && (best < 0 || v > rank[best]![j]!)) best = i;
+    });
+    if (best < 0) {
+      open = false;
+      return;
+    }
+    const last = out.at(-1);
+    if (open && last!.parameter === parameters[best]) last!.to = t;
+    else out.push({ parameter: parameters[best]!, from: t, to: t });
+    open = true;
+  });
+  return out;
+}
+
+/** Why a time has no index, in words. */
+function undefinedMessage(u: { reason: 'constant' | 'missing'; runs: number }): string {
+  return u.reason === 'constant'
+    ? 'The output is the same in every run at this time: no parameter moves it, and its indices are undefined (0/0).'
+    : `${u.runs} run${u.runs === 1 ? '' : 's'} gave no value at this time (their series end before it or hold no number there).`;
+}
+
 /**
  * What a sensitivity study found: SALib's indices for each output over the whole sample,
- * in the sample's order, with each output's parameters ranked by influence. Indices need
- * every sampled run: a study with a run that did not complete (or closed early) states
- * none and says why.
+ * in the sample's order, with each output's parameters ranked by influence; for a
+ * `series` output, its indices at each time (`grids`: the times of each), who dominates
+ * when, and the times at which none is stated, with why. Indices need every sampled run:
+ * a study with a run that did not complete (or closed early) states none and says why.
  */
-export async function sensitivityAnalysis(analysis: Analysis, d: SensitivityDesign, points: StudyPoint[]): Promise<Record<string, unknown>> {
+export async function sensitivityAnalysis(analysis: Analysis, d: SensitivityDesign, points: StudyPoint[], grids: Map<string, number[]>): Promise<Record<string, unknown>> {
   const told = points.filter((p) => p.outcome && !p.outcome.failed);
-  const keys = d.outputs.map(outputKey);
+  const method = SENSITIVITY_METHODS[d.method];
+  const isSeries = (o: StudyOutput) => o.summary === 'series';
   const complete = points.length === d.run_count && told.length === d.run_count
-    && told.every((p) => keys.every((k) => typeof p.outcome![k] === 'number'));
+    && told.every((p) => d.outputs.every((o) => (isSeries(o) ? Array.isArray(p.outcome![outputKey(o)]) : typeof p.outcome![outputKey(o)] === 'number')));
   const base = { kind: 'sensitivity', method: d.method, complete, runs_completed: told.length, descriptive: true };
   if (!complete) {
     return {
@@ -24,26 +63,63 @@ export async function sensitivityAnalysis(analysis: Analysis, d: SensitivityDesi
       note: `Indices need every one of the ${d.run_count} sampled runs to give every output; ${told.length} did. No index is stated from a partial sample.`,
     };
   }
-  const { indices, versions } = await analysis<{ indices: Indices } & Versions>('analyze', {
+  const fields = methodFields(d.method);
+  const column = (o: StudyOutput) => points.map((p) => p.outcome![outputKey(o)]);
+  const { indices, over_time: overTime, versions } = await analysis<{ indices: Indices; over_time: OverTime } & Versions>('analyze', {
     method: d.method, parameters: d.parameters, base_sample: d.base_sample, num_levels: d.num_levels, num_resamples: d.num_resamples, seed: d.seed,
+    fields, analyze_options: method.analyzeOptions ?? {},
     points: points.map((p) => d.parameters.map((q) => p.params[q.name]!)),
-    outputs: Object.fromEntries(keys.map((k) => [k, points.map((p) => p.outcome![k] as number)])),
+    outputs: Object.fromEntries(d.outputs.filter((o) => !isSeries(o)).map((o) => [outputKey(o), column(o)])),
+    series: Object.fromEntries(d.outputs.filter(isSeries).map((o) => [outputKey(o), column(o)])),
+    times: Object.fromEntries(d.outputs.filter(isSeries).map((o) => [outputKey(o), grids.get(o.output)!])),
   });
-  const fields = d.method === 'sobol' ? ['S1', 'S1_conf', 'ST', 'ST_conf'] : ['mu', 'mu_star', 'sigma', 'mu_star_conf'];
-  const rankBy = d.method === 'sobol' ? 'ST' : 'mu_star';
+  const names = d.parameters.map((p) => p.name);
   return {
     ...base,
     library_versions: versions,
     outputs: d.outputs.map((o) => {
-      const si = indices[outputKey(o)]!;
-      const rows: Array<Record<string, string | number | null>> = d.parameters.map((p, i) => ({ parameter: p.name, ...Object.fromEntries(fields.map((f) => [f, si[f]![i] ?? null])) }));
-      const ranking = [...rows].sort((a, b) => ((b[rankBy] as number | null) ?? -Infinity) - ((a[rankBy] as number | null) ?? -Infinity)).map((r) => r.parameter);
-      return { output: outputKey(o), units: o.units, indices: rows, ranking };
+      const key = outputKey(o);
+      if (isSeries(o)) {
+        const at = overTime[key]!;
+        const rank = at.fields[method.rank]!;
+        const mean = (values: Array<number | null>) => {
+          const defined = values.filter((v): v is number => v !== null);
+          return defined.length ? defined.reduce((a, b) => a + b, 0) / defined.length : null;
+        };
+        const times = grids.get(o.output)!;
+        return {
+          output: key, units: o.units, indices: [],
+          ranking: byInfluence(names.map((n, i) => [n, mean(rank[i]!)])),
+          over_time: {
+            times,
+            indices: names.map((n, i) => ({ parameter: n, ...Object.fromEntries(fields.map((f) => [f, at.fields[f]![i]!])) })),
+            undefined: at.undefined.map((u) => ({ time: u.time, reason: u.reason, message: undefinedMessage(u) })),
+            leaders: leaders(times, names, rank),
+            rank: method.rank,
+          },
+        };
+      }
+      const si = indices[key]!;
+      const rows: Array<Record<string, string | number | null>> = names.map((n, i) => ({ parameter: n, ...Object.fromEntries(fields.map((f) => [f, si[f]![i] ?? null])) }));
+      return { output: key, units: o.units, indices: rows, ranking: byInfluence(rows.map((r) => [r.parameter as string, r[method.rank] as number | null])) };
     }),
-    note: d.method === 'sobol'
-      ? `Sobol' first-order (S1) and total (ST) indices from Saltelli's sample of ${d.base_sample} × ${d.parameters.length + 2} runs, with 95% bootstrap confidence half-widths (${d.num_resamples} resamples). Estimates from a finite sample: small or negative values are noise around zero.`
-      : `Morris elementary effects from ${d.base_sample} trajectories on a ${d.num_levels}-level grid: μ* ranks influence, σ shows interaction or nonlinearity; 95% bootstrap half-width of μ*.`,
+    note: methodNote(d),
   };
+}
+
+/** What the indices are and how far to trust them, per method. */
+function methodNote(d: SensitivityDesign): string {
+  const overTime = d.outputs.some((o) => o.summary === 'series') ? ' A series output\'s indices are computed at each time from the same runs.' : '';
+  const runs = `${d.run_count} runs`;
+  const notes: Record<SensitivityDesign['method'], string> = {
+    sobol: `Sobol' first-order (S1) and total (ST) indices from Saltelli's sample of ${d.base_sample} × ${d.parameters.length + 2} runs, with 95% bootstrap confidence half-widths (${d.num_resamples} resamples). Estimates from a finite sample: small or negative values are noise around zero.`,
+    morris: `Morris elementary effects from ${d.base_sample} trajectories on a ${d.num_levels}-level grid: μ* ranks influence, σ shows interaction or nonlinearity; 95% bootstrap half-width of μ*.`,
+    efast: `eFAST first-order (S1) and total (ST) indices from ${runs} (${d.base_sample} along each parameter's search curve, M = ${EFAST_M}), with 95% bootstrap half-widths.`,
+    rbd_fast: `RBD-FAST first-order indices (S1, bias-corrected) from a Latin hypercube of ${runs}, with 95% bootstrap half-widths; no total indices.`,
+    delta: `Borgonovo's moment-independent δ and the first-order index S1 from a Latin hypercube of ${runs}, with 95% bootstrap half-widths: δ measures how far the output's whole distribution moves with a parameter, where variance may mislead (skewed or multimodal outputs).`,
+    pawn: `PAWN indices from a Latin hypercube of ${runs}: the Kolmogorov-Smirnov distance between the output's distribution and its distribution within each of ${PAWN_S} slices of a parameter, summarised over the slices (minimum, mean, median, maximum, coefficient of variation); ranked by the median. No intervals.`,
+  };
+  return notes[d.method] + overTime;
 }
 
 /**

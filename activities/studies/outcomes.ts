@@ -9,7 +9,7 @@ export interface Series { t: number[]; y: number[] }
  * value, its largest, the mean of its points, or the time its largest is first reached.
  * Null when there is nothing to summarise.
  */
-export function summarise(summary: OutputSummary, value: unknown, series: Series | undefined): number | null {
+export function summarise(summary: Exclude<OutputSummary, 'series'>, value: unknown, series: Series | undefined): number | null {
   if (summary === 'value') return typeof value === 'number' && Number.isFinite(value) ? value : null;
   if (!series || !series.y.length) return null;
   const y = series.y;
@@ -34,6 +34,15 @@ export function valueAt(s: Series, t: number): number {
   }
   const f = (t - ts[lo]!) / (ts[hi]! - ts[lo]!);
   return y[lo]! + f * (y[hi]! - y[lo]!);
+}
+
+/**
+ * The series at each time of `grid` (linear between its points), null at a time outside
+ * it: a series is never extended past what the run gave.
+ */
+export function seriesAt(s: Series, grid: number[]): Array<number | null> {
+  const [first, last] = [s.t[0], s.t[s.t.length - 1]];
+  return grid.map((t) => (first === undefined || t < first || t > last! ? null : valueAt(s, t)));
 }
 
 /**

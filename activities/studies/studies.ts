@@ -9,8 +9,9 @@ import { listArtifacts, runOutputs } from '../../storage/db/runs.ts';
 import { assignBatch, batchRunIds, pointsEnded, progressOfPhase, runsAwaitingPoints, setStudyAnalysis, studyPoints, tellPoints, type StudyPoint } from '../../storage/db/studies.ts';
 import { outputKey, PETAB_EXPORT, PETAB_PHASE, type PetabCalibrationDesign, type PetabStartEnd, type CalibrationDesign, type SensitivityDesign, type StudyDesign } from '../../storage/studyDesign.ts';
 import { storeStudyArtifacts } from '../../storage/studyArtifacts.ts';
+import { SENSITIVITY_METHODS } from '../../storage/sensitivityMethods.ts';
 import type { Analysis } from './analysis.ts';
-import { calibrationLoss, converged, summarise, type Series } from './outcomes.ts';
+import { calibrationLoss, converged, seriesAt, summarise, type Series } from './outcomes.ts';
 import { calibrationAnalysis, sensitivityAnalysis } from './findings.ts';
 import { askPetab, petabAnalysis, tellPetab } from './petab.ts';
 import { petabExportZip } from './petabExport.ts';
@@ -72,6 +73,20 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
       out.set(a.role, { t, y });
     }
     return out;
+  }
+
+  /**
+   * The times each `series` output's indices are stated at: its design's, or the series'
+   * own times as the study's first completed run (by sample order) gave them, the same
+   * whichever tell or finish asks.
+   */
+  async function seriesGrids(d: SensitivityDesign, points: StudyPoint[]): Promise<Map<string, number[]>> {
+    const grids = new Map<string, number[]>();
+    const own = d.outputs.filter((o) => o.summary === 'series' && !o.times);
+    const first = own.length ? points.find((p) => p.status === 'completed') : undefined;
+    const series = first ? await seriesOf(first.run_id, own.map((o) => o.output)) : new Map<string, Series>();
+    for (const o of d.outputs) if (o.summary === 'series') grids.set(o.output, o.times ?? series.get(o.output)?.t ?? []);
+    return grids;
   }
 
   /** The best loss after each batch, in batch order (told points only). */
@@ -146,6 +161,7 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
       if (points.length) return { runIds: [] };
       const { points: sample } = await analysis<{ points: number[][] }>('sample', {
         method: d.method, parameters: d.parameters, base_sample: d.base_sample, num_levels: d.num_levels, seed: d.seed,
+        sample_options: SENSITIVITY_METHODS[d.method].sampleOptions ?? {},
       }, signal);
       asked = sample.map((row) => ({ params: Object.fromEntries(d.parameters.map((p, i) => [p.name, row[i]!])), attrs: {} }));
     } else if (d.kind === 'petab_calibration') {
@@ -175,7 +191,9 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
     // A few runs' series read side by side: one after another, a batch's reads are a round
     // trip each to Postgres and the object store while the next batch waits.
     const limit = pLimit(TELL_CONCURRENCY);
-    const pending = (await studyPoints(db, experimentId)).filter((x) => x.batch === batch && !x.outcome);
+    const points = await studyPoints(db, experimentId);
+    const pending = points.filter((x) => x.batch === batch && !x.outcome);
+    const grids = d.kind === 'sensitivity' ? await seriesGrids(d, points) : new Map<string, number[]>();
     // Every run's outputs record in a few statements, not one each; series only where a summary needs them.
     const outputsOf = d.kind === 'calibration' ? new Map() : await runOutputs(db, pending.map((p) => p.run_id));
     const seriesOutputs = d.kind === 'sensitivity' ? d.outputs.filter((o) => o.summary !== 'value').map((o) => o.output) : [];
@@ -188,7 +206,12 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
       if (d.kind === 'sensitivity') {
         const outputs = outputsOf.get(p.run_id) as Record<string, unknown> | null | undefined;
         const series = seriesOutputs.length ? await seriesOf(p.run_id, seriesOutputs) : new Map<string, Series>();
-        return { idx: p.idx, outcome: Object.fromEntries(d.outputs.map((o) => [outputKey(o), summarise(o.summary, outputs?.[o.output], series.get(o.output))])) };
+        return { idx: p.idx, outcome: Object.fromEntries(d.outputs.map((o) => {
+          const s = series.get(o.output);
+          // A series output tells its values at the grid (null for a run with no series: the analysis says so).
+          if (o.summary === 'series') return [outputKey(o), s ? seriesAt(s, grids.get(o.output)!) : null];
+          return [outputKey(o), summarise(o.summary, outputs?.[o.output], s)];
+        })) };
       }
       const fit = calibrationLoss(d, await seriesOf(p.run_id, d.observations.map((o) => o.output)));
       return { idx: p.idx, outcome: fit ?? { failed: 'no_series' } };
@@ -202,7 +225,7 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
     const points = await studyPoints(db, experimentId);
     const call: Analysis = (command, request) => analysis(command, request, signal);
     const found = e.design.kind === 'sensitivity'
-      ? await sensitivityAnalysis(call, e.design as SensitivityDesign, points)
+      ? await sensitivityAnalysis(call, e.design, points, await seriesGrids(e.design, points))
       : e.design.kind === 'petab_calibration' ? petabAnalysis(e.design, points, { closed: e.status === 'closed' })
       : await calibrationAnalysis(call, e.design as CalibrationDesign, points, {
         closed: e.status === 'closed', converged: converged((e.design as CalibrationDesign).stop, bestByBatch(points)),

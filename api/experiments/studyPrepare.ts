@@ -8,17 +8,16 @@ import type { Finding } from '../../storage/db/plans.ts';
 import type { ExperimentArm } from '../../storage/db/experiments.ts';
 import { getDataset, filesById } from '../../storage/db/datasets.ts';
 import { checkInputs, type Contracted } from '../../storage/inputChecks.ts';
+import { SENSITIVITY_METHODS, type SensitivityMethod } from '../../storage/sensitivityMethods.ts';
 import { listOf } from '../../storage/labContract.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
 import { sampleSizeAdvice } from '../../storage/sampleSize.ts';
 import {
-  sensitivityRunCount, type CalibrationDesign, type ObservedSeries, type OutputSummary, type SensitivityDesign, type StudyDesign, type StudyOutput, type StudyParameter,
+  MAX_STUDY_RUNS, MAX_TIME_POINTS, MAX_TIME_RESOLVED_VALUES, sensitivityRunCount, type CalibrationDesign, type ObservedSeries, type OutputSummary, type SensitivityDesign, type StudyDesign, type StudyOutput, type StudyParameter,
 } from '../../storage/studyDesign.ts';
 import { MAX_SEED, type ExperimentProposal } from './prepare.ts';
 import { petabCalibrationDesign, petabStudyLab, type PetabCalibrationRequest } from './petabPrepare.ts';
 
-/** The most runs one study may ask for. */
-export const MAX_STUDY_RUNS = 100_000;
 /** The largest observation table a calibration reads. */
 const MAX_OBSERVATION_BYTES = 4 << 20;
 
@@ -36,8 +35,8 @@ interface ParameterRequest { input: string; low: number; high: number; distribut
 
 export interface SensitivityRequest {
   parameters: ParameterRequest[];
-  outputs: Array<{ output: string; summary?: OutputSummary }>;
-  method: 'sobol' | 'morris';
+  outputs: Array<{ output: string; summary?: OutputSummary; times?: number[] }>;
+  method: SensitivityMethod;
   base_sample: number;
   num_levels?: number;
   seed?: number;
@@ -57,7 +56,7 @@ export interface CalibrationRequest {
   stop?: { patience_batches: number; relative_tolerance: number };
 }
 
-type Manifest = { io?: { inputs?: unknown; outputs?: unknown }; runtime?: { duration?: unknown } };
+type Manifest = { io?: { inputs?: unknown; outputs?: unknown }; runtime?: { duration?: unknown; communication_step?: unknown } };
 interface Declared { name: string; value_type?: string; units?: string }
 
 const declared = (manifest: Manifest, side: 'inputs' | 'outputs'): Declared[] => listOf(manifest.io?.[side] as Declared[] | undefined).filter((d) => d && typeof d.name === 'string');
@@ -105,11 +104,35 @@ function studyParameters(
   });
 }
 
+/** The lab's run as its manifest declares it: how long, and how often its series are sampled (null when it does not say). */
+function runSpan(release: Contracted): { duration: number; step: number | null } {
+  const runtime = (release.manifest as Manifest).runtime;
+  const step = Number(runtime?.communication_step);
+  return { duration: Number(runtime?.duration ?? Infinity), step: Number.isFinite(step) && step > 0 ? step : null };
+}
+
+/**
+ * A `series` output's grid, checked: increasing times within the run. Returns the grid
+ * (null for the series' own times) and how many times it has, or is expected to have (the
+ * run's steps, for the study's bound on what it tells its analysis).
+ */
+function seriesGrid(release: Contracted, times: number[] | undefined, here: string): { times: number[] | null; count: number } {
+  const { duration, step } = runSpan(release);
+  if (!times) return { times: null, count: step && Number.isFinite(duration) ? Math.floor(duration / step + 1e-9) + 1 : 1 };
+  times.forEach((t, j) => {
+    if (t < 0 || t > duration) throw errors.validation('parameter_out_of_range', `Time ${t} is outside the lab's run (0 to ${duration}).`, `${here}.times[${j}]`);
+    if (j > 0 && !(t > times[j - 1]!)) throw errors.validation('parameter_out_of_range', `times must increase: ${t} follows ${times[j - 1]}.`, `${here}.times[${j}]`);
+  });
+  return { times, count: times.length };
+}
+
 function sensitivityDesign(release: Contracted, base: Record<string, unknown>, req: SensitivityRequest): SensitivityDesign {
   const at = 'sensitivity';
-  const parameters = studyParameters(release, base, req.parameters, at, { distributions: req.method === 'sobol' });
+  const method = SENSITIVITY_METHODS[req.method];
+  const parameters = studyParameters(release, base, req.parameters, at, { distributions: method.distributions });
   const output = outputsOf(release);
   const keys = new Set<string>();
+  let timePoints = 0;
   const studied: StudyOutput[] = req.outputs.map((o, i) => {
     const here = `${at}.outputs[${i}]`;
     const d = output(o.output, `${here}.output`);
@@ -119,21 +142,37 @@ function sensitivityDesign(release: Contracted, base: Record<string, unknown>, r
     }
     const summary = o.summary ?? (series ? 'final' : 'value');
     if (series === (summary === 'value')) {
-      throw errors.validation('parameter_out_of_range', series ? `Output ${o.output} is a time series: summarise it (final, max, mean or time_of_max).` : `Output ${o.output} is a number: its summary is value.`, `${here}.summary`);
+      throw errors.validation('parameter_out_of_range', series ? `Output ${o.output} is a time series: summarise it (final, max, mean or time_of_max) or take its indices over time (series).` : `Output ${o.output} is a number: its summary is value.`, `${here}.summary`);
     }
+    if (o.times && summary !== 'series') throw errors.validation('parameter_not_allowed', 'times belong to the series summary: indices at each time.', `${here}.times`);
     const key = `${o.output}.${summary}`;
     if (keys.has(key)) throw errors.validation('duplicate_output', `${o.output} (${summary}) is asked for twice.`, `${here}.output`);
     keys.add(key);
-    return { output: o.output, summary, value_type: d.value_type!, units: d.units ?? null };
+    // δ's kernels need a continuous output: an integer's or a time of maximum's few distinct values leave them singular.
+    if (req.method === 'delta' && (d.value_type === 'integer' || summary === 'time_of_max')) {
+      throw errors.validation('parameter_not_allowed', `Borgonovo's δ estimates the output's density by kernels, which ${summary === 'time_of_max' ? 'a time of maximum (one of the run\'s step times)' : `an integer output (${o.output})`} leaves singular: use pawn, which compares distributions without a density.`, `${here}.${summary === 'time_of_max' ? 'summary' : 'output'}`);
+    }
+    const studiedOutput: StudyOutput = { output: o.output, summary, value_type: d.value_type!, units: d.units ?? null };
+    if (summary !== 'series') return studiedOutput;
+    const grid = seriesGrid(release, o.times, here);
+    timePoints += grid.count;
+    if (timePoints > MAX_TIME_POINTS) throw errors.validation('parameter_out_of_range', `Indices are stated at most at ${MAX_TIME_POINTS} times over a study; this asks for ${timePoints} by here${o.times ? '' : ' (the series\' own times, one a step of the run)'}: name fewer times.`, `${here}.${o.times ? 'times' : 'summary'}`);
+    return { ...studiedOutput, times: grid.times };
   });
   if (req.method === 'sobol' && (req.base_sample & (req.base_sample - 1)) !== 0) {
     throw errors.validation('parameter_out_of_range', `Saltelli's scheme keeps its balance only for a base sample that is a power of 2 (${2 ** Math.round(Math.log2(req.base_sample))}?).`, `${at}.base_sample`);
   }
+  if (req.base_sample < method.minBase) {
+    throw errors.validation('parameter_out_of_range', `${method.title} takes a base sample of at least ${method.minBase}: ${method.minReason}.`, `${at}.base_sample`);
+  }
   const numLevels = req.num_levels ?? 4;
   if (req.method === 'morris' && numLevels % 2 !== 0) throw errors.validation('parameter_out_of_range', 'Morris\'s grid needs an even number of levels.', `${at}.num_levels`);
-  if (req.method === 'sobol' && req.num_levels !== undefined) throw errors.validation('parameter_not_allowed', 'num_levels belongs to the morris method.', `${at}.num_levels`);
+  if (req.method !== 'morris' && req.num_levels !== undefined) throw errors.validation('parameter_not_allowed', 'num_levels belongs to the morris method.', `${at}.num_levels`);
   const runCount = sensitivityRunCount(req.method, req.base_sample, parameters.length);
   if (runCount > MAX_STUDY_RUNS) throw errors.validation('study_too_large', `This design takes ${runCount} runs; a study takes at most ${MAX_STUDY_RUNS}.`, `${at}.base_sample`);
+  if (runCount * timePoints > MAX_TIME_RESOLVED_VALUES) {
+    throw errors.validation('study_too_large', `${runCount} runs at ${timePoints} times are ${runCount * timePoints} values for the analysis; a study tells it at most ${MAX_TIME_RESOLVED_VALUES}: fewer times or a smaller sample.`, `${at}.base_sample`);
+  }
   return {
     kind: 'sensitivity', parameters, outputs: studied, method: req.method, base_sample: req.base_sample, num_levels: numLevels, num_resamples: 100,
     seed: req.seed ?? randomInt(0, MAX_SEED), run_count: runCount,

@@ -5,6 +5,8 @@
  */
 import { arr, count, obj, str, uuid, sha256Hex, type JsonSchema } from '../schemas/common.ts';
 import { MAX_SEED } from './prepare.ts';
+import { MAX_STUDY_RUNS, MAX_TIME_POINTS } from '../../storage/studyDesign.ts';
+import { SENSITIVITY_METHOD_NAMES, SENSITIVITY_METHODS, methodFields } from '../../storage/sensitivityMethods.ts';
 
 const seed: JsonSchema = { type: 'integer', minimum: 0, maximum: MAX_SEED };
 const num: JsonSchema = { type: 'number' };
@@ -12,9 +14,17 @@ const nullableNum: JsonSchema = { type: ['number', 'null'] };
 const inputName = str(200, { minLength: 1, description: 'A number input the lab declares.' });
 const outputName = str(200, { minLength: 1, description: 'An output the lab declares.' });
 const summary: JsonSchema = {
-  enum: ['value', 'final', 'max', 'mean', 'time_of_max'],
-  description: 'How an output becomes one number: `value` for a number output; for a time series its `final` value, its `max`, the `mean` of its points, or the `time_of_max`.',
+  enum: ['value', 'final', 'max', 'mean', 'time_of_max', 'series'],
+  description: 'How an output is analysed: `value` for a number output; for a time series its `final` value, `max`, `mean` or `time_of_max`, or `series`: indices at each time.',
 };
+const times = arr(num, {
+  minItems: 1, maxItems: MAX_TIME_POINTS,
+  description: 'For `series`: times within the run (default: its own).',
+});
+const methodsInWords = SENSITIVITY_METHOD_NAMES.map((m) => {
+  const spec = SENSITIVITY_METHODS[m];
+  return `${m} ${spec.runsInWords}${spec.minBase > 2 ? ` (N≥${spec.minBase})` : ''}`;
+}).join('; ');
 
 /** The lab a study varies: a workspace revision, its fixed inputs and its run settings. */
 export const studyLabRequest: JsonSchema = obj({
@@ -34,9 +44,9 @@ const parameterRequest = (distributions: boolean): JsonSchema => obj({
 
 export const sensitivityRequest: JsonSchema = obj({
   parameters: arr(parameterRequest(true), { minItems: 1, maxItems: 20 }),
-  outputs: arr(obj({ output: outputName, summary }, ['output']), { minItems: 1, maxItems: 20 }),
-  method: { enum: ['sobol', 'morris'], description: '`sobol`: Saltelli sampling and Sobol\' first-order and total indices; `morris`: elementary effects (SALib).' },
-  base_sample: { type: 'integer', minimum: 2, maximum: 32768, description: 'N: Sobol\' takes N(D + 2) runs (N a power of 2); Morris takes N trajectories of D + 1 runs.' },
+  outputs: arr(obj({ output: outputName, summary, times }, ['output']), { minItems: 1, maxItems: 20 }),
+  method: { enum: SENSITIVITY_METHOD_NAMES, description: 'SALib\'s sampler and analyzer.' },
+  base_sample: { type: 'integer', minimum: 2, maximum: MAX_STUDY_RUNS, description: `N. Runs: ${methodsInWords}; Sobol' N a power of 2.` },
   num_levels: { type: 'integer', minimum: 2, maximum: 32, description: 'Morris grid levels (even; default 4).' },
   seed: { ...seed, description: 'Seed of the sample and of the bootstrap behind the intervals (chosen at plan time when absent).' },
 }, ['parameters', 'outputs', 'method', 'base_sample']);
@@ -90,8 +100,11 @@ export const studyDesign: JsonSchema = {
     { type: 'null' },
     obj({
       kind: { const: 'sensitivity' }, parameters: arr(parameter),
-      outputs: arr(obj({ output: str(200), summary, value_type: str(40), units: { type: ['string', 'null'] } }, ['output', 'summary', 'value_type', 'units'])),
-      method: { enum: ['sobol', 'morris'] }, base_sample: count, num_levels: count, num_resamples: count, seed, run_count: count,
+      outputs: arr(obj({
+        output: str(200), summary, value_type: str(40), units: { type: ['string', 'null'] },
+        times: { oneOf: [{ type: 'null' }, arr(num)], description: '`series` only: the times indices are stated at; null for the series\' own times.' },
+      }, ['output', 'summary', 'value_type', 'units'])),
+      method: { enum: SENSITIVITY_METHOD_NAMES }, base_sample: count, num_levels: count, num_resamples: count, seed, run_count: count,
     }, ['kind', 'parameters', 'outputs', 'method', 'base_sample', 'num_levels', 'num_resamples', 'seed', 'run_count']),
     obj({
       kind: { const: 'calibration' }, parameters: arr(parameter),
@@ -118,19 +131,36 @@ export const studyDesign: JsonSchema = {
 
 const libraryVersions: JsonSchema = { type: 'object', additionalProperties: str(40), description: 'The analysis libraries that answered, by distribution name.' };
 
-const sobolIndex: JsonSchema = obj({ parameter: str(200), S1: nullableNum, S1_conf: nullableNum, ST: nullableNum, ST_conf: nullableNum }, ['parameter', 'S1', 'S1_conf', 'ST', 'ST_conf']);
-const morrisIndex: JsonSchema = obj({ parameter: str(200), mu: nullableNum, mu_star: nullableNum, sigma: nullableNum, mu_star_conf: nullableNum }, ['parameter', 'mu', 'mu_star', 'sigma', 'mu_star_conf']);
+/** One parameter's indices as a method states them: each a number (or, over time, a number at each time), null where undefined. */
+const methodIndices = (value: JsonSchema): JsonSchema[] => SENSITIVITY_METHOD_NAMES.map((m) => {
+  const fields = methodFields(m);
+  return obj({ parameter: str(200), ...Object.fromEntries(fields.map((f) => [f, value])) }, ['parameter', ...fields], { description: SENSITIVITY_METHODS[m].title });
+});
+const ranks = SENSITIVITY_METHOD_NAMES.map((m) => `${SENSITIVITY_METHODS[m].rank} (${m})`).join(', ');
+
+const overTime: JsonSchema = obj({
+  times: arr(num, { description: 'The times indices are stated at.' }),
+  indices: arr({ anyOf: methodIndices(arr(nullableNum)) }, { description: 'Per parameter, each field of the method at each time (null where undefined).' }),
+  undefined: arr(obj({
+    time: num, reason: { enum: ['constant', 'missing'] }, message: str(500),
+  }, ['time', 'reason', 'message']), { description: 'The times no index is stated at, and why: the output is the same in every run there (`constant`, as at t = 0 from a fixed initial state), or some runs\' series have no value there (`missing`).' }),
+  leaders: arr(obj({ parameter: str(200), from: num, to: num }, ['parameter', 'from', 'to']), {
+    description: 'Who dominates when: the parameter whose `rank` index is largest over each stretch of times, in time order; control changes hands where one stretch ends.',
+  }),
+  rank: str(40, { description: `The index \`leaders\` and \`ranking\` go by: ${ranks}.` }),
+}, ['times', 'indices', 'undefined', 'leaders', 'rank'], { description: 'A `series` output\'s indices at each time (SALib\'s, computed per time from the same runs).' });
 
 const sensitivityAnalysis: JsonSchema = obj({
   kind: { const: 'sensitivity' },
-  method: { enum: ['sobol', 'morris'] },
+  method: { enum: SENSITIVITY_METHOD_NAMES },
   complete: { type: 'boolean', description: 'Every sampled run completed; indices exist only then.' },
   runs_completed: count,
   outputs: arr(obj({
     output: str(200, { description: 'The output and its summary, as `name` or `name.summary`.' }),
     units: { type: ['string', 'null'] },
-    indices: arr({ oneOf: [sobolIndex, morrisIndex] }, { description: 'Per parameter: Sobol\' S1 and ST with their 95% confidence half-widths, or Morris\'s μ, μ*, σ and μ*\'s half-width.' }),
-    ranking: arr(str(200), { description: 'Parameters by influence: total index (Sobol\') or μ* (Morris), largest first.' }),
+    indices: arr({ anyOf: methodIndices(nullableNum) }, { description: 'Per parameter, the method\'s indices with their 95% confidence half-widths (`*_conf`) where it states them; empty for a `series` output (see `over_time`).' }),
+    ranking: arr(str(200), { description: `Parameters by influence, largest first, by ${ranks}; for a \`series\` output by that index's mean over the times it is stated at.` }),
+    over_time: overTime,
   }, ['output', 'units', 'indices', 'ranking'])),
   library_versions: libraryVersions,
   descriptive: { const: true },

@@ -9,6 +9,7 @@ import { blobKey } from '../../storage/objects.ts';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { mcpClients } from '../mcpClients.ts';
 import { assertRunsListing } from '../studyRuns.ts';
+import { openStudy, waitForStudy } from '../studies.ts';
 import { analysisText } from '../../sdk/src/cli/commands/experiment.ts';
 
 // Studies that answer questions, on the real stack: a calibration that recovers known
@@ -46,22 +47,6 @@ async function analysisPython<T>(program: string, input: unknown): Promise<T> {
   const child = run(process.env.SILICO_ANALYSIS_PYTHON!, ['-c', program], { maxBuffer: 16 << 20 });
   child.child.stdin!.end(JSON.stringify(input));
   return JSON.parse((await child).stdout) as T;
-}
-
-async function openStudy(key: string, body: Record<string, unknown>) {
-  const plan = await call('POST', '/experiment-plans', { key, body });
-  assert.equal(plan.status, 200, plan.text);
-  assert.equal(plan.body.status, 'ready', JSON.stringify(plan.body.findings));
-  const res = await call('POST', '/experiments', { key, body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
-  assert.equal(res.status, 200, res.text);
-  return { plan: plan.body, study: res.body };
-}
-
-async function waitForStudy(key: string, id: string, ms = 400_000): Promise<any> {
-  return until(ms, async () => {
-    const e = (await call('GET', `/experiments/${id}?include_runs=true`, { key })).body;
-    return e.completed_at ? e : undefined;
-  });
 }
 
 /** Each parameter set the study asked for, with the run that executed it: executed exactly once, with exactly those inputs. */

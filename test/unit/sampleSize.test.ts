@@ -4,6 +4,7 @@ import { createAnalysis, type Analysis } from '../../activities/studies/analysis
 import {
   MORRIS_TARGET_RELATIVE_HALF_WIDTH, SOBOL_TARGET_HALF_WIDTH, predictedHalfWidth, sampleSizeAdvice, suggestedBaseSample,
 } from '../../storage/sampleSize.ts';
+import { methodFields } from '../../storage/sensitivityMethods.ts';
 
 test('the suggested base sample is the smallest that meets the target: a power of 2 for Sobol\', any count of trajectories for Morris', () => {
   const sobol = suggestedBaseSample('sobol');
@@ -45,7 +46,7 @@ type Indices = Record<string, number[]>;
 async function ishigamiIndices(analysis: Analysis, method: 'sobol' | 'morris', baseSample: number): Promise<Indices> {
   const design = { method, parameters: PARAMETERS, base_sample: baseSample, num_levels: 4, num_resamples: 100, seed: 7 };
   const { points } = await analysis<{ points: number[][] }>('sample', design);
-  const { indices } = await analysis<{ indices: Record<string, Indices> }>('analyze', { ...design, points, outputs: { y: points.map(ishigami) } });
+  const { indices } = await analysis<{ indices: Record<string, Indices> }>('analyze', { ...design, fields: methodFields(method), points, outputs: { y: points.map(ishigami) } });
   return indices.y!;
 }
 

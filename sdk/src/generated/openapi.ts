@@ -2675,23 +2675,25 @@ export interface operations {
                         starts: number;
                     };
                     sensitivity?: {
-                        /** @description N: Sobol' takes N(D + 2) runs (N a power of 2); Morris takes N trajectories of D + 1 runs. */
+                        /** @description N. Runs: sobol N(D+2); morris N(D+1); efast N·D (N≥65); rbd_fast N (N≥41); delta N (N≥50); pawn N (N≥100); Sobol' N a power of 2. */
                         base_sample: number;
                         /**
-                         * @description `sobol`: Saltelli sampling and Sobol' first-order and total indices; `morris`: elementary effects (SALib).
+                         * @description SALib's sampler and analyzer.
                          * @enum {unknown}
                          */
-                        method: "sobol" | "morris";
+                        method: "sobol" | "morris" | "efast" | "rbd_fast" | "delta" | "pawn";
                         /** @description Morris grid levels (even; default 4). */
                         num_levels?: number;
                         outputs: {
                             /** @description An output the lab declares. */
                             output: string;
                             /**
-                             * @description How an output becomes one number: `value` for a number output; for a time series its `final` value, its `max`, the `mean` of its points, or the `time_of_max`.
+                             * @description How an output is analysed: `value` for a number output; for a time series its `final` value, `max`, `mean` or `time_of_max`, or `series`: indices at each time.
                              * @enum {unknown}
                              */
-                            summary?: "value" | "final" | "max" | "mean" | "time_of_max";
+                            summary?: "value" | "final" | "max" | "mean" | "time_of_max" | "series";
+                            /** @description For `series`: times within the run (default: its own). */
+                            times?: number[];
                         }[];
                         parameters: {
                             /**
@@ -2766,16 +2768,18 @@ export interface operations {
                             /** @constant */
                             kind: "sensitivity";
                             /** @enum {unknown} */
-                            method: "sobol" | "morris";
+                            method: "sobol" | "morris" | "efast" | "rbd_fast" | "delta" | "pawn";
                             num_levels: number;
                             num_resamples: number;
                             outputs: {
                                 output: string;
                                 /**
-                                 * @description How an output becomes one number: `value` for a number output; for a time series its `final` value, its `max`, the `mean` of its points, or the `time_of_max`.
+                                 * @description How an output is analysed: `value` for a number output; for a time series its `final` value, `max`, `mean` or `time_of_max`, or `series`: indices at each time.
                                  * @enum {unknown}
                                  */
-                                summary: "value" | "final" | "max" | "mean" | "time_of_max";
+                                summary: "value" | "final" | "max" | "mean" | "time_of_max" | "series";
+                                /** @description `series` only: the times indices are stated at; null for the series' own times. */
+                                times?: null | number[];
                                 units: string | null;
                                 value_type: string;
                             }[];
@@ -3110,10 +3114,10 @@ export interface operations {
                                 [key: string]: string;
                             };
                             /** @enum {unknown} */
-                            method: "sobol" | "morris";
+                            method: "sobol" | "morris" | "efast" | "rbd_fast" | "delta" | "pawn";
                             note: string;
                             outputs: {
-                                /** @description Per parameter: Sobol' S1 and ST with their 95% confidence half-widths, or Morris's μ, μ*, σ and μ*'s half-width. */
+                                /** @description Per parameter, the method's indices with their 95% confidence half-widths (`*_conf`) where it states them; empty for a `series` output (see `over_time`). */
                                 indices: ({
                                     parameter: string;
                                     S1: number | null;
@@ -3126,10 +3130,90 @@ export interface operations {
                                     mu_star_conf: number | null;
                                     parameter: string;
                                     sigma: number | null;
+                                } | {
+                                    parameter: string;
+                                    S1: number | null;
+                                    S1_conf: number | null;
+                                    ST: number | null;
+                                    ST_conf: number | null;
+                                } | {
+                                    parameter: string;
+                                    S1: number | null;
+                                    S1_conf: number | null;
+                                } | {
+                                    delta: number | null;
+                                    delta_conf: number | null;
+                                    parameter: string;
+                                    S1: number | null;
+                                    S1_conf: number | null;
+                                } | {
+                                    CV: number | null;
+                                    maximum: number | null;
+                                    mean: number | null;
+                                    median: number | null;
+                                    minimum: number | null;
+                                    parameter: string;
                                 })[];
                                 /** @description The output and its summary, as `name` or `name.summary`. */
                                 output: string;
-                                /** @description Parameters by influence: total index (Sobol') or μ* (Morris), largest first. */
+                                /** @description A `series` output's indices at each time (SALib's, computed per time from the same runs). */
+                                over_time?: {
+                                    /** @description Per parameter, each field of the method at each time (null where undefined). */
+                                    indices: ({
+                                        parameter: string;
+                                        S1: (number | null)[];
+                                        S1_conf: (number | null)[];
+                                        ST: (number | null)[];
+                                        ST_conf: (number | null)[];
+                                    } | {
+                                        mu: (number | null)[];
+                                        mu_star: (number | null)[];
+                                        mu_star_conf: (number | null)[];
+                                        parameter: string;
+                                        sigma: (number | null)[];
+                                    } | {
+                                        parameter: string;
+                                        S1: (number | null)[];
+                                        S1_conf: (number | null)[];
+                                        ST: (number | null)[];
+                                        ST_conf: (number | null)[];
+                                    } | {
+                                        parameter: string;
+                                        S1: (number | null)[];
+                                        S1_conf: (number | null)[];
+                                    } | {
+                                        delta: (number | null)[];
+                                        delta_conf: (number | null)[];
+                                        parameter: string;
+                                        S1: (number | null)[];
+                                        S1_conf: (number | null)[];
+                                    } | {
+                                        CV: (number | null)[];
+                                        maximum: (number | null)[];
+                                        mean: (number | null)[];
+                                        median: (number | null)[];
+                                        minimum: (number | null)[];
+                                        parameter: string;
+                                    })[];
+                                    /** @description Who dominates when: the parameter whose `rank` index is largest over each stretch of times, in time order; control changes hands where one stretch ends. */
+                                    leaders: {
+                                        from: number;
+                                        parameter: string;
+                                        to: number;
+                                    }[];
+                                    /** @description The index `leaders` and `ranking` go by: ST (sobol), mu_star (morris), ST (efast), S1 (rbd_fast), delta (delta), median (pawn). */
+                                    rank: string;
+                                    /** @description The times indices are stated at. */
+                                    times: number[];
+                                    /** @description The times no index is stated at, and why: the output is the same in every run there (`constant`, as at t = 0 from a fixed initial state), or some runs' series have no value there (`missing`). */
+                                    undefined: {
+                                        message: string;
+                                        /** @enum {unknown} */
+                                        reason: "constant" | "missing";
+                                        time: number;
+                                    }[];
+                                };
+                                /** @description Parameters by influence, largest first, by ST (sobol), mu_star (morris), ST (efast), S1 (rbd_fast), delta (delta), median (pawn); for a `series` output by that index's mean over the times it is stated at. */
                                 ranking: string[];
                                 units: string | null;
                             }[];
@@ -3430,16 +3514,18 @@ export interface operations {
                             /** @constant */
                             kind: "sensitivity";
                             /** @enum {unknown} */
-                            method: "sobol" | "morris";
+                            method: "sobol" | "morris" | "efast" | "rbd_fast" | "delta" | "pawn";
                             num_levels: number;
                             num_resamples: number;
                             outputs: {
                                 output: string;
                                 /**
-                                 * @description How an output becomes one number: `value` for a number output; for a time series its `final` value, its `max`, the `mean` of its points, or the `time_of_max`.
+                                 * @description How an output is analysed: `value` for a number output; for a time series its `final` value, `max`, `mean` or `time_of_max`, or `series`: indices at each time.
                                  * @enum {unknown}
                                  */
-                                summary: "value" | "final" | "max" | "mean" | "time_of_max";
+                                summary: "value" | "final" | "max" | "mean" | "time_of_max" | "series";
+                                /** @description `series` only: the times indices are stated at; null for the series' own times. */
+                                times?: null | number[];
                                 units: string | null;
                                 value_type: string;
                             }[];
@@ -3662,10 +3748,10 @@ export interface operations {
                                 [key: string]: string;
                             };
                             /** @enum {unknown} */
-                            method: "sobol" | "morris";
+                            method: "sobol" | "morris" | "efast" | "rbd_fast" | "delta" | "pawn";
                             note: string;
                             outputs: {
-                                /** @description Per parameter: Sobol' S1 and ST with their 95% confidence half-widths, or Morris's μ, μ*, σ and μ*'s half-width. */
+                                /** @description Per parameter, the method's indices with their 95% confidence half-widths (`*_conf`) where it states them; empty for a `series` output (see `over_time`). */
                                 indices: ({
                                     parameter: string;
                                     S1: number | null;
@@ -3678,10 +3764,90 @@ export interface operations {
                                     mu_star_conf: number | null;
                                     parameter: string;
                                     sigma: number | null;
+                                } | {
+                                    parameter: string;
+                                    S1: number | null;
+                                    S1_conf: number | null;
+                                    ST: number | null;
+                                    ST_conf: number | null;
+                                } | {
+                                    parameter: string;
+                                    S1: number | null;
+                                    S1_conf: number | null;
+                                } | {
+                                    delta: number | null;
+                                    delta_conf: number | null;
+                                    parameter: string;
+                                    S1: number | null;
+                                    S1_conf: number | null;
+                                } | {
+                                    CV: number | null;
+                                    maximum: number | null;
+                                    mean: number | null;
+                                    median: number | null;
+                                    minimum: number | null;
+                                    parameter: string;
                                 })[];
                                 /** @description The output and its summary, as `name` or `name.summary`. */
                                 output: string;
-                                /** @description Parameters by influence: total index (Sobol') or μ* (Morris), largest first. */
+                                /** @description A `series` output's indices at each time (SALib's, computed per time from the same runs). */
+                                over_time?: {
+                                    /** @description Per parameter, each field of the method at each time (null where undefined). */
+                                    indices: ({
+                                        parameter: string;
+                                        S1: (number | null)[];
+                                        S1_conf: (number | null)[];
+                                        ST: (number | null)[];
+                                        ST_conf: (number | null)[];
+                                    } | {
+                                        mu: (number | null)[];
+                                        mu_star: (number | null)[];
+                                        mu_star_conf: (number | null)[];
+                                        parameter: string;
+                                        sigma: (number | null)[];
+                                    } | {
+                                        parameter: string;
+                                        S1: (number | null)[];
+                                        S1_conf: (number | null)[];
+                                        ST: (number | null)[];
+                                        ST_conf: (number | null)[];
+                                    } | {
+                                        parameter: string;
+                                        S1: (number | null)[];
+                                        S1_conf: (number | null)[];
+                                    } | {
+                                        delta: (number | null)[];
+                                        delta_conf: (number | null)[];
+                                        parameter: string;
+                                        S1: (number | null)[];
+                                        S1_conf: (number | null)[];
+                                    } | {
+                                        CV: (number | null)[];
+                                        maximum: (number | null)[];
+                                        mean: (number | null)[];
+                                        median: (number | null)[];
+                                        minimum: (number | null)[];
+                                        parameter: string;
+                                    })[];
+                                    /** @description Who dominates when: the parameter whose `rank` index is largest over each stretch of times, in time order; control changes hands where one stretch ends. */
+                                    leaders: {
+                                        from: number;
+                                        parameter: string;
+                                        to: number;
+                                    }[];
+                                    /** @description The index `leaders` and `ranking` go by: ST (sobol), mu_star (morris), ST (efast), S1 (rbd_fast), delta (delta), median (pawn). */
+                                    rank: string;
+                                    /** @description The times indices are stated at. */
+                                    times: number[];
+                                    /** @description The times no index is stated at, and why: the output is the same in every run there (`constant`, as at t = 0 from a fixed initial state), or some runs' series have no value there (`missing`). */
+                                    undefined: {
+                                        message: string;
+                                        /** @enum {unknown} */
+                                        reason: "constant" | "missing";
+                                        time: number;
+                                    }[];
+                                };
+                                /** @description Parameters by influence, largest first, by ST (sobol), mu_star (morris), ST (efast), S1 (rbd_fast), delta (delta), median (pawn); for a `series` output by that index's mean over the times it is stated at. */
                                 ranking: string[];
                                 units: string | null;
                             }[];
@@ -3982,16 +4148,18 @@ export interface operations {
                             /** @constant */
                             kind: "sensitivity";
                             /** @enum {unknown} */
-                            method: "sobol" | "morris";
+                            method: "sobol" | "morris" | "efast" | "rbd_fast" | "delta" | "pawn";
                             num_levels: number;
                             num_resamples: number;
                             outputs: {
                                 output: string;
                                 /**
-                                 * @description How an output becomes one number: `value` for a number output; for a time series its `final` value, its `max`, the `mean` of its points, or the `time_of_max`.
+                                 * @description How an output is analysed: `value` for a number output; for a time series its `final` value, `max`, `mean` or `time_of_max`, or `series`: indices at each time.
                                  * @enum {unknown}
                                  */
-                                summary: "value" | "final" | "max" | "mean" | "time_of_max";
+                                summary: "value" | "final" | "max" | "mean" | "time_of_max" | "series";
+                                /** @description `series` only: the times indices are stated at; null for the series' own times. */
+                                times?: null | number[];
                                 units: string | null;
                                 value_type: string;
                             }[];
@@ -4221,10 +4389,10 @@ export interface operations {
                                 [key: string]: string;
                             };
                             /** @enum {unknown} */
-                            method: "sobol" | "morris";
+                            method: "sobol" | "morris" | "efast" | "rbd_fast" | "delta" | "pawn";
                             note: string;
                             outputs: {
-                                /** @description Per parameter: Sobol' S1 and ST with their 95% confidence half-widths, or Morris's μ, μ*, σ and μ*'s half-width. */
+                                /** @description Per parameter, the method's indices with their 95% confidence half-widths (`*_conf`) where it states them; empty for a `series` output (see `over_time`). */
                                 indices: ({
                                     parameter: string;
                                     S1: number | null;
@@ -4237,10 +4405,90 @@ export interface operations {
                                     mu_star_conf: number | null;
                                     parameter: string;
                                     sigma: number | null;
+                                } | {
+                                    parameter: string;
+                                    S1: number | null;
+                                    S1_conf: number | null;
+                                    ST: number | null;
+                                    ST_conf: number | null;
+                                } | {
+                                    parameter: string;
+                                    S1: number | null;
+                                    S1_conf: number | null;
+                                } | {
+                                    delta: number | null;
+                                    delta_conf: number | null;
+                                    parameter: string;
+                                    S1: number | null;
+                                    S1_conf: number | null;
+                                } | {
+                                    CV: number | null;
+                                    maximum: number | null;
+                                    mean: number | null;
+                                    median: number | null;
+                                    minimum: number | null;
+                                    parameter: string;
                                 })[];
                                 /** @description The output and its summary, as `name` or `name.summary`. */
                                 output: string;
-                                /** @description Parameters by influence: total index (Sobol') or μ* (Morris), largest first. */
+                                /** @description A `series` output's indices at each time (SALib's, computed per time from the same runs). */
+                                over_time?: {
+                                    /** @description Per parameter, each field of the method at each time (null where undefined). */
+                                    indices: ({
+                                        parameter: string;
+                                        S1: (number | null)[];
+                                        S1_conf: (number | null)[];
+                                        ST: (number | null)[];
+                                        ST_conf: (number | null)[];
+                                    } | {
+                                        mu: (number | null)[];
+                                        mu_star: (number | null)[];
+                                        mu_star_conf: (number | null)[];
+                                        parameter: string;
+                                        sigma: (number | null)[];
+                                    } | {
+                                        parameter: string;
+                                        S1: (number | null)[];
+                                        S1_conf: (number | null)[];
+                                        ST: (number | null)[];
+                                        ST_conf: (number | null)[];
+                                    } | {
+                                        parameter: string;
+                                        S1: (number | null)[];
+                                        S1_conf: (number | null)[];
+                                    } | {
+                                        delta: (number | null)[];
+                                        delta_conf: (number | null)[];
+                                        parameter: string;
+                                        S1: (number | null)[];
+                                        S1_conf: (number | null)[];
+                                    } | {
+                                        CV: (number | null)[];
+                                        maximum: (number | null)[];
+                                        mean: (number | null)[];
+                                        median: (number | null)[];
+                                        minimum: (number | null)[];
+                                        parameter: string;
+                                    })[];
+                                    /** @description Who dominates when: the parameter whose `rank` index is largest over each stretch of times, in time order; control changes hands where one stretch ends. */
+                                    leaders: {
+                                        from: number;
+                                        parameter: string;
+                                        to: number;
+                                    }[];
+                                    /** @description The index `leaders` and `ranking` go by: ST (sobol), mu_star (morris), ST (efast), S1 (rbd_fast), delta (delta), median (pawn). */
+                                    rank: string;
+                                    /** @description The times indices are stated at. */
+                                    times: number[];
+                                    /** @description The times no index is stated at, and why: the output is the same in every run there (`constant`, as at t = 0 from a fixed initial state), or some runs' series have no value there (`missing`). */
+                                    undefined: {
+                                        message: string;
+                                        /** @enum {unknown} */
+                                        reason: "constant" | "missing";
+                                        time: number;
+                                    }[];
+                                };
+                                /** @description Parameters by influence, largest first, by ST (sobol), mu_star (morris), ST (efast), S1 (rbd_fast), delta (delta), median (pawn); for a `series` output by that index's mean over the times it is stated at. */
                                 ranking: string[];
                                 units: string | null;
                             }[];
@@ -4541,16 +4789,18 @@ export interface operations {
                             /** @constant */
                             kind: "sensitivity";
                             /** @enum {unknown} */
-                            method: "sobol" | "morris";
+                            method: "sobol" | "morris" | "efast" | "rbd_fast" | "delta" | "pawn";
                             num_levels: number;
                             num_resamples: number;
                             outputs: {
                                 output: string;
                                 /**
-                                 * @description How an output becomes one number: `value` for a number output; for a time series its `final` value, its `max`, the `mean` of its points, or the `time_of_max`.
+                                 * @description How an output is analysed: `value` for a number output; for a time series its `final` value, `max`, `mean` or `time_of_max`, or `series`: indices at each time.
                                  * @enum {unknown}
                                  */
-                                summary: "value" | "final" | "max" | "mean" | "time_of_max";
+                                summary: "value" | "final" | "max" | "mean" | "time_of_max" | "series";
+                                /** @description `series` only: the times indices are stated at; null for the series' own times. */
+                                times?: null | number[];
                                 units: string | null;
                                 value_type: string;
                             }[];

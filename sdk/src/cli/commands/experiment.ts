@@ -76,8 +76,16 @@ export function analysisText(a: NonNullable<Experiment['analysis']>): string {
     lines.push(`analysis  sensitivity (${a.method}, descriptive): ${a.runs_completed} runs completed`);
     for (const o of a.outputs) {
       lines.push('', `${o.output}${o.units ? ` (${o.units})` : ''}  ranked: ${o.ranking.join(' > ')}`);
-      lines.push(table(o.indices.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'number' ? num(v) : v ?? '-']))),
-        a.method === 'sobol' ? ['parameter', 'S1', 'S1_conf', 'ST', 'ST_conf'] : ['parameter', 'mu', 'mu_star', 'sigma', 'mu_star_conf']));
+      if (o.over_time) {
+        // Over time the answer is who dominates when; every time's indices are in the study's indices.csv.
+        const t = o.over_time;
+        lines.push(`over time (${t.times.length} times, by ${t.rank}): ${t.leaders.map((l) => `${l.parameter} ${l.from === l.to ? `at ${num(l.from)}` : `from ${num(l.from)} to ${num(l.to)}`}`).join('; ') || 'no index stated'}`);
+        if (t.undefined.length) lines.push(`undefined at ${t.undefined.length} time${t.undefined.length === 1 ? '' : 's'} (${[...new Set(t.undefined.map((u) => u.reason))].join(', ')}), e.g. t = ${num(t.undefined[0]!.time)}: ${t.undefined[0]!.message}`);
+        continue;
+      }
+      // The method's own fields, in the order it states them.
+      const columns = Object.keys(o.indices[0] ?? { parameter: null });
+      lines.push(table(o.indices.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'number' ? num(v) : v ?? '-']))), columns));
     }
   } else {
     lines.push(`analysis  calibration (descriptive): ${a.runs_told} runs told, stopped: ${a.stopped}`);
