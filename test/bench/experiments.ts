@@ -36,6 +36,7 @@ import { createBatchActivities } from '../../activities/execution/batch.ts';
 import { cpuSample, cpuPerUnit } from './cpu.ts';
 import { createHttpClient } from './httpClient.ts';
 import { labWorkspace } from './labWorkspace.ts';
+import { studyToEnd } from './studyToEnd.ts';
 
 const ARMS = 10;
 const REPLICATES = 10;
@@ -55,7 +56,6 @@ const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
-const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
 
 /** A private workspace holding the fixture lab, at its first revision with the lab. */
 async function workspace(http: Http): Promise<{ workspace_id: string; revision_id: string }> {
@@ -126,20 +126,12 @@ async function main(): Promise<void> {
     const study = async (arms: number, replicates: number) => {
       const t0 = performance.now();
       const w0 = Date.now();
-      const plan = await h.json('POST', '/experiment-plans', {
+      const { id, done } = await studyToEnd(h, {
         name: 'bench', arms: Array.from({ length: arms }, (_, i) => ({ ...arm, label: `arm ${i}`, replicates, inputs: { growth_rate: 0.01 * (i + 1) } })),
-      });
-      if (plan.status !== 'ready') throw new Error(`study plan blocked: ${JSON.stringify(plan.findings)}`);
-      const e = await h.json('POST', '/experiments', { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, { 'Idempotency-Key': crypto.randomUUID() });
-      let done;
-      for (;;) {
-        done = await h.json('GET', `/experiments/${e.id}`);
-        if (done.completed_at) break;
-        await sleep(POLL_MS);
-      }
+      }, POLL_MS);
       const seconds = (performance.now() - t0) / 1000;
-      if (done.run_totals.completed !== arms * replicates) throw new Error(`study ${e.id}: ${JSON.stringify(done.run_totals)}`);
-      return { seconds, detail: breakdown(w0, w0 + seconds * 1000, await timelines(pg, { experimentId: e.id })) };
+      if (done.run_totals.completed !== arms * replicates) throw new Error(`study ${id}: ${JSON.stringify(done.run_totals)}`);
+      return { seconds, detail: breakdown(w0, w0 + seconds * 1000, await timelines(pg, { experimentId: id })) };
     };
 
     /** One lone run, as the SDK waits for it: plan, create, event stream to its end, read. */

@@ -34,6 +34,7 @@ import type { createHttpClient } from './httpClient.ts';
 import { benchOnStack } from './benchStack.ts';
 import { median } from './stats.ts';
 import { studyTimeline } from './studyTimeline.ts';
+import { studyToEnd } from './studyToEnd.ts';
 
 const STARTS = Number(process.env.BENCH_STARTS ?? 16);
 const SEED = Number(process.env.BENCH_SEED ?? 1);
@@ -46,7 +47,6 @@ const PROBLEM = path.join(REPO_ROOT, 'test/fixtures/petab/benchmark', NAME);
 const PROFILE_OPTIONS = { default_step_size_absolute: 0.1, min_step_size_absolute: 0.05, max_step_size_absolute: 0.5 };
 
 type Http = ReturnType<typeof createHttpClient>;
-const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
 
 /** The problem imported through the service from its files, the plan approved as it stands. */
 async function importBoehm(h: Http): Promise<{ import_id: string; estimated: string[] }> {
@@ -90,20 +90,12 @@ await benchOnStack('petab', { SILICO_RATE_READS_PER_MIN: '100000000', SILICO_RAT
   /** One calibration through the service, from its plan until the client reads it completed. */
   const service = async () => {
     const t0 = performance.now();
-    const plan = await h.json('POST', '/experiment-plans', {
+    const { id, done } = await studyToEnd(h, {
       name: 'bench:petab', petab_calibration: { import_id: problem.import_id, starts: STARTS, seed: SEED, profile: { parameters: profiled, options: PROFILE_OPTIONS } },
-    });
-    if (plan.status !== 'ready') throw new Error(`study plan blocked: ${JSON.stringify(plan.findings)}`);
-    const e = await h.json('POST', '/experiments', { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, { 'Idempotency-Key': crypto.randomUUID() });
-    let done;
-    for (;;) {
-      done = await h.json('GET', `/experiments/${e.id}`);
-      if (done.completed_at) break;
-      await sleep(200);
-    }
+    }, 200);
     const seconds = (performance.now() - t0) / 1000;
-    if (done.run_totals.completed !== done.run_totals.total) throw new Error(`study ${e.id}: ${JSON.stringify(done.run_totals)}`);
-    return { seconds, best: done.analysis.best.nll as number, runs: done.run_totals.total as number, detail: await studyTimeline(db, e.id) };
+    if (done.run_totals.completed !== done.run_totals.total) throw new Error(`study ${id}: ${JSON.stringify(done.run_totals)}`);
+    return { seconds, best: done.analysis.best.nll as number, runs: done.run_totals.total as number, detail: await studyTimeline(db, id) };
   };
 
   await service();

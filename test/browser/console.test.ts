@@ -511,6 +511,52 @@ test('a sensitivity study\'s page draws its indices per parameter with a table; 
   await page.close();
 });
 
+test('a sensitivity study over time: who dominates when in words first, then S1(t) and ST(t) as a line a parameter with its band, every value in a table; an output of one number beside it as bars', async () => {
+  const ws = await workspaceOfLab(owner.key, 'Linear trend', path.join(REPO_ROOT, 'test/fixtures/labs/linear-trend'));
+  const plan = await call('POST', '/experiment-plans', { key: owner.key, body: {
+    name: 'When does a take over', lab: { workspace_id: ws.workspace_id, revision_id: ws.revision_id, max_runtime_seconds: 10 },
+    sensitivity: { method: 'sobol', base_sample: 16, seed: 58, parameters: ['a', 'b'].map((input) => ({ input, low: 0, high: 1 })), outputs: [{ output: 'y', summary: 'series' }, { output: 'z', summary: 'final' }] },
+  } });
+  assert.equal(plan.body.status, 'ready', plan.text);
+  const study = await call('POST', '/experiments', { key: owner.key, body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
+  assert.ok(study.status < 300, study.text);
+  const done = await until(240_000, async () => {
+    const e = (await call('GET', `/experiments/${study.body.id}`, { key: owner.key })).body;
+    return e.completed_at ? e : undefined;
+  });
+  const y = done.analysis.outputs.find((o: any) => o.output === 'y.series');
+
+  const page = await signedIn();
+  await page.goto(`${ORIGIN}/console/experiments/${study.body.id}`);
+  const section = page.getByRole('region', { name: 'Indices of y.series over time' });
+  await section.waitFor();
+  // The answer first: the leaders in words, before the curves.
+  const leaders = section.getByTestId('leaders');
+  assert.match(await leaders.textContent() ?? '', new RegExp(`^Largest ST: ${y.over_time.leaders[0].parameter} `));
+  const [words, firstChart] = await Promise.all([leaders.boundingBox(), section.locator('figure.chart').first().boundingBox()]);
+  assert.ok(words!.y < firstChart!.y, 'who dominates when comes before the curves');
+  for (const index of ['S1', 'ST']) {
+    const figure = page.locator(`figure.chart[data-chart="y.series: ${index} over time"]`);
+    await figure.locator('canvas').first().waitFor();
+    assert.match(await figure.locator('[role="img"]').getAttribute('aria-label') ?? '', /a, b against t at 10 times/);
+    const ticks = JSON.parse(await figure.getAttribute('data-x-ticks') ?? '[]') as string[];
+    assert.equal(new Set(ticks).size, ticks.length, 'distinct tick labels');
+  }
+  // The curves' text alternative: a row per time, each parameter's fields as the analysis states them.
+  await section.getByText('Every index at each time (table)').click();
+  const table = section.getByRole('table', { name: 'Indices of y.series at each time' });
+  assert.equal(await table.locator('tbody tr').count(), 10);
+  const third = await table.locator('tbody tr').nth(2).locator('td').allTextContents();
+  assert.equal(Number(third[0]), Number(y.over_time.indices[0].S1[2].toPrecision(6)), 'a\'s S1 at t = 3 as stored');
+  // z's final value is one number a run: its indices as bars with their table, and its runs column.
+  await page.locator('figure.chart[data-chart="z.final"] svg').first().waitFor({ timeout: 60_000 });
+  assert.deepEqual((await page.getByRole('table', { name: 'Indices of z.final' }).locator('tbody th').allTextContents()).sort(), ['a', 'b']);
+  const heads = (await page.locator('table.study-runs thead th').allTextContents()).map((h) => h.replace(/[▲▼]/g, '').trim());
+  assert.deepEqual(heads.slice(3), ['a', 'b', 'z.final'], 'no column for the series');
+  await accessible(page, 'study-sensitivity-over-time');
+  await page.close();
+});
+
 // Boehm (test/fixtures/petab) calibrated from two seeded starts with k_phos profiled on
 // coarse steps (as test/integration/petabCalibration.test.ts does, smaller): the page shows
 // what its analysis holds, whatever the two starts found.

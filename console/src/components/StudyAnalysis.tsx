@@ -1,6 +1,7 @@
 /**
  * What a sensitivity or calibration study found, drawn by Observable Plot (loaded with
- * these charts only): each output's indices per parameter with their 95% intervals; or
+ * these charts only): each output's indices per parameter with their 95% intervals (a
+ * series output's over time, IndicesOverTime.tsx); or
  * the best fit over the observations and the loss of every evaluated set, with the best
  * parameters and their intervals in a table; or a PEtab calibration's answer
  * (PetabCalibration.tsx).
@@ -9,24 +10,39 @@ import type { CalibrationAnalysis, SensitivityAnalysis, StudyAnalysis as Analysi
 import { valueText } from '../format.ts';
 import { PlotFigure } from './PlotFigure.tsx';
 import { PetabCalibration } from './PetabCalibration.tsx';
+import { IndicesOverTime } from './IndicesOverTime.tsx';
+
+/** The indices a method states for each parameter (every field but the name), and those drawn: each with a half-width, else the ranking one. */
+function indexFields(o: SensitivityAnalysis['outputs'][number], rank: string): { fields: string[]; drawn: string[] } {
+  const fields = Object.keys(o.indices[0] ?? {}).filter((k) => k !== 'parameter');
+  const withBands = fields.filter((f) => fields.includes(`${f}_conf`));
+  return { fields, drawn: withBands.length ? withBands : [rank] };
+}
+
+/** The index each method ranks parameters by. */
+const RANK: Record<SensitivityAnalysis['method'], string> = { sobol: 'ST', morris: 'mu_star', efast: 'ST', rbd_fast: 'S1', delta: 'delta', pawn: 'median' };
+const INDEX_LABEL: Record<string, string> = { mu_star: 'μ*', mu: 'μ', sigma: 'σ', delta: 'δ' };
+const label = (f: string) => (f.endsWith('_conf') ? '± (95%)' : INDEX_LABEL[f] ?? f);
 
 function Sensitivity({ a }: { a: SensitivityAnalysis }) {
   if (!a.complete) return <p>{a.note}</p>;
-  const sobol = a.method === 'sobol';
   return (
     <>
       {a.outputs.map((o) => {
-        const rows = o.indices.flatMap((r: any) => (sobol ? [['S1', r.S1, r.S1_conf], ['ST', r.ST, r.ST_conf]] : [['μ*', r.mu_star, r.mu_star_conf]])
+        if (o.over_time) return <IndicesOverTime key={o.output} o={o} />;
+        const { fields, drawn } = indexFields(o, RANK[a.method]);
+        const rows = o.indices.flatMap((r: any) => drawn.map((f) => [label(f), r[f], r[`${f}_conf`]])
           .filter(([, v]) => typeof v === 'number').map(([index, v, c]) => ({ parameter: r.parameter as string, index: index as string, value: v as number, lo: (v as number) - ((c as number) ?? 0), hi: (v as number) + ((c as number) ?? 0) })));
+        const by = label(RANK[a.method]);
         return (
           <section key={o.output} aria-label={`Indices of ${o.output}`}>
             <PlotFigure
               title={o.output}
               label={`${o.output}: ${rows.map((r) => `${r.parameter} ${r.index} ${valueText(r.value)}`).join('; ')}; ranked ${o.ranking.join(' > ')}`}
-              caption={`Ranked by ${sobol ? 'total index' : 'μ*'}: ${o.ranking.join(' > ')}. ${a.note}`}
+              caption={`Ranked by ${by === 'ST' ? 'total index' : by}: ${o.ranking.join(' > ')}. ${a.note}`}
               options={(Plot) => ({
                 marginLeft: 60, width: 640, height: 80 + 50 * o.indices.length,
-                x: { label: sobol ? 'index (95% interval)' : 'μ* (95% interval)', grid: true }, y: { label: null }, fy: { label: null }, color: { legend: true },
+                x: { label: `${drawn.map(label).join(', ')}${drawn.some((f) => fields.includes(`${f}_conf`)) ? ' (95% interval)' : ''}`, grid: true }, y: { label: null }, fy: { label: null }, color: { legend: true },
                 marks: [
                   Plot.barX(rows, { y: 'index', x: 'value', fy: 'parameter', fill: 'index', ariaHidden: 'true' }),
                   Plot.ruleY(rows, { y: 'index', x1: 'lo', x2: 'hi', fy: 'parameter', stroke: '#333', ariaHidden: 'true' }),
@@ -36,9 +52,9 @@ function Sensitivity({ a }: { a: SensitivityAnalysis }) {
             />
             <table>
               <caption>Indices of {o.output}</caption>
-              <thead><tr><th scope="col">Parameter</th>{(sobol ? ['S1', '± (95%)', 'ST', '± (95%)'] : ['μ', 'μ*', 'σ', 'μ* ± (95%)']).map((h) => <th key={h} scope="col">{h}</th>)}</tr></thead>
+              <thead><tr><th scope="col">Parameter</th>{fields.map((f) => <th key={f} scope="col">{label(f)}</th>)}</tr></thead>
               <tbody>{o.indices.map((r: any) => (
-                <tr key={r.parameter}><th scope="row">{r.parameter}</th>{(sobol ? [r.S1, r.S1_conf, r.ST, r.ST_conf] : [r.mu, r.mu_star, r.sigma, r.mu_star_conf]).map((v: number | null, i: number) => <td key={i}>{valueText(v)}</td>)}</tr>
+                <tr key={r.parameter}><th scope="row">{r.parameter}</th>{fields.map((f) => <td key={f}>{valueText(r[f])}</td>)}</tr>
               ))}</tbody>
             </table>
           </section>

@@ -30,7 +30,7 @@ const sampled = (drawn: number, total: number) => (drawn < total ? ` Drawn from 
 function SensitivityScatters({ d, runs, total }: { d: Extract<Design, { kind: 'sensitivity' }>; runs: StudyRun[]; total: number }) {
   return (
     <>
-      {d.outputs.map((o) => {
+      {d.outputs.filter((o) => o.summary !== 'series').map((o) => {
         const key = studyOutputKey(o);
         const told = runs.filter((r) => r.params && typeof r.outputs?.[key] === 'number');
         const yLabel = `${key}${o.units ? ` (${o.units})` : ''}`;

@@ -17,7 +17,8 @@ function columnsOf(e: Experiment): Array<{ key: string; label: string; value: (r
   if (d.kind === 'petab_calibration') return [{ key: 'loss', label: 'best NLL', value: (r: StudyRun) => r.loss }];
   const params = d.parameters.map((p) => ({ key: `params.${p.name}`, label: p.name, value: (r: StudyRun) => r.params?.[p.name] }));
   const told = d.kind === 'sensitivity'
-    ? d.outputs.map((o) => {
+    // A series output is no one number a run: its values stay with the run.
+    ? d.outputs.filter((o) => o.summary !== 'series').map((o) => {
       const key = studyOutputKey(o);
       return { key: `outputs.${key}`, label: `${key}${o.units ? ` (${o.units})` : ''}`, value: (r: StudyRun) => r.outputs?.[key] };
     })
