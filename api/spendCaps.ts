@@ -16,6 +16,9 @@ export function capView(c: Cap) {
 const usd = (m: number) => `$${(m / 1e6).toFixed(6)}`;
 const sentence = (s: string) => `${s[0]!.toUpperCase()}${s.slice(1)}`;
 
+/** The caller's caps: with the settings read with its key (`known`), or read afresh. */
+const callerCaps = (deps: Deps, caller: Caller, known: boolean) => spendCaps(deps.db, { accountId: caller.account.id, keyId: caller.key.id }, known ? { known: caller.caps } : {});
+
 function reached(limit: CapLimit, profile: ComputeProfileRow, path: string | null): Finding {
   return { severity: 'blocking', code: 'spend_cap_reached', message: `${sentence(limit.cap)} leaves ${usd(limit.micros)}, less than one second of ${profile.id}: nothing more can start until the cap is raised or the month turns.`, path };
 }
@@ -28,7 +31,7 @@ function reached(limit: CapLimit, profile: ComputeProfileRow, path: string | nul
  * under, if any.
  */
 export async function runCapFindings(deps: Deps, caller: Caller, maxMicros: number, profile: ComputeProfileRow): Promise<{ findings: Finding[]; capMicros?: number }> {
-  const limit = runSpendLimit(await spendCaps(deps.db, caller.account.id, caller.key.id, 'capped', caller.caps));
+  const limit = runSpendLimit(await callerCaps(deps, caller, true));
   if (!limit || limit.micros >= maxMicros) return { findings: [] };
   if (limit.micros < profile.price_per_second_micros) return { findings: [reached(limit, profile, null)] };
   const seconds = Math.floor(limit.micros / profile.price_per_second_micros);
@@ -46,7 +49,7 @@ export async function runCapFindings(deps: Deps, caller: Caller, maxMicros: numb
  */
 export async function invocationCapFindings(deps: Deps, caller: Caller, maxSeconds: number, profile: ComputeProfileRow): Promise<{ findings: Finding[]; maxSeconds: number; capMicros?: number }> {
   const price = Number(profile.price_per_second_micros);
-  const limit = runSpendLimit(await spendCaps(deps.db, caller.account.id, caller.key.id, 'capped', caller.caps));
+  const limit = runSpendLimit(await callerCaps(deps, caller, true));
   if (!limit || limit.micros >= maxSeconds * price) return { findings: [], maxSeconds };
   if (limit.micros < price) return { findings: [reached(limit, profile, null)], maxSeconds };
   const seconds = Math.floor(limit.micros / price);
@@ -65,7 +68,7 @@ export async function invocationCapFindings(deps: Deps, caller: Caller, maxSecon
 export async function studyCapFindings(
   deps: Deps, caller: Caller, arms: Array<{ max_runtime_seconds: number; replicates: number; estimated_max_micros: number }>, totalMicros: number,
 ): Promise<Finding[]> {
-  const { perRun, monthly } = capLimits(await spendCaps(deps.db, caller.account.id, caller.key.id));
+  const { perRun, monthly } = capLimits(await callerCaps(deps, caller, false));
   const findings: Finding[] = [];
   if (perRun) {
     arms.forEach((a, i) => {

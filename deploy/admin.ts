@@ -257,7 +257,7 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
         if (caps.monthly_micros === undefined && caps.run_micros === undefined) throw new UsageError('caps set needs --monthly-usd and/or --per-run-usd');
         await setSpendCaps(db, v.key ? { keyId: v.key } : { accountId: a.id }, caps);
       }
-      const c = keyId ? await spendCaps(db, a.id, keyId, 'always') : null;
+      const c = keyId ? await spendCaps(db, { accountId: a.id, keyId }, { spent: 'always' }) : null;
       return { account: a.namespace, ...(c ? { account_caps: capView(c.account), ...(v.key ? { key_id: v.key, key_caps: capView(c.key) } : {}) } : {}) };
     }
     case 'webhooks add':

@@ -296,6 +296,11 @@ export function parentPid(pid: number): number | null {
   return ppid === null ? null : Number(ppid);
 }
 
+/** Whether a process has exited and waits for its parent to reap it (false when it is gone). */
+export function isZombie(pid: number | string): boolean {
+  return statusField(pid, 'State') === 'Z';
+}
+
 /**
  * Live processes running as one of `uids` (a worker as root gives each sandbox its own
  * uid), read from their status: a warm parent's /proc entry is root's (it is not dumpable).
@@ -305,7 +310,7 @@ export function sandboxUserProcesses(uids: { base: number; count: number }): num
     const uid = Number(statusField(pid, 'Uid') ?? -1);
     return uid >= uids.base && uid < uids.base + uids.count;
   };
-  return readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => ofSandbox(p) && statusField(p, 'State') !== 'Z').map(Number);
+  return readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => ofSandbox(p) && !isZombie(p)).map(Number);
 }
 
 /**

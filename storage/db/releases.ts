@@ -109,11 +109,10 @@ export type ReleaseResolver = (accountId: string, ref: { namespace: string; name
 
 export function createReleaseResolver(db: Db, listener: NotificationListener): ReleaseResolver {
   // Releases carry their manifest and file tree: few are kept.
-  const cached = noticedCache(listener, RELEASES_CHANNEL, (key) => {
-    const [accountId, namespace, name, version] = JSON.parse(key) as [string, string, string, string | null];
-    return version ? findVisibleRelease(db, accountId, { namespace, name, version }) : findLatestVisibleRelease(db, accountId, namespace, name);
-  }, { max: 256 });
-  return (accountId, ref) => cached(JSON.stringify([accountId, ref.namespace, ref.name, ref.version ?? null]));
+  const cached = noticedCache(listener, RELEASES_CHANNEL, ({ accountId, ref }: { accountId: string; ref: Parameters<ReleaseResolver>[1] }) => (ref.version
+    ? findVisibleRelease(db, accountId, { namespace: ref.namespace, name: ref.name, version: ref.version })
+    : findLatestVisibleRelease(db, accountId, ref.namespace, ref.name)), { max: 256, keyOf: ({ accountId, ref }) => JSON.stringify([accountId, ref.namespace, ref.name, ref.version ?? null]) });
+  return (accountId, ref) => cached({ accountId, ref });
 }
 
 /** A release by id, whoever owns it (workers executing an accepted run). */

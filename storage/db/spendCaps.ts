@@ -34,11 +34,15 @@ export function capsOf(r: { a_monthly: number | null; a_run: number | null; k_mo
 }
 
 /**
- * An account's and a key's caps; what each spent this month always, or (plans) only where
- * a monthly cap needs it. With `known` settings (read with the key, kept until the account
- * or key changes) and no monthly cap among them, nothing is read.
+ * An account's and a key's caps; what each spent this month `always`, or (plans, by
+ * default) only where a monthly cap needs it. With `known` settings (read with the key,
+ * kept until the account or key changes) and no monthly cap among them, nothing is read.
  */
-export async function spendCaps(db: Db, accountId: string, keyId: string, spent: 'always' | 'capped' = 'capped', known?: CapSettings): Promise<SpendCaps> {
+export async function spendCaps(
+  db: Db, of: { accountId: string; keyId: string }, opts: { spent?: 'always' | 'capped'; known?: CapSettings } = {},
+): Promise<SpendCaps> {
+  const { accountId, keyId } = of;
+  const { spent = 'capped', known } = opts;
   if (spent === 'capped' && known && known.a_monthly === null && known.k_monthly === null) return capsOf({ ...known, a_spent: null, k_spent: null });
   const { rows } = await db.raw(`SELECT ${capColumns(spent)} FROM accounts a JOIN api_keys k ON k.id = ? AND k.account_id = a.id WHERE a.id = ?`, [keyId, accountId]);
   return capsOf(rows[0] ?? { a_monthly: null, a_run: null, k_monthly: null, k_run: null, a_spent: null, k_spent: null });

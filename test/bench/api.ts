@@ -39,6 +39,7 @@ import { isoTime } from '../../storage/ids.ts';
 
 import { cpuSample, cpuPerUnit } from './cpu.ts';
 import { profilingSettings, monotonicMicros, resetStatements, statementReport, cpuProfileReport, processNames } from './profile.ts';
+import { median } from './stats.ts';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
@@ -57,11 +58,6 @@ async function load(url: string, headers: Record<string, string>, duration: numb
   return { rps: total / r.duration, p50: r.latency.p50, p99: r.latency.p99, total };
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-};
 
 type Json = Record<string, unknown>;
 

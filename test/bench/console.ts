@@ -27,15 +27,12 @@ import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { browserExecutable, buildConsole } from '../browser/browser.ts';
 import { createHttpClient } from './httpClient.ts';
 import { labWorkspace } from './labWorkspace.ts';
+import { median } from './stats.ts';
 
 const N = Number(process.env.BENCH_N ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const POINTS = 10_001;
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
 
 /** labs/sir-epidemic with 10,000 communication steps over its 160 days. */

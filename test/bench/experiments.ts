@@ -37,6 +37,7 @@ import { cpuSample, cpuPerUnit } from './cpu.ts';
 import { createHttpClient } from './httpClient.ts';
 import { labWorkspace } from './labWorkspace.ts';
 import { studyToEnd } from './studyToEnd.ts';
+import { median } from './stats.ts';
 
 const ARMS = 10;
 const REPLICATES = 10;
@@ -52,10 +53,6 @@ type Db = ReturnType<typeof createDb>;
 /** A run's timeline: accepted, given its slot (`running`), ended (settled). */
 interface Timeline { created: number; running: number; ended: number }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
 /** A private workspace holding the fixture lab, at its first revision with the lab. */
 async function workspace(http: Http): Promise<{ workspace_id: string; revision_id: string }> {

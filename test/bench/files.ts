@@ -30,12 +30,12 @@ import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { SERVICE_PROCESS_ENV, serviceArgs } from '../../deploy/local/serviceProcess.ts';
 import { createObjectStore } from '../../storage/objects.ts';
 import { cpuSample, cpuPerUnit, type CpuSample } from './cpu.ts';
+import { median } from './stats.ts';
 
 const MIB = 1024 * 1024;
 const GIB = 1024 * MIB;
 const SIZE = Number(process.env.BENCH_FILE_MIB ?? 1024) * MIB;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 const peakRssMiB = (pid: number) => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 

@@ -31,6 +31,7 @@ import { startStack, type Stack } from '../../deploy/local/stack.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { createHttpClient } from './httpClient.ts';
 import { labWorkspace } from './labWorkspace.ts';
+import { median } from './stats.ts';
 
 const N = Number(process.env.BENCH_N ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -39,10 +40,6 @@ const LAB = path.join(REPO_ROOT, 'test/fixtures/labs/noisy-growth');
 const ENDED = ['completed', 'failed', 'cancelled', 'timed_out', 'expired'];
 
 type Http = ReturnType<typeof createHttpClient>;
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
 
 /** The fixture lab published through the API and hosted ready: its lab id, reference and package digest. */

@@ -45,6 +45,7 @@ import { resolveLock } from '../../api/runs/resolveLock.ts';
 import { ensureEnvironment } from '../../activities/environments/build.ts';
 import { readRuntimeLock } from '../../storage/runtimePins.ts';
 import { createHttpClient } from './httpClient.ts';
+import { median } from './stats.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
@@ -58,10 +59,6 @@ const DIRECT = fileURLToPath(new URL('./directRun.py', import.meta.url));
 /** Not the default runtime's: the lab runs in an environment of its own. */
 const PYTHON = '3.12';
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
 async function main(): Promise<void> {
   const dir = await mkdtemp(path.join(tmpdir(), 'silico-bench-labs-'));

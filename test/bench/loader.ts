@@ -23,6 +23,7 @@ import { startStack, type Stack } from '../../deploy/local/stack.ts';
 import { SERVICE_PROCESS_ENV } from '../../deploy/local/serviceProcess.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { treeRssMiB } from './cpu.ts';
+import { median } from './stats.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const LOADERS: Record<string, string[]> = {
@@ -32,10 +33,6 @@ const LOADERS: Record<string, string[]> = {
 const KINDS = { api: 'deploy/api.ts', worker: 'deploy/worker.ts' } as const;
 type Kind = keyof typeof KINDS;
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
 
 /** Starts one process of `kind` with `loader`, returns its start time (ms) and memory (MiB) once ready, and stops it. */

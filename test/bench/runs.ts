@@ -37,6 +37,7 @@ import { computeTaskQueue } from '../../kernel/workflowNames.ts';
 import { cpuSample, cpuPerUnit } from './cpu.ts';
 import { createHttpClient } from './httpClient.ts';
 import { profilingSettings, monotonicMicros, resetStatements, statementReport, cpuProfileReport, processNames } from './profile.ts';
+import { median, p95 } from './stats.ts';
 
 const N = Number(process.env.BENCH_RUNS ?? 300);
 const C = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -54,11 +55,6 @@ const ROUNDS = 3;
 const PROFILE_DIR = process.env.BENCH_PROFILE ? path.resolve(process.env.BENCH_PROFILE) : undefined;
 const profiling = PROFILE_DIR ? profilingSettings(PROFILE_DIR) : undefined;
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
-const p95 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length * 0.95)]!;
 
 /** Runs `n` jobs `c` at a time; returns each job's latency (ms) and the total seconds. */
 async function pool(n: number, c: number, job: () => Promise<void>): Promise<{ latencies: number[]; seconds: number }> {

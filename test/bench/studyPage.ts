@@ -30,6 +30,7 @@ import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { browserExecutable, buildConsole } from '../browser/browser.ts';
 import { createHttpClient } from './httpClient.ts';
 import { labWorkspace } from './labWorkspace.ts';
+import { median } from './stats.ts';
 
 const N = Number(process.env.BENCH_N ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -37,10 +38,6 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 1280);
 const VIEWPORT = { width: 1280, height: 900 };
 const LAB = path.join(REPO_ROOT, 'test/fixtures/labs/ishigami');
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
 
 /** A signed-in context of its own (a cold cache), the baseline's files served from `baseline` when given. */

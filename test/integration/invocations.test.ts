@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { promisify } from 'node:util';
 import { Silico } from '../../sdk/src/index.ts';
 import { Client, Connection } from '@temporalio/client';
-import { BASE_URL, call, closeTestDb, retireHosting, newAccount, sandboxUserProcesses, spawnWorker, testDb, until, useTestProfiles, waitForRun, workspaceOfLab } from '../helpers.ts';
+import { BASE_URL, call, closeTestDb, isZombie, parentPid, retireHosting, newAccount, sandboxUserProcesses, spawnWorker, testDb, until, useTestProfiles, waitForRun, workspaceOfLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { createPlan } from '../../storage/db/plans.ts';
 import { acceptInvocation, getInvocation, requestCancel } from '../../storage/db/hostedInvocations.ts';
@@ -95,9 +95,8 @@ function invocationChildren(): number[] {
     try {
       const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
       if (!path.basename(argv[0] ?? '').startsWith('python') || !argv.includes('--serve')) continue;
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (state !== 'Z') serving.set(Number(entry), Number(ppid));
+      const ppid = parentPid(Number(entry));
+      if (ppid !== null && !isZombie(Number(entry))) serving.set(Number(entry), ppid);
     } catch {
       // Gone while listed.
     }
@@ -105,8 +104,8 @@ function invocationChildren(): number[] {
   // A deployment's instances, not the warm parents of runs: their sandbox shows a deployment's folder.
   const ofDeployment = (pid: number) => {
     try {
-      const ppid = Number(/^PPid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
-      return readFileSync(`/proc/${ppid}/cmdline`, 'utf8').includes('/silico-deployment-');
+      const ppid = parentPid(pid);
+      return ppid !== null && readFileSync(`/proc/${ppid}/cmdline`, 'utf8').includes('/silico-deployment-');
     } catch {
       return false;
     }
@@ -180,14 +179,10 @@ test('a warm instance killed while serving: its invocation ends instance_lost wi
   try {
     const target = await deployed(PROFILE.id);
     const id = await invoke({ window_delay: 2 }, 4, target);
-    const ppidOf = (pid: number) => {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    };
     // The invocation runs in a fork of its instance: a sandbox process whose parent is one too.
     const instance = await until(30_000, async () => {
       const procs = sandboxUserProcesses(worker.uids);
-      return procs.map((p) => { try { return ppidOf(p); } catch { return 0; } }).find((pp) => procs.includes(pp));
+      return procs.map((p) => parentPid(p) ?? 0).find((pp) => procs.includes(pp));
     });
     const at = Date.now();
     process.kill(instance, 'SIGKILL');
