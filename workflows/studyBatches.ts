@@ -92,8 +92,9 @@ export async function runBatches(
       const execute = computeOf.get(groupOf(ids[0]!))!.executeRuns;
       const work = { runIds: ids, budgetSeconds: BATCH_SECONDS };
       const summary = `${ids.length} ${ids.length === 1 ? 'run' : 'runs'}, from run ${ids[0]}, for up to ${BATCH_SECONDS} s`;
-      const done = await (patched(BATCH_SUMMARIES) ? execute.executeWithOptions({ summary }, [work]) : execute(work));
-      tally(done.completed, done.notCompleted);
+      // A worker of an older release may answer without a count: none is counted then.
+      const done: Pick<BatchResult, 'left' | 'waiting'> & Partial<BatchResult> = await (patched(BATCH_SUMMARIES) ? execute.executeWithOptions({ summary }, [work]) : execute(work));
+      tally(done.completed ?? 0, done.notCompleted ?? []);
       return done;
     } catch (err) {
       if (isCancellation(err)) throw err;

@@ -152,6 +152,21 @@ async function studyWorkers(env: ReturnType<ReturnType<typeof useWorkflowEnviron
   return { control, compute, ended };
 }
 
+test('a batch answered by a worker of an older release, without its counts, counts none and the study goes on to its end', async () => {
+  const env = testEnv();
+  const runIds = Array.from({ length: 6 }, () => crypto.randomUUID());
+  const executed: string[] = [];
+  const { control, compute } = await studyWorkers(env, runIds, async ({ runIds: ids }) => {
+    executed.push(...ids);
+    return { left: [], waiting: false };
+  });
+  const workflowId = `experiment-exp_${crypto.randomUUID()}`;
+  const handle = await env.client.workflow.start(studyWorkflow, { taskQueue: CONTROL_TASK_QUEUE, workflowId, args: [{ experimentId: workflowId.slice('experiment-'.length) }] });
+  assert.equal(await compute.runUntil(control.runUntil(handle.result())), 'completed');
+  assert.deepEqual([...executed].sort(), [...runIds].sort(), 'every run executed');
+  await Worker.runReplayHistory({ workflowsPath }, await handle.fetchHistory(), workflowId);
+});
+
 test('a study\'s batches: given back runs go first, a full account waits, a worker shutdown moves a batch, a broken batch fails only the run it was at; each run ends once', async () => {
   const env = testEnv();
   const runIds = Array.from({ length: BATCH_RUNS + 30 }, () => crypto.randomUUID());
