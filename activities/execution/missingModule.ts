@@ -11,25 +11,41 @@ export interface MissingModule {
 /** How long the package index may take to say whether it has a distribution: the run has already ended. */
 const INDEX_MS = 5000;
 
+/** What the package index said of a name: its newest final release, that it has none, or nothing (it could not be asked). */
+export type IndexAnswer =
+  | { seen: 'release'; name: string; version: string }
+  | { seen: 'none' }
+  | { seen: 'unreachable'; why: string };
+
 /**
- * The newest final release of a distribution named like the module, as the package index
- * lists it (its JSON simple API), or null when it has none or does not answer in time.
+ * Asks the package index once (its JSON simple API) for a distribution named like the
+ * module: its newest final release, or that it has no such distribution (404, or no final
+ * release). An index that cannot be reached, answers an error or does not answer in time
+ * says nothing about the distribution, and is reported as such.
  */
-async function indexHas(indexUrl: string, module: string): Promise<{ name: string; version: string } | null> {
+export async function askIndex(indexUrl: string, module: string, timeoutMs = INDEX_MS): Promise<IndexAnswer> {
   const name = canonicalName(module.split('.')[0]!);
+  let res: Response;
   try {
-    const res = await fetch(`${indexUrl.replace(/\/+$/, '')}/${name}/`, {
-      headers: { Accept: 'application/vnd.pypi.simple.v1+json' }, signal: AbortSignal.timeout(INDEX_MS),
+    res = await fetch(`${indexUrl.replace(/\/+$/, '')}/${name}/`, {
+      headers: { Accept: 'application/vnd.pypi.simple.v1+json' }, signal: AbortSignal.timeout(timeoutMs),
     });
-    if (!res.ok) return null;
-    const body = await res.json() as { name?: string; versions?: string[]; files?: Array<{ filename: string }> };
-    // Final releases only: a pin to a pre-release or a development build is no advice.
-    const finals = (body.versions ?? []).filter((v) => valid(v) && /^\d+(\.\d+)*(\.post\d+)?$/.test(v));
-    const newest = finals.sort(compare).at(-1);
-    return newest ? { name: body.name ?? name, version: newest } : null;
-  } catch {
-    return null;
+  } catch (err) {
+    const timedOut = (err as Error).name === 'TimeoutError';
+    return { seen: 'unreachable', why: timedOut ? `it did not answer within ${timeoutMs / 1000} s` : `it could not be reached (${(err as Error).message})` };
   }
+  if (res.status === 404) return { seen: 'none' };
+  if (!res.ok) return { seen: 'unreachable', why: `it answered ${res.status}` };
+  let body: { name?: string; versions?: string[] };
+  try {
+    body = await res.json() as typeof body;
+  } catch {
+    return { seen: 'unreachable', why: 'its answer was not the JSON simple API' };
+  }
+  // Final releases only: a pin to a pre-release or a development build is no advice.
+  const finals = (body.versions ?? []).filter((v) => valid(v) && /^\d+(\.\d+)*(\.post\d+)?$/.test(v));
+  const newest = finals.sort(compare).at(-1);
+  return newest ? { seen: 'release', name: body.name ?? name, version: newest } : { seen: 'none' };
 }
 
 const packagesOf = (manifest: unknown): string[] => {
@@ -57,14 +73,16 @@ function modelFor(missing: MissingModule, lab: LabManifests): string | null {
  * follows.
  */
 export async function teachMissingModule(message: string, missing: MissingModule, lab: LabManifests, indexUrl: string): Promise<string> {
-  const found = await indexHas(indexUrl, missing.module);
+  const found = await askIndex(indexUrl, missing.module);
   const file = modelFor(missing, lab);
   const where = file ? ` in ${file}` : '';
   const by = missing.imported_by;
   const who = by?.distribution ? `${by.distribution} ${by.version} (${by.module})` : by?.module ?? 'the lab';
-  const fix = found
+  const fix = found.seen === 'release'
     ? `The package index has the distribution ${found.name} (newest ${found.version}): add "${found.name}==${found.version}" to runtime.dependencies.packages${where}.`
-    : `The package index has no distribution named ${missing.module}: add the one that provides it to runtime.dependencies.packages${where}.`;
+    : found.seen === 'none'
+      ? `The package index has no distribution named ${missing.module}: add the one that provides it to runtime.dependencies.packages${where}.`
+      : `The package index could not be asked which distribution provides ${missing.module} (${found.why}): add the one that does to runtime.dependencies.packages${where}.`;
   const dated = by?.distribution ? ` If ${by.distribution} ran for the lab's author, its environment held ${missing.module} then: plan the run with environment_as_of, a day before the environment changed, to run it as it ran for them.` : '';
   const traceback = message.slice(message.indexOf('\n') + 1);
   return `No module named '${missing.module}': ${who} imports it and this lab's environment does not hold it. ${fix}${dated}\n${traceback}`.slice(0, 4000);
