@@ -1,5 +1,5 @@
 import { stringify } from 'csv-stringify/sync';
-import { SENSITIVITY_METHODS, type SensitivityMethod } from './sensitivityMethods.ts';
+import { SENSITIVITY_METHODS, type SensitivityMethod } from '../kernel/sensitivityMethods.ts';
 
 type Found = Record<string, any>;
 

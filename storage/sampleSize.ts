@@ -13,7 +13,7 @@
  * elementary effect as σ/√r. docs/decisions.md ("Sample-size findings") has the numbers.
  */
 import { sensitivityRunCount } from './studyDesign.ts';
-import type { SensitivityMethod } from './sensitivityMethods.ts';
+import type { SensitivityMethod } from '../kernel/sensitivityMethods.ts';
 
 /** z of a two-sided 95% interval, the level the analysis asks SALib for. */
 const Z95 = 1.959963984540054;

@@ -14,7 +14,7 @@ import { studyRunPages } from './db/studyRuns.ts';
 import { HashingStream } from './digest.ts';
 import { designCsvColumns, designCsvRow, studyRunEntry } from './studyRunEntries.ts';
 import { indexRows, indicesCsv } from './indicesCsv.ts';
-import { SENSITIVITY_METHODS, type SensitivityMethod } from './sensitivityMethods.ts';
+import { drawnIndices, fieldLabel, SENSITIVITY_METHODS, type SensitivityMethod } from '../kernel/sensitivityMethods.ts';
 
 type Found = Record<string, any>;
 
@@ -22,14 +22,16 @@ type Found = Record<string, any>;
  * Sensitivity: per output of one number a run, each parameter's indices as bars with
  * their 95% intervals; per `series` output, each index over time as a line a parameter,
  * with its band. The indices drawn are those the method states intervals for (PAWN's,
- * which has none, its median).
+ * which has none, its median). Null when no index is defined to draw.
  */
 function sensitivitySpec(found: Found, title: string): unknown {
-  const method = SENSITIVITY_METHODS[found.method as SensitivityMethod];
-  const drawn = new Set(method.indices.some((i) => i.conf) ? method.indices.filter((i) => i.conf).map((i) => i.index) : [method.rank]);
-  const rows = indexRows(found).filter((r) => drawn.has(r.index) && r.value !== null);
+  const method = found.method as SensitivityMethod;
+  const drawn = drawnIndices(method);
+  const names = new Set(drawn.map((i) => i.index));
+  const rows = indexRows(found).filter((r) => names.has(r.index) && r.value !== null).map((r) => ({ ...r, index: fieldLabel(r.index) }));
   const scalar = rows.filter((r) => r.time === null);
   const overTime = rows.filter((r) => r.time !== null);
+  if (!rows.length) return null;
   const bars = {
     data: { values: scalar },
     facet: { row: { field: 'output', type: 'nominal', title: null } },
@@ -54,12 +56,11 @@ function sensitivitySpec(found: Found, title: string): unknown {
       ],
     },
   };
-  const parts = [...(scalar.length ? [bars] : []), ...(overTime.length ? [curves] : [])];
-  const intervals = [...drawn].every((i) => method.indices.find((x) => x.index === i)!.conf) ? ', 95% intervals' : '';
+  const intervals = drawn.every((i) => i.conf) ? ', 95% intervals' : '';
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
-    title: { text: title, subtitle: `${method.title}: ${[...drawn].join(' and ')}${intervals}${overTime.length ? ', over time' : ''} (descriptive)` },
-    vconcat: parts,
+    title: { text: title, subtitle: `${SENSITIVITY_METHODS[method].title}: ${drawn.map((i) => fieldLabel(i.index)).join(' and ')}${intervals}${overTime.length ? ', over time' : ''} (descriptive)` },
+    vconcat: [...(scalar.length ? [bars] : []), ...(overTime.length ? [curves] : [])],
   };
 }
 
@@ -179,11 +180,9 @@ export async function storeStudyArtifacts(
     { file_name: 'analysis.json', content_type: 'application/json', format: 'json', bytes: Buffer.from(`${JSON.stringify(found, null, 2)}\n`) },
   ];
   const drawable = found.kind === 'sensitivity' ? found.outputs.length > 0 : found.best !== null;
-  if (drawable) {
-    const spec = found.kind === 'sensitivity' ? sensitivitySpec(found, e.name) : found.kind === 'petab_calibration' ? petabSpec(found, e.name) : calibrationSpec(found, e.name);
-    const svg = await renderVegaLite(spec);
-    files.push({ file_name: 'analysis.svg', content_type: 'image/svg+xml', format: 'svg', bytes: Buffer.from(svg) });
-  }
+  const spec = !drawable ? null
+    : found.kind === 'sensitivity' ? sensitivitySpec(found, e.name) : found.kind === 'petab_calibration' ? petabSpec(found, e.name) : calibrationSpec(found, e.name);
+  if (spec) files.push({ file_name: 'analysis.svg', content_type: 'image/svg+xml', format: 'svg', bytes: Buffer.from(await renderVegaLite(spec)) });
   // Every index at every time, for a reader's own tools: a complete sensitivity analysis's.
   if (found.kind === 'sensitivity' && found.outputs.length) files.push({ file_name: 'indices.csv', content_type: 'text/csv', format: 'csv', bytes: indicesCsv(found) });
   // In the order a study's files have always been listed: its analysis, its design, its chart, then its kind's (a sensitivity's indices.csv).

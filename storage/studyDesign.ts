@@ -3,7 +3,7 @@
  * what its plan digests and its workflow executes. Shared by the api (which prepares it),
  * the activities (which execute it) and the views.
  */
-import { SENSITIVITY_METHODS, type SensitivityMethod } from './sensitivityMethods.ts';
+import { SENSITIVITY_METHODS, type SensitivityMethod } from '../kernel/sensitivityMethods.ts';
 
 /** The most runs one study may ask for. */
 export const MAX_STUDY_RUNS = 100_000;

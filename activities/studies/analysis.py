@@ -55,11 +55,13 @@ def sample(req):
 
         np.random.seed(seed)
         x = fast_sampler.sample(prob, n, seed=seed, **req.get("sample_options", {}))
-    else:
+    elif method in ("rbd_fast", "delta", "pawn"):
         from SALib.sample import latin
 
         np.random.seed(seed)
         x = latin.sample(prob, n, seed=seed)
+    else:
+        raise ValueError(f"no sampler for method {method!r}")
     return {"points": x.tolist()}
 
 
@@ -94,10 +96,12 @@ def indices(req, prob, x, y):
         from SALib.analyze import delta
 
         si = delta.analyze(prob, x, y, num_resamples=resamples, conf_level=0.95, seed=seed)
-    else:
+    elif method == "pawn":
         from SALib.analyze import pawn
 
         si = pawn.analyze(prob, x, y, seed=seed, **options)
+    else:
+        raise ValueError(f"no analyzer for method {method!r}")
     return {k: finite(np.asarray(si[k], dtype=float)) for k in req["fields"]}
 
 
@@ -112,7 +116,8 @@ def analyze(req):
     """
     Indices of each output: `outputs` holds one number a run, `series` one value a run at
     each of its `times` (a run's row, null where its series has none). A series output's
-    indices are SALib's at each time over the same runs, or undefined there with a reason.
+    indices are SALib's at each time over the same runs, or undefined there with a reason:
+    the same value in every run, a run without one, or SALib failing at that time alone.
     """
     prob = problem(req["parameters"])
     x = np.asarray(req["points"], dtype=float)
@@ -134,7 +139,11 @@ def analyze(req):
             if constant(column):
                 undefined.append({"time": t, "reason": "constant", "runs": 0})
                 continue
-            at = indices(req, prob, x, column)
+            try:
+                at = indices(req, prob, x, column)
+            except Exception as exc:  # this time's failure (a singular density, say), not the study's
+                undefined.append({"time": t, "reason": "failed", "runs": 0, "error": f"{type(exc).__name__}: {exc}"[:300]})
+                continue
             for f, values in at.items():
                 for i, v in enumerate(values):
                     fields[f][i][j] = v

@@ -1,11 +1,13 @@
+import { mean } from 'simple-statistics';
 import type { StudyPoint } from '../../storage/db/studies.ts';
 import { outputKey, type CalibrationDesign, type SensitivityDesign, type StudyOutput } from '../../storage/studyDesign.ts';
-import { EFAST_M, methodFields, PAWN_S, SENSITIVITY_METHODS } from '../../storage/sensitivityMethods.ts';
+import { EFAST_M, methodFields, PAWN_S, SENSITIVITY_METHODS } from '../../kernel/sensitivityMethods.ts';
 import type { Analysis } from './analysis.ts';
 
 type Indices = Record<string, Record<string, Array<number | null>>>;
 /** Per `series` output: each field's values per parameter per time, and the times with none. */
-type OverTime = Record<string, { fields: Record<string, Array<Array<number | null>>>; undefined: Array<{ time: number; reason: 'constant' | 'missing'; runs: number }> }>;
+type Undefined = { time: number; reason: 'constant' | 'missing' | 'failed'; runs: number; error?: string };
+type OverTime = Record<string, { fields: Record<string, Array<Array<number | null>>>; undefined: Undefined[] }>;
 /** The analysis libraries' versions, as `analyze`, `fit` and `versions` say them. */
 type Versions = { versions: Record<string, string> };
 
@@ -37,10 +39,10 @@ export function leaders(times: number[], parameters: string[], rank: Array<Array
 }
 
 /** Why a time has no index, in words. */
-function undefinedMessage(u: { reason: 'constant' | 'missing'; runs: number }): string {
-  return u.reason === 'constant'
-    ? 'The output is the same in every run at this time: no parameter moves it, and its indices are undefined (0/0).'
-    : `${u.runs} run${u.runs === 1 ? '' : 's'} gave no value at this time (their series end before it or hold no number there).`;
+function undefinedMessage(u: Undefined, method: string): string {
+  if (u.reason === 'constant') return 'The output is the same in every run at this time: no parameter moves it, and its indices are undefined (0/0).';
+  if (u.reason === 'failed') return `SALib's ${method} analysis failed at this time alone: ${u.error ?? 'no reason given'}.`;
+  return `${u.runs} run${u.runs === 1 ? '' : 's'} gave no value at this time (their series do not reach it, or hold no number there).`;
 }
 
 /**
@@ -63,37 +65,66 @@ export async function sensitivityAnalysis(analysis: Analysis, d: SensitivityDesi
       note: `Indices need every one of the ${d.run_count} sampled runs to give every output; ${told.length} did. No index is stated from a partial sample.`,
     };
   }
+  // A series output whose first completed run gave no series has no times to state indices at.
+  const gridless = d.outputs.filter((o) => isSeries(o) && !grids.get(o.output)?.length);
+  if (gridless.length) {
+    return {
+      ...base, complete: false, outputs: [], library_versions: (await analysis<Versions>('versions', {})).versions,
+      note: `No times to state indices at: the study's first completed run gave no series for ${gridless.map((o) => o.output).join(', ')}, and a series output's indices are stated at its times.`,
+    };
+  }
   const fields = methodFields(d.method);
   const column = (o: StudyOutput) => points.map((p) => p.outcome![outputKey(o)]);
-  const { indices, over_time: overTime, versions } = await analysis<{ indices: Indices; over_time: OverTime } & Versions>('analyze', {
+  const request = {
     method: d.method, parameters: d.parameters, base_sample: d.base_sample, num_levels: d.num_levels, num_resamples: d.num_resamples, seed: d.seed,
-    fields, analyze_options: method.analyzeOptions ?? {},
-    points: points.map((p) => d.parameters.map((q) => p.params[q.name]!)),
-    outputs: Object.fromEntries(d.outputs.filter((o) => !isSeries(o)).map((o) => [outputKey(o), column(o)])),
-    series: Object.fromEntries(d.outputs.filter(isSeries).map((o) => [outputKey(o), column(o)])),
-    times: Object.fromEntries(d.outputs.filter(isSeries).map((o) => [outputKey(o), grids.get(o.output)!])),
-  });
+    fields, analyze_options: method.analyzeOptions ?? {}, points: points.map((p) => d.parameters.map((q) => p.params[q.name]!)),
+  };
+  const scalars = d.outputs.filter((o) => !isSeries(o));
+  let versions: Record<string, string> | undefined;
+  let indices: Indices = {};
+  if (scalars.length) {
+    ({ indices, versions } = await analysis<{ indices: Indices } & Versions>('analyze', { ...request, outputs: Object.fromEntries(scalars.map((o) => [outputKey(o), column(o)])) }));
+  }
+  // A series output's times a few at a time: each request within the analysis process's timeout, other studies' between them.
+  const overTime: OverTime = {};
+  for (const o of d.outputs.filter(isSeries)) {
+    const key = outputKey(o);
+    const grid = grids.get(o.output)!;
+    const rows = column(o) as Array<Array<number | null>>;
+    const at: OverTime[string] = { fields: Object.fromEntries(fields.map((f) => [f, d.parameters.map(() => [] as Array<number | null>)])), undefined: [] };
+    for (let from = 0; from < grid.length; from += method.timesPerRequest) {
+      const to = Math.min(grid.length, from + method.timesPerRequest);
+      const part = await analysis<{ over_time: OverTime } & Versions>('analyze', {
+        ...request, outputs: {}, series: { [key]: rows.map((r) => r.slice(from, to)) }, times: { [key]: grid.slice(from, to) },
+      });
+      versions = part.versions;
+      const got = part.over_time[key]!;
+      for (const f of fields) got.fields[f]!.forEach((values, i) => at.fields[f]![i]!.push(...values));
+      at.undefined.push(...got.undefined);
+    }
+    overTime[key] = at;
+  }
   const names = d.parameters.map((p) => p.name);
   return {
     ...base,
-    library_versions: versions,
+    library_versions: versions!,
     outputs: d.outputs.map((o) => {
       const key = outputKey(o);
       if (isSeries(o)) {
         const at = overTime[key]!;
         const rank = at.fields[method.rank]!;
-        const mean = (values: Array<number | null>) => {
+        const meanOf = (values: Array<number | null>) => {
           const defined = values.filter((v): v is number => v !== null);
-          return defined.length ? defined.reduce((a, b) => a + b, 0) / defined.length : null;
+          return defined.length ? mean(defined) : null;
         };
         const times = grids.get(o.output)!;
         return {
           output: key, units: o.units, indices: [],
-          ranking: byInfluence(names.map((n, i) => [n, mean(rank[i]!)])),
+          ranking: byInfluence(names.map((n, i) => [n, meanOf(rank[i]!)])),
           over_time: {
             times,
             indices: names.map((n, i) => ({ parameter: n, ...Object.fromEntries(fields.map((f) => [f, at.fields[f]![i]!])) })),
-            undefined: at.undefined.map((u) => ({ time: u.time, reason: u.reason, message: undefinedMessage(u) })),
+            undefined: at.undefined.map((u) => ({ time: u.time, reason: u.reason, message: undefinedMessage(u, d.method) })),
             leaders: leaders(times, names, rank),
             rank: method.rank,
           },

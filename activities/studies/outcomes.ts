@@ -36,13 +36,17 @@ export function valueAt(s: Series, t: number): number {
   return y[lo]! + f * (y[hi]! - y[lo]!);
 }
 
+/** How far (relative) a grid's time may lie past a series' end and still be its end: a step's time summed in floating point (9.999999999999998 for 10). */
+const END_TOLERANCE = 1e-9;
+
 /**
  * The series at each time of `grid` (linear between its points), null at a time outside
  * it: a series is never extended past what the run gave.
  */
 export function seriesAt(s: Series, grid: number[]): Array<number | null> {
   const [first, last] = [s.t[0], s.t[s.t.length - 1]];
-  return grid.map((t) => (first === undefined || t < first || t > last! ? null : valueAt(s, t)));
+  const within = (t: number, end: number) => Math.abs(t - end) <= END_TOLERANCE * Math.max(1, Math.abs(end));
+  return grid.map((t) => (first === undefined || (t < first && !within(t, first)) || (t > last! && !within(t, last!)) ? null : valueAt(s, t)));
 }
 
 /**

@@ -9,7 +9,7 @@ import { listArtifacts, runOutputs } from '../../storage/db/runs.ts';
 import { assignBatch, batchRunIds, pointsEnded, progressOfPhase, runsAwaitingPoints, setStudyAnalysis, studyPoints, tellPoints, type StudyPoint } from '../../storage/db/studies.ts';
 import { outputKey, PETAB_EXPORT, PETAB_PHASE, type PetabCalibrationDesign, type PetabStartEnd, type CalibrationDesign, type SensitivityDesign, type StudyDesign } from '../../storage/studyDesign.ts';
 import { storeStudyArtifacts } from '../../storage/studyArtifacts.ts';
-import { SENSITIVITY_METHODS } from '../../storage/sensitivityMethods.ts';
+import { SENSITIVITY_METHODS } from '../../kernel/sensitivityMethods.ts';
 import type { Analysis } from './analysis.ts';
 import { calibrationLoss, converged, seriesAt, summarise, type Series } from './outcomes.ts';
 import { calibrationAnalysis, sensitivityAnalysis } from './findings.ts';
@@ -208,7 +208,7 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
         const series = seriesOutputs.length ? await seriesOf(p.run_id, seriesOutputs) : new Map<string, Series>();
         return { idx: p.idx, outcome: Object.fromEntries(d.outputs.map((o) => {
           const s = series.get(o.output);
-          // A series output tells its values at the grid (null for a run with no series: the analysis says so).
+          // A series output tells its values at the grid; a run without the series tells null, and the study states no index, as for a run that failed.
           if (o.summary === 'series') return [outputKey(o), s ? seriesAt(s, grids.get(o.output)!) : null];
           return [outputKey(o), summarise(o.summary, outputs?.[o.output], s)];
         })) };

@@ -8,7 +8,7 @@ import type { Finding } from '../../storage/db/plans.ts';
 import type { ExperimentArm } from '../../storage/db/experiments.ts';
 import { getDataset, filesById } from '../../storage/db/datasets.ts';
 import { checkInputs, type Contracted } from '../../storage/inputChecks.ts';
-import { SENSITIVITY_METHODS, type SensitivityMethod } from '../../storage/sensitivityMethods.ts';
+import { SENSITIVITY_METHODS, type SensitivityMethod } from '../../kernel/sensitivityMethods.ts';
 import { listOf } from '../../storage/labContract.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
 import { sampleSizeAdvice } from '../../storage/sampleSize.ts';
@@ -112,15 +112,19 @@ function runSpan(release: Contracted): { duration: number; step: number | null }
 }
 
 /**
- * A `series` output's grid, checked: increasing times within the run. Returns the grid
- * (null for the series' own times) and how many times it has, or is expected to have (the
- * run's steps, for the study's bound on what it tells its analysis).
+ * A `series` output's grid, checked: increasing times within what the run samples, from
+ * the end of its first step (the runtime samples after each step, never at t = 0) to its
+ * duration. Returns the grid (null for the series' own times) and how many times it has,
+ * or is expected to have (one a step, for the study's bound on what it tells its analysis).
  */
 function seriesGrid(release: Contracted, times: number[] | undefined, here: string): { times: number[] | null; count: number } {
   const { duration, step } = runSpan(release);
-  if (!times) return { times: null, count: step && Number.isFinite(duration) ? Math.floor(duration / step + 1e-9) + 1 : 1 };
+  if (!times) return { times: null, count: step && Number.isFinite(duration) ? Math.max(1, Math.floor(duration / step + 1e-9)) : 1 };
+  const first = step ?? 0;
   times.forEach((t, j) => {
-    if (t < 0 || t > duration) throw errors.validation('parameter_out_of_range', `Time ${t} is outside the lab's run (0 to ${duration}).`, `${here}.times[${j}]`);
+    if (t < first || t > duration) {
+      throw errors.validation('parameter_out_of_range', `Time ${t} is outside what the lab's run samples (${first} to ${duration}${step ? `: a value after each step of ${step}, none at 0` : ''}).`, `${here}.times[${j}]`);
+    }
     if (j > 0 && !(t > times[j - 1]!)) throw errors.validation('parameter_out_of_range', `times must increase: ${t} follows ${times[j - 1]}.`, `${here}.times[${j}]`);
   });
   return { times, count: times.length };

@@ -6,7 +6,7 @@
 import { arr, count, obj, str, uuid, sha256Hex, type JsonSchema } from '../schemas/common.ts';
 import { MAX_SEED } from './prepare.ts';
 import { MAX_STUDY_RUNS, MAX_TIME_POINTS } from '../../storage/studyDesign.ts';
-import { SENSITIVITY_METHOD_NAMES, SENSITIVITY_METHODS, methodFields } from '../../storage/sensitivityMethods.ts';
+import { SENSITIVITY_METHOD_NAMES, SENSITIVITY_METHODS, methodFields } from '../../kernel/sensitivityMethods.ts';
 
 const seed: JsonSchema = { type: 'integer', minimum: 0, maximum: MAX_SEED };
 const num: JsonSchema = { type: 'number' };
@@ -142,8 +142,8 @@ const overTime: JsonSchema = obj({
   times: arr(num, { description: 'The times indices are stated at.' }),
   indices: arr({ anyOf: methodIndices(arr(nullableNum)) }, { description: 'Per parameter, each field of the method at each time (null where undefined).' }),
   undefined: arr(obj({
-    time: num, reason: { enum: ['constant', 'missing'] }, message: str(500),
-  }, ['time', 'reason', 'message']), { description: 'The times no index is stated at, and why: the output is the same in every run there (`constant`, as at t = 0 from a fixed initial state), or some runs\' series have no value there (`missing`).' }),
+    time: num, reason: { enum: ['constant', 'missing', 'failed'] }, message: str(500),
+  }, ['time', 'reason', 'message']), { description: 'The times no index is stated at, and why: the output is the same in every run there (`constant`), some runs\' series have no value there (`missing`), or SALib failed at that time alone (`failed`).' }),
   leaders: arr(obj({ parameter: str(200), from: num, to: num }, ['parameter', 'from', 'to']), {
     description: 'Who dominates when: the parameter whose `rank` index is largest over each stretch of times, in time order; control changes hands where one stretch ends.',
   }),

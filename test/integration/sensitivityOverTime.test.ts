@@ -108,7 +108,9 @@ test('bad designs over time and for the new methods are refused at plan time wit
     [{ outputs: series({ times: [2, 2] }), method: 'sobol', base_sample: 8 }, 422, 'parameter_out_of_range', 'sensitivity.outputs[0].times[1]'],
     [{ outputs: [{ output: 'y', summary: 'final', times: [1] }], method: 'sobol', base_sample: 8 }, 422, 'parameter_not_allowed', 'sensitivity.outputs[0].times'],
     [{ outputs: series(), method: 'efast', base_sample: 64 }, 422, 'parameter_out_of_range', 'sensitivity.base_sample'],
-    [{ outputs: series(), method: 'rbd_fast', base_sample: 40 }, 422, 'parameter_out_of_range', 'sensitivity.base_sample'],
+    [{ outputs: series(), method: 'rbd_fast', base_sample: 43 }, 422, 'parameter_out_of_range', 'sensitivity.base_sample'],
+    // The run samples after each step of 1, never at 0.
+    [{ outputs: series({ times: [0.5, 2] }), method: 'sobol', base_sample: 8 }, 422, 'parameter_out_of_range', 'sensitivity.outputs[0].times[0]'],
     [{ outputs: series(), method: 'pawn', base_sample: 99 }, 422, 'parameter_out_of_range', 'sensitivity.base_sample'],
     [{ outputs: [{ output: 'y', summary: 'time_of_max' }], method: 'delta', base_sample: 100 }, 422, 'parameter_not_allowed', 'sensitivity.outputs[0].summary'],
     [{ outputs: series(), method: 'delta', base_sample: 100, num_levels: 4 }, 422, 'parameter_not_allowed', 'sensitivity.num_levels'],
@@ -121,7 +123,7 @@ test('bad designs over time and for the new methods are refused at plan time wit
     assert.deepEqual([errorOf(res).code, errorOf(res).param], [code, param], JSON.stringify(design));
   }
   // Each method's plan counts its own runs: eFAST N·D, a Latin hypercube N.
-  for (const [method, n, runs] of [['efast', 65, 130], ['rbd_fast', 41, 41], ['delta', 50, 50], ['pawn', 100, 100], ['morris', 4, 12]] as const) {
+  for (const [method, n, runs] of [['efast', 65, 130], ['rbd_fast', 44, 44], ['delta', 50, 50], ['pawn', 100, 100], ['morris', 4, 12]] as const) {
     const res = await plan({ parameters: PARAMETERS, outputs: series(), method, base_sample: n });
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.run_count, runs, method);

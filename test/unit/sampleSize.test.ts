@@ -4,7 +4,7 @@ import { createAnalysis, type Analysis } from '../../activities/studies/analysis
 import {
   MORRIS_TARGET_RELATIVE_HALF_WIDTH, SOBOL_TARGET_HALF_WIDTH, predictedHalfWidth, sampleSizeAdvice, suggestedBaseSample,
 } from '../../storage/sampleSize.ts';
-import { methodFields } from '../../storage/sensitivityMethods.ts';
+import { methodFields } from '../../kernel/sensitivityMethods.ts';
 
 test('the suggested base sample is the smallest that meets the target: a power of 2 for Sobol\', any count of trajectories for Morris', () => {
   const sobol = suggestedBaseSample('sobol');

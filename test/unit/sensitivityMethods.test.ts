@@ -4,7 +4,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { createAnalysis } from '../../activities/studies/analysis.ts';
 import { leaders } from '../../activities/studies/findings.ts';
-import { methodFields, SENSITIVITY_METHOD_NAMES, SENSITIVITY_METHODS, type SensitivityMethod } from '../../storage/sensitivityMethods.ts';
+import { methodFields, SENSITIVITY_METHOD_NAMES, SENSITIVITY_METHODS, type SensitivityMethod } from '../../kernel/sensitivityMethods.ts';
 
 // Each sensitivity method as a study's analysis computes it (activities/studies/analysis.py),
 // held to answers no one here wrote: the Ishigami function's analytic indices, and SALib
@@ -95,6 +95,37 @@ for (const method of SENSITIVITY_METHOD_NAMES) {
     for (const field of methodFields(method)) assert.deepEqual(indices[field], direct[field], `${method} ${field}`);
   });
 }
+
+test('every method analyses a sample of its smallest base sample, with a real interval wherever it states one; one below it is what SALib cannot do', { skip }, async () => {
+  for (const method of SENSITIVITY_METHOD_NAMES) {
+    const { indices } = await studied(method, SENSITIVITY_METHODS[method].minBase, ishigami, 9);
+    for (const { index, conf } of SENSITIVITY_METHODS[method].indices) {
+      assert.ok(indices[index]!.every((v) => v !== null), `${method} ${index} at N = ${SENSITIVITY_METHODS[method].minBase}: ${indices[index]}`);
+      if (conf) assert.ok(indices[conf]!.some((v) => v !== null && v > 0), `${method} ${conf} is an interval, not 0: ${indices[conf]}`);
+    }
+  }
+  // RBD-FAST one below its minimum: its bootstrap's bias correction divides by zero at 41, or states intervals of 0.
+  for (const n of [41, 43]) {
+    const outcome = await studied('rbd_fast', n, ishigami, 9).then((r) => r.indices.S1_conf!, (err: Error) => err);
+    assert.ok(outcome instanceof Error ? /ZeroDivisionError/.test(outcome.message) : outcome.every((v) => v === 0), `N = ${n}: ${outcome}`);
+  }
+});
+
+test('SALib failing at one time fails that time alone: it is undefined with SALib\'s words, and the other times stand', { skip }, async () => {
+  // δ's kernel density within a class of the parameter where every run gave 0 is singular (one run of 60 gave 1 at t = 2); a smooth output's is not.
+  const parameters = ['a', 'b'].map((name) => ({ name, low: 0, high: 1, distribution: 'uniform' }));
+  const design = { method: 'delta', parameters, base_sample: 60, num_levels: 4, num_resamples: 20, seed: 3 };
+  const { points } = await analysis!<{ points: number[][] }>('sample', design);
+  const rows = points.map(([a, b], i) => [a! + b!, i === 0 ? 1 : 0]);
+  const { over_time: overTime } = await analysis!<{ over_time: Record<string, { fields: Record<string, Array<Array<number | null>>>; undefined: Array<{ time: number; reason: string; error?: string }> }> }>('analyze', {
+    ...design, fields: methodFields('delta'), points, outputs: {}, series: { y: rows }, times: { y: [1, 2] },
+  });
+  const y = overTime.y!;
+  assert.ok(y.fields.delta!.every((p) => typeof p[0] === 'number'), 'the smooth time has its indices');
+  assert.deepEqual(y.undefined.map((u) => [u.time, u.reason]), [[2, 'failed']]);
+  assert.match(y.undefined[0]!.error ?? '', /^LinAlgError: Singular matrix/);
+  assert.ok(y.fields.delta!.every((p) => p[1] === null), 'none stated where it failed');
+});
 
 test('over time: each time\'s indices are SALib\'s on that time\'s outputs; a time where every run gives the same value, or a run gives none, has no index and says why', { skip }, async () => {
   // y = a·t + b at t = 0 … 4 on a Sobol' sample of (a, b), and z = a·max(t − 2, 0): constant until t = 2.

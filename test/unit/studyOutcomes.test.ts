@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { calibrationLoss, converged, summarise, valueAt } from '../../activities/studies/outcomes.ts';
+import { calibrationLoss, converged, summarise, valueAt, seriesAt } from '../../activities/studies/outcomes.ts';
 
 const series = { t: [0, 1, 2, 3], y: [1, 4, 2, 2] };
 
@@ -41,4 +41,13 @@ test('a calibration has converged when its best loss moved less than the toleran
   assert.equal(converged(stop, [10, 5]), false, 'not yet as many batches as the patience');
   assert.equal(converged(stop, [10, 5, 4.99, 4.96]), true);
   assert.equal(converged(stop, [10, 5, 4.5, 4.4]), false);
+});
+
+test('a series at a grid: linear between its points, its end within floating-point reach of a step\'s summed time, null outside it', () => {
+  const s = { t: [0.1, 0.2, 0.30000000000000004, 9.999999999999998], y: [1, 2, 3, 4] };
+  const [mid, third, end] = seriesAt(s, [0.15, 0.3, 10]) as number[];
+  assert.ok(Math.abs(mid! - 1.5) < 1e-12 && Math.abs(third! - 3) < 1e-12, `linear between points: ${mid}, ${third}`);
+  assert.equal(end, 4, '10 is the series\' last time, summed to 9.999999999999998');
+  assert.deepEqual(seriesAt(s, [0.05, 10.5]), [null, null], 'never extended before or past what the run gave');
+  assert.deepEqual(seriesAt({ t: [], y: [] }, [1]), [null]);
 });

@@ -11,29 +11,20 @@ import { valueText } from '../format.ts';
 import { PlotFigure } from './PlotFigure.tsx';
 import { PetabCalibration } from './PetabCalibration.tsx';
 import { IndicesOverTime } from './IndicesOverTime.tsx';
-
-/** The indices a method states for each parameter (every field but the name), and those drawn: each with a half-width, else the ranking one. */
-function indexFields(o: SensitivityAnalysis['outputs'][number], rank: string): { fields: string[]; drawn: string[] } {
-  const fields = Object.keys(o.indices[0] ?? {}).filter((k) => k !== 'parameter');
-  const withBands = fields.filter((f) => fields.includes(`${f}_conf`));
-  return { fields, drawn: withBands.length ? withBands : [rank] };
-}
-
-/** The index each method ranks parameters by. */
-const RANK: Record<SensitivityAnalysis['method'], string> = { sobol: 'ST', morris: 'mu_star', efast: 'ST', rbd_fast: 'S1', delta: 'delta', pawn: 'median' };
-const INDEX_LABEL: Record<string, string> = { mu_star: 'μ*', mu: 'μ', sigma: 'σ', delta: 'δ' };
-const label = (f: string) => (f.endsWith('_conf') ? '± (95%)' : INDEX_LABEL[f] ?? f);
+import { drawnIndices, fieldLabel, SENSITIVITY_METHODS } from '../../../kernel/sensitivityMethods.ts';
 
 function Sensitivity({ a }: { a: SensitivityAnalysis }) {
   if (!a.complete) return <p>{a.note}</p>;
   return (
     <>
       {a.outputs.map((o) => {
-        if (o.over_time) return <IndicesOverTime key={o.output} o={o} />;
-        const { fields, drawn } = indexFields(o, RANK[a.method]);
-        const rows = o.indices.flatMap((r: any) => drawn.map((f) => [label(f), r[f], r[`${f}_conf`]])
+        if (o.over_time) return <IndicesOverTime key={o.output} o={o} method={a.method} />;
+        // The fields as the analysis stored them (an analysis from before a method's fields moved keeps its order).
+        const fields = Object.keys(o.indices[0] ?? {}).filter((k) => k !== 'parameter');
+        const drawn = drawnIndices(a.method);
+        const rows = o.indices.flatMap((r: any) => drawn.map(({ index, conf }) => [fieldLabel(index), r[index], conf ? r[conf] : null])
           .filter(([, v]) => typeof v === 'number').map(([index, v, c]) => ({ parameter: r.parameter as string, index: index as string, value: v as number, lo: (v as number) - ((c as number) ?? 0), hi: (v as number) + ((c as number) ?? 0) })));
-        const by = label(RANK[a.method]);
+        const by = fieldLabel(SENSITIVITY_METHODS[a.method].rank);
         return (
           <section key={o.output} aria-label={`Indices of ${o.output}`}>
             <PlotFigure
@@ -42,7 +33,7 @@ function Sensitivity({ a }: { a: SensitivityAnalysis }) {
               caption={`Ranked by ${by === 'ST' ? 'total index' : by}: ${o.ranking.join(' > ')}. ${a.note}`}
               options={(Plot) => ({
                 marginLeft: 60, width: 640, height: 80 + 50 * o.indices.length,
-                x: { label: `${drawn.map(label).join(', ')}${drawn.some((f) => fields.includes(`${f}_conf`)) ? ' (95% interval)' : ''}`, grid: true }, y: { label: null }, fy: { label: null }, color: { legend: true },
+                x: { label: `${drawn.map((i) => fieldLabel(i.index)).join(', ')}${drawn.some((i) => i.conf) ? ' (95% interval)' : ''}`, grid: true }, y: { label: null }, fy: { label: null }, color: { legend: true },
                 marks: [
                   Plot.barX(rows, { y: 'index', x: 'value', fy: 'parameter', fill: 'index', ariaHidden: 'true' }),
                   Plot.ruleY(rows, { y: 'index', x1: 'lo', x2: 'hi', fy: 'parameter', stroke: '#333', ariaHidden: 'true' }),
@@ -52,7 +43,7 @@ function Sensitivity({ a }: { a: SensitivityAnalysis }) {
             />
             <table>
               <caption>Indices of {o.output}</caption>
-              <thead><tr><th scope="col">Parameter</th>{fields.map((f) => <th key={f} scope="col">{label(f)}</th>)}</tr></thead>
+              <thead><tr><th scope="col">Parameter</th>{fields.map((f) => <th key={f} scope="col">{fieldLabel(f)}</th>)}</tr></thead>
               <tbody>{o.indices.map((r: any) => (
                 <tr key={r.parameter}><th scope="row">{r.parameter}</th>{fields.map((f) => <td key={f}>{valueText(r[f])}</td>)}</tr>
               ))}</tbody>

@@ -2675,7 +2675,7 @@ export interface operations {
                         starts: number;
                     };
                     sensitivity?: {
-                        /** @description N. Runs: sobol N(D+2); morris N(D+1); efast N·D (N≥65); rbd_fast N (N≥41); delta N (N≥50); pawn N (N≥100); Sobol' N a power of 2. */
+                        /** @description N. Runs: sobol N(D+2); morris N(D+1); efast N·D (N≥65); rbd_fast N (N≥44); delta N (N≥50); pawn N (N≥100); Sobol' N a power of 2. */
                         base_sample: number;
                         /**
                          * @description SALib's sampler and analyzer.
@@ -3205,11 +3205,11 @@ export interface operations {
                                     rank: string;
                                     /** @description The times indices are stated at. */
                                     times: number[];
-                                    /** @description The times no index is stated at, and why: the output is the same in every run there (`constant`, as at t = 0 from a fixed initial state), or some runs' series have no value there (`missing`). */
+                                    /** @description The times no index is stated at, and why: the output is the same in every run there (`constant`), some runs' series have no value there (`missing`), or SALib failed at that time alone (`failed`). */
                                     undefined: {
                                         message: string;
                                         /** @enum {unknown} */
-                                        reason: "constant" | "missing";
+                                        reason: "constant" | "missing" | "failed";
                                         time: number;
                                     }[];
                                 };
@@ -3839,11 +3839,11 @@ export interface operations {
                                     rank: string;
                                     /** @description The times indices are stated at. */
                                     times: number[];
-                                    /** @description The times no index is stated at, and why: the output is the same in every run there (`constant`, as at t = 0 from a fixed initial state), or some runs' series have no value there (`missing`). */
+                                    /** @description The times no index is stated at, and why: the output is the same in every run there (`constant`), some runs' series have no value there (`missing`), or SALib failed at that time alone (`failed`). */
                                     undefined: {
                                         message: string;
                                         /** @enum {unknown} */
-                                        reason: "constant" | "missing";
+                                        reason: "constant" | "missing" | "failed";
                                         time: number;
                                     }[];
                                 };
@@ -4480,11 +4480,11 @@ export interface operations {
                                     rank: string;
                                     /** @description The times indices are stated at. */
                                     times: number[];
-                                    /** @description The times no index is stated at, and why: the output is the same in every run there (`constant`, as at t = 0 from a fixed initial state), or some runs' series have no value there (`missing`). */
+                                    /** @description The times no index is stated at, and why: the output is the same in every run there (`constant`), some runs' series have no value there (`missing`), or SALib failed at that time alone (`failed`). */
                                     undefined: {
                                         message: string;
                                         /** @enum {unknown} */
-                                        reason: "constant" | "missing";
+                                        reason: "constant" | "missing" | "failed";
                                         time: number;
                                     }[];
                                 };
