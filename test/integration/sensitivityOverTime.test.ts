@@ -114,7 +114,7 @@ test('bad designs over time and for the new methods are refused at plan time wit
     [{ outputs: series(), method: 'pawn', base_sample: 99 }, 422, 'parameter_out_of_range', 'sensitivity.base_sample'],
     [{ outputs: [{ output: 'y', summary: 'time_of_max' }], method: 'delta', base_sample: 100 }, 422, 'parameter_not_allowed', 'sensitivity.outputs[0].summary'],
     [{ outputs: series(), method: 'delta', base_sample: 100, num_levels: 4 }, 422, 'parameter_not_allowed', 'sensitivity.num_levels'],
-    [{ outputs: series({ times: Array.from({ length: 1000 }, (_, i) => i / 100) }), method: 'delta', base_sample: 2001 }, 422, 'study_too_large', 'sensitivity.base_sample'],
+    [{ outputs: series({ times: Array.from({ length: 1000 }, (_, i) => 1 + i * 0.009) }), method: 'delta', base_sample: 2001 }, 422, 'study_too_large', 'sensitivity.base_sample'],
     [{ outputs: series(), method: 'fast', base_sample: 100 }, 422, 'parameter_invalid_value', 'sensitivity.method'],
   ];
   for (const [design, status, code, param] of cases) {
