@@ -107,6 +107,7 @@ export async function sensitivityAnalysis(analysis: Analysis, d: SensitivityDesi
   const names = d.parameters.map((p) => p.name);
   return {
     ...base,
+    fields,
     library_versions: versions!,
     outputs: d.outputs.map((o) => {
       const key = outputKey(o);

@@ -15,12 +15,9 @@ const inputName = str(200, { minLength: 1, description: 'A number input the lab 
 const outputName = str(200, { minLength: 1, description: 'An output the lab declares.' });
 const summary: JsonSchema = {
   enum: ['value', 'final', 'max', 'mean', 'time_of_max', 'series'],
-  description: 'How an output is analysed: `value` for a number output; for a time series its `final` value, `max`, `mean` or `time_of_max`, or `series`: indices at each time.',
+  description: 'How an output is analysed: `value` for a number output; for a time series its `final` value, `max`, `mean` or `time_of_max`, or `series`: indices at each time (or at `times`).',
 };
-const times = arr(num, {
-  minItems: 1, maxItems: MAX_TIME_POINTS,
-  description: 'For `series`: times within the run (default: its own).',
-});
+const times = arr(num, { minItems: 1, maxItems: MAX_TIME_POINTS });
 const methodsInWords = SENSITIVITY_METHOD_NAMES.map((m) => {
   const spec = SENSITIVITY_METHODS[m];
   return `${m} ${spec.runsInWords}${spec.minBase > 2 ? ` (N≥${spec.minBase})` : ''}`;
@@ -45,8 +42,8 @@ const parameterRequest = (distributions: boolean): JsonSchema => obj({
 export const sensitivityRequest: JsonSchema = obj({
   parameters: arr(parameterRequest(true), { minItems: 1, maxItems: 20 }),
   outputs: arr(obj({ output: outputName, summary, times }, ['output']), { minItems: 1, maxItems: 20 }),
-  method: { enum: SENSITIVITY_METHOD_NAMES, description: 'SALib\'s sampler and analyzer.' },
-  base_sample: { type: 'integer', minimum: 2, maximum: MAX_STUDY_RUNS, description: `N. Runs: ${methodsInWords}; Sobol' N a power of 2.` },
+  method: { enum: SENSITIVITY_METHOD_NAMES },
+  base_sample: { type: 'integer', minimum: 2, maximum: MAX_STUDY_RUNS, description: `N. Runs by SALib's method: ${methodsInWords}; Sobol' N a power of 2.` },
   num_levels: { type: 'integer', minimum: 2, maximum: 32, description: 'Morris grid levels (even; default 4).' },
   seed: { ...seed, description: 'Seed of the sample and of the bootstrap behind the intervals (chosen at plan time when absent).' },
 }, ['parameters', 'outputs', 'method', 'base_sample']);
@@ -153,6 +150,7 @@ const overTime: JsonSchema = obj({
 const sensitivityAnalysis: JsonSchema = obj({
   kind: { const: 'sensitivity' },
   method: { enum: SENSITIVITY_METHOD_NAMES },
+  fields: arr(str(40), { description: 'The fields each parameter\'s indices carry, in the method\'s order (absent from analyses stored before it was listed).' }),
   complete: { type: 'boolean', description: 'Every sampled run completed; indices exist only then.' },
   runs_completed: count,
   outputs: arr(obj({

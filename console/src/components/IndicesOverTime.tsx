@@ -80,10 +80,9 @@ function Curves({ title, times, rows, index, conf }: { title: string; times: num
   );
 }
 
-export function IndicesOverTime({ o, method }: { o: Output; method: SensitivityAnalysis['method'] }) {
+export function IndicesOverTime({ o, method, fields }: { o: Output; method: SensitivityAnalysis['method']; fields: string[] }) {
   const t = o.over_time!;
   const drawn = drawnIndices(method);
-  const fields = Object.keys(t.indices[0] ?? {}).filter((k) => k !== 'parameter');
   const reasons = [...new Set(t.undefined.map((u) => u.message))];
   return (
     <section aria-label={`Indices of ${o.output} over time`}>

@@ -11,16 +11,16 @@ import { valueText } from '../format.ts';
 import { PlotFigure } from './PlotFigure.tsx';
 import { PetabCalibration } from './PetabCalibration.tsx';
 import { IndicesOverTime } from './IndicesOverTime.tsx';
-import { drawnIndices, fieldLabel, SENSITIVITY_METHODS } from '../../../kernel/sensitivityMethods.ts';
+import { drawnIndices, fieldLabel, methodFields, SENSITIVITY_METHODS } from '../../../kernel/sensitivityMethods.ts';
 
 function Sensitivity({ a }: { a: SensitivityAnalysis }) {
   if (!a.complete) return <p>{a.note}</p>;
   return (
     <>
       {a.outputs.map((o) => {
-        if (o.over_time) return <IndicesOverTime key={o.output} o={o} method={a.method} />;
-        // The fields as the analysis stored them (an analysis from before a method's fields moved keeps its order).
-        const fields = Object.keys(o.indices[0] ?? {}).filter((k) => k !== 'parameter');
+        if (o.over_time) return <IndicesOverTime key={o.output} o={o} method={a.method} fields={a.fields ?? methodFields(a.method)} />;
+        // The method's fields in its order, as the analysis lists them (or the registry, for one stored before it did).
+        const fields = a.fields ?? methodFields(a.method);
         const drawn = drawnIndices(a.method);
         const rows = o.indices.flatMap((r: any) => drawn.map(({ index, conf }) => [fieldLabel(index), r[index], conf ? r[conf] : null])
           .filter(([, v]) => typeof v === 'number').map(([index, v, c]) => ({ parameter: r.parameter as string, index: index as string, value: v as number, lo: (v as number) - ((c as number) ?? 0), hi: (v as number) + ((c as number) ?? 0) })));

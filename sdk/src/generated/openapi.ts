@@ -2675,12 +2675,9 @@ export interface operations {
                         starts: number;
                     };
                     sensitivity?: {
-                        /** @description N. Runs: sobol N(D+2); morris N(D+1); efast N·D (N≥65); rbd_fast N (N≥44); delta N (N≥50); pawn N (N≥100); Sobol' N a power of 2. */
+                        /** @description N. Runs by SALib's method: sobol N(D+2); morris N(D+1); efast N·D (N≥65); rbd_fast N (N≥44); delta N (N≥50); pawn N (N≥100); Sobol' N a power of 2. */
                         base_sample: number;
-                        /**
-                         * @description SALib's sampler and analyzer.
-                         * @enum {unknown}
-                         */
+                        /** @enum {unknown} */
                         method: "sobol" | "morris" | "efast" | "rbd_fast" | "delta" | "pawn";
                         /** @description Morris grid levels (even; default 4). */
                         num_levels?: number;
@@ -2688,11 +2685,10 @@ export interface operations {
                             /** @description An output the lab declares. */
                             output: string;
                             /**
-                             * @description How an output is analysed: `value` for a number output; for a time series its `final` value, `max`, `mean` or `time_of_max`, or `series`: indices at each time.
+                             * @description How an output is analysed: `value` for a number output; for a time series its `final` value, `max`, `mean` or `time_of_max`, or `series`: indices at each time (or at `times`).
                              * @enum {unknown}
                              */
                             summary?: "value" | "final" | "max" | "mean" | "time_of_max" | "series";
-                            /** @description For `series`: times within the run (default: its own). */
                             times?: number[];
                         }[];
                         parameters: {
@@ -2774,7 +2770,7 @@ export interface operations {
                             outputs: {
                                 output: string;
                                 /**
-                                 * @description How an output is analysed: `value` for a number output; for a time series its `final` value, `max`, `mean` or `time_of_max`, or `series`: indices at each time.
+                                 * @description How an output is analysed: `value` for a number output; for a time series its `final` value, `max`, `mean` or `time_of_max`, or `series`: indices at each time (or at `times`).
                                  * @enum {unknown}
                                  */
                                 summary: "value" | "final" | "max" | "mean" | "time_of_max" | "series";
@@ -3107,6 +3103,8 @@ export interface operations {
                             complete: boolean;
                             /** @constant */
                             descriptive: true;
+                            /** @description The fields each parameter's indices carry, in the method's order (absent from analyses stored before it was listed). */
+                            fields?: string[];
                             /** @constant */
                             kind: "sensitivity";
                             /** @description The analysis libraries that answered, by distribution name. */
@@ -3520,7 +3518,7 @@ export interface operations {
                             outputs: {
                                 output: string;
                                 /**
-                                 * @description How an output is analysed: `value` for a number output; for a time series its `final` value, `max`, `mean` or `time_of_max`, or `series`: indices at each time.
+                                 * @description How an output is analysed: `value` for a number output; for a time series its `final` value, `max`, `mean` or `time_of_max`, or `series`: indices at each time (or at `times`).
                                  * @enum {unknown}
                                  */
                                 summary: "value" | "final" | "max" | "mean" | "time_of_max" | "series";
@@ -3741,6 +3739,8 @@ export interface operations {
                             complete: boolean;
                             /** @constant */
                             descriptive: true;
+                            /** @description The fields each parameter's indices carry, in the method's order (absent from analyses stored before it was listed). */
+                            fields?: string[];
                             /** @constant */
                             kind: "sensitivity";
                             /** @description The analysis libraries that answered, by distribution name. */
@@ -4154,7 +4154,7 @@ export interface operations {
                             outputs: {
                                 output: string;
                                 /**
-                                 * @description How an output is analysed: `value` for a number output; for a time series its `final` value, `max`, `mean` or `time_of_max`, or `series`: indices at each time.
+                                 * @description How an output is analysed: `value` for a number output; for a time series its `final` value, `max`, `mean` or `time_of_max`, or `series`: indices at each time (or at `times`).
                                  * @enum {unknown}
                                  */
                                 summary: "value" | "final" | "max" | "mean" | "time_of_max" | "series";
@@ -4382,6 +4382,8 @@ export interface operations {
                             complete: boolean;
                             /** @constant */
                             descriptive: true;
+                            /** @description The fields each parameter's indices carry, in the method's order (absent from analyses stored before it was listed). */
+                            fields?: string[];
                             /** @constant */
                             kind: "sensitivity";
                             /** @description The analysis libraries that answered, by distribution name. */
@@ -4795,7 +4797,7 @@ export interface operations {
                             outputs: {
                                 output: string;
                                 /**
-                                 * @description How an output is analysed: `value` for a number output; for a time series its `final` value, `max`, `mean` or `time_of_max`, or `series`: indices at each time.
+                                 * @description How an output is analysed: `value` for a number output; for a time series its `final` value, `max`, `mean` or `time_of_max`, or `series`: indices at each time (or at `times`).
                                  * @enum {unknown}
                                  */
                                 summary: "value" | "final" | "max" | "mean" | "time_of_max" | "series";

@@ -69,6 +69,9 @@ function petabText(a: PetabCalibrationAnalysis): string[] {
 }
 
 /** What a finished sensitivity or calibration study found, for people. */
+/** The fields of the two methods whose analyses were stored before an analysis listed its `fields`. */
+const STORED_BEFORE_FIELDS: Record<string, string[]> = { sobol: ['S1', 'S1_conf', 'ST', 'ST_conf'], morris: ['mu', 'mu_star', 'sigma', 'mu_star_conf'] };
+
 export function analysisText(a: NonNullable<Experiment['analysis']>): string {
   const lines: string[] = [];
   if (a.kind === 'petab_calibration') lines.push(...petabText(a));
@@ -83,8 +86,8 @@ export function analysisText(a: NonNullable<Experiment['analysis']>): string {
         if (t.undefined.length) lines.push(`undefined at ${t.undefined.length} time${t.undefined.length === 1 ? '' : 's'} (${[...new Set(t.undefined.map((u) => u.reason))].join(', ')}), e.g. t = ${num(t.undefined[0]!.time)}: ${t.undefined[0]!.message}`);
         continue;
       }
-      // The method's own fields, in the order it states them.
-      const columns = Object.keys(o.indices[0] ?? { parameter: null });
+      // The method's own fields in its order (Postgres keeps an object's keys in an order of its own).
+      const columns = ['parameter', ...(a.fields ?? STORED_BEFORE_FIELDS[a.method] ?? [])];
       lines.push(table(o.indices.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'number' ? num(v) : v ?? '-']))), columns));
     }
   } else {
