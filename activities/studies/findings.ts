@@ -59,19 +59,13 @@ export async function sensitivityAnalysis(analysis: Analysis, d: SensitivityDesi
   const complete = points.length === d.run_count && told.length === d.run_count
     && told.every((p) => d.outputs.every((o) => (isSeries(o) ? Array.isArray(p.outcome![outputKey(o)]) : typeof p.outcome![outputKey(o)] === 'number')));
   const base = { kind: 'sensitivity', method: d.method, complete, runs_completed: told.length, descriptive: true };
-  if (!complete) {
-    return {
-      ...base, outputs: [], library_versions: (await analysis<Versions>('versions', {})).versions,
-      note: `Indices need every one of the ${d.run_count} sampled runs to give every output; ${told.length} did. No index is stated from a partial sample.`,
-    };
-  }
+  /** A study that states no index, and why. */
+  const none = async (note: string) => ({ ...base, complete: false, outputs: [], library_versions: (await analysis<Versions>('versions', {})).versions, note });
+  if (!complete) return none(`Indices need every one of the ${d.run_count} sampled runs to give every output; ${told.length} did. No index is stated from a partial sample.`);
   // A series output whose first completed run gave no series has no times to state indices at.
   const gridless = d.outputs.filter((o) => isSeries(o) && !grids.get(o.output)?.length);
   if (gridless.length) {
-    return {
-      ...base, complete: false, outputs: [], library_versions: (await analysis<Versions>('versions', {})).versions,
-      note: `No times to state indices at: the study's first completed run gave no series for ${gridless.map((o) => o.output).join(', ')}, and a series output's indices are stated at its times.`,
-    };
+    return none(`No times to state indices at: the study's first completed run gave no series for ${gridless.map((o) => o.output).join(', ')}, and a series output's indices are stated at its times.`);
   }
   const fields = methodFields(d.method);
   const column = (o: StudyOutput) => points.map((p) => p.outcome![outputKey(o)]);
