@@ -2,7 +2,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { call, closeTestDb, driverPid, leftOfRuns, newAccount, parentPid, processAlive, runDirsOf, spawnWorker, testDb, until, useTestProfiles, waitForRun, workspaceOfLab } from '../helpers.ts';
+import { Client, Connection } from '@temporalio/client';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
+import { experimentWorkflowId } from '../../kernel/workflowNames.ts';
 
 // A study's batch under chaos (activities/execution/batch.ts): the forked run it is at
 // killed, then the warm parent it forks from, then its whole worker. Each run whose
@@ -107,6 +109,15 @@ test('mid-batch, the forked run killed and then its warm parent killed: each end
 
 test('mid-batch, its worker killed (no other serving it): closing the study with cancel_running ends every run within 5 s, cancelled, those executing charged for their time, the rest nothing', { timeout: 300_000 }, async () => {
   const studyId = await openStudy();
+  // A killed worker's long poll can still be handed the study's next workflow task (a
+  // zombie poller); it comes back only after the task's timeout, which must leave the 5 s.
+  const connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! });
+  try {
+    const described = await new Client({ connection }).workflow.getHandle(experimentWorkflowId(studyId)).describe();
+    assert.equal(Number(described.raw.executionConfig?.defaultWorkflowTaskTimeout?.seconds), 3);
+  } finally {
+    await connection.close();
+  }
   const { id, lab } = await executing(studyId, []);
   worker!.proc.kill('SIGKILL');
   await until(10_000, async () => (processAlive(lab) ? undefined : true));
