@@ -87,16 +87,30 @@ export async function listPurchases(db: Db, accountId: string, f: { limit: numbe
  * purchase already has), or null when none does yet (a refund before its completion).
  */
 export async function recordProviderEvent(db: Db, ev: ProviderEvent): Promise<{ purchase: Pick<PurchaseRow, 'id' | 'account_id' | 'amount_micros'> | null }> {
-  const named = ev.purchaseId ? await db('purchases').where({ id: ev.purchaseId }).first('id') : undefined;
-  const byPayment = !named && ev.paymentId ? await db('purchases').where({ payment_id: ev.paymentId }).first('id') : undefined;
-  const purchaseId = (named ?? byPayment)?.id ?? null;
-  await db('purchase_events').insert({
-    id: ev.id, type: ev.type, effect: ev.effect, purchase_id: purchaseId, payment_id: ev.paymentId, amount_micros: ev.amountMicros,
-    refunded_total_micros: ev.refundedTotalMicros, object: JSON.stringify(ev.object), failure: ev.failure ?? null,
-  }).onConflict('id').ignore();
-  const kept = await db('purchase_events').where({ id: ev.id }).first('purchase_id');
-  const id = kept?.purchase_id ?? purchaseId;
-  return { purchase: id ? await db('purchases').where({ id }).first('id', 'account_id', 'amount_micros') ?? null : null };
+  return db.transaction(async (trx) => {
+    // Under the payment's lock, a completion being applied either named the payment
+    // before this lookup or will find this event when it takes the held refunds in.
+    if (ev.paymentId) await lockPayments(trx, [ev.paymentId]);
+    const named = ev.purchaseId ? await trx('purchases').where({ id: ev.purchaseId }).first('id') : undefined;
+    const byPayment = !named && ev.paymentId ? await trx('purchases').where({ payment_id: ev.paymentId }).first('id') : undefined;
+    const purchaseId = (named ?? byPayment)?.id ?? null;
+    await trx('purchase_events').insert({
+      id: ev.id, type: ev.type, effect: ev.effect, purchase_id: purchaseId, payment_id: ev.paymentId, amount_micros: ev.amountMicros,
+      refunded_total_micros: ev.refundedTotalMicros, object: JSON.stringify(ev.object), failure: ev.failure ?? null,
+    }).onConflict('id').ignore();
+    const kept = await trx('purchase_events').where({ id: ev.id }).first('purchase_id');
+    const id = kept?.purchase_id ?? purchaseId;
+    return { purchase: id ? await trx('purchases').where({ id }).first('id', 'account_id', 'amount_micros') ?? null : null };
+  });
+}
+
+/**
+ * Takes the payments' transaction locks, in one order (no two transactions wait on each
+ * other). A refund names only its payment: its recording and the completion that gives a
+ * purchase that payment must not interleave, or the refund is held with nobody to apply it.
+ */
+async function lockPayments(trx: Db, paymentIds: string[]): Promise<void> {
+  for (const id of [...new Set(paymentIds)].sort()) await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [`payment:${id}`]);
 }
 
 interface EventRow { id: string; effect: PurchaseEffect; payment_id: string | null; amount_micros: string | null; refunded_total_micros: string | null; failure: string | null }
@@ -109,6 +123,11 @@ interface EventRow { id: string; effect: PurchaseEffect; payment_id: string | nu
  */
 export async function applyPurchaseEvents(db: Db, purchaseId: string): Promise<PurchaseRow> {
   return db.transaction(async (trx) => {
+    // The payments first, then the purchase's row: recording an event takes them in that
+    // order too (its insert holds the row's key share).
+    const pending = await trx('purchase_events').whereNull('applied_at').where({ purchase_id: purchaseId }).whereNotNull('payment_id').pluck('payment_id');
+    const known = await trx('purchases').where({ id: purchaseId }).first('payment_id');
+    await lockPayments(trx, [...pending, ...(known?.payment_id ? [known.payment_id] : [])]);
     let p = (await trx('purchases').where({ id: purchaseId }).forUpdate().first()) as PurchaseRow;
     for (;;) {
       const events: EventRow[] = await trx('purchase_events').whereNull('applied_at').where((w) => {

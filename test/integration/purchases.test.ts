@@ -8,6 +8,7 @@ import { withoutRequestId, BASE_URL, call, closeTestDb, errorOf, newAccount, sil
 import { KEY_SCOPES, SCOPES } from '../../storage/db/apiKeys.ts';
 import { reserveCompute } from '../../storage/ledger.ts';
 import { auditLedger } from '../../storage/db/audit.ts';
+import { applyPurchaseEvents, recordProviderEvent, type ProviderEvent } from '../../storage/db/purchases.ts';
 import { mcpClients } from '../mcpClients.ts';
 import { operatorView } from '../operatorView.ts';
 import { purchaseWorkflowId } from '../../kernel/workflowNames.ts';
@@ -180,6 +181,37 @@ test('a refund takes back what is left of the credit and records what it could n
   const audit = await auditLedger(testDb(), [buyer.account.id]);
   assert.deepEqual(Object.values(audit.problems).filter((v) => v > 0), [], JSON.stringify(audit.problems));
   assert.ok(audit.purchases.refunds >= 2);
+});
+
+test('a refund recorded while its completion is applied is taken in: the payment\'s lock keeps the refund\'s recording and the completion from interleaving', async () => {
+  const db = testDb();
+  const p = (await buy(buyer.key, 20)).body;
+  const paymentId = `pi_${crypto.randomUUID().slice(0, 8)}`;
+  await recordProviderEvent(db, { id: eventId(), type: 'checkout.session.completed', effect: 'paid', purchaseId: p.purchase_id, paymentId, amountMicros: 20_000_000, refundedTotalMicros: null, object: {} });
+  const refundEvent: ProviderEvent = { id: eventId(), type: 'charge.refunded', effect: 'refunded', purchaseId: null, paymentId, amountMicros: null, refundedTotalMicros: 5_000_000, object: {} };
+  // Another transaction holds the refund's id, so its recording waits at its insert, after
+  // looking for the payment's purchase: none has it before the completion commits.
+  const holder = await db.transaction();
+  let recording: ReturnType<typeof recordProviderEvent> | undefined;
+  let applying: Promise<unknown> | undefined;
+  try {
+    const { rows: [{ pid }] } = await holder.raw('SELECT pg_backend_pid() AS pid');
+    await holder('purchase_events').insert({ id: refundEvent.id, type: 'held', effect: 'ignored', object: '{}' });
+    recording = recordProviderEvent(db, refundEvent);
+    await until(10_000, async () => ((await db.raw('SELECT count(*)::integer AS n FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid))', [pid])).rows[0].n > 0 ? true : undefined));
+    // The completion applied meanwhile: it ends, or waits for the refund's recording.
+    let applied = false;
+    applying = applyPurchaseEvents(db, p.purchase_id).then(() => { applied = true; });
+    await until(10_000, async () => (applied || (await db.raw("SELECT count(*)::integer AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")).rows[0].n > 0 ? true : undefined));
+  } finally {
+    await holder.rollback();
+  }
+  const recorded = await recording!;
+  await applying;
+  // A refund that found its purchase is applied on the signal the route sends.
+  if (recorded.purchase) await applyPurchaseEvents(db, p.purchase_id);
+  const row = await db('purchases').where({ id: p.purchase_id }).first('status', 'credited_micros', 'refunded_micros');
+  assert.deepEqual([row.status, Number(row.credited_micros), Number(row.refunded_micros)], ['paid', 20_000_000, 5_000_000], 'credited, and the refund taken in, not held');
 });
 
 test('a payment the provider reports failed ends the purchase failed, saying so, with no credit; a completion of another currency is ignored', async () => {
