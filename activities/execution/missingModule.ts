@@ -1,5 +1,6 @@
 import { compare, valid } from '@renovatebot/pep440';
 import { canonicalName, type LabManifests } from '../../storage/runtimePins.ts';
+import { projectPage } from '../../storage/packageIndex.ts';
 import { listOf } from '../../storage/labContract.ts';
 
 /** What the driver says of a module the lab's environment lacks (driver.py, `missing_module`). */
@@ -24,28 +25,12 @@ export type IndexAnswer =
  * says nothing about the distribution, and is reported as such.
  */
 export async function askIndex(indexUrl: string, module: string, timeoutMs = INDEX_MS): Promise<IndexAnswer> {
-  const name = canonicalName(module.split('.')[0]!);
-  let res: Response;
-  try {
-    res = await fetch(`${indexUrl.replace(/\/+$/, '')}/${name}/`, {
-      headers: { Accept: 'application/vnd.pypi.simple.v1+json' }, signal: AbortSignal.timeout(timeoutMs),
-    });
-  } catch (err) {
-    const timedOut = (err as Error).name === 'TimeoutError';
-    return { seen: 'unreachable', why: timedOut ? `it did not answer within ${timeoutMs / 1000} s` : `it could not be reached (${(err as Error).message})` };
-  }
-  if (res.status === 404) return { seen: 'none' };
-  if (!res.ok) return { seen: 'unreachable', why: `it answered ${res.status}` };
-  let body: { name?: string; versions?: string[] };
-  try {
-    body = await res.json() as typeof body;
-  } catch {
-    return { seen: 'unreachable', why: 'its answer was not the JSON simple API' };
-  }
+  const answer = await projectPage(indexUrl, module.split('.')[0]!, timeoutMs);
+  if (answer.seen !== 'page') return answer;
   // Final releases only: a pin to a pre-release or a development build is no advice.
-  const finals = (body.versions ?? []).filter((v) => valid(v) && /^\d+(\.\d+)*(\.post\d+)?$/.test(v));
+  const finals = answer.page.versions.filter((v) => valid(v) && /^\d+(\.\d+)*(\.post\d+)?$/.test(v));
   const newest = finals.sort(compare).at(-1);
-  return newest ? { seen: 'release', name: body.name ?? name, version: newest } : { seen: 'none' };
+  return newest ? { seen: 'release', name: answer.page.name, version: newest } : { seen: 'none' };
 }
 
 const packagesOf = (manifest: unknown): string[] => {

@@ -3,7 +3,8 @@ import type { Deps } from '../tools/tool.ts';
 import type { Finding } from '../../storage/db/plans.ts';
 import { readRuntimeLock, runtimePinFindings, TOOLKIT_LOCK_FILE, TOOLKIT_PINS, type LabManifests } from '../../storage/runtimePins.ts';
 import { declaredRuntime } from './declaredRuntime.ts';
-import { lockAsOf, resolveLock } from './resolveLock.ts';
+import { lockAsOf, lockBasis, resolveLock } from './resolveLock.ts';
+import { datePins, exactPins, PIN_GRACE_DAYS } from './pinsAsOf.ts';
 import { buildSecondsPerDistribution, recordLock, resolvedLock } from '../../storage/db/environments.ts';
 import { digestJson } from '../../storage/digest.ts';
 
@@ -88,19 +89,30 @@ export async function planEnvironment(deps: Deps, lab: LabManifests, asOf?: stri
     const at = own.find((f) => f.path?.endsWith('/runtime/python_version'))?.path ?? 'lab.yaml#/runtime/python_version';
     return { environment: null, findings: [...others, { severity: 'blocking', code: 'python_unavailable', message: `Python ${declared.python} is not provided here; this deployment provides ${provided.length ? provided.join(', ') : 'no other Python'}. Declare one of them.`, path: at }] };
   }
-  // A resolution as of a date is another request; one without keeps the digest it always had.
-  const request = digestJson({ python: declared.python, requirements: declared.requirements, index: settings.indexUrl, ...(asOf ? { as_of: asOf } : {}) });
+  // A resolution as of a date is another request, and so is one dated by the lab's exact
+  // pins (the index is asked their upload times once per declaration); one of ranges alone
+  // keeps the digest it always had.
+  const exact = asOf ? [] : exactPins(declared.requirements, declared.added);
+  const dating = asOf ? { as_of: asOf } : exact.length ? { as_of: `pins+${PIN_GRACE_DAYS}d` } : {};
+  const request = digestJson({ python: declared.python, requirements: declared.requirements, index: settings.indexUrl, ...dating });
   let lock = await resolvedLock(deps.db, request);
   if (!lock) {
-    const resolved = await resolveLock(settings, { python: declared.python, requirements: declared.requirements, asOf, exempt: declared.added });
-    if ('error' in resolved) {
-      return { environment: null, findings: [...others, { severity: 'blocking', code: 'dependencies_unsatisfiable', message: `The declared requirements (${declared.requirements.join(', ')}) cannot be resolved for Python ${declared.python} from ${settings.indexUrl}${asOf ? ` as of ${asOf}` : ''}: ${resolved.error}`, path: own[0]!.path }] };
-    }
+    const dated = exact.length ? await datePins(settings.indexUrl, exact) : undefined;
+    const unsatisfiable = (why: string): { environment: null; findings: Finding[] } => ({ environment: null, findings: [...others, { severity: 'blocking', code: 'dependencies_unsatisfiable', message: `The declared requirements (${declared.requirements.join(', ')}) cannot be resolved for Python ${declared.python} from ${settings.indexUrl}${asOf ? ` as of ${asOf}` : ''}: ${why}`, path: own[0]!.path }] });
+    // Not knowing when the pins were uploaded is no reason to resolve as today for good.
+    if (dated && 'unreachable' in dated) return unsatisfiable(`${dated.undated}; plan again, or name environment_as_of`);
+    const day = asOf ?? (dated && 'day' in dated ? dated.day : undefined);
+    const basis = !dated ? undefined : 'day' in dated
+      ? `${PIN_GRACE_DAYS} days after its newest exact pin, ${dated.pin}, was uploaded (${dated.uploaded})`
+      : `not dated by its exact pins, since ${dated.undated}`;
+    const resolved = await resolveLock(settings, { python: declared.python, requirements: declared.requirements, asOf: day, exempt: declared.added, ...(basis ? { basis } : {}) });
+    if ('error' in resolved) return unsatisfiable(resolved.error);
     await recordLock(deps.db, request, resolved.lock);
     lock = { sha256: resolved.lock.sha256, python: declared.python, lock: resolved.lock.text, distributions: resolved.lock.distributions, built_at: null, build_seconds: null, created_at: new Date() };
   }
   const count = lock.distributions;
   const dated = lockAsOf(lock.lock);
+  const basis = lockBasis(lock.lock);
   const environment: EnvironmentPlan = lock.built_at
     ? { lock_sha256: lock.sha256, python: lock.python, status: 'ready' }
     : { lock_sha256: lock.sha256, python: lock.python, status: 'build_required', estimated_build_seconds: Math.ceil(count * ((await buildSecondsPerDistribution(deps.db)) ?? DEFAULT_SECONDS_PER_DISTRIBUTION)) };
@@ -112,7 +124,7 @@ export async function planEnvironment(deps: Deps, lab: LabManifests, asOf?: stri
     environment,
     findings: [...others, {
       severity: 'info', code: 'environment_own',
-      message: `The default runtime (Python ${deps.runtimeLock.python}, biosimulant ${deps.runtimeLock.packages.get('biosimulant')}) does not give this lab what it declares (${reasons.join('; ')}), so it runs in its own environment: Python ${lock.python}${runsWith ? ` with biosimulant ${runsWith}` : ''}, ${count} distributions locked with their hashes (lock sha256:${lock.sha256})${dated ? `, resolved as the package index stood at the end of ${dated} (UTC)` : ''}, ${environment.status === 'ready' ? 'already built' : `built before its first run (about ${environment.estimated_build_seconds} s), not billed to the run`}; the lab runs in it without network.`,
+      message: `The default runtime (Python ${deps.runtimeLock.python}, biosimulant ${deps.runtimeLock.packages.get('biosimulant')}) does not give this lab what it declares (${reasons.join('; ')}), so it runs in its own environment: Python ${lock.python}${runsWith ? ` with biosimulant ${runsWith}` : ''}, ${count} distributions locked with their hashes (lock sha256:${lock.sha256})${dated ? `, resolved as the package index stood at the end of ${dated} (UTC)${basis ? `, ${basis}; environment_as_of names another day` : ''}` : basis ? `, resolved as the package index stood when first planned, ${basis}; environment_as_of names a day` : ''}, ${environment.status === 'ready' ? 'already built' : `built before its first run (about ${environment.estimated_build_seconds} s), not billed to the run`}; the lab runs in it without network.`,
       path: own[0]!.path,
     }],
   };

@@ -8,9 +8,17 @@ export interface EnvironmentLock { python: string; text: string; sha256: string;
 /** The date a lock was resolved as of, as its header records it. */
 const AS_OF_LINE = /^# resolved as of (\d{4}-\d{2}-\d{2})\b/m;
 
+/** Why a lock was resolved as of its date, or as of no date, as its header records it. */
+const BASIS_LINE = /^# basis: (.+)$/m;
+
 /** The date a lock's text says it was resolved as of, if it was. */
 export function lockAsOf(text: string): string | undefined {
   return AS_OF_LINE.exec(text)?.[1];
+}
+
+/** What a lock's text says its date (or its want of one) came from, if it says. */
+export function lockBasis(text: string): string | undefined {
+  return BASIS_LINE.exec(text)?.[1];
 }
 
 /** What a resolution is asked: requirements for a Python, optionally as the index stood at the end of a UTC day. */
@@ -21,6 +29,8 @@ export interface LockRequest {
   asOf?: string;
   /** Distributions the date does not apply to: what the service itself adds at an exact pin (the driver's runtime). */
   exempt?: string[];
+  /** Where the date came from, or why there is none, kept in the lock's header (one line). */
+  basis?: string;
 }
 
 /** The target platform of a lock: the workers' (Linux, glibc, this machine's architecture). */
@@ -53,7 +63,8 @@ export async function resolveLock(s: EnvironmentSettings, request: LockRequest):
     child.stdin!.end(`${requirements.join('\n')}\n`);
   });
   if (out.code !== 0) return { error: out.stderr.trim().replace(/^error: /, '') || `uv exited with ${out.code}` };
-  const text = `# python ${python}\n${asOf ? `# resolved as of ${asOf} (uv --exclude-newer)\n` : ''}${out.stdout.trim()}\n`;
+  const header = [`# python ${python}`, ...(asOf ? [`# resolved as of ${asOf} (uv --exclude-newer)`] : []), ...(request.basis ? [`# basis: ${request.basis.replace(/\s+/g, ' ')}`] : [])];
+  const text = `${header.join('\n')}\n${out.stdout.trim()}\n`;
   const distributions = text.split('\n').filter((l) => /^[A-Za-z0-9]/.test(l)).length;
   return { lock: { python, text, sha256: createHash('sha256').update(text).digest('hex'), distributions } };
 }

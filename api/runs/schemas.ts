@@ -78,7 +78,7 @@ export const artifactMetadata: JsonSchema = obj(
 /** A plan's request to resolve a lab's own environment as of a day (run plans, publication plans). */
 export const environmentAsOf: JsonSchema = {
   type: 'string', format: 'date',
-  description: 'Resolve the lab\'s own environment (when it gets one) as the package index stood at the end of this day, UTC (uv\'s `--exclude-newer`), so a lab runs as it did for its author before a dependency changed. Not after today. The lock records it; a release published with it keeps it for its runs.',
+  description: 'Resolve the lab\'s own environment as the package index stood at the end of this day, UTC (uv\'s `--exclude-newer`). Not after today. Without it, a lab with exact pins is resolved as of 30 days after its newest pin\'s upload. A release keeps its day.',
 };
 
 /** The environment a run executes in, as its plan shows it. */

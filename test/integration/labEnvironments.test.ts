@@ -19,8 +19,6 @@ const idem = () => ({ 'Idempotency-Key': crypto.randomUUID() });
 async function throughTheFlow(lab: string, title: string, expected: { python: string; declared: RegExp; asOf?: string }): Promise<{ outputs: Record<string, unknown>; artifacts: any[] }> {
   const { key } = await newAccount({ usd: 5 });
   const { ws, revisionId } = await workspaceWith(key, title, lab);
-  // A lab whose dependencies changed since its author resolved them is planned as of a day before.
-  const dated = expected.asOf ? { environment_as_of: expected.asOf } : {};
   const runOf = async (body: Record<string, unknown>) => {
     const plan = await call('POST', '/run-plans', { key, body: { ...body, inputs: {}, max_runtime_seconds: 300 } });
     if (expected.asOf) assert.equal(plan.body.environment?.resolved_as_of, expected.asOf, JSON.stringify(plan.body));
@@ -35,7 +33,7 @@ async function throughTheFlow(lab: string, title: string, expected: { python: st
     const events = (await call('GET', `/runs/${run.body.id}/events?limit=100`, { key })).body.items as any[];
     return { id: run.body.id as string, plan: plan.body, results, builds: events.filter((e) => e.data?.phase === 'environment') };
   };
-  const first = await runOf({ workspace_id: ws.workspace_id, revision_id: revisionId, seed: 1, ...dated });
+  const first = await runOf({ workspace_id: ws.workspace_id, revision_id: revisionId, seed: 1 });
   const own = byCode(first.plan.findings, 'environment_own')[0].message as string;
   assert.match(own, expected.declared);
   // Each reason is said once, however many models declare it.
@@ -49,13 +47,13 @@ async function throughTheFlow(lab: string, title: string, expected: { python: st
     assert.deepEqual(first.builds.map((e) => [e.type, e.data.status]), [['progress', 'building'], ['progress', 'built']]);
     process.stdout.write(`# cold build of ${lab}'s environment: ${first.builds[1].data.seconds.toFixed(1)} s\n`);
   }
-  const second = await runOf({ workspace_id: ws.workspace_id, revision_id: revisionId, seed: 2, ...dated });
+  const second = await runOf({ workspace_id: ws.workspace_id, revision_id: revisionId, seed: 2 });
   assert.equal(second.plan.environment.status, 'ready', 'built once');
   assert.equal(second.plan.environment.lock_sha256, first.plan.environment.lock_sha256, 'the same declaration, the same lock');
   assert.deepEqual(second.builds, [], 'the second run builds nothing');
 
   // Published: packed and smoke-run in the same environment, which the release records.
-  const prep = await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: revisionId, version: '1.0.0', ...dated } });
+  const prep = await call('POST', '/publication-plans', { key, body: { workspace_id: ws.workspace_id, revision_id: revisionId, version: '1.0.0' } });
   assert.equal(prep.body.status, 'ready', JSON.stringify(prep.body.findings));
   await call('POST', '/publications', { key, body: { plan_id: prep.body.plan_id, plan_sha256: prep.body.plan_sha256 } });
   const publication = await publicationOf(key, prep.body.reference);
@@ -95,14 +93,14 @@ test('an SBML lab run by biosimulant\'s tellurium base with tellurium pinned com
 const valueOf = (v: unknown) => (typeof v === 'object' && v !== null && 'value' in v ? (v as { value: unknown }).value : v) as number;
 
 // The ecosystem's SBML labs (tests/fixtures/labs/ecosystem-sbml is one in their shape): an 88-character alias,
-// tellurium 2.2.11.2 on Python 3.12, six imported by tellurium but declared by nobody, python-dateutil 4.0.0
-// (2026-11-01) no longer bringing it in.
-const ECOSYSTEM_SBML_DAY = '2026-10-31';
+// tellurium 2.2.11.2 (uploaded 2025-12-05) on Python 3.12, six imported by tellurium but declared by nobody,
+// python-dateutil 4.0.0 (2026-11-01) no longer bringing it in. Its exact pin dates it: 30 days after that upload.
+const ECOSYSTEM_SBML_DAY = '2026-01-04';
 
-test('an ecosystem SBML lab (88-character alias, tellurium 2.2.11.2 on Python 3.12, wired to a visualisation model) runs as its author ran it, planned as of the day before its dependencies changed, from workspace to Hub run', { timeout: 900_000 }, async () => {
+test('an ecosystem SBML lab (88-character alias, tellurium 2.2.11.2 on Python 3.12, wired to a visualisation model) runs unchanged as its author ran it, with no flag: resolved as the index stood after its newest pin, from workspace to Hub run', { timeout: 900_000 }, async () => {
   const { outputs, artifacts } = await throughTheFlow('ecosystem-sbml', 'Ecosystem SBML', {
     python: '3.12', asOf: ECOSYSTEM_SBML_DAY,
-    declared: new RegExp(`\\(runtime\\.python_version "3\\.12"; tellurium==2\\.2\\.11\\.2\\), so it runs in its own environment: Python 3\\.12 with biosimulant 0\\.0\\.40, \\d+ distributions locked with their hashes \\(lock sha256:[0-9a-f]{64}\\), resolved as the package index stood at the end of ${ECOSYSTEM_SBML_DAY} \\(UTC\\)`),
+    declared: new RegExp(`\\(runtime\\.python_version "3\\.12"; tellurium==2\\.2\\.11\\.2\\), so it runs in its own environment: Python 3\\.12 with biosimulant 0\\.0\\.40, \\d+ distributions locked with their hashes \\(lock sha256:[0-9a-f]{64}\\), resolved as the package index stood at the end of ${ECOSYSTEM_SBML_DAY} \\(UTC\\), 30 days after its newest exact pin, tellurium==2\\.2\\.11\\.2, was uploaded \\(2025-12-05\\); environment_as_of names another day`),
   });
   // The Bateman function at t = 4 h of a 100 mg dose (ka = ln 4, ke = ln 2 per hour), and the peak at t = 1 h.
   const exact = { gut_amount: 0.390625, central_amount: 11.71875, eliminated_amount: 87.890625, peak_central_amount: 50 };
@@ -113,14 +111,16 @@ test('an ecosystem SBML lab (88-character alias, tellurium 2.2.11.2 on Python 3.
 
 test('a lab whose package imports a module its environment lacks fails teaching what to declare, without the service\'s frames; declared, it runs', { timeout: 900_000 }, async () => {
   const { key } = await newAccount({ usd: 5 });
+  // Planned as the index stands today (its pin would date it to a day six still came with).
+  const today = new Date().toISOString().slice(0, 10);
   const run = async (lab: { ws: { workspace_id: string }; revisionId: string }) => {
-    const plan = await call('POST', '/run-plans', { key, body: { workspace_id: lab.ws.workspace_id, revision_id: lab.revisionId, inputs: {}, max_runtime_seconds: 300 } });
+    const plan = await call('POST', '/run-plans', { key, body: { workspace_id: lab.ws.workspace_id, revision_id: lab.revisionId, inputs: {}, max_runtime_seconds: 300, environment_as_of: today } });
     assert.equal(plan.body.status, 'ready', JSON.stringify(plan.body.findings));
-    assert.equal(plan.body.environment.resolved_as_of, undefined, 'resolved as the index stands today');
+    assert.equal(plan.body.environment.resolved_as_of, today, 'resolved as the index stands today');
     const started = await call('POST', '/runs', { key, headers: idem(), body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
     return waitForRun(key, started.body.id, 600_000);
   };
-  // As the ecosystem wrote it: today's resolution has no six.
+  // As the ecosystem wrote it, today's resolution has no six.
   const undeclared = await run(await workspaceWith(key, 'SBML without six', 'ecosystem-sbml'));
   assert.equal(undeclared.status, 'failed');
   assert.equal(undeclared.error.code, 'lab_error');

@@ -7755,7 +7755,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: date
-                     * @description Resolve the lab's own environment (when it gets one) as the package index stood at the end of this day, UTC (uv's `--exclude-newer`), so a lab runs as it did for its author before a dependency changed. Not after today. The lock records it; a release published with it keeps it for its runs.
+                     * @description Resolve the lab's own environment as the package index stood at the end of this day, UTC (uv's `--exclude-newer`). Not after today. Without it, a lab with exact pins is resolved as of 30 days after its newest pin's upload. A release keeps its day.
                      */
                     environment_as_of?: string;
                     release_notes?: string;
@@ -8349,7 +8349,7 @@ export interface operations {
                     compute_profile_id?: string;
                     /**
                      * Format: date
-                     * @description Resolve the lab's own environment (when it gets one) as the package index stood at the end of this day, UTC (uv's `--exclude-newer`), so a lab runs as it did for its author before a dependency changed. Not after today. The lock records it; a release published with it keeps it for its runs.
+                     * @description Resolve the lab's own environment as the package index stood at the end of this day, UTC (uv's `--exclude-newer`). Not after today. Without it, a lab with exact pins is resolved as of 30 days after its newest pin's upload. A release keeps its day.
                      */
                     environment_as_of?: string;
                     inputs?: Record<string, unknown>;
@@ -8580,7 +8580,7 @@ export interface operations {
                     compute_profile?: string;
                     /**
                      * Format: date
-                     * @description Resolve the lab's own environment (when it gets one) as the package index stood at the end of this day, UTC (uv's `--exclude-newer`), so a lab runs as it did for its author before a dependency changed. Not after today. The lock records it; a release published with it keeps it for its runs.
+                     * @description Resolve the lab's own environment as the package index stood at the end of this day, UTC (uv's `--exclude-newer`). Not after today. Without it, a lab with exact pins is resolved as of 30 days after its newest pin's upload. A release keeps its day.
                      */
                     environment_as_of?: string;
                     inputs?: Record<string, unknown>;

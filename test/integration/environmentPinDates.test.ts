@@ -1,0 +1,79 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { call, closeTestDb, newAccount, spawnApi, testDb } from '../helpers.ts';
+import { byCode, workspaceWith } from '../labWorkspaces.ts';
+import { startLocalIndex, type LocalIndex } from '../localPackageIndex.ts';
+
+// A lab that pins exactly ran for its author as the index stood then. Here, as tellurium
+// 2.2.11.2 imports six undeclared and python-dateutil 4.0.0 stopped bringing it: a pinned
+// package imports a module only an older release of its dependency brought. A local index
+// serves that history (the ecosystem's own projects passed through from PyPI), and an api
+// of this file's own resolves against it. An environment build reaches only HTTPS index
+// hosts, so the runs of such a lab are labEnvironments.test's, against PyPI itself.
+
+const LEGACY = { name: 'silico-fixture-legacy', version: '1.0', dependencies: ['silico-fixture-middle'], module: 'silico_fixture_legacy', source: 'import silico_fixture_helper\n', uploaded: '2026-02-01T10:00:00Z' };
+const FRESH = { name: 'silico-fixture-fresh', version: '1.0', module: 'silico_fixture_fresh', source: '', uploaded: new Date(Date.now() - 3 * 86_400_000).toISOString() };
+let index: LocalIndex;
+let api: Awaited<ReturnType<typeof spawnApi>>;
+before(async () => {
+  index = await startLocalIndex([
+    { name: 'silico-fixture-helper', version: '1.0', module: 'silico_fixture_helper', source: 'VALUE = 1\n', uploaded: '2024-06-01T10:00:00Z' },
+    { name: 'silico-fixture-middle', version: '1.0', dependencies: ['silico-fixture-helper'], module: 'silico_fixture_middle', source: '', uploaded: '2025-01-01T10:00:00Z' },
+    LEGACY,
+    // A later major drops what the pinned package leaned on.
+    { name: 'silico-fixture-middle', version: '2.0', module: 'silico_fixture_middle', source: '', uploaded: '2026-11-01T10:00:00Z' },
+    FRESH,
+  ]);
+  api = await spawnApi({ SILICO_PACKAGE_INDEX_URL: index.url });
+});
+after(async () => {
+  await api?.stop();
+  await index?.close();
+  await closeTestDb();
+});
+
+const lockOf = async (sha: string): Promise<string> => (await testDb()('environment_locks').where({ sha256: sha }).first('lock')).lock;
+
+test('a lab that pins exactly resolves as the index stood 30 days after its newest pin\'s upload, so what its pin leaned on is still there; the finding says so; environment_as_of overrides it; the index is asked once', { timeout: 300_000 }, async () => {
+  const { key } = await newAccount({ usd: 1 });
+  const { ws, revisionId } = await workspaceWith(key, 'Pinned long ago', 'pinned-runtime', (p, t) => (p === 'models/core/model.yaml' ? t.replace('["biosimulant==0.0.34"]', `["${LEGACY.name}==${LEGACY.version}"]`) : t));
+  const plan = (body: Record<string, unknown> = {}) => call('POST', '/run-plans', { key, base: api.base, body: { workspace_id: ws.workspace_id, revision_id: revisionId, inputs: {}, max_runtime_seconds: 60, ...body } });
+
+  const dated = await plan();
+  assert.equal(dated.status, 200, dated.text);
+  assert.equal(dated.body.status, 'ready', JSON.stringify(dated.body.findings));
+  assert.equal(dated.body.environment.resolved_as_of, '2026-03-03');
+  assert.match(byCode(dated.body.findings, 'environment_own')[0].message,
+    /resolved as the package index stood at the end of 2026-03-03 \(UTC\), 30 days after its newest exact pin, silico-fixture-legacy==1\.0, was uploaded \(2026-02-01\); environment_as_of names another day/);
+  const lock = await lockOf(dated.body.environment.lock_sha256);
+  assert.match(lock, /^silico-fixture-middle==1\.0 /m);
+  assert.match(lock, /^silico-fixture-helper==1\.0 /m, 'what the pinned package imports, brought as it was then');
+  // The service's own biosimulant pin is no lab's: it neither dates the lab nor is held back by the date.
+  assert.match(lock, /^biosimulant==0\.0\.40 /m);
+
+  // Planned again, the recorded lock answers: the index is not asked the pins' dates again.
+  const pages = index.asked.length;
+  const again = await plan();
+  assert.equal(again.body.environment.lock_sha256, dated.body.environment.lock_sha256);
+  assert.equal(index.asked.length, pages);
+
+  // environment_as_of names the day: today's index has the later major, without the module.
+  const today = new Date().toISOString().slice(0, 10);
+  const now = await plan({ environment_as_of: today });
+  assert.equal(now.body.status, 'ready', JSON.stringify(now.body.findings));
+  assert.equal(now.body.environment.resolved_as_of, today);
+  assert.doesNotMatch(byCode(now.body.findings, 'environment_own')[0].message, /newest exact pin/);
+  const todays = await lockOf(now.body.environment.lock_sha256);
+  assert.match(todays, /^silico-fixture-middle==2\.0 /m);
+  assert.doesNotMatch(todays, /silico-fixture-helper/);
+});
+
+test('a lab whose exact pin is younger than the grace resolves as the index stands, saying why it is not dated', { timeout: 300_000 }, async () => {
+  const { key } = await newAccount({ usd: 1 });
+  const { ws, revisionId } = await workspaceWith(key, 'Pinned today', 'pinned-runtime', (p, t) => (p === 'models/core/model.yaml' ? t.replace('["biosimulant==0.0.34"]', `["${FRESH.name}==${FRESH.version}"]`) : t));
+  const plan = await call('POST', '/run-plans', { key, base: api.base, body: { workspace_id: ws.workspace_id, revision_id: revisionId, inputs: {}, max_runtime_seconds: 60 } });
+  assert.equal(plan.body.status, 'ready', JSON.stringify(plan.body.findings));
+  assert.equal(plan.body.environment.resolved_as_of, undefined);
+  assert.match(byCode(plan.body.findings, 'environment_own')[0].message,
+    new RegExp(`resolved as the package index stood when first planned, not dated by its exact pins, since its newest exact pin, silico-fixture-fresh==1\\.0, was uploaded ${FRESH.uploaded.slice(0, 10)}, less than 30 days before today; environment_as_of names a day`));
+});
