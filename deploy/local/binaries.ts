@@ -3,27 +3,67 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rename, rm, readdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
+import { downloadRelease, thisPlatform, type Release } from './releases.ts';
+
+/** A binary the stack needs: its Go module at an exact pin, and the project's own release of that version where one is pinned. */
+export interface BinarySpec {
+  module: string; version: string; envVar: string;
+  /** The official release archive, with the SHA-256 of each platform pinned here. */
+  release?: Release;
+  /** Why no release is tried (the project publishes none of this version). */
+  noRelease?: string;
+}
+
+/** One binary of the Temporal server's release archive (v1.29.1), whose checksums could not be read from here. */
+function temporalServerRelease(member: string): Release {
+  return { url: 'https://github.com/temporalio/temporal/releases/download/v1.29.1/temporal_1.29.1_{os}_{arch}.tar.gz', member, sha256: {} };
+}
 
 /**
- * Server binaries the stack needs that no package registry ships. Each is built from its
- * Go module at an exact pin. MinIO's release tag RELEASE.2025-10-15T17-29-55Z (commit
- * 9e49d5e7a648) is not served by the Go module proxy ("not available"), so the pin is
- * the one pseudo-version the proxy resolves for the module.
+ * Server binaries the stack needs that no package registry ships. Each is the project's
+ * official release for this platform when its archive's SHA-256 is pinned here, else
+ * built from its Go module at an exact pin. The checksums are the projects' own (their
+ * release's checksums file) as recorded by those who verified them: this machine reaches
+ * no release host, so none was downloaded here (docs/decisions.md, "A fast first start").
  */
 export const BINARIES = {
-  temporal: { module: 'github.com/temporalio/cli/cmd/temporal', version: 'v1.5.1', envVar: 'TEMPORAL_BIN' },
-  minio: { module: 'github.com/minio/minio', version: 'v0.0.0-20260212201848-7aac2a2c5b7c', envVar: 'MINIO_BIN' },
+  temporal: {
+    module: 'github.com/temporalio/cli/cmd/temporal', version: 'v1.5.1', envVar: 'TEMPORAL_BIN',
+    // As cashapp/hermit-packages' temporal.hcl records them from the release's checksums.txt.
+    release: { url: 'https://github.com/temporalio/cli/releases/download/v1.5.1/temporal_cli_1.5.1_{os}_{arch}.tar.gz', member: 'temporal', sha256: {
+      'linux-amd64': 'ddc95e08b0b076efd4ea9733a3f488eb7d2be875f8834e616cd2a37358b4852d',
+      'linux-arm64': 'bd1b0db9f18b051026de8bf6cc1505f2510f14bbb7a8b9a4a91fff46c77454f5',
+      'darwin-amd64': 'bbb73e2a31135abe50a1f1cdb35030c42961df618e8ce9c60ae89f201540c5d9',
+      'darwin-arm64': 'cca01b7ea35ad56e2a328d9ae596bf716bd22313ef63c7a761c88354457c2415',
+    } },
+  },
+  // MinIO's release tag RELEASE.2025-10-15T17-29-55Z (commit 9e49d5e7a648) is not served
+  // by the Go module proxy ("not available"), so the pin is the one pseudo-version the
+  // proxy resolves for the module.
+  minio: { module: 'github.com/minio/minio', version: 'v0.0.0-20260212201848-7aac2a2c5b7c', envVar: 'MINIO_BIN', noRelease: 'MinIO publishes no binary of this commit (its community edition ships as source since October 2025)' },
   // The cluster topology (`npm run start:cluster`): the Temporal server the dev server
   // above embeds (1.29.1), as its own services on Postgres, and its schema tool.
-  'temporal-server': { module: 'go.temporal.io/server/cmd/server', version: 'v1.29.1', envVar: 'TEMPORAL_SERVER_BIN' },
-  'temporal-sql-tool': { module: 'go.temporal.io/server/cmd/tools/sql', version: 'v1.29.1', envVar: 'TEMPORAL_SQL_TOOL_BIN' },
+  'temporal-server': { module: 'go.temporal.io/server/cmd/server', version: 'v1.29.1', envVar: 'TEMPORAL_SERVER_BIN', release: temporalServerRelease('temporal-server') },
+  'temporal-sql-tool': { module: 'go.temporal.io/server/cmd/tools/sql', version: 'v1.29.1', envVar: 'TEMPORAL_SQL_TOOL_BIN', release: temporalServerRelease('temporal-sql-tool') },
   // Its web UI, the one the dev server embeds (the CLI v1.5.1 pins ui-server v2.42.1), its assets built in.
-  'temporal-ui-server': { module: 'github.com/temporalio/ui-server/v2/cmd/server', version: 'v2.42.1', envVar: 'TEMPORAL_UI_SERVER_BIN' },
+  'temporal-ui-server': {
+    module: 'github.com/temporalio/ui-server/v2/cmd/server', version: 'v2.42.1', envVar: 'TEMPORAL_UI_SERVER_BIN',
+    release: { url: 'https://github.com/temporalio/ui-server/releases/download/v2.42.1/ui-server_2.42.1_{os}_{arch}.tar.gz', member: 'ui-server', sha256: {} },
+  },
   // The payment provider's own mock server, for the local stack when no provider key is set.
-  'stripe-mock': { module: 'github.com/stripe/stripe-mock', version: 'v0.203.0', envVar: 'STRIPE_MOCK_BIN' },
+  'stripe-mock': {
+    module: 'github.com/stripe/stripe-mock', version: 'v0.203.0', envVar: 'STRIPE_MOCK_BIN',
+    release: { url: 'https://github.com/stripe/stripe-mock/releases/download/v0.203.0/stripe-mock_0.203.0_{os}_{arch}.tar.gz', member: 'stripe-mock', sha256: {} },
+  },
   // Validates deploy/k8s offline (test/unit/manifests.test.ts).
-  kubeconform: { module: 'github.com/yannh/kubeconform/cmd/kubeconform', version: 'v0.7.0', envVar: 'KUBECONFORM_BIN' },
-} as const;
+  kubeconform: {
+    module: 'github.com/yannh/kubeconform/cmd/kubeconform', version: 'v0.7.0', envVar: 'KUBECONFORM_BIN',
+    // The release's CHECKSUMS, as several projects' CI scripts verify it.
+    release: { url: 'https://github.com/yannh/kubeconform/releases/download/v0.7.0/kubeconform-{os}-{arch}.tar.gz', member: 'kubeconform', sha256: {
+      'linux-amd64': 'c31518ddd122663b3f3aa874cfe8178cb0988de944f29c74a0b9260920d115d3',
+    } },
+  },
+} satisfies Record<string, BinarySpec>;
 export type BinaryName = keyof typeof BINARIES;
 
 /** `${SILICO_CACHE_DIR}` or `${XDG_CACHE_HOME:-~/.cache}/silico`: shared by every clone. */
@@ -41,15 +81,22 @@ function onPath(name: string, env: NodeJS.ProcessEnv): string | undefined {
 
 /** Where a pinned binary lives in the cache. */
 export function cachedPath(name: BinaryName, env: NodeJS.ProcessEnv = process.env): string {
-  return path.join(cacheDir(env), 'bin', `${name}-${BINARIES[name].version}`);
+  return pinnedPath(name, BINARIES[name].version, env);
 }
 
+const pinnedPath = (name: string, version: string, env: NodeJS.ProcessEnv) => path.join(cacheDir(env), 'bin', `${name}-${version}`);
+
 /**
- * Finds a binary: its env var, then PATH, then the cache, then builds it with
- * `go install` into the cache (minutes the first time; progress is shown).
+ * Finds a binary: its env var, then PATH, then the cache, then the project's release
+ * (checksum verified), then builds it with `go install` into the cache (minutes the first
+ * time; progress is shown), saying which it did and why.
  */
-export async function resolveBinary(name: BinaryName, log: (line: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  const spec = BINARIES[name];
+export function resolveBinary(name: BinaryName, log: (line: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  return resolveSpec(name, BINARIES[name], log, env);
+}
+
+/** resolveBinary for any spec (the tests give theirs). */
+export async function resolveSpec(name: string, spec: BinarySpec, log: (line: string) => void, env: NodeJS.ProcessEnv = process.env): Promise<string> {
   const fromEnv = env[spec.envVar];
   if (fromEnv) {
     if (!existsSync(fromEnv)) throw new Error(`${spec.envVar}=${fromEnv} does not exist`);
@@ -57,24 +104,32 @@ export async function resolveBinary(name: BinaryName, log: (line: string) => voi
   }
   const fromPath = onPath(name, env);
   if (fromPath) return fromPath;
-  const cached = cachedPath(name, env);
+  const cached = pinnedPath(name, spec.version, env);
   if (existsSync(cached)) return cached;
+  await mkdir(path.dirname(cached), { recursive: true });
+  const platform = thisPlatform();
+  const started = Date.now();
+  const why = spec.noRelease ?? (!spec.release ? 'it has no release listed here' : !platform ? `no release is published for ${process.platform}-${process.arch}` : await downloadRelease(spec.release, platform, cached, env));
+  if (why === null) {
+    log(`downloaded ${name} ${spec.version}, its official release for ${platform} (SHA-256 verified), in ${((Date.now() - started) / 1000).toFixed(1)} s -> ${cached}`);
+    return cached;
+  }
   // GO_BIN names the toolchain explicitly (an empty or missing path means "no Go").
   const go = env.GO_BIN !== undefined
     ? (env.GO_BIN && existsSync(env.GO_BIN) ? env.GO_BIN : undefined)
     : onPath('go', env) ?? (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
   if (!go) {
     throw new Error(
-      `${name} not found. Install Go (https://go.dev/dl) so the stack can build it, or run\n` +
+      `${name} not found, and not downloaded: ${why}. Install Go (https://go.dev/dl) so the stack can build it, or run\n` +
       `  go install ${spec.module}@${spec.version}\nand set ${spec.envVar} to the binary.`,
     );
   }
-  await goInstall(go, name, cached, log, env);
+  log(`building ${name} from its Go module, not downloading it: ${why}`);
+  await goInstall(go, name, spec, cached, log, env);
   return cached;
 }
 
-async function goInstall(go: string, name: BinaryName, target: string, log: (line: string) => void, env: NodeJS.ProcessEnv): Promise<void> {
-  const spec = BINARIES[name];
+async function goInstall(go: string, name: string, spec: BinarySpec, target: string, log: (line: string) => void, env: NodeJS.ProcessEnv): Promise<void> {
   await mkdir(path.dirname(target), { recursive: true });
   // Build into a private folder and rename, so a parallel start never sees half a file.
   const gobin = await mkdtemp(path.join(path.dirname(target), `.build-${name}-`));
