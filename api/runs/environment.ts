@@ -5,7 +5,7 @@ import { readRuntimeLock, runtimePinFindings, TOOLKIT_LOCK_FILE, TOOLKIT_PINS, t
 import { declaredRuntime } from './declaredRuntime.ts';
 import { lockAsOf, lockBasis, resolveLock } from './resolveLock.ts';
 import { datePins, exactPins, PIN_GRACE_DAYS } from './pinsAsOf.ts';
-import { buildSecondsPerDistribution, recordLock, resolvedLock } from '../../storage/db/environments.ts';
+import { buildSecondsPerDistribution, recordLock, resolvedLock, type EnvironmentLockRow } from '../../storage/db/environments.ts';
 import { digestJson } from '../../storage/digest.ts';
 
 /**
@@ -68,9 +68,10 @@ function toolkitFor(lab: LabManifests, declared: string[]): Finding | null {
  * its own, resolved here by uv against the package index into a lock with hashes (once
  * per declaration: later plans read the recorded lock), and built by a worker before its
  * first run. A Python this deployment does not provide, or requirements the index cannot
- * satisfy, block the plan with the resolver's own words.
+ * satisfy, block the plan with the resolver's own words. A release passes the lock it was
+ * published with (`recorded`), which it keeps whatever a resolution would give now.
  */
-export async function planEnvironment(deps: Deps, lab: LabManifests, asOf?: string): Promise<{ environment: EnvironmentPlan | null; findings: Finding[] }> {
+export async function planEnvironment(deps: Deps, lab: LabManifests, asOf?: string, recorded?: EnvironmentLockRow): Promise<{ environment: EnvironmentPlan | null; findings: Finding[] }> {
   const pins = runtimePinFindings(deps.runtimeLock, lab);
   const own = pins.filter((f) => NEEDS_OWN.has(f.code) && !/names a URL/.test(f.message));
   const others = pins.filter((f) => !own.includes(f));
@@ -95,7 +96,7 @@ export async function planEnvironment(deps: Deps, lab: LabManifests, asOf?: stri
   const exact = asOf ? [] : exactPins(declared.requirements, declared.added);
   const dating = asOf ? { as_of: asOf } : exact.length ? { as_of: `pins+${PIN_GRACE_DAYS}d` } : {};
   const request = digestJson({ python: declared.python, requirements: declared.requirements, index: settings.indexUrl, ...dating });
-  let lock = await resolvedLock(deps.db, request);
+  let lock = recorded ?? await resolvedLock(deps.db, request);
   if (!lock) {
     const dated = exact.length ? await datePins(settings.indexUrl, exact) : undefined;
     const unsatisfiable = (why: string): { environment: null; findings: Finding[] } => ({ environment: null, findings: [...others, { severity: 'blocking', code: 'dependencies_unsatisfiable', message: `The declared requirements (${declared.requirements.join(', ')}) cannot be resolved for Python ${declared.python} from ${settings.indexUrl}${asOf ? ` as of ${asOf}` : ''}: ${why}`, path: own[0]!.path }] });
@@ -105,7 +106,14 @@ export async function planEnvironment(deps: Deps, lab: LabManifests, asOf?: stri
     const basis = !dated ? undefined : 'day' in dated
       ? `${PIN_GRACE_DAYS} days after its newest exact pin, ${dated.pin}, was uploaded (${dated.uploaded})`
       : `not dated by its exact pins, since ${dated.undated}`;
-    const resolved = await resolveLock(settings, { python: declared.python, requirements: declared.requirements, asOf: day, exempt: declared.added, ...(basis ? { basis } : {}) });
+    const wanted = { python: declared.python, requirements: declared.requirements, exempt: declared.added };
+    let resolved = await resolveLock(settings, { ...wanted, asOf: day, ...(basis ? { basis } : {}) });
+    // The pins' day is our guess at the author's, not their word: where what the service
+    // adds (its biosimulant and what that needs) did not exist yet, the lab resolves as today.
+    if ('error' in resolved && dated && 'day' in dated) {
+      const cause = /cause: (.*)/.exec(resolved.error)?.[1] ?? resolved.error.split('\n')[0];
+      resolved = await resolveLock(settings, { ...wanted, basis: `not dated by its exact pins, since as of ${dated.day} (${basis}) its requirements cannot be resolved: ${cause}` });
+    }
     if ('error' in resolved) return unsatisfiable(resolved.error);
     await recordLock(deps.db, request, resolved.lock);
     lock = { sha256: resolved.lock.sha256, python: declared.python, lock: resolved.lock.text, distributions: resolved.lock.distributions, built_at: null, build_seconds: null, created_at: new Date() };

@@ -15,7 +15,6 @@ import { unstorableProblem } from '../validation.ts';
 import { getLabById } from '../../storage/db/labs.ts';
 import { readLabManifests } from '../../storage/labManifests.ts';
 import { planEnvironment, type EnvironmentPlan } from './environment.ts';
-import { lockAsOf } from './resolveLock.ts';
 import { getLock } from '../../storage/db/environments.ts';
 import { findReusableRun } from '../../storage/db/runs.ts';
 import { runCapFindings } from '../spendCaps.ts';
@@ -42,6 +41,12 @@ export interface RunProposal {
   runtime_sha256?: string;
   /** The environment it runs in, as the plan shows it (its status is advisory: a worker builds it when needed). */
   environment?: EnvironmentPlan;
+  /**
+   * The day the plan asked its environment resolved as of (null: none, so a lab with exact
+   * pins is dated by them). Absent from plans made before pins dated a lab, whose
+   * `resolved_as_of` was always the day asked.
+   */
+  environment_as_of?: string | null;
   /** The completed run this one is answered from, at no cost (asked for with `reuse: true`). */
   reuse_of?: string;
   /** The accounts whose runs may answer it: the caller's, and a public release's owner who allows reuse. */
@@ -89,9 +94,9 @@ async function runtimeFindings(deps: Deps, runnable: Runnable, asOf?: string): P
       findings: problems.map((problem) => ({ severity: 'blocking', code: 'runtime_unsatisfiable', message: `This lab cannot run in the platform runtime: ${problem}.`, path: 'capability_ref' })),
     };
   }
-  // A release published with an environment resolved as of a date runs in that one, unless the plan names another date.
-  const recorded = !asOf && runnable.environment_lock_sha256 ? (await getLock(deps.db, runnable.environment_lock_sha256))?.lock : undefined;
-  return planEnvironment(deps, await readLabManifests(deps.objects, runnable.tree, runnable.manifest), asOf ?? (recorded ? lockAsOf(recorded) : undefined));
+  // A release runs in the environment it was published with, unless the plan names a date.
+  const recorded = !asOf && runnable.environment_lock_sha256 ? await getLock(deps.db, runnable.environment_lock_sha256) : undefined;
+  return planEnvironment(deps, await readLabManifests(deps.objects, runnable.tree, runnable.manifest), asOf, recorded);
 }
 
 /**
@@ -181,7 +186,7 @@ export async function prepareRun(
     inputs: req.inputs, compute_profile: profile.id, max_runtime_seconds: maxRuntime,
     estimated_max_micros: maxRuntime * profile.price_per_second_micros, seed: req.seed ?? randomInt(0, 2 ** 31 - 1),
     inputs_sha256: digestJson(req.inputs), runtime_sha256: runtime.environment?.lock_sha256 ?? deps.runtimeLock.sha256,
-    ...(runtime.environment ? { environment: runtime.environment } : {}),
+    ...(runtime.environment ? { environment: runtime.environment } : {}), environment_as_of: req.environmentAsOf ?? null,
   };
   if (req.reuse !== 'skip') findings.push(...await reuseFindings(deps, caller, proposal, { seed: req.seed, reuse: req.reuse }));
   if (req.caps && !proposal.reuse_of) {
@@ -236,7 +241,8 @@ export async function recheckProposal(deps: Deps, caller: Caller, proposal: RunP
   const profile = await profileOf(deps, proposal.compute_profile, 'plan_id');
   checkRuntimeBound(profile, proposal.max_runtime_seconds);
   if (proposal.runtime_sha256 !== undefined && proposal.runtime_sha256 !== deps.runtimeLock.sha256) {
-    const runtime = await runtimeFindings(deps, runnable, proposal.environment?.resolved_as_of);
+    const asked = proposal.environment_as_of === undefined ? proposal.environment?.resolved_as_of : proposal.environment_as_of ?? undefined;
+    const runtime = await runtimeFindings(deps, runnable, asked);
     if ((runtime.environment?.lock_sha256 ?? deps.runtimeLock.sha256) !== proposal.runtime_sha256 || runtime.findings.some((f) => f.severity === 'blocking')) throw changed();
   }
   if ((await resolveInputReferences(deps, caller, runnable.manifest, proposal.inputs)).some((f) => f.severity === 'blocking')) throw changed();

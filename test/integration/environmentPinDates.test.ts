@@ -13,6 +13,8 @@ import { startLocalIndex, type LocalIndex } from '../localPackageIndex.ts';
 
 const LEGACY = { name: 'silico-fixture-legacy', version: '1.0', dependencies: ['silico-fixture-middle'], module: 'silico_fixture_legacy', source: 'import silico_fixture_helper\n', uploaded: '2026-02-01T10:00:00Z' };
 const FRESH = { name: 'silico-fixture-fresh', version: '1.0', module: 'silico_fixture_fresh', source: '', uploaded: new Date(Date.now() - 3 * 86_400_000).toISOString() };
+// Older than what the service's own biosimulant needs (its uv>=0.5 came later).
+const ANCIENT = { name: 'silico-fixture-ancient', version: '1.0', module: 'silico_fixture_ancient', source: '', uploaded: '2024-01-02T10:00:00Z' };
 let index: LocalIndex;
 let api: Awaited<ReturnType<typeof spawnApi>>;
 before(async () => {
@@ -23,6 +25,7 @@ before(async () => {
     // A later major drops what the pinned package leaned on.
     { name: 'silico-fixture-middle', version: '2.0', module: 'silico_fixture_middle', source: '', uploaded: '2026-11-01T10:00:00Z' },
     FRESH,
+    ANCIENT,
   ]);
   api = await spawnApi({ SILICO_PACKAGE_INDEX_URL: index.url });
 });
@@ -76,4 +79,15 @@ test('a lab whose exact pin is younger than the grace resolves as the index stan
   assert.equal(plan.body.environment.resolved_as_of, undefined);
   assert.match(byCode(plan.body.findings, 'environment_own')[0].message,
     new RegExp(`resolved as the package index stood when first planned, not dated by its exact pins, since its newest exact pin, silico-fixture-fresh==1\\.0, was uploaded ${FRESH.uploaded.slice(0, 10)}, less than 30 days before today; environment_as_of names a day`));
+});
+
+test('a lab whose pins date it before what the service adds existed resolves as the index stands, saying why', { timeout: 300_000 }, async () => {
+  const { key } = await newAccount({ usd: 1 });
+  const { ws, revisionId } = await workspaceWith(key, 'Pinned before the runtime', 'pinned-runtime', (p, t) => (p === 'models/core/model.yaml' ? t.replace('["biosimulant==0.0.34"]', `["${ANCIENT.name}==${ANCIENT.version}"]`) : t));
+  const plan = await call('POST', '/run-plans', { key, base: api.base, body: { workspace_id: ws.workspace_id, revision_id: revisionId, inputs: {}, max_runtime_seconds: 60 } });
+  assert.equal(plan.body.status, 'ready', JSON.stringify(plan.body.findings));
+  assert.equal(plan.body.environment.resolved_as_of, undefined);
+  assert.match(byCode(plan.body.findings, 'environment_own')[0].message,
+    /resolved as the package index stood when first planned, not dated by its exact pins, since as of 2024-02-01 \(30 days after its newest exact pin, silico-fixture-ancient==1\.0, was uploaded \(2024-01-02\)\) its requirements cannot be resolved: [^;]*biosimulant[^;]*; environment_as_of names a day/);
+  assert.match(await lockOf(plan.body.environment.lock_sha256), /^silico-fixture-ancient==1\.0 /m);
 });

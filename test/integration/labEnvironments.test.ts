@@ -65,8 +65,9 @@ async function throughTheFlow(lab: string, title: string, expected: { python: st
 
   // A Hub run of the release runs in it, built already.
   const hub = await runOf({ capability_ref: prep.body.reference, seed: 3 });
-  // A release published with a dated environment keeps it: its Hub runs name no date.
-  assert.deepEqual(hub.plan.environment, { lock_sha256: release.environment_lock_sha256, python: expected.python, status: 'ready', ...(expected.asOf ? { resolved_as_of: expected.asOf } : {}) });
+  // A release keeps the environment it was published with, dated as it was (by its pins here).
+  const dated = first.plan.environment.resolved_as_of;
+  assert.deepEqual(hub.plan.environment, { lock_sha256: release.environment_lock_sha256, python: expected.python, status: 'ready', ...(dated ? { resolved_as_of: dated } : {}) });
   assert.deepEqual(hub.builds, [], 'runs of a release never build');
   assert.deepEqual(hub.results.outputs, first.results.outputs);
   // Its passport names the environment, verified against the recorded lock.
