@@ -52,7 +52,7 @@ export const LONGEST_FIRST = [
   'test/browser/console.test.ts',
   'test/integration/petabChaos.test.ts',
   'test/integration/petabCalibration.test.ts',
-  'test/integration/readme.test.ts',
+  'test/integration/guides.test.ts',
   'test/integration/invocations.test.ts',
   'test/integration/hostedInvocations.test.ts',
   'test/integration/chaos.test.ts',

@@ -49,10 +49,11 @@ export async function stackPrerequisites(env: NodeJS.ProcessEnv, ownPostgres: bo
   return out;
 }
 
-/** What the suite needs beyond the stack: the browser tests' chromium, the cluster's balancer. */
+/** What the suite needs beyond the stack: the browser tests' chromium, the cluster's balancer, the guides' jq and OpenSSL. */
 export const SUITE_PREREQUISITES: Prerequisite[] = [
   { what: 'chromium, for the console\'s browser tests', packages: ['chromium'], present: onPath('chromium') },
   { what: 'HAProxy, the balancer of the cluster topology', packages: ['haproxy'], present: onPath('haproxy') },
+  { what: 'jq and OpenSSL, which the guides\' snippets use as a reader would', packages: ['jq', 'openssl'], present: onPath('jq') && onPath('openssl') },
 ];
 
 /**

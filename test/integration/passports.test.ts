@@ -48,11 +48,11 @@ function silico(args: string[], key?: string): Promise<CliResult> {
   return silicoCli(args, { key, configDir: mkdtempSync(path.join(os.tmpdir(), 'silico-pp-cfg-')) });
 }
 
-/** The README's openssl recipe, run as written in `dir`: true when openssl says the signature verifies. */
+/** The passports guide's openssl recipe, run as written in `dir`: true when openssl says the signature verifies. */
 async function opensslVerifies(dir: string): Promise<boolean> {
-  const readme = readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8');
-  const line = /^openssl pkeyutl -verify .*$/m.exec(readme)?.[0];
-  assert.ok(line, 'README documents the openssl command');
+  const guide = readFileSync(path.join(REPO_ROOT, 'docs/guides/passports.md'), 'utf8');
+  const line = /^openssl pkeyutl -verify .*$/m.exec(guide)?.[0];
+  assert.ok(line, 'the passports guide documents the openssl command');
   assert.equal(line, 'openssl pkeyutl -verify -pubin -inkey key.pem -rawin -in passport.canonical.json -sigfile passport.sig');
   const res = await promisify(execFile)('sh', ['-c', line], { cwd: dir }).then((r) => ({ code: 0, out: r.stdout }), (err: { code: number; stdout: string }) => ({ code: err.code, out: err.stdout }));
   assert.equal(res.code === 0, /Signature Verified Successfully/.test(res.out), `openssl's exit code and words agree: ${res.out}`);
@@ -134,7 +134,7 @@ test('a tampered stored artifact fails artifact_hashes in a new passport, naming
   assert.deepEqual(passportOf(again.body), kept, 'the stored passport, exactly as signed');
 });
 
-test('the passport verifies with verifyPassport() and with the README\'s openssl command; one changed byte breaks both', async () => {
+test('the passport verifies with verifyPassport() and with the passports guide\'s openssl command; one changed byte breaks both', async () => {
   assert.deepEqual(verifyPassport(kept, await keys()), { valid: true, key_id: kept.key_id, reason: null });
   const dir = mkdtempSync(path.join(os.tmpdir(), 'passport-openssl-'));
   const got = await silico(['passport', 'get', '--id', kept.passport_id, '--openssl-dir', dir, '--out', path.join(dir, 'saved.json')], owner.key);
