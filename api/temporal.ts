@@ -114,18 +114,6 @@ function lazyClient(connect: () => Promise<ConnectionLike>, namespace: string) {
   };
 }
 
-/**
- * How long a worker may hold a workflow task. A worker killed outright can leave a long
- * poll that Temporal still hands a task to (a zombie poller); that task comes back to a
- * live worker only after this timeout, so every record its workflow owns waits as long.
- * Temporal's default is 10 s; our workflows' tasks take milliseconds (local activities
- * heartbeat their task), so 3 s keeps the promise of an ending within seconds of its cause.
- */
-export const WORKFLOW_TASK_TIMEOUT = '3 seconds';
-
-/** A workflow's start options with our task timeout unless they name one; continue-as-new keeps it. */
-const withTaskTimeout = <O extends { workflowTaskTimeout?: unknown }>(options: O): O => ({ workflowTaskTimeout: WORKFLOW_TASK_TIMEOUT, ...options });
-
 export function createTemporalGateway(cfg: TemporalGatewayConfig): TemporalGateway {
   const timeoutMs = cfg.timeoutMs ?? 10_000;
   const eagerConnect = cfg.eager?.connect;
@@ -145,8 +133,7 @@ export function createTemporalGateway(cfg: TemporalGatewayConfig): TemporalGatew
   };
   return {
     client: own.client,
-    async startWorkflow(workflow, given, opts = {}) {
-      const options = withTaskTimeout(given);
+    async startWorkflow(workflow, options, opts = {}) {
       // (A wait for a previous run of the id reads a deadline: on the gateway's own connection.)
       const eagerly = !opts.awaitPreviousMs && eager?.queues.has(options.taskQueue) ? eager : undefined;
       await bounded(async (c, cl) => {
@@ -163,8 +150,7 @@ export function createTemporalGateway(cfg: TemporalGatewayConfig): TemporalGatew
         }
       }, eagerly);
     },
-    async executeWorkflow<W extends Workflow>(workflow: W, given: WorkflowStartOptions<W>, waitMs: number, opts: { join?: boolean } = {}) {
-      const options = withTaskTimeout(given);
+    async executeWorkflow<W extends Workflow>(workflow: W, options: WorkflowStartOptions<W>, waitMs: number, opts: { join?: boolean } = {}) {
       let result: WorkflowResultType<W> | undefined;
       await bounded(async (c, cl) => {
         const handle = await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.start(workflow, options)).catch((err) => {
@@ -205,7 +191,7 @@ export function createTemporalGateway(cfg: TemporalGatewayConfig): TemporalGatew
     async signalWithStart(workflow, signal, signalArgs, options) {
       await bounded(async (c, cl) => {
         // The client's options type splits on whether the workflow takes arguments, which a generic W cannot resolve.
-        await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.signalWithStart(workflow, { ...withTaskTimeout(options), signal, signalArgs } as never));
+        await c.withDeadline(Date.now() + timeoutMs, () => cl.workflow.signalWithStart(workflow, { ...options, signal, signalArgs } as never));
       });
     },
     ping: async () => {
