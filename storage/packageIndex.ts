@@ -56,14 +56,15 @@ export function fileVersion(filename: string): string | undefined {
 /**
  * When a release was uploaded: the earliest upload time among its files (a wheel for a new
  * Python can come years later), or undefined when the page lists none of its files with
- * a time.
+ * a time it can read.
  */
 export function releaseUploadedAt(page: ProjectPage, version: string): string | undefined {
+  if (!valid(version)) return undefined;
   const times = page.files
-    .filter((f) => f.uploadTime && (() => {
+    .filter((f) => {
       const v = fileVersion(f.filename);
-      return v !== undefined && valid(v) !== null && eq(v, version);
-    })())
+      return f.uploadTime && !Number.isNaN(Date.parse(f.uploadTime)) && v !== undefined && valid(v) !== null && eq(v, version);
+    })
     .map((f) => new Date(f.uploadTime!).toISOString());
   return times.sort()[0];
 }

@@ -35,6 +35,9 @@ const DEFAULT_SECONDS_PER_DISTRIBUTION = 0.5;
 /** What the default runtime cannot give a lab, which its own environment can. */
 const NEEDS_OWN = new Set(['runtime_unsatisfiable', 'runtime_version_differs']);
 
+/** uv's words when a resolution has no solution (not an index or a network that failed). */
+const NO_SOLUTION = /^No solution found when resolving dependencies/;
+
 /** What a pin finding says the lab declares (its message's subject: `runtime.python_version "3.12"`, `tellurium==2.2.11.2`). */
 const declaredIn = (f: Finding) => f.message.split(/ is (?:required|pinned|not installed)/)[0]!;
 
@@ -110,7 +113,7 @@ export async function planEnvironment(deps: Deps, lab: LabManifests, asOf?: stri
     let resolved = await resolveLock(settings, { ...wanted, asOf: day, ...(basis ? { basis } : {}) });
     // The pins' day is our guess at the author's, not their word: where what the service
     // adds (its biosimulant and what that needs) did not exist yet, the lab resolves as today.
-    if ('error' in resolved && dated && 'day' in dated) {
+    if ('error' in resolved && dated && 'day' in dated && NO_SOLUTION.test(resolved.error)) {
       const cause = /cause: (.*)/.exec(resolved.error)?.[1] ?? resolved.error.split('\n')[0];
       resolved = await resolveLock(settings, { ...wanted, basis: `not dated by its exact pins, since as of ${dated.day} (${basis}) its requirements cannot be resolved: ${cause}` });
     }

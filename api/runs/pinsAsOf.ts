@@ -1,3 +1,4 @@
+import { valid } from '@renovatebot/pep440';
 import { parsePipRequirementsLine } from 'pip-requirements-js';
 import { canonicalName } from '../../storage/runtimePins.ts';
 import { projectPage, releaseUploadedAt } from '../../storage/packageIndex.ts';
@@ -14,7 +15,11 @@ export const PIN_GRACE_DAYS = 30;
 /** How long the index may take to give one project's page at plan time. */
 const INDEX_MS = 5000;
 
-/** The exact pins (`name==version`, one specifier, no wildcard) among requirements, but those of `exempt` names. */
+/**
+ * The exact pins (`name==version` of a PEP 440 version, one specifier, no wildcard, no
+ * environment marker: a pin that may not be installed dates nothing) among requirements,
+ * but those of `exempt` names.
+ */
 export function exactPins(requirements: string[], exempt: string[] = []): Array<{ name: string; version: string }> {
   const skip = new Set(exempt.map(canonicalName));
   return requirements.flatMap((raw) => {
@@ -24,9 +29,9 @@ export function exactPins(requirements: string[], exempt: string[] = []): Array<
     } catch {
       return [];
     }
-    if (req?.type !== 'ProjectName' || req.versionSpec?.length !== 1) return [];
+    if (req?.type !== 'ProjectName' || req.versionSpec?.length !== 1 || req.environmentMarkerTree) return [];
     const [spec] = req.versionSpec;
-    if (spec!.operator !== '==' || spec!.version.includes('*') || skip.has(canonicalName(req.name))) return [];
+    if (spec!.operator !== '==' || spec!.version.includes('*') || !valid(spec!.version) || skip.has(canonicalName(req.name))) return [];
     return [{ name: canonicalName(req.name), version: spec!.version }];
   });
 }

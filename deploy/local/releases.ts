@@ -44,41 +44,56 @@ export function releaseUrl(release: Release, platform: Platform, env: NodeJS.Pro
  * else why not (the host unreachable or answering an error, a checksum that differs, an
  * archive without the binary): the caller builds from source instead and says why.
  */
-export async function downloadRelease(release: Release, platform: Platform, target: string, env: NodeJS.ProcessEnv): Promise<string | null> {
+export async function downloadRelease(release: Release, platform: Platform, target: string, env: NodeJS.ProcessEnv, limits = { answerMs: ANSWER_MS, downloadMs: DOWNLOAD_MS }): Promise<string | null> {
   const pinned = release.sha256[platform];
   if (!pinned) return `no SHA-256 of its release for ${platform} is pinned here`;
   const url = releaseUrl(release, platform, env);
   const work = await mkdtemp(path.join(path.dirname(target), '.download-'));
   try {
-    let res: Response;
+    // One signal for the request and its body: the answer must come within answerMs, then
+    // the whole archive within downloadMs (a fetch's signal governs its body too).
+    const abort = new AbortController();
+    let timer = setTimeout(() => abort.abort(new Error(`no answer within ${limits.answerMs / 1000} s`)), limits.answerMs);
     try {
-      res = await fetch(url, { signal: AbortSignal.timeout(ANSWER_MS), redirect: 'follow' });
-    } catch (err) {
-      const e = err as Error & { cause?: Error };
-      return `its release host could not be reached (${url}: ${e.name === 'TimeoutError' ? `no answer within ${ANSWER_MS / 1000} s` : e.cause?.message ?? e.message})`;
+      let res: Response;
+      try {
+        res = await fetch(url, { signal: abort.signal, redirect: 'follow' });
+      } catch (err) {
+        const e = err as Error & { cause?: Error };
+        return `its release host could not be reached (${url}: ${abort.signal.aborted ? String((abort.signal.reason as Error).message) : e.cause?.message ?? e.message})`;
+      }
+      if (!res.ok || !res.body) return `its release host answered ${res.status} for ${url}`;
+      clearTimeout(timer);
+      timer = setTimeout(() => abort.abort(new Error(`not downloaded within ${limits.downloadMs / 1000} s`)), limits.downloadMs);
+      const archive = path.join(work, 'archive.tar.gz');
+      const hash = createHash('sha256');
+      const hashing = new Transform({ transform(chunk: Buffer, _enc, done) { hash.update(chunk); done(null, chunk); } });
+      try {
+        await pipeline(Readable.fromWeb(res.body as never), hashing, createWriteStream(archive), { signal: abort.signal });
+      } catch (err) {
+        return `its release could not be downloaded from ${url} (${abort.signal.aborted ? String((abort.signal.reason as Error).message) : (err as Error).message})`;
+      }
+      clearTimeout(timer);
+      return await verifiedInto(archive, hash.digest('hex'), pinned, url, release.member, work, target);
+    } finally {
+      clearTimeout(timer);
     }
-    if (!res.ok || !res.body) return `its release host answered ${res.status} for ${url}`;
-    const archive = path.join(work, 'archive.tar.gz');
-    const hash = createHash('sha256');
-    const hashing = new Transform({ transform(chunk: Buffer, _enc, done) { hash.update(chunk); done(null, chunk); } });
-    try {
-      await pipeline(Readable.fromWeb(res.body as never), hashing, createWriteStream(archive), { signal: AbortSignal.timeout(DOWNLOAD_MS) });
-    } catch (err) {
-      return `its release could not be downloaded from ${url} (${(err as Error).message})`;
-    }
-    const got = hash.digest('hex');
-    if (got !== pinned) return `the archive from ${url} has SHA-256 ${got}, not the pinned ${pinned}: refused`;
-    await tar.x({ file: archive, cwd: work, filter: (p) => p === release.member || p === `./${release.member}` });
-    const binary = path.join(work, release.member);
-    try {
-      await chmod(binary, 0o755);
-    } catch {
-      return `the archive from ${url} holds no ${release.member}`;
-    }
-    // Renamed into place whole, so a parallel start never sees half a file.
-    await rename(binary, target);
-    return null;
   } finally {
     await rm(work, { recursive: true, force: true });
   }
+}
+
+/** Places an archive's binary at `target` when the archive's digest is the pinned one; else why not. */
+async function verifiedInto(archive: string, got: string, pinned: string, url: string, member: string, work: string, target: string): Promise<string | null> {
+  if (got !== pinned) return `the archive from ${url} has SHA-256 ${got}, not the pinned ${pinned}: refused`;
+  await tar.x({ file: archive, cwd: work, filter: (p) => p === member || p === `./${member}` });
+  const binary = path.join(work, member);
+  try {
+    await chmod(binary, 0o755);
+  } catch {
+    return `the archive from ${url} holds no ${member}`;
+  }
+  // Renamed into place whole, so a parallel start never sees half a file.
+  await rename(binary, target);
+  return null;
 }

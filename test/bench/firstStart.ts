@@ -22,7 +22,8 @@ const quiet = () => undefined;
 const seconds = (t: number) => (Date.now() - t) / 1000;
 
 const scratch = await mkdtemp(path.join(tmpdir(), 'first-start-'));
-const fresh = { GOMODCACHE: path.join(scratch, 'gomod'), GOCACHE: path.join(scratch, 'gobuild'), SILICO_RELEASE_MIRROR: 'http://127.0.0.1:1' };
+// A PATH with Go and the system's tools only: a binary already on the machine's PATH would skip its build.
+const fresh = { GOMODCACHE: path.join(scratch, 'gomod'), GOCACHE: path.join(scratch, 'gobuild'), SILICO_RELEASE_MIRROR: 'http://127.0.0.1:1', PATH: '/usr/local/go/bin:/usr/bin:/bin' };
 const env = (cache: string, extra: Record<string, string> = {}) => ({ ...process.env, SILICO_CACHE_DIR: cache, ...fresh, ...extra });
 
 const started = Date.now();

@@ -1,14 +1,14 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtemp, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import * as tar from 'tar';
 import { BINARIES, cachedPath, resolveBinary, resolveSpec, type BinarySpec } from '../../deploy/local/binaries.ts';
-import { thisPlatform } from '../../deploy/local/releases.ts';
+import { downloadRelease, thisPlatform } from '../../deploy/local/releases.ts';
 import { microsToUsd, usdToMicros } from '../../storage/ledger.ts';
 
 async function exe(dir: string, name: string): Promise<string> {
@@ -55,6 +55,14 @@ const served: string[] = [];
 const host = createServer((req, res) => {
   served.push(req.url!);
   if (req.url === `/acme/fake/releases/download/v1.0.0/fake_${os_}_${arch}.tar.gz`) return res.end(archive);
+  // The same archive, its answer at once and its bytes over 600 ms.
+  if (req.url === `/acme/slow/releases/download/v1.0.0/fake_${os_}_${arch}.tar.gz`) {
+    res.writeHead(200, { 'Content-Length': archive.length });
+    const half = Math.floor(archive.length / 2);
+    res.write(archive.subarray(0, half));
+    setTimeout(() => res.end(archive.subarray(half)), 600);
+    return;
+  }
   res.statusCode = 404;
   res.end();
 });
@@ -85,6 +93,7 @@ async function resolveWith(sha256: string, mirrorUrl: string): Promise<{ binary:
 test('the release whose archive has the pinned SHA-256 is downloaded, and only its binary kept', async () => {
   const { binary, log } = await resolveWith(archiveSha, mirror);
   assert.equal(await readFile(binary, 'utf8'), '#!/bin/sh\necho released\n');
+  assert.deepEqual(await readdir(path.dirname(binary)), ['fake-tool-v1.0.0'], 'nothing else of the archive, nor of the download, in the cache');
   assert.match(log.join('\n'), new RegExp(`^downloaded fake-tool v1\\.0\\.0, its official release for ${platform} \\(SHA-256 verified\\), in \\d+\\.\\d s -> `));
   assert.deepEqual(served.at(-1), `/acme/fake/releases/download/v1.0.0/fake_${os_}_${arch}.tar.gz`);
 });
@@ -114,4 +123,13 @@ test('money is whole micro-dollars inside and dollars outside', () => {
   assert.equal(usdToMicros(0.0000105), 11);
   assert.equal(microsToUsd(10), 0.00001);
   assert.equal(microsToUsd(usdToMicros(12.345678)), 12.345678);
+});
+
+test('an archive that answers at once may take longer than the answer\'s bound to arrive, never longer than the download\'s', async () => {
+  const slow = { ...spec(archiveSha).release!, url: 'https://github.com/acme/slow/releases/download/v1.0.0/fake_{os}_{arch}.tar.gz' };
+  const root = await mkdtemp(path.join(tmpdir(), 'bins-'));
+  const env = { SILICO_RELEASE_MIRROR: mirror };
+  assert.equal(await downloadRelease(slow, platform, path.join(root, 'a'), env, { answerMs: 200, downloadMs: 5000 }), null);
+  assert.equal(await readFile(path.join(root, 'a'), 'utf8'), '#!/bin/sh\necho released\n');
+  assert.match((await downloadRelease(slow, platform, path.join(root, 'b'), env, { answerMs: 2000, downloadMs: 200 }))!, /^its release could not be downloaded from .* \(not downloaded within 0\.2 s\)$/);
 });

@@ -40,7 +40,8 @@ const index = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
 after(() => server.close());
 
 test('exact pins are single == specifiers without a wildcard, by their canonical names, but the exempt', () => {
-  assert.deepEqual(exactPins(['Tellurium==2.2.11.2', 'numpy', 'scipy>=1.10', 'six==1.*', 'a==1,<2', 'pyyaml==6.0.2', 'biosimulant==0.0.40', 'not a requirement'], ['biosimulant']),
+  assert.deepEqual(exactPins(['Tellurium==2.2.11.2', 'numpy', 'scipy>=1.10', 'six==1.*', 'a==1,<2', 'pyyaml==6.0.2', 'biosimulant==0.0.40', 'not a requirement',
+    'numpy==latest', 'foo==1.0_1', 'old==1.0; python_version < "3.8"'], ['biosimulant']),
     [{ name: 'tellurium', version: '2.2.11.2' }, { name: 'pyyaml', version: '6.0.2' }]);
 });
 
@@ -52,6 +53,8 @@ test('a file\'s version comes from its name: a wheel\'s second field, an sdist\'
   const page = { name: 'x', versions: [], files: [{ filename: 'x-1.0-py3-none-any.whl', uploadTime: '2024-02-01T00:00:00Z' }, { filename: 'x-1.0.0.tar.gz', uploadTime: '2024-01-01T00:00:00Z' }] };
   assert.equal(releaseUploadedAt(page, '1.0'), '2024-01-01T00:00:00.000Z', 'the earliest file of the release, 1.0.0 being 1.0');
   assert.equal(releaseUploadedAt(page, '2.0'), undefined);
+  assert.equal(releaseUploadedAt({ ...page, files: [{ filename: 'x-1.0-py3-none-any.whl', uploadTime: 'yesterday' }] }, '1.0'), undefined, 'a time it cannot read is none');
+  assert.equal(releaseUploadedAt(page, 'latest'), undefined);
 });
 
 test('the pins date the lab: the newest release among them plus the grace; or undated, saying why', async () => {
