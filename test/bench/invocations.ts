@@ -16,6 +16,10 @@
  * goes first; per round the median latency of each; the median of the rounds' ratios
  * (warm / cold) is printed last; goal <= 0.25.
  *
+ * Each round also times the floor: a warm instance of the same package started by the
+ * bench itself (same code, sandbox and limits as a worker's) and invoked directly, no
+ * HTTP and no Temporal; warm / floor is printed last (goal <= 2, or a warm median <= 40 ms).
+ *
  * Env: BENCH_N (10), BENCH_ROUNDS (3), BENCH_POLL_MS (20).
  */
 import { createWriteStream } from 'node:fs';
@@ -30,6 +34,14 @@ const { EventType } = protoPkg.temporal.api.enums.v1;
 import { startStack, type Stack } from '../../deploy/local/stack.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { createHttpClient } from './httpClient.ts';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { loadConfig } from '../../kernel/config.ts';
+import { createDb } from '../../storage/db/knex.ts';
+import { getComputeProfile } from '../../storage/db/computeProfiles.ts';
+import { createObjectStore } from '../../storage/objects.ts';
+import { createSandbox } from '../../activities/execution/sandbox.ts';
+import { labEnv, runLimits } from '../../activities/execution/labSpec.ts';
+import { startWarmInstance } from '../../activities/execution/warmInstance.ts';
 import { labWorkspace } from './labWorkspace.ts';
 import { median } from './stats.ts';
 
@@ -93,11 +105,46 @@ async function historyPhases(address: string, ids: string[]): Promise<string> {
   }
 }
 
+/**
+ * The floor: a warm instance of the same package, started by this process with the same
+ * code, sandbox, limits and interpreter as a worker's, invoked directly (no HTTP, no
+ * Temporal, no database): what an invocation costs the machine when nothing else does.
+ * Its sandbox users are a range of its own, so it shares none with the stack's worker.
+ */
+async function floorInstance(stack: Stack, reference: string): Promise<{ invoke(inputs: Record<string, unknown>): Promise<number>; close(): Promise<void> }> {
+  const config = loadConfig({ ...stack.env, SILICO_SANDBOX_UID_BASE: '90000', SILICO_SANDBOX_UID_COUNT: '16' });
+  const db = createDb(stack.info.database_url, { poolMax: 1 });
+  const [, namespace, name, version] = /^([^/]+)\/([^@]+)@(.+)$/.exec(reference)!;
+  const release = await db('releases').where({ namespace, name, version }).first('archive_key', 'package_sha256');
+  const profile = (await getComputeProfile(db, 'cpu-small'))!;
+  await db.destroy();
+  const dir = await mkdtemp(path.join(tmpdir(), 'silico-bench-floor-'));
+  await mkdir(path.join(dir, 'input'));
+  await writeFile(path.join(dir, 'input', 'lab.bsilab'), await createObjectStore(config.s3).getBytes(release.archive_key));
+  const instance = await startWarmInstance(createSandbox(config.sandbox), {
+    python: config.python, input: path.join(dir, 'input'), scratch: path.join(dir, 'instance'),
+    limits: runLimits(profile, profile.max_runtime_seconds), env: labEnv(profile.vcpus),
+  }, 'lab.bsilab', { package_sha256: release.package_sha256 }, { readySeconds: 60 });
+  return {
+    async invoke(inputs) {
+      const t0 = performance.now();
+      const outcome = await instance.invoke({ inputs, seed: 1, package_sha256: release.package_sha256 }, { wallSeconds: 60 }, { onMessage: () => undefined });
+      if (outcome.result?.status !== 'completed') throw new Error(`the floor's invocation ended ${JSON.stringify(outcome)}`);
+      return performance.now() - t0;
+    },
+    async close() {
+      await instance.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 async function main(): Promise<void> {
   const dir = await mkdtemp(path.join(tmpdir(), 'silico-bench-invocations-'));
   const log = createWriteStream(path.join(dir, 'stack.log'));
   let stack: Stack | undefined;
   let http: Http | undefined;
+  let floor: Awaited<ReturnType<typeof floorInstance>> | undefined;
   try {
     const ports = { api: await getPort(), postgres: await getPort(), temporal: await getPort(), temporalUi: null, minio: await getPort(), minioConsole: await getPort() };
     stack = await startStack({
@@ -107,6 +154,8 @@ async function main(): Promise<void> {
     http = createHttpClient(stack.info.base_url.replace('//localhost:', '//127.0.0.1:'), { Authorization: `Bearer ${stack.info.api_key}` });
     const h = http;
     const target = await deploy(h);
+    floor = await floorInstance(stack, target.reference);
+    const direct = floor;
     // The deployment is served once a worker holds its warm instance: the first invocation waits for that.
     const inputs = (i: number) => ({ growth_rate: 0.1 + 0.001 * i, noise: 0.05 });
 
@@ -157,26 +206,33 @@ async function main(): Promise<void> {
 
     await warm(0);
     await cold(0);
+    await direct.invoke(inputs(0));
     console.log(`${N} invocations of a warm deployment (1 instance) and ${N} cold runs of the same release, one at a time, polled every ${POLL_MS} ms`);
     const ratios: number[] = [];
+    const floorRatios: number[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       const first = round % 2 ? 'warm' : 'cold';
       lastRound = [];
       const a = first === 'warm' ? await series(warm) : await series(cold);
       const b = first === 'warm' ? await series(cold) : await series(warm);
       const [w, c] = first === 'warm' ? [a, b] : [b, a];
+      const d = await series((i) => direct.invoke(inputs(i)));
       const ratio = median(w) / median(c);
       ratios.push(ratio);
+      floorRatios.push(median(w) / median(d));
       console.log(`round ${round} (${first} first): warm median ${median(w).toFixed(0)} ms (min ${Math.min(...w).toFixed(0)}), cold median ${median(c).toFixed(0)} ms (min ${Math.min(...c).toFixed(0)}), ratio ${ratio.toFixed(3)}; preparing a plan: median ${median(planned.splice(0)).toFixed(0)} ms`);
+      console.log(`  floor (the same warm instance's code invoked directly): median ${median(d).toFixed(0)} ms (min ${Math.min(...d).toFixed(0)}); warm / floor ${floorRatios.at(-1)!.toFixed(2)}`);
       const ph = phases.splice(0);
       console.log(`  warm: POST /hosted-invocations answered in ${median(answered.splice(0)).toFixed(0)} ms; server side: accepted → leased median ${median(ph.map((p) => p[0])).toFixed(0)} ms, leased → settled median ${median(ph.map((p) => p[1])).toFixed(0)} ms`);
     }
     console.log(`  warm, Temporal's view (histories of the last round): ${await historyPhases(stack.info.temporal_address, lastRound)}`);
     console.log(`latency ratio (warm invocation / cold run, median of ${ROUNDS} rounds): ${median(ratios).toFixed(3)}  goal <= 0.25`);
+    console.log(`latency ratio (warm invocation / floor, median of ${ROUNDS} rounds): ${median(floorRatios).toFixed(2)}  goal <= 2 (or a warm median <= 40 ms)`);
   } catch (err) {
     console.error(err);
     process.exitCode = 1;
   } finally {
+    await floor?.close();
     http?.close();
     await stack?.stop();
     log.end();
