@@ -37,6 +37,16 @@ after(async () => {
 
 const lockOf = async (sha: string): Promise<string> => (await testDb()('environment_locks').where({ sha256: sha }).first('lock')).lock;
 
+/** A new account's lab pinning exactly `pin` (the fixture pinned-runtime's model otherwise), planned undated by this file's api: ready, and not dated. */
+async function undatedPlan(title: string, pin: string) {
+  const { key } = await newAccount({ usd: 1 });
+  const { ws, revisionId } = await workspaceWith(key, title, 'pinned-runtime', (p, t) => (p === 'models/core/model.yaml' ? t.replace('["biosimulant==0.0.34"]', `["${pin}"]`) : t));
+  const plan = await call('POST', '/run-plans', { key, base: api.base, body: { workspace_id: ws.workspace_id, revision_id: revisionId, inputs: {}, max_runtime_seconds: 60 } });
+  assert.equal(plan.body.status, 'ready', JSON.stringify(plan.body.findings));
+  assert.equal(plan.body.environment.resolved_as_of, undefined);
+  return { environment: plan.body.environment, own: byCode(plan.body.findings, 'environment_own')[0].message as string };
+}
+
 test('a lab that pins exactly resolves as the index stood 30 days after its newest pin\'s upload, so what its pin leaned on is still there; the finding says so; environment_as_of overrides it; the index is asked once', { timeout: 300_000 }, async () => {
   const { key } = await newAccount({ usd: 1 });
   const { ws, revisionId } = await workspaceWith(key, 'Pinned long ago', 'pinned-runtime', (p, t) => (p === 'models/core/model.yaml' ? t.replace('["biosimulant==0.0.34"]', `["${LEGACY.name}==${LEGACY.version}"]`) : t));
@@ -72,22 +82,12 @@ test('a lab that pins exactly resolves as the index stood 30 days after its newe
 });
 
 test('a lab whose exact pin is younger than the grace resolves as the index stands, saying why it is not dated', { timeout: 300_000 }, async () => {
-  const { key } = await newAccount({ usd: 1 });
-  const { ws, revisionId } = await workspaceWith(key, 'Pinned today', 'pinned-runtime', (p, t) => (p === 'models/core/model.yaml' ? t.replace('["biosimulant==0.0.34"]', `["${FRESH.name}==${FRESH.version}"]`) : t));
-  const plan = await call('POST', '/run-plans', { key, base: api.base, body: { workspace_id: ws.workspace_id, revision_id: revisionId, inputs: {}, max_runtime_seconds: 60 } });
-  assert.equal(plan.body.status, 'ready', JSON.stringify(plan.body.findings));
-  assert.equal(plan.body.environment.resolved_as_of, undefined);
-  assert.match(byCode(plan.body.findings, 'environment_own')[0].message,
-    new RegExp(`resolved as the package index stood when first planned, not dated by its exact pins, since its newest exact pin, silico-fixture-fresh==1\\.0, was uploaded ${FRESH.uploaded.slice(0, 10)}, less than 30 days before today; environment_as_of names a day`));
+  const { own } = await undatedPlan('Pinned today', `${FRESH.name}==${FRESH.version}`);
+  assert.match(own, new RegExp(`resolved as the package index stood when first planned, not dated by its exact pins, since its newest exact pin, silico-fixture-fresh==1\\.0, was uploaded ${FRESH.uploaded.slice(0, 10)}, less than 30 days before today; environment_as_of names a day`));
 });
 
 test('a lab whose pins date it before what the service adds existed resolves as the index stands, saying why', { timeout: 300_000 }, async () => {
-  const { key } = await newAccount({ usd: 1 });
-  const { ws, revisionId } = await workspaceWith(key, 'Pinned before the runtime', 'pinned-runtime', (p, t) => (p === 'models/core/model.yaml' ? t.replace('["biosimulant==0.0.34"]', `["${ANCIENT.name}==${ANCIENT.version}"]`) : t));
-  const plan = await call('POST', '/run-plans', { key, base: api.base, body: { workspace_id: ws.workspace_id, revision_id: revisionId, inputs: {}, max_runtime_seconds: 60 } });
-  assert.equal(plan.body.status, 'ready', JSON.stringify(plan.body.findings));
-  assert.equal(plan.body.environment.resolved_as_of, undefined);
-  assert.match(byCode(plan.body.findings, 'environment_own')[0].message,
-    /resolved as the package index stood when first planned, not dated by its exact pins, since as of 2024-02-01 \(30 days after its newest exact pin, silico-fixture-ancient==1\.0, was uploaded \(2024-01-02\)\) its requirements cannot be resolved: [^;]*biosimulant[^;]*; environment_as_of names a day/);
-  assert.match(await lockOf(plan.body.environment.lock_sha256), /^silico-fixture-ancient==1\.0 /m);
+  const { own, environment } = await undatedPlan('Pinned before the runtime', `${ANCIENT.name}==${ANCIENT.version}`);
+  assert.match(own, /resolved as the package index stood when first planned, not dated by its exact pins, since as of 2024-02-01 \(30 days after its newest exact pin, silico-fixture-ancient==1\.0, was uploaded \(2024-01-02\)\) its requirements cannot be resolved: [^;]*biosimulant[^;]*; environment_as_of names a day/);
+  assert.match(await lockOf(environment.lock_sha256), /^silico-fixture-ancient==1\.0 /m);
 });
