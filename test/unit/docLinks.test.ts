@@ -32,3 +32,8 @@ test('every relative link of the README and the guides lands on a file, and ever
   }
   assert.deepEqual(broken, []);
 });
+
+test('the README stays a page a newcomer reads in two minutes: at most 250 lines', () => {
+  const lines = readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8').split('\n').length;
+  assert.ok(lines <= 250, `README.md has ${lines} lines`);
+});
