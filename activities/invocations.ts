@@ -51,16 +51,131 @@ interface Deps {
   db: Db; objects: ObjectStore; python: string; environments: EnvironmentSettings; sandbox: Sandbox; deployments: Deployments; hostQueue: string;
   /** Cancellation notices (the worker's listener); without them a cancel is seen at the next lease renewal. */
   cancels?: CancelWatch;
+  /** Announcements of invocations accepted for the deployments this worker serves (their ids). */
+  announced?: (begin: (invocationId: string) => void) => void;
 }
+
+/** What one execution of an invocation came to, for its workflow. */
+type HostedResult = { status: 'completed' | 'failed' | 'cancelled' | 'skipped'; error?: { code: string; message: string } | null; computeSeconds: number };
+
+/** How long an ended execution is kept to answer its workflow's activity, should that come late. */
+const ENDED_KEPT_MS = 60_000;
 
 /**
  * Activities of hosted execution. `serveDeployment` (on a worker of the profile) holds a
  * ready deployment's warm pool for as long as it is not cancelled and tells where it is
  * served (this worker's own task queue); `invokeHosted` (on that queue) runs one
- * invocation on a warm instance under a lease its heartbeats renew; the control steps
- * read the schedule and record the ending (settled once).
+ * invocation on a warm instance under a lease renewed every second, or joins the
+ * execution its announcement began here already (one execution per invocation on a
+ * worker); the control steps read the schedule and record the ending (settled once).
  */
 export function createInvocationActivities(deps: Deps) {
+  /** The executions this worker has begun, by invocation id, until a while after they end. */
+  const executing = new Map<string, { result: Promise<HostedResult>; stop: AbortController }>();
+
+  const begin = (invocationId: string) => {
+    const stop = new AbortController();
+    const entry = { result: execute(invocationId, stop), stop };
+    executing.set(invocationId, entry);
+    // Its failure is its joiner's to report; a late activity still finds it for a while.
+    entry.result.catch(() => undefined).finally(() => setTimeout(() => {
+      if (executing.get(invocationId) === entry) executing.delete(invocationId);
+    }, ENDED_KEPT_MS).unref());
+    return entry;
+  };
+  // Begun on its announcement, under its lease, an invocation is under way (or ended) when
+  // its workflow's activity reaches this worker, which joins it.
+  deps.announced?.((invocationId) => {
+    if (!executing.has(invocationId)) begin(invocationId);
+  });
+
+  /**
+   * Runs one invocation on a warm instance of its deployment under a lease renewed every
+   * second (a revoked one stops it), stopped by `stop` (its activity's cancellation) or its
+   * cancellation notice; a completed one is settled here with its result.
+   */
+  async function execute(invocationId: string, stop: AbortController): Promise<HostedResult> {
+    const inv = await getInvocation(deps.db, invocationId);
+    if (!inv) return { status: 'skipped', computeSeconds: 0 };
+    const served = deps.deployments.get(deploymentKey(inv.lab_id, inv.hosting_generation));
+    if (!served) throw ApplicationFailure.nonRetryable('This worker does not serve the deployment.', NOT_SERVED_HERE);
+    const leased = await leaseInvocation(deps.db, invocationId, LEASE_SECONDS);
+    if (leased === 'cancel_requested') return { status: 'cancelled', computeSeconds: 0 };
+    if (leased !== 'running') return { status: 'skipped', computeSeconds: 0 };
+    // Made first: a failure here leaves no listener, timer or lease behind.
+    const dir = await mkdtemp(path.join(tmpdir(), 'silico-invocation-'));
+    const onCancel = () => stop.abort();
+    // A requested cancellation stops it at once (its notice), not at the next renewal.
+    const unwatch = deps.cancels?.watch(invocationId, onCancel);
+    // The lease is renewed with every heartbeat; one that was revoked stops the work.
+    let renewing = false;
+    const beat = setInterval(() => {
+      if (renewing) return;
+      renewing = true;
+      renewLease(deps.db, invocationId, LEASE_SECONDS).then((held) => { if (!held) stop.abort(); }, () => undefined).finally(() => { renewing = false; });
+    }, 1000);
+    const lease = await served.pool.acquire(stop.signal).catch((err: unknown) => err instanceof Error ? err : new Error(String(err)));
+    let opened: OutputSink | undefined;
+    try {
+      if (lease instanceof Error) {
+        if (stop.signal.aborted) return { status: 'cancelled', computeSeconds: 0 };
+        if (lease instanceof PoolClosed) throw ApplicationFailure.retryable(lease.message, NOT_SERVED_HERE);
+        // The platform could not give it an instance: a failure, charged nothing.
+        return { status: 'failed', error: { code: 'instance_unavailable', message: `No warm instance of the deployment could start: ${lease.message}` }, computeSeconds: 0 };
+      }
+      const { declared } = served;
+      const sink = createOutputSink(dir, declared);
+      opened = sink;
+      let outcome;
+      try {
+        // File and dataset inputs are the invoker's, checked again and staged for this invocation alone.
+        outcome = await lease.instance.invoke(async (staging) => {
+          const staged = await stageInputs(deps, inv, served.manifest, staging.host);
+          if ('error' in staged) throw new InputsUnavailable(staged.error.message);
+          return { inputs: staged.values(staging.inside), seed: inv.seed, package_sha256: inv.package_sha256 };
+        }, { wallSeconds: inv.max_seconds, signal: stop.signal }, {
+          onMessage: async (msg) => {
+            if (msg.type === 'series') await sink.addSeries(String(msg.name), msg.points);
+            else if (msg.type === 'output') sink.setFinal(String(msg.name), msg.value);
+          },
+        });
+      } catch (err) {
+        if (err instanceof InputsUnavailable) return { status: 'failed', error: { code: 'input_unavailable', message: err.message }, computeSeconds: 0 };
+        if (err instanceof WarmInstanceFailed) return { status: 'failed', error: err.error, computeSeconds: 0 };
+        throw err;
+      } finally {
+        lease.release();
+      }
+      const computeSeconds = outcome.result?.cpu_seconds ?? outcome.wallSeconds;
+      if (outcome.cancelled) return { status: 'cancelled', computeSeconds: outcome.wallSeconds };
+      const error = outcomeError(outcome);
+      if (error?.code === 'timed_out' && inv.cap_micros !== null) {
+        return { status: 'cancelled', error: spendCapReached('invocation', Number(inv.cap_micros), inv.max_seconds), computeSeconds: Math.min(outcome.wallSeconds, inv.max_seconds) };
+      }
+      if (error) return { status: 'failed', error, computeSeconds };
+      const missing = sink.missing();
+      if (missing.length) return { status: 'failed', error: { code: 'output_contract_violation', message: `Declared outputs missing: ${missing.join(', ')}.` }, computeSeconds };
+      // Only the public outputs are the invoker's (the owner's private ones are not
+      // kept), each as its port's data: no plots or records beside them.
+      const { files, values } = await sink.finish(null);
+      const artifacts: InvocationResult['artifacts'] = [];
+      const outputs = await storeOutputs(dir, files.filter((f) => f.public), values, declared.filter((d) => d.public), null, { evidence: false }, async (f) => {
+        await putArtifactBytes(deps.objects, f);
+        artifacts.push({ invocation_id: invocationId, port: f.role, file_name: f.file_name, content_type: f.content_type, format: f.format, size_bytes: f.size_bytes, sha256: f.sha256 });
+        return f.sha256;
+      });
+      // Settled here, with its result, as soon as it is known: the workflow's own ending
+      // settles every other way an invocation ends (and finds this one ended already).
+      await finishInvocation(deps.db, { id: invocationId, status: 'completed', computeSeconds }, { outputs, artifacts });
+      return { status: 'completed', computeSeconds };
+    } finally {
+      clearInterval(beat);
+      unwatch?.();
+      opened?.discard();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
   return {
     async invocationSchedule(invocationId: string): Promise<{ labId: string; generation: number; maxSeconds: number }> {
       const inv = await getInvocation(deps.db, invocationId);
@@ -120,90 +235,18 @@ export function createInvocationActivities(deps: Deps) {
       }
     },
 
-    async invokeHosted(invocationId: string): Promise<{ status: 'completed' | 'failed' | 'cancelled' | 'skipped'; error?: { code: string; message: string } | null; computeSeconds: number }> {
+    async invokeHosted(invocationId: string): Promise<HostedResult> {
       const ctx = Context.current();
-      const inv = await getInvocation(deps.db, invocationId);
-      if (!inv) return { status: 'skipped', computeSeconds: 0 };
-      const served = deps.deployments.get(deploymentKey(inv.lab_id, inv.hosting_generation));
-      if (!served) throw ApplicationFailure.nonRetryable('This worker does not serve the deployment.', NOT_SERVED_HERE);
-      const leased = await leaseInvocation(deps.db, invocationId, LEASE_SECONDS);
-      if (leased === 'cancel_requested') return { status: 'cancelled', computeSeconds: 0 };
-      if (leased !== 'running') return { status: 'skipped', computeSeconds: 0 };
-      // Made first: a failure here leaves no listener, timer or lease behind.
-      const dir = await mkdtemp(path.join(tmpdir(), 'silico-invocation-'));
-      const stop = new AbortController();
-      const onCancel = () => stop.abort();
+      // Begun already on its announcement (or by an earlier attempt here): joined, not run twice.
+      const running = executing.get(invocationId) ?? begin(invocationId);
+      const onCancel = () => running.stop.abort();
       ctx.cancellationSignal.addEventListener('abort', onCancel);
-      // A requested cancellation stops it at once (its notice), not at the next renewal.
-      const unwatch = deps.cancels?.watch(invocationId, onCancel);
-      // The lease is renewed with every heartbeat; one that was revoked stops the work.
-      let renewing = false;
-      const beat = setInterval(() => {
-        ctx.heartbeat();
-        if (renewing) return;
-        renewing = true;
-        renewLease(deps.db, invocationId, LEASE_SECONDS).then((held) => { if (!held) stop.abort(); }, () => undefined).finally(() => { renewing = false; });
-      }, 1000);
-      const lease = await served.pool.acquire(stop.signal).catch((err: unknown) => err instanceof Error ? err : new Error(String(err)));
-      let opened: OutputSink | undefined;
+      const beat = setInterval(() => ctx.heartbeat(), 1000);
       try {
-        if (lease instanceof Error) {
-          if (stop.signal.aborted) return { status: 'cancelled', computeSeconds: 0 };
-          if (lease instanceof PoolClosed) throw ApplicationFailure.retryable(lease.message, NOT_SERVED_HERE);
-          // The platform could not give it an instance: a failure, charged nothing.
-          return { status: 'failed', error: { code: 'instance_unavailable', message: `No warm instance of the deployment could start: ${lease.message}` }, computeSeconds: 0 };
-        }
-        const { declared } = served;
-        const sink = createOutputSink(dir, declared);
-        opened = sink;
-        let outcome;
-        try {
-          // File and dataset inputs are the invoker's, checked again and staged for this invocation alone.
-          outcome = await lease.instance.invoke(async (staging) => {
-            const staged = await stageInputs(deps, inv, served.manifest, staging.host);
-            if ('error' in staged) throw new InputsUnavailable(staged.error.message);
-            return { inputs: staged.values(staging.inside), seed: inv.seed, package_sha256: inv.package_sha256 };
-          }, { wallSeconds: inv.max_seconds, signal: stop.signal }, {
-            onMessage: async (msg) => {
-              if (msg.type === 'series') await sink.addSeries(String(msg.name), msg.points);
-              else if (msg.type === 'output') sink.setFinal(String(msg.name), msg.value);
-            },
-          });
-        } catch (err) {
-          if (err instanceof InputsUnavailable) return { status: 'failed', error: { code: 'input_unavailable', message: err.message }, computeSeconds: 0 };
-          if (err instanceof WarmInstanceFailed) return { status: 'failed', error: err.error, computeSeconds: 0 };
-          throw err;
-        } finally {
-          lease.release();
-        }
-        const computeSeconds = outcome.result?.cpu_seconds ?? outcome.wallSeconds;
-        if (outcome.cancelled) return { status: 'cancelled', computeSeconds: outcome.wallSeconds };
-        const error = outcomeError(outcome);
-        if (error?.code === 'timed_out' && inv.cap_micros !== null) {
-          return { status: 'cancelled', error: spendCapReached('invocation', Number(inv.cap_micros), inv.max_seconds), computeSeconds: Math.min(outcome.wallSeconds, inv.max_seconds) };
-        }
-        if (error) return { status: 'failed', error, computeSeconds };
-        const missing = sink.missing();
-        if (missing.length) return { status: 'failed', error: { code: 'output_contract_violation', message: `Declared outputs missing: ${missing.join(', ')}.` }, computeSeconds };
-        // Only the public outputs are the invoker's (the owner's private ones are not
-        // kept), each as its port's data: no plots or records beside them.
-        const { files, values } = await sink.finish(null);
-        const artifacts: InvocationResult['artifacts'] = [];
-        const outputs = await storeOutputs(dir, files.filter((f) => f.public), values, declared.filter((d) => d.public), null, { evidence: false }, async (f) => {
-          await putArtifactBytes(deps.objects, f);
-          artifacts.push({ invocation_id: invocationId, port: f.role, file_name: f.file_name, content_type: f.content_type, format: f.format, size_bytes: f.size_bytes, sha256: f.sha256 });
-          return f.sha256;
-        });
-        // Settled here, with its result, as soon as it is known: the workflow's own ending
-        // settles every other way an invocation ends (and finds this one ended already).
-        await finishInvocation(deps.db, { id: invocationId, status: 'completed', computeSeconds }, { outputs, artifacts });
-        return { status: 'completed', computeSeconds };
+        return await running.result;
       } finally {
         clearInterval(beat);
-        unwatch?.();
         ctx.cancellationSignal.removeEventListener('abort', onCancel);
-        opened?.discard();
-        await rm(dir, { recursive: true, force: true });
       }
     },
   };

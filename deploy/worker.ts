@@ -42,6 +42,7 @@ import { startWorkerHealth } from './workerHealth.ts';
 import { runWorkerOptions } from './runWorker.ts';
 import { createNotificationListener } from '../storage/db/notifications.ts';
 import { createInvocationCancelWatch, createRunCancelWatch, INVOCATION_CANCELS_CHANNEL, RUN_CANCELS_CHANNEL } from '../storage/db/cancelWatch.ts';
+import { INVOCATIONS_ACCEPTED_CHANNEL } from '../storage/db/hostedInvocations.ts';
 import { createLoneRunWatch, LONE_RUNS_CHANNEL } from '../storage/db/loneRunWatch.ts';
 
 /**
@@ -85,7 +86,7 @@ async function main(): Promise<void> {
   const sourcePacing = createPgPool(config.databaseUrl, 2);
   // Cancelled runs and invocations are stopped on the notice, not on the next heartbeat or lease renewal.
   const profiles = config.worker.computeProfiles;
-  const cancelNotices = profiles.length ? await createNotificationListener(config.databaseUrl, [RUN_CANCELS_CHANNEL, INVOCATION_CANCELS_CHANNEL, LONE_RUNS_CHANNEL]) : null;
+  const cancelNotices = profiles.length ? await createNotificationListener(config.databaseUrl, [RUN_CANCELS_CHANNEL, INVOCATION_CANCELS_CHANNEL, LONE_RUNS_CHANNEL, INVOCATIONS_ACCEPTED_CHANNEL]) : null;
   const runCancels = cancelNotices ? createRunCancelWatch(db, cancelNotices) : undefined;
   const invocationCancels = cancelNotices ? createInvocationCancelWatch(db, cancelNotices) : undefined;
   // Studies' batches give their slots back at once when a lone run is accepted on their queue.
@@ -93,7 +94,13 @@ async function main(): Promise<void> {
   // What the worker's housekeeping counts, served on its health port.
   const registry = new Registry();
   const archivesRemoved = new Counter({ name: 'silico_environment_archives_removed_total', help: 'Shared environment archives removed after their retention without use', registers: [registry] });
-  const invocations = createInvocationActivities({ db, objects, python: config.python, environments: config.environments, sandbox, deployments, hostQueue, cancels: invocationCancels });
+  // An invocation accepted for a deployment served here begins on its announcement; its
+  // workflow's activity joins it when it arrives (a missed announcement costs only that wait).
+  const announced = cancelNotices ? (begin: (id: string) => void) => cancelNotices.on(INVOCATIONS_ACCEPTED_CHANNEL, (payload) => {
+    const [queue, id] = payload.split(' ');
+    if (queue === hostQueue && id) begin(id);
+  }) : undefined;
+  const invocations = createInvocationActivities({ db, objects, python: config.python, environments: config.environments, sandbox, deployments, hostQueue, cancels: invocationCancels, announced });
   const control = await Worker.create({
     connection,
     namespace: config.temporal.namespace,

@@ -4,7 +4,7 @@ import { ApiError, errors } from '../errors.ts';
 import { acceptAndStart } from '../acceptAndStart.ts';
 import { planUnavailable, planUsed, resultOf } from '../plans.ts';
 import { deploymentFinding, prepareInvocation, type InvocationProposal } from './prepare.ts';
-import { acceptInvocation, getInvocation, InvocationNotCovered, InvocationPlanUsed, unacceptInvocation, type InvocationRow } from '../../storage/db/hostedInvocations.ts';
+import { acceptInvocation, announceInvocation, getInvocation, InvocationNotCovered, InvocationPlanUsed, unacceptInvocation, type InvocationRow } from '../../storage/db/hostedInvocations.ts';
 import type { PlanRow } from '../../storage/db/plans.ts';
 import type { HostingRow } from '../../storage/db/hosting.ts';
 import type { InvocationArgs } from '../../workflows/invocation.ts';
@@ -71,7 +71,7 @@ export async function acceptHostedInvocation(deps: Deps, caller: Caller, plan: P
   const hosting = await recheckInvocation(deps, caller, p);
   const id = newId('inv');
   const { estimated_max_micros: reserved, ...bound } = p;
-  return acceptAndStart(deps.temporal, {
+  const accepted = await acceptAndStart(deps.temporal, {
     record: () => acceptInvocation(deps.db, { ...bound, id, account_id: caller.account.id, key_id: caller.key.id, reserved_micros: reserved, plan_id: plan.id }),
     refusal: async (err) => {
       if (err instanceof InvocationPlanUsed) return planUsed(await resultOf(deps.db, caller.account.id, plan.id));
@@ -99,4 +99,8 @@ export async function acceptHostedInvocation(deps: Deps, caller: Caller, plan: P
       return row?.status === 'queued' ? row : null;
     },
   });
+  // Its workflow started: the serving worker may begin it now rather than when the
+  // workflow's activity reaches it (which joins it). Missed, the activity begins it as before.
+  if (accepted.status === 'queued' && hosting.serving_queue) await announceInvocation(deps.db, hosting.serving_queue, accepted.id).catch(() => undefined);
+  return accepted;
 }

@@ -169,3 +169,14 @@ export async function servingQueue(db: Db, labId: string, generation: number): P
   const row = await db('hostings').where({ lab_id: labId, generation }).first('serving_queue', 'status');
   return row ? { queue: row.serving_queue, status: row.status } : undefined;
 }
+
+/** Where an accepted invocation is announced to the worker serving its deployment (payload `<queue> <invocation id>`). */
+export const INVOCATIONS_ACCEPTED_CHANNEL = 'silico_invocations_accepted';
+
+/**
+ * Tells the worker on `queue` that the invocation was accepted and its workflow started, so
+ * that worker may begin it at once, ahead of the workflow's activity (which then joins it).
+ */
+export async function announceInvocation(db: Db, queue: string, id: string): Promise<void> {
+  await db.raw('SELECT pg_notify(?, ?)', [INVOCATIONS_ACCEPTED_CHANNEL, `${queue} ${id}`]);
+}

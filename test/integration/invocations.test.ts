@@ -145,6 +145,8 @@ test('two invocations with different inputs on the warm deployment give two cold
   const txns = await testDb()('ledger_txns').where({ ref: `invocation:${first.id}` }).select('kind');
   assert.deepEqual(txns.map((t: any) => t.kind).sort(), ['reserve', 'settle']);
   assert.ok(Number(first.settled_micros) <= 600);
+  // Begun on its announcement and joined by its workflow's activity: leased, and run, once each.
+  for (const inv of [first, second]) assert.equal((await getInvocation(testDb(), inv.id))!.attempts, 1, `invocation ${inv.id} leased once`);
 });
 
 test('cancelling a running invocation revokes its lease and stops its process within 3 s; only elapsed compute is charged; an ended one is unchanged', { timeout: 120_000 }, async () => {
