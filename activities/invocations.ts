@@ -104,9 +104,8 @@ export function createInvocationActivities(deps: Deps) {
     if (leased !== 'running') return { status: 'skipped', computeSeconds: 0 };
     // Made first: a failure here leaves no listener, timer or lease behind.
     const dir = await mkdtemp(path.join(tmpdir(), 'silico-invocation-'));
-    const onCancel = () => stop.abort();
     // A requested cancellation stops it at once (its notice), not at the next renewal.
-    const unwatch = deps.cancels?.watch(invocationId, onCancel);
+    const unwatch = deps.cancels?.watch(invocationId, () => stop.abort());
     // The lease is renewed with every heartbeat; one that was revoked stops the work.
     let renewing = false;
     const beat = setInterval(() => {

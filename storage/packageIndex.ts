@@ -7,6 +7,9 @@ export interface IndexFile { filename: string; uploadTime?: string }
 /** A project's page in the index's JSON simple API (PEP 691). */
 export interface ProjectPage { name: string; versions: string[]; files: IndexFile[] }
 
+/** How long the index may take to give a project's page: the caller is a plan, or a run that has ended. */
+export const INDEX_ANSWER_MS = 5000;
+
 /** What the index said of a project: its page, that it has none (404), or nothing (it could not be asked). */
 export type ProjectAnswer =
   | { seen: 'page'; page: ProjectPage }
@@ -18,7 +21,7 @@ export type ProjectAnswer =
  * cannot be reached, answers an error or does not answer in time says nothing about the
  * project, and is reported as such, never as "none".
  */
-export async function projectPage(indexUrl: string, project: string, timeoutMs: number): Promise<ProjectAnswer> {
+export async function projectPage(indexUrl: string, project: string, timeoutMs = INDEX_ANSWER_MS): Promise<ProjectAnswer> {
   const name = canonicalName(project);
   let res: Response;
   try {

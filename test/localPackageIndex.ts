@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { canonicalName } from '../storage/runtimePins.ts';
 
 /** One release a local index serves: a wheel built here, listed as uploaded at `uploaded`. */
 export interface IndexRelease { name: string; version: string; dependencies?: string[]; module: string; source: string; uploaded: string }
@@ -13,7 +14,6 @@ export interface IndexRelease { name: string; version: string; dependencies?: st
 /** A local package index: its simple URL, the project pages it was asked for, and its end. */
 export interface LocalIndex { url: string; asked: string[]; close(): Promise<void> }
 
-const canonical = (name: string) => name.toLowerCase().replace(/[-_.]+/g, '-');
 
 /**
  * A package index (PEP 691's JSON simple API, with PEP 700 upload times) serving wheels
@@ -26,7 +26,7 @@ export async function startLocalIndex(releases: IndexRelease[]): Promise<LocalIn
   const files = new Map<string, Buffer>();
   const projects = new Map<string, Array<{ version: string; filename: string; sha256: string; uploaded: string }>>();
   for (const r of releases) {
-    const src = path.join(work, `${canonical(r.name)}-${r.version}`);
+    const src = path.join(work, `${canonicalName(r.name)}-${r.version}`);
     await mkdir(path.join(src, 'src', r.module), { recursive: true });
     await writeFile(path.join(src, 'pyproject.toml'), [
       '[project]', `name = "${r.name}"`, `version = "${r.version}"`, 'requires-python = ">=3.9"',
@@ -40,9 +40,9 @@ export async function startLocalIndex(releases: IndexRelease[]): Promise<LocalIn
     const filename = (await readdir(out)).find((f) => f.endsWith('.whl'));
     const bytes = await readFile(path.join(out, filename!));
     files.set(filename!, bytes);
-    const list = projects.get(canonical(r.name)) ?? [];
+    const list = projects.get(canonicalName(r.name)) ?? [];
     list.push({ version: r.version, filename: filename!, sha256: createHash('sha256').update(bytes).digest('hex'), uploaded: r.uploaded });
-    projects.set(canonical(r.name), list);
+    projects.set(canonicalName(r.name), list);
   }
   const asked: string[] = [];
   let base = '';
@@ -58,7 +58,7 @@ export async function startLocalIndex(releases: IndexRelease[]): Promise<LocalIn
         res.statusCode = 404;
         return res.end('not found');
       }
-      const name = canonical(page[1]!);
+      const name = canonicalName(page[1]!);
       asked.push(name);
       const own = projects.get(name);
       if (own) {

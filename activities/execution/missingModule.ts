@@ -1,6 +1,6 @@
 import { compare, valid } from '@renovatebot/pep440';
 import { canonicalName, type LabManifests } from '../../storage/runtimePins.ts';
-import { projectPage } from '../../storage/packageIndex.ts';
+import { INDEX_ANSWER_MS, projectPage } from '../../storage/packageIndex.ts';
 import { listOf } from '../../storage/labContract.ts';
 
 /** What the driver says of a module the lab's environment lacks (driver.py, `missing_module`). */
@@ -8,9 +8,6 @@ export interface MissingModule {
   module: string;
   imported_by?: { module: string; file: string; line: number; distribution?: string; version?: string };
 }
-
-/** How long the package index may take to say whether it has a distribution: the run has already ended. */
-const INDEX_MS = 5000;
 
 /** What the package index said of a name: its newest final release, that it has none, or nothing (it could not be asked). */
 export type IndexAnswer =
@@ -24,7 +21,7 @@ export type IndexAnswer =
  * release). An index that cannot be reached, answers an error or does not answer in time
  * says nothing about the distribution, and is reported as such.
  */
-export async function askIndex(indexUrl: string, module: string, timeoutMs = INDEX_MS): Promise<IndexAnswer> {
+export async function askIndex(indexUrl: string, module: string, timeoutMs = INDEX_ANSWER_MS): Promise<IndexAnswer> {
   const answer = await projectPage(indexUrl, module.split('.')[0]!, timeoutMs);
   if (answer.seen !== 'page') return answer;
   // Final releases only: a pin to a pre-release or a development build is no advice.

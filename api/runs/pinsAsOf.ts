@@ -12,9 +12,6 @@ import { projectPage, releaseUploadedAt } from '../../storage/packageIndex.ts';
  */
 export const PIN_GRACE_DAYS = 30;
 
-/** How long the index may take to give one project's page at plan time. */
-const INDEX_MS = 5000;
-
 /**
  * The exact pins (`name==version` of a PEP 440 version, one specifier, no wildcard, no
  * environment marker: a pin that may not be installed dates nothing) among requirements,
@@ -50,7 +47,7 @@ const day = (iso: string) => iso.slice(0, 10);
  * index could not be asked, or that day has not come yet (the lab resolves as today).
  */
 export async function datePins(indexUrl: string, pins: Array<{ name: string; version: string }>, now = new Date()): Promise<PinsDating> {
-  const answers = await Promise.all(pins.map(async (p) => ({ pin: `${p.name}==${p.version}`, version: p.version, answer: await projectPage(indexUrl, p.name, INDEX_MS) })));
+  const answers = await Promise.all(pins.map(async (p) => ({ pin: `${p.name}==${p.version}`, version: p.version, answer: await projectPage(indexUrl, p.name) })));
   let newest: { pin: string; uploaded: string } | undefined;
   for (const { pin, version, answer } of answers) {
     if (answer.seen === 'unreachable') return { undated: `the package index could not be asked when ${pin} was uploaded: ${answer.why}`, unreachable: true };
