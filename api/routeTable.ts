@@ -91,7 +91,7 @@ export const ROUTES: readonly RouteDef[] = [
   r('GET', '/petab-imports/{import_id}', 'petab_import_get', 'petab', { notFound: true, addition: true }),
   r('GET', '/hosted-releases/{reference}', 'hosted_release_get', 'hosted invocations', { notFound: true }),
   r('POST', '/hosted-invocation-plans', 'hosted_invocation_prepare', 'hosted invocations', { success: 201, notFound: true, idempotency: 'required' }),
-  r('POST', '/hosted-invocations', 'hosted_invocation_execute', 'hosted invocations', { success: 201, gateway: true, bucket: 'runs', notFound: true }),
+  r('POST', '/hosted-invocations', 'hosted_invocation_execute', 'hosted invocations', { success: 201, gateway: true, bucket: 'runs', notFound: true, preferWait: true }),
   r('GET', '/hosted-invocations/{invocation_id}', 'hosted_invocation_get', 'hosted invocations', { notFound: true }),
   r('POST', '/hosted-invocations/{invocation_id}/cancel', 'hosted_invocation_cancel', 'hosted invocations', { notFound: true }),
   r('GET', '/hosted-invocations/{invocation_id}/artifacts/{port}/metadata', 'hosted_invocation_artifact_get', 'hosted invocations', { notFound: true }),

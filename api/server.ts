@@ -12,7 +12,8 @@ import type { TemporalGateway } from './temporal.ts';
 import type { Db } from '../storage/db/knex.ts';
 import { AUTH_CHANNEL, createKeyResolver } from '../storage/db/keyCache.ts';
 import { createNotificationListener } from '../storage/db/notifications.ts';
-import { RUN_EVENTS_CHANNEL, createRunEventWatcher } from '../storage/db/runEventWatch.ts';
+import { RUN_EVENTS_CHANNEL, createNoticeWatcher } from '../storage/db/noticeWatch.ts';
+import { INVOCATION_ENDINGS_CHANNEL } from '../storage/db/hostedInvocations.ts';
 import { readRuntimeLock } from '../storage/runtimePins.ts';
 import { PROFILES_CHANNEL, createProfileResolver } from '../storage/db/computeProfiles.ts';
 import { RELEASES_CHANNEL, createReleaseResolver } from '../storage/db/releases.ts';
@@ -32,12 +33,12 @@ export async function startApi(config: Config, log: Logger, temporal: TemporalGa
   const db = createDb(config.databaseUrl, { poolMax: 20, timeoutMs });
   const pool = createPgPool(config.databaseUrl, 10, { timeoutMs });
   const objects = createObjectStore(config.s3, { timeoutMs });
-  const listener = await createNotificationListener(config.databaseUrl, [AUTH_CHANNEL, RUN_EVENTS_CHANNEL, PROFILES_CHANNEL, RELEASES_CHANNEL]);
+  const listener = await createNotificationListener(config.databaseUrl, [AUTH_CHANNEL, RUN_EVENTS_CHANNEL, INVOCATION_ENDINGS_CHANNEL, PROFILES_CHANNEL, RELEASES_CHANNEL]);
   const keys = createKeyResolver(db, listener);
-  const runEvents = createRunEventWatcher(listener);
   const runtimeJudge = new RuntimeJudge(config.python);
   const direct = config.directDownloads.endpoint ? createDirectDownloads(config.s3, config.directDownloads.endpoint, config.directDownloads.expiresSeconds) : null;
-  const app = createApp({ config, db, pool, objects, directDownloads: direct, payments: paymentProvider(config.payments), temporal, keys, profiles: createProfileResolver(db, listener), releases: createReleaseResolver(db, listener), runEvents, runtimeLock: readRuntimeLock(), runtimeJudge }, { log });
+  const app = createApp({ config, db, pool, objects, directDownloads: direct, payments: paymentProvider(config.payments), temporal, keys, profiles: createProfileResolver(db, listener), releases: createReleaseResolver(db, listener),
+    runEvents: createNoticeWatcher(listener, RUN_EVENTS_CHANNEL), invocationEndings: createNoticeWatcher(listener, INVOCATION_ENDINGS_CHANNEL), runtimeLock: readRuntimeLock(), runtimeJudge }, { log });
   const server = createServer(app.koa.callback());
   server.keepAliveTimeout = 65000;
   // An accept that fails (out of file descriptors under a burst) loses that connection, not

@@ -11,7 +11,7 @@ import { REPO_ROOT } from '../deploy/local/paths.ts';
 
 /** Files that run alone, and why: each takes the whole machine or disturbs every other file. */
 export const ALONE: Record<string, string> = {
-  'test/integration/runEventWatch.test.ts':
+  'test/integration/noticeWatch.test.ts':
     'terminates the shared Postgres LISTEN connection of every api process to prove the event watch reconnects: any other file streaming run events at that moment would see the drop',
   'test/integration/reconciliation.test.ts':
     'closes every open record of the whole database whose workflow is gone, whatever its age: a record another file is creating at that moment, its workflow not started yet, would be closed with it',

@@ -59,9 +59,11 @@ export function invocationMetadata(baseUrl: string, row: Pick<InvocationRow, 'id
  * in one transaction consumes the plan, reserves its maximum price under
  * `invocation:<id>` (402 and nothing happens when the balance cannot cover it) and records
  * it queued; then starts `invocation-<id>`. When Temporal cannot take it the acceptance
- * is undone (plan unused, nothing reserved, no row) and the answer is 503.
+ * is undone (plan unused, nothing reserved, no row) and the answer is 503. It is recorded
+ * as `id` (so its ending may be waited for from before it exists); a retry whose earlier
+ * attempt recorded it and never started it answers that one.
  */
-export async function acceptHostedInvocation(deps: Deps, caller: Caller, plan: PlanRow): Promise<InvocationRow> {
+export async function acceptHostedInvocation(deps: Deps, caller: Caller, plan: PlanRow, id: string = newId('inv')): Promise<InvocationRow> {
   const p = plan.proposal as InvocationProposal;
   if (p.client_id !== caller.key.client_id) {
     throw new ApiError(403, 'client_mismatch', 'This invocation plan was prepared by another client; only the client that prepared it may execute it.', 'plan_id', {
@@ -69,7 +71,6 @@ export async function acceptHostedInvocation(deps: Deps, caller: Caller, plan: P
     });
   }
   const hosting = await recheckInvocation(deps, caller, p);
-  const id = newId('inv');
   const { estimated_max_micros: reserved, ...bound } = p;
   const accepted = await acceptAndStart(deps.temporal, {
     record: () => acceptInvocation(deps.db, { ...bound, id, account_id: caller.account.id, key_id: caller.key.id, reserved_micros: reserved, plan_id: plan.id }),

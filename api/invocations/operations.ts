@@ -12,6 +12,8 @@ import { getInvocation, invocationArtifacts, requestCancel, INVOCATION_ENDED, ty
 import { microsToUsd } from '../../storage/ledger.ts';
 import { blobKey } from '../../storage/objects.ts';
 import { invocationWorkflowId } from '../../kernel/workflowNames.ts';
+import { newId } from '../../storage/ids.ts';
+import { whenEnded } from '../preferWait.ts';
 
 const invocationPath = { invocation_id: id('inv') };
 /** Seed of the invocation's random streams (chosen at plan time when absent), as a run's. */
@@ -63,6 +65,42 @@ async function fullView(ctx: ToolContext, inv: InvocationRow) {
 
 const follow = (invocationId: string) => ({ tool: 'hosted_invocation_get', description: 'Read its status and result values.', arguments: { invocation_id: invocationId } });
 
+/** An invocation as GET /hosted-invocations/{id} answers it, with the steps that come next for it. */
+async function invocationAnswer(ctx: ToolContext, inv: InvocationRow) {
+  const view = await fullView(ctx, inv);
+  return {
+    body: view,
+    next_actions: INVOCATION_ENDED.includes(inv.status)
+      ? view.artifacts.map((a) => ({ tool: 'hosted_invocation_artifact_get', description: `Read the ${a.port} artifact.`, arguments: { invocation_id: inv.id, port: a.port, include_content: true } }))
+      : [follow(inv.id)],
+  };
+}
+
+/**
+ * Accepts the plan and, under `Prefer: wait=N`, answers once the invocation has ended
+ * when that is within N seconds, woken by the notice of its ending (subscribed before it
+ * is recorded, so none is missed).
+ */
+async function executeInvocation(ctx: ToolContext, plan: Awaited<ReturnType<typeof approvedPlan>>): Promise<InvocationRow> {
+  if (!ctx.waitMs) return acceptHostedInvocation(ctx.deps, ctx.caller, plan);
+  const id = newId('inv');
+  let notices = ctx.deps.invocationEndings.subscribe(id);
+  try {
+    const inv = await acceptHostedInvocation(ctx.deps, ctx.caller, plan, id);
+    const accepted = inv.id === id;
+    if (!accepted) {
+      // An earlier attempt's invocation: followed from here, and read first.
+      notices.close();
+      notices = ctx.deps.invocationEndings.subscribe(inv.id);
+    }
+    return await whenEnded(ctx, inv, ctx.waitMs, notices, {
+      read: () => getInvocation(ctx.deps.db, inv.id, ctx.caller.account.id), ended: (i) => INVOCATION_ENDED.includes(i.status), accepted,
+    });
+  } finally {
+    notices.close();
+  }
+}
+
 const HANDLERS: Record<string, ToolDef['handler']> = {
   async hosted_invocation_prepare(input, ctx) {
     const { proposal, findings, hosting, profile } = await prepareInvocation(ctx.deps, ctx.caller, { reference: input.reference, sha256: input.sha256, inputs: input.inputs, seed: input.seed });
@@ -86,19 +124,11 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
 
   async hosted_invocation_execute(input, ctx) {
     const plan = await approvedPlan(ctx.deps.db, ctx.caller.account.id, 'hosted_invocation', input.plan_id, input.plan_sha256, { resumable: true });
-    const inv = await acceptHostedInvocation(ctx.deps, ctx.caller, plan);
-    return { body: await fullView(ctx, inv), next_actions: [follow(inv.id)] };
+    return invocationAnswer(ctx, await executeInvocation(ctx, plan));
   },
 
   async hosted_invocation_get(input, ctx) {
-    const inv = await ownedInvocation(ctx, input.invocation_id);
-    const view = await fullView(ctx, inv);
-    return {
-      body: view,
-      next_actions: INVOCATION_ENDED.includes(inv.status)
-        ? view.artifacts.map((a) => ({ tool: 'hosted_invocation_artifact_get', description: `Read the ${a.port} artifact.`, arguments: { invocation_id: inv.id, port: a.port, include_content: true } }))
-        : [follow(inv.id)],
-    };
+    return invocationAnswer(ctx, await ownedInvocation(ctx, input.invocation_id));
   },
 
   async hosted_invocation_cancel(input, ctx) {

@@ -5,7 +5,7 @@ import { errors } from '../errors.ts';
 import { prepareRun, recheckProposal, type RunProposal } from './prepare.ts';
 import type { ComputeProfileRow } from '../../storage/db/computeProfiles.ts';
 import { acceptRun, earlierRun, runIdFor } from './accept.ts';
-import { runWhenEnded } from './wait.ts';
+import { whenEnded } from '../preferWait.ts';
 import { runView, artifactView } from './view.ts';
 import { redirectQuery, redirectToStore, runArtifactDirectDownload, runArtifactDownloadable } from '../artifactUrls.ts';
 
@@ -183,7 +183,8 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
         run = earlier;
         accepted = false;
       }
-      return runCreated(notices ? await runWhenEnded(ctx, run, ctx.waitMs!, notices, { accepted }) : run);
+      const read = () => getRun(ctx.deps.db, runId, ctx.caller.account.id);
+      return runCreated(notices ? await whenEnded(ctx, run, ctx.waitMs!, notices, { read, ended: (r) => TERMINAL.includes(r.status), accepted, ownNotices: true }) : run);
     } finally {
       notices?.close();
     }

@@ -13,7 +13,7 @@ import type { TemporalGateway } from '../temporal.ts';
 import type { KeyResolver } from '../../storage/db/keyCache.ts';
 import type { ProfileResolver } from '../../storage/db/computeProfiles.ts';
 import type { ReleaseResolver } from '../../storage/db/releases.ts';
-import type { RunEventWatcher } from '../../storage/db/runEventWatch.ts';
+import type { NoticeWatcher } from '../../storage/db/noticeWatch.ts';
 import type { RuntimeLock } from '../../storage/runtimePins.ts';
 
 /** Services an operation may use; injected once by createApp. */
@@ -34,7 +34,9 @@ export interface Deps {
   /** The release a reference names for an account, kept until releases or teams change. */
   releases: ReleaseResolver;
   /** Wakes a run's event streams when an event is appended (Postgres NOTIFY). */
-  runEvents: RunEventWatcher;
+  runEvents: NoticeWatcher;
+  /** Wakes the waiters on a hosted invocation when it ends (Postgres NOTIFY). */
+  invocationEndings: NoticeWatcher;
   /** The lab runtime's installed set (the committed lock), read once: plan-time pin checks. */
   runtimeLock: RuntimeLock;
   /** The lab runtime's own manifest checks: what it refuses, plans refuse in its words. */

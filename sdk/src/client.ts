@@ -17,6 +17,7 @@ import { Experiments } from './resources/experiments.ts';
 import { Passports } from './resources/passports.ts';
 import { Files } from './resources/files.ts';
 import { HostedInvocations } from './resources/hostedInvocations.ts';
+import { CREATION_WAIT_SECONDS, waitSecondsWithin } from './core/preferWait.ts';
 import { Hosting } from './resources/hosting.ts';
 import { Hub } from './resources/hub.ts';
 import { Labs } from './resources/labs.ts';
@@ -46,13 +47,6 @@ export interface ClientOptions {
   fetch?: typeof globalThis.fetch;
   userAgent?: string;
 }
-
-/**
- * How long `client.run()` lets POST /runs wait for the run to end (`Prefer: wait`): well
- * within the per-request timeout (60 s unless set; 10 s of it kept for the answer), so a
- * waiting answer is never cut off.
- */
-const RUN_WAIT_SECONDS = 20;
 
 /** `client.run()` options: a direct run request, plus how long to wait for it. */
 export interface RunOptions extends RunStartOptions {
@@ -144,7 +138,7 @@ export class Silico {
    */
   async run(ref: string, options: RunOptions = {}): Promise<RunOutcome> {
     // A short run is answered ended by its creation; a longer one is followed.
-    const waitSeconds = options.waitSeconds ?? Math.max(0, Math.min(RUN_WAIT_SECONDS, Math.floor((options.timeoutMs ?? Infinity) / 1000), Math.floor(this.requestTimeoutMs / 1000) - 10));
+    const waitSeconds = options.waitSeconds ?? waitSecondsWithin(CREATION_WAIT_SECONDS, options.timeoutMs, this.requestTimeoutMs);
     const handle = await this.runs.start(ref, { ...options, waitSeconds });
     const answered = handle.lastSeen as WithEnvelope<Run> | undefined;
     const run = answered?.status === 'completed'

@@ -41,9 +41,10 @@ export class InvocationHandle {
   /**
    * Reads the invocation until it has ended (completed, failed, cancelled or expired) and
    * returns it however it ended; InvocationTimeout, carrying this handle, when `timeoutMs`
-   * passes first. It is read at least once, so an ended invocation returns at once.
+   * passes first. One last seen ended (its execution's answer waited for it) is not read again.
    */
   async ended(o: InvocationWaitOptions = {}): Promise<HostedInvocation> {
+    if (this.lastSeen && ENDED.includes(this.lastSeen.status)) return this.lastSeen;
     const deadline = o.timeoutMs === undefined ? Infinity : Date.now() + o.timeoutMs;
     for (;;) {
       const inv = await this.get({ signal: o.signal });

@@ -131,10 +131,13 @@ export interface InvocationEnding {
 /** What a completed execution leaves for its invoker: the public outputs and their artifacts, whose bytes are stored already. */
 export interface InvocationResult { outputs: Record<string, unknown>; artifacts: Array<Omit<InvocationArtifactRow, 'created_at'>> }
 
+/** An invocation's ending, by its id: sent when the ending commits. */
+export const INVOCATION_ENDINGS_CHANNEL = 'silico_invocation_endings';
+
 /**
  * Ends an invocation exactly once: charges its compute (never more than reserved) and
- * releases the rest, records the ending (and a completed execution's result), in one
- * transaction. An ended one is unchanged.
+ * releases the rest, records the ending (and a completed execution's result), and
+ * notifies INVOCATION_ENDINGS_CHANNEL, in one transaction. An ended one is unchanged.
  */
 export async function finishInvocation(db: Db, e: InvocationEnding, result?: InvocationResult): Promise<InvocationStatus> {
   return db.transaction(async (trx) => {
@@ -150,6 +153,7 @@ export async function finishInvocation(db: Db, e: InvocationEnding, result?: Inv
       status: e.status, error: e.error ? JSON.stringify(e.error) : null, settled_micros: s.charged_micros,
       outputs: result ? JSON.stringify(result.outputs) : null, finished_at: trx.fn.now(), lease_expires_at: null,
     });
+    await trx.raw('SELECT pg_notify(?, ?)', [INVOCATION_ENDINGS_CHANNEL, e.id]);
     return e.status;
   });
 }

@@ -1,37 +1,37 @@
 import type { NotificationListener } from './notifications.ts';
 
+/** Appended run events, by run id (the insert trigger of migration 015). */
 export const RUN_EVENTS_CHANNEL = 'silico_run_events';
 
-/** One follower of one run's events: `next` resolves when something may have been appended. */
-export interface RunEventSubscription {
+/** One follower of one record's notices: `next` resolves when it may have changed. */
+export interface NoticeSubscription {
   /**
-   * Resolves true as soon as an event of the run is noticed (at once if one was noticed
-   * since the last call), or false after `idleMs`. While the listener is down it waits at
-   * most `fallbackMs`, so followers fall back to polling rather than stall.
+   * Resolves true as soon as a notice of the record comes (at once if one came since the
+   * last call), or false after `idleMs`. While the listener is down it waits at most
+   * `fallbackMs`, so followers fall back to polling rather than stall.
    */
   next(idleMs: number, fallbackMs?: number): Promise<boolean>;
   close(): void;
 }
 
-export interface RunEventWatcher {
-  subscribe(runId: string): RunEventSubscription;
+export interface NoticeWatcher {
+  subscribe(id: string): NoticeSubscription;
 }
 
 /**
- * Wakes the followers of a run when an event is appended to it (the insert trigger of
- * migration 015 notifies RUN_EVENTS_CHANNEL with the run id). Followers subscribe
- * before they read, so an event committed between their read and their wait is never
- * slept through. A dropped or restored listener wakes everyone: notices may have been
- * missed in between.
+ * Wakes the followers of a record when `channel` carries its id (a run's appended event,
+ * an invocation's ending). Followers subscribe before they read, so a change committed
+ * between their read and their wait is never slept through. A dropped or restored
+ * listener wakes everyone: notices may have been missed in between.
  */
-export function createRunEventWatcher(listener: NotificationListener): RunEventWatcher {
-  const byRun = new Map<string, Set<Sub>>();
-  class Sub implements RunEventSubscription {
+export function createNoticeWatcher(listener: NotificationListener, channel: string): NoticeWatcher {
+  const byId = new Map<string, Set<Sub>>();
+  class Sub implements NoticeSubscription {
     private pending = false;
     private wake: (() => void) | undefined;
-    private readonly runId: string;
-    constructor(runId: string) {
-      this.runId = runId;
+    private readonly id: string;
+    constructor(id: string) {
+      this.id = id;
     }
     notify(): void {
       this.pending = true;
@@ -53,23 +53,23 @@ export function createRunEventWatcher(listener: NotificationListener): RunEventW
       return noticed;
     }
     close(): void {
-      const set = byRun.get(this.runId);
+      const set = byId.get(this.id);
       set?.delete(this);
-      if (set && !set.size) byRun.delete(this.runId);
+      if (set && !set.size) byId.delete(this.id);
       this.wake?.();
     }
   }
-  listener.on(RUN_EVENTS_CHANNEL, (runId) => {
-    for (const s of byRun.get(runId) ?? []) s.notify();
+  listener.on(channel, (id) => {
+    for (const s of byId.get(id) ?? []) s.notify();
   });
   listener.onState(() => {
-    for (const set of byRun.values()) for (const s of set) s.notify();
+    for (const set of byId.values()) for (const s of set) s.notify();
   });
   return {
-    subscribe(runId) {
-      const sub = new Sub(runId);
-      let set = byRun.get(runId);
-      if (!set) byRun.set(runId, (set = new Set()));
+    subscribe(id) {
+      const sub = new Sub(id);
+      let set = byId.get(id);
+      if (!set) byId.set(id, (set = new Set()));
       set.add(sub);
       return sub;
     },

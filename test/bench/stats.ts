@@ -6,3 +6,6 @@ export const median = (xs: number[]): number => medianOf(xs);
 
 /** The 95th percentile of a list of numbers (simple-statistics' quantile: the nearest rank, or the mean of two at a whole rank). */
 export const p95 = (xs: number[]): number => quantile(xs, 0.95);
+
+/** The 99th percentile, as p95. */
+export const p99 = (xs: number[]): number => quantile(xs, 0.99);

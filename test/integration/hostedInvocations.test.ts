@@ -206,6 +206,29 @@ test('only the key client that planned it executes it; it runs to completion wit
   }
 });
 
+test('with Prefer: wait the execution answers the invocation once it has ended, as GET gives it; one that outlasts the wait as it stands then', { timeout: 120_000 }, async () => {
+  const waited = await call('POST', '/hosted-invocations', { key: lab.owner.key, headers: { Prefer: 'wait=30' }, body: await readyPlan(lab.owner.key, { inputs: { growth_rate: 0.15 }, seed: 3 }).then(({ plan_id, plan_sha256 }) => ({ plan_id, plan_sha256 })) });
+  assert.equal(waited.status, 201, waited.text);
+  assert.equal(waited.headers.get('preference-applied'), 'wait=30');
+  assert.equal(waited.body.status, 'completed', 'answered once it ended');
+  assert.equal(typeof waited.body.outputs.final_size, 'number');
+  assert.ok(waited.body.finished_at && waited.body.credits_settled > 0, 'ended and settled');
+  const read = (await call('GET', `/hosted-invocations/${waited.body.invocation_id}`, { key: lab.owner.key })).body;
+  assert.deepEqual({ ...waited.body, request_id: null }, { ...read, request_id: null }, 'the invocation, and what comes next for it, as GET gives them');
+  assert.deepEqual(waited.body.next_actions.map((a: any) => a.tool), waited.body.artifacts.map(() => 'hosted_invocation_artifact_get'));
+
+  // Three seconds of windows against a wait of one.
+  const slow = await readyPlan(lab.owner.key, { inputs: { growth_rate: 0.15, window_delay: 0.4 } });
+  const t0 = Date.now();
+  const outlasting = await call('POST', '/hosted-invocations', { key: lab.owner.key, headers: { Prefer: 'wait=1' }, body: { plan_id: slow.plan_id, plan_sha256: slow.plan_sha256 } });
+  assert.equal(outlasting.status, 201, outlasting.text);
+  assert.ok(Date.now() - t0 >= 1000, 'it waited the second asked for');
+  assert.equal(outlasting.headers.get('preference-applied'), 'wait=1');
+  assert.ok(['queued', 'running'].includes(outlasting.body.status), outlasting.body.status);
+  assert.deepEqual(outlasting.body.next_actions.map((a: any) => a.tool), ['hosted_invocation_get']);
+  assert.equal((await endedInvocation(outlasting.body.invocation_id, lab.owner.key)).status, 'completed');
+});
+
 test("sharing a lab never shows a stranger's invocation to its owner; an account that cannot cover one gets 402", { timeout: 60_000 }, async () => {
   const theirs = await execute(stranger.key, await readyPlan(stranger.key, { inputs: { growth_rate: 0.05 } }));
   assert.equal(theirs.status, 201, theirs.text);

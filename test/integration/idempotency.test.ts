@@ -11,7 +11,8 @@ import { AUTH_CHANNEL, createKeyResolver } from '../../storage/db/keyCache.ts';
 import { PROFILES_CHANNEL, createProfileResolver } from '../../storage/db/computeProfiles.ts';
 import { RELEASES_CHANNEL, createReleaseResolver } from '../../storage/db/releases.ts';
 import { createNotificationListener, type NotificationListener } from '../../storage/db/notifications.ts';
-import { RUN_EVENTS_CHANNEL, createRunEventWatcher } from '../../storage/db/runEventWatch.ts';
+import { RUN_EVENTS_CHANNEL, createNoticeWatcher } from '../../storage/db/noticeWatch.ts';
+import { INVOCATION_ENDINGS_CHANNEL } from '../../storage/db/hostedInvocations.ts';
 import { createPgPool } from '../../storage/db/knex.ts';
 import type { RouteDef } from '../../api/routeTable.ts';
 import type { ToolDef } from '../../api/tools/tool.ts';
@@ -43,8 +44,8 @@ const pool = createPgPool(process.env.DATABASE_URL!, 4);
 
 before(async () => {
   const config = { ...loadConfig(), logLevel: 'silent' };
-  listener = await createNotificationListener(config.databaseUrl, [AUTH_CHANNEL, RUN_EVENTS_CHANNEL, PROFILES_CHANNEL, RELEASES_CHANNEL]);
-  const deps = { config, db: testDb(), pool, objects: testObjects(), directDownloads: null, payments: null, temporal, keys: createKeyResolver(testDb(), listener), profiles: createProfileResolver(testDb(), listener), releases: createReleaseResolver(testDb(), listener), runEvents: createRunEventWatcher(listener), runtimeLock: readRuntimeLock(), runtimeJudge: new RuntimeJudge(process.env.SILICO_PYTHON!) };
+  listener = await createNotificationListener(config.databaseUrl, [AUTH_CHANNEL, RUN_EVENTS_CHANNEL, INVOCATION_ENDINGS_CHANNEL, PROFILES_CHANNEL, RELEASES_CHANNEL]);
+  const deps = { config, db: testDb(), pool, objects: testObjects(), directDownloads: null, payments: null, temporal, keys: createKeyResolver(testDb(), listener), profiles: createProfileResolver(testDb(), listener), releases: createReleaseResolver(testDb(), listener), runEvents: createNoticeWatcher(listener, RUN_EVENTS_CHANNEL), invocationEndings: createNoticeWatcher(listener, INVOCATION_ENDINGS_CHANNEL), runtimeLock: readRuntimeLock(), runtimeJudge: new RuntimeJudge(process.env.SILICO_PYTHON!) };
   const app = createApp(deps, { table: { routes: [...ROUTES, route], tools: new Map([...TOOLS, [probe.name, probe]]) } });
   server = createServer(app.koa.callback());
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

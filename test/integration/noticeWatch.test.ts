@@ -3,18 +3,18 @@ import assert from 'node:assert/strict';
 import { closeTestDb, newAccount, newRunRow, testDb } from '../helpers.ts';
 import { appendEvent, insertAcceptedRun } from '../../storage/db/runs.ts';
 import { createNotificationListener, type NotificationListener } from '../../storage/db/notifications.ts';
-import { RUN_EVENTS_CHANNEL, createRunEventWatcher, type RunEventWatcher } from '../../storage/db/runEventWatch.ts';
+import { RUN_EVENTS_CHANNEL, createNoticeWatcher, type NoticeWatcher } from '../../storage/db/noticeWatch.ts';
 
 // Far longer than a notice takes, far shorter than the wait: `next` answering true
 // before it means a notice woke it, not the clock.
 const LONG = 20_000;
 
 let listener: NotificationListener;
-let watcher: RunEventWatcher;
+let watcher: NoticeWatcher;
 let runId = '';
 before(async () => {
   listener = await createNotificationListener(process.env.DATABASE_URL!, [RUN_EVENTS_CHANNEL], { reconnectMs: 100 });
-  watcher = createRunEventWatcher(listener);
+  watcher = createNoticeWatcher(listener, RUN_EVENTS_CHANNEL);
   // A run accepted and never started (no workflow): it takes events until it ends.
   const owner = await newAccount({ usd: 1 });
   runId = (await insertAcceptedRun(testDb(), newRunRow(owner.account.id))).id;

@@ -5517,7 +5517,10 @@ export interface operations {
     hosted_invocation_execute: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description `wait=N` (RFC 7240): answer once the work this starts has ended, or after N seconds (at most 60), whichever is first; the answer then carries `Preference-Applied: wait=N`. Other preferences are ignored. */
+                Prefer?: string;
+            };
             path?: never;
             cookie?: never;
         };

@@ -5,6 +5,7 @@ import { InvocationFailed } from '../errors.ts';
 import { InvocationHandle, type InvocationWaitOptions } from '../invocationHandle.ts';
 import type { QueryParams, RequestBody, ResponseBody } from '../types.ts';
 import { Resource } from './resource.ts';
+import { CREATION_WAIT_SECONDS, preferWaitHeaders, waitSecondsWithin } from '../core/preferWait.ts';
 
 export class HostedInvocations extends Resource {
   /** GET /hosted-releases/{reference}?sha256=: hosting inputs and bounds of an exact release. */
@@ -17,7 +18,7 @@ export class HostedInvocations extends Resource {
     return this.postJson('/hosted-invocation-plans', body, opts);
   }
 
-  /** POST /hosted-invocations: enqueue an approved invocation once. */
+  /** POST /hosted-invocations: enqueue an approved invocation once (`opts.headers` may carry `Prefer: wait=N`). */
   execute(plan: RequestBody<'hosted_invocation_execute'>, opts?: RequestOptions): Promise<ResponseBody<'hosted_invocation_execute'>> {
     return this.postJson('/hosted-invocations', plan, opts);
   }
@@ -49,21 +50,25 @@ export class HostedInvocations extends Resource {
   /**
    * Plans the invocation of an exact hosted release with these inputs (the plan binds
    * them, this key's client and the price) and executes exactly that plan; returns its
-   * handle without waiting. InvocationFailed when the plan is not ready.
+   * handle. With `waitSeconds`, the execution's answer waits up to that long for the
+   * invocation to end (`Prefer: wait`, at most 60; keep it under the client's
+   * per-request timeout), and the handle holds it as last seen. InvocationFailed when
+   * the plan is not ready.
    */
-  async start(reference: string, sha256: string, inputs: Record<string, unknown>, o: { seed?: number; signal?: AbortSignal } = {}): Promise<InvocationHandle> {
+  async start(reference: string, sha256: string, inputs: Record<string, unknown>, o: { seed?: number; waitSeconds?: number; signal?: AbortSignal } = {}): Promise<InvocationHandle> {
     const plan = await this.prepare({ reference, sha256, inputs, ...(o.seed === undefined ? {} : { seed: o.seed }) } as RequestBody<'hosted_invocation_prepare'>, { signal: o.signal });
     if (plan.status !== 'ready') throw new InvocationFailed(null, `the invocation plan is ${plan.status}: ${JSON.stringify(plan.findings)}`);
-    const started = await this.execute({ plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, { signal: o.signal }) as unknown as HostedInvocation;
+    const started = await this.execute({ plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 }, { signal: o.signal, ...preferWaitHeaders(o.waitSeconds) }) as unknown as HostedInvocation;
     return new InvocationHandle(this, started.invocation_id, started);
   }
 
   /**
-   * One call: start (plan and execute) and wait. The completed invocation, or
-   * InvocationFailed when it does not complete.
+   * One call: start (plan and execute, its answer waiting for the ending) and wait. The
+   * completed invocation, or InvocationFailed when it does not complete.
    */
   async invoke(reference: string, sha256: string, inputs: Record<string, unknown>, o: { seed?: number } & InvocationWaitOptions = {}): Promise<HostedInvocation> {
-    return (await this.start(reference, sha256, inputs, o)).wait(o);
+    const waitSeconds = waitSecondsWithin(CREATION_WAIT_SECONDS, o.timeoutMs, this.http.config.timeoutMs);
+    return (await this.start(reference, sha256, inputs, { ...o, waitSeconds })).wait(o);
   }
 
   /** GET /hosted-invocations/{invocation_id}/artifacts/{port}/metadata. */

@@ -7,6 +7,7 @@ import type { RequestOptions } from '../core/http.ts';
 import type { PageRequest } from '../core/pagination.ts';
 import { backoffDelayMs } from '../core/retry.ts';
 import { openEventStream } from '../core/sse.ts';
+import { preferWaitHeaders } from '../core/preferWait.ts';
 import { SilicoError } from '../errors.ts';
 import { path } from '../core/url.ts';
 import type { VerifiedFile } from '../core/download.ts';
@@ -71,7 +72,7 @@ export class Runs extends Resource {
       ...(options.maxRuntimeSeconds !== undefined ? { max_runtime_seconds: options.maxRuntimeSeconds } : {}),
       ...(options.seed !== undefined ? { seed: options.seed } : {}),
       ...(options.reuse !== undefined ? { reuse: options.reuse } : {}),
-    }, { idempotencyKey: options.idempotencyKey, signal: options.signal, ...(options.waitSeconds ? { headers: { Prefer: `wait=${Math.ceil(options.waitSeconds)}` } } : {}) });
+    }, { idempotencyKey: options.idempotencyKey, signal: options.signal, ...preferWaitHeaders(options.waitSeconds) });
     return new RunHandle(this, run.id, run);
   }
 
