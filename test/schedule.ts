@@ -1,3 +1,4 @@
+import { cpus } from 'node:os';
 import path from 'node:path';
 import { run } from 'node:test';
 import { spec } from 'node:test/reporters';
@@ -77,6 +78,17 @@ export interface Schedule { passed: number; failed: number; skipped: number; fil
 
 const rel = (f: string) => path.relative(REPO_ROOT, f);
 
+/** The machine's CPU time so far, busy and in all, over every core (ms). */
+function cpuTimes(): { busy: number; total: number } {
+  let busy = 0;
+  let total = 0;
+  for (const { times: t } of cpus()) {
+    busy += t.user + t.nice + t.sys + t.irq;
+    total += t.user + t.nice + t.sys + t.irq + t.idle;
+  }
+  return { busy, total };
+}
+
 /** The first lines of a failure's error (node:test wraps a test's own error as its cause). */
 function failureHead(error: unknown): string {
   const e = error as { cause?: unknown; message?: string } | undefined;
@@ -140,6 +152,7 @@ export async function runFiles(files: string[], opts: { env: NodeJS.ProcessEnv; 
   const queue = [...files].sort((a, b) => rank(a) - rank(b));
   const results: FileResult[] = [];
   const started = Date.now();
+  const cpuAtStart = cpuTimes();
   const running = new Set<Promise<void>>();
   const fixtureOf = (f: string) => Object.entries(ONE_AT_A_TIME).find(([, files]) => files.includes(rel(f)))?.[0];
   const held = new Set<string>();
@@ -184,7 +197,10 @@ export async function runFiles(files: string[], opts: { env: NodeJS.ProcessEnv; 
   }
   write(`\nby group (files' own times, summed):\n${[...groups.values()].map((g) => `  ${g.file.padEnd(18)} ${String(g.files).padStart(3)} files ${(g.ms / 1000).toFixed(0).padStart(5)} s  ${g.passed} passed, ${g.failed} failed${g.skipped ? `, ${g.skipped} skipped` : ''}`).join('\n')}\n`);
   const slowest = [...results].sort((a, b) => b.ms - a.ms).slice(0, 12);
-  write(`\nslowest files (of ${results.length}, ${concurrency} at a time, ${(schedule.ms / 1000).toFixed(0)} s in all):\n${slowest.map((r) => `  ${(r.ms / 1000).toFixed(1).padStart(6)} s  ${r.file}`).join('\n')}\n`);
+  // Whether more files at once could shorten the run: the cores' share that was busy.
+  const cpu = cpuTimes();
+  const busy = (cpu.busy - cpuAtStart.busy) / Math.max(1, cpu.total - cpuAtStart.total);
+  write(`\nslowest files (of ${results.length}, ${concurrency} at a time, ${(schedule.ms / 1000).toFixed(0)} s in all, the machine's ${cpus().length} cores ${(busy * 100).toFixed(0)}% busy):\n${slowest.map((r) => `  ${(r.ms / 1000).toFixed(1).padStart(6)} s  ${r.file}`).join('\n')}\n`);
   // A long run's log is often read from its tail alone: each failure is said again here.
   for (const r of results.filter((x) => x.failed)) write(`failed: ${r.file} (${r.failed})\n${r.failures.map((f) => `  ✖ ${f}\n`).join('')}`);
   if (skipped.length) write(`not run (${(stop.reason as Error).message}): ${skipped.join(', ')}\n`);
