@@ -158,14 +158,17 @@ export function createInvocationActivities(deps: Deps) {
       // kept), each as its port's data: no plots or records beside them.
       const { files, values } = await sink.finish(null);
       const artifacts: InvocationResult['artifacts'] = [];
+      // An artifact is named by its digest, known before its bytes are stored: they are
+      // stored while the settlement is made, which commits once they are.
+      const puts: Array<Promise<void>> = [];
       const outputs = await storeOutputs(dir, files.filter((f) => f.public), values, declared.filter((d) => d.public), null, { evidence: false }, async (f) => {
-        await putArtifactBytes(deps.objects, f);
+        puts.push(putArtifactBytes(deps.objects, f));
         artifacts.push({ invocation_id: invocationId, port: f.role, file_name: f.file_name, content_type: f.content_type, format: f.format, size_bytes: f.size_bytes, sha256: f.sha256 });
         return f.sha256;
       });
       // Settled here, with its result, as soon as it is known: the workflow's own ending
       // settles every other way an invocation ends (and finds this one ended already).
-      await finishInvocation(deps.db, { id: invocationId, status: 'completed', computeSeconds }, { outputs, artifacts });
+      await finishInvocation(deps.db, { id: invocationId, status: 'completed', computeSeconds }, { outputs, artifacts }, Promise.all(puts));
       return { status: 'completed', computeSeconds };
     } finally {
       clearInterval(beat);

@@ -138,8 +138,13 @@ export const INVOCATION_ENDINGS_CHANNEL = 'silico_invocation_endings';
  * Ends an invocation exactly once: charges its compute (never more than reserved) and
  * releases the rest, records the ending (and a completed execution's result), and
  * notifies INVOCATION_ENDINGS_CHANNEL, in one transaction. An ended one is unchanged.
+ * `stored` is the storing of the result's artifact bytes, under way: the ending's
+ * statements are made meanwhile, and it commits only once they are stored (not at all
+ * should that fail), so no record names bytes the store does not hold.
  */
-export async function finishInvocation(db: Db, e: InvocationEnding, result?: InvocationResult): Promise<InvocationStatus> {
+export async function finishInvocation(db: Db, e: InvocationEnding, result?: InvocationResult, stored?: Promise<unknown>): Promise<InvocationStatus> {
+  // Awaited inside the transaction; a failure before that is not unhandled meanwhile.
+  stored?.catch(() => undefined);
   return db.transaction(async (trx) => {
     const row: InvocationRow | undefined = await trx('hosted_invocations').where({ id: e.id }).forUpdate().first();
     if (!row) throw new Error(`no invocation ${e.id}`);
@@ -154,6 +159,7 @@ export async function finishInvocation(db: Db, e: InvocationEnding, result?: Inv
       outputs: result ? JSON.stringify(result.outputs) : null, finished_at: trx.fn.now(), lease_expires_at: null,
     });
     await trx.raw('SELECT pg_notify(?, ?)', [INVOCATION_ENDINGS_CHANNEL, e.id]);
+    await stored;
     return e.status;
   });
 }
