@@ -135,7 +135,8 @@ async function runFile(file: string, namePattern: string | undefined, stop: Abor
 }
 
 /**
- * Runs the files, at most `concurrency` at once (SILICO_TEST_CONCURRENCY, default 3),
+ * Runs the files, at most `concurrency` at once (SILICO_TEST_CONCURRENCY, default 4:
+ * test/bench/RESULTS.md says why),
  * each of ALONE with no other file running, and prints the slowest files and the counts.
  */
 export async function runFiles(files: string[], opts: { env: NodeJS.ProcessEnv; namePattern?: string; concurrency?: number; stop?: AbortSignal; fileLimitMs?: number; /** Where the report goes (stdout). */ write?: (text: string) => void }): Promise<Schedule> {
@@ -143,7 +144,7 @@ export async function runFiles(files: string[], opts: { env: NodeJS.ProcessEnv; 
   const write = opts.write ?? ((text: string) => void process.stdout.write(text));
   // The test processes inherit this process's environment: the stack's addresses and key.
   Object.assign(process.env, opts.env);
-  const concurrency = opts.concurrency ?? Number(process.env.SILICO_TEST_CONCURRENCY ?? 3);
+  const concurrency = opts.concurrency ?? Number(process.env.SILICO_TEST_CONCURRENCY ?? 4);
   const rank = (f: string) => {
     if (rel(f) in ALONE) return -1;
     const i = LONGEST_FIRST.indexOf(rel(f));
