@@ -562,7 +562,7 @@ test('a sensitivity study over time: who dominates when in words first, then S1(
 // what its analysis holds, whatever the two starts found.
 test('a PEtab calibration\'s page: the best NLL and the waterfall of its starts, each observable\'s fit with its noise band, k_phos\'s profile with its flag, and every parameter\'s intervals in a table', { skip: petabSkip, timeout: 900_000 }, async () => {
   const imported = await importProblem(owner.key, 'Boehm_JProteomeRes2014');
-  const profile = { parameters: ['k_phos'], options: { default_step_size_absolute: 0.1, min_step_size_absolute: 0.05, max_step_size_absolute: 0.5 } };
+  const profile = { parameters: ['k_phos'], options: { default_step_size_absolute: 0.5, min_step_size_absolute: 0.25, max_step_size_absolute: 1 } };
   const plan = await call('POST', '/experiment-plans', { key: owner.key, body: { name: 'Boehm on the console', petab_calibration: { import_id: imported.import_id, starts: 2, seed: 2, profile } } });
   assert.equal(plan.body.status, 'ready', plan.text);
   const opened = await call('POST', '/experiments', { key: owner.key, body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
