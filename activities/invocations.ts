@@ -115,6 +115,8 @@ export function createInvocationActivities(deps: Deps) {
     }, 1000);
     const lease = await served.pool.acquire(stop.signal).catch((err: unknown) => err instanceof Error ? err : new Error(String(err)));
     let opened: OutputSink | undefined;
+    /** The artifacts' bytes on their way to the object store. */
+    const puts: Array<Promise<void>> = [];
     try {
       if (lease instanceof Error) {
         if (stop.signal.aborted) return { status: 'cancelled', computeSeconds: 0 };
@@ -159,10 +161,11 @@ export function createInvocationActivities(deps: Deps) {
       const { files, values } = await sink.finish(null);
       const artifacts: InvocationResult['artifacts'] = [];
       // An artifact is named by its digest, known before its bytes are stored: they are
-      // stored while the settlement is made, which commits once they are.
-      const puts: Array<Promise<void>> = [];
+      // stored while the ending is recorded, which commits once they are.
       const outputs = await storeOutputs(dir, files.filter((f) => f.public), values, declared.filter((d) => d.public), null, { evidence: false }, async (f) => {
-        puts.push(putArtifactBytes(deps.objects, f));
+        const put = putArtifactBytes(deps.objects, f);
+        put.catch(() => undefined); // awaited by the ending; a failure meanwhile is not unhandled
+        puts.push(put);
         artifacts.push({ invocation_id: invocationId, port: f.role, file_name: f.file_name, content_type: f.content_type, format: f.format, size_bytes: f.size_bytes, sha256: f.sha256 });
         return f.sha256;
       });
@@ -174,6 +177,8 @@ export function createInvocationActivities(deps: Deps) {
       clearInterval(beat);
       unwatch?.();
       opened?.discard();
+      // An ending that did not wait for its bytes (ended elsewhere, or failed) leaves none reading the folder.
+      await Promise.allSettled(puts);
       await rm(dir, { recursive: true, force: true });
     }
   }

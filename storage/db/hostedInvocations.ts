@@ -138,9 +138,10 @@ export const INVOCATION_ENDINGS_CHANNEL = 'silico_invocation_endings';
  * Ends an invocation exactly once: charges its compute (never more than reserved) and
  * releases the rest, records the ending (and a completed execution's result), and
  * notifies INVOCATION_ENDINGS_CHANNEL, in one transaction. An ended one is unchanged.
- * `stored` is the storing of the result's artifact bytes, under way: the ending's
- * statements are made meanwhile, and it commits only once they are stored (not at all
- * should that fail), so no record names bytes the store does not hold.
+ * `stored` is the storing of the result's artifact bytes, under way: the invocation is
+ * locked and its artifacts recorded meanwhile, and the settlement (which locks the
+ * account's balance, so it waits for nothing) is made and committed only once they are
+ * stored (not at all should that fail), so no record names bytes the store does not hold.
  */
 export async function finishInvocation(db: Db, e: InvocationEnding, result?: InvocationResult, stored?: Promise<unknown>): Promise<InvocationStatus> {
   // Awaited inside the transaction; a failure before that is not unhandled meanwhile.
@@ -151,6 +152,7 @@ export async function finishInvocation(db: Db, e: InvocationEnding, result?: Inv
     if (INVOCATION_ENDED.includes(row.status)) return row.status;
     if (result?.artifacts.length) await trx('hosted_invocation_artifacts').insert(result.artifacts).onConflict(['invocation_id', 'file_name']).ignore();
     const profile = await trx('compute_profiles').where({ id: row.compute_profile }).first('price_per_second_micros');
+    await stored;
     const seconds = e.computeSeconds ?? (row.started_at ? (Date.now() - new Date(row.started_at).getTime()) / 1000 : 0);
     const charge = Math.min(Math.ceil(Math.max(0, seconds) * Number(profile.price_per_second_micros)), Number(row.reserved_micros));
     const { rows: [s] } = await trx.raw('SELECT charged_micros FROM silico_settle_compute(?, ?, ?)', [row.account_id, ledgerRef(row.id), charge]);
@@ -159,7 +161,6 @@ export async function finishInvocation(db: Db, e: InvocationEnding, result?: Inv
       outputs: result ? JSON.stringify(result.outputs) : null, finished_at: trx.fn.now(), lease_expires_at: null,
     });
     await trx.raw('SELECT pg_notify(?, ?)', [INVOCATION_ENDINGS_CHANNEL, e.id]);
-    await stored;
     return e.status;
   });
 }

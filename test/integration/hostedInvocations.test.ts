@@ -207,8 +207,12 @@ test('only the key client that planned it executes it; it runs to completion wit
 });
 
 test('with Prefer: wait the execution answers the invocation once it has ended, as GET gives it; one that outlasts the wait as it stands then', { timeout: 120_000 }, async () => {
-  const waited = await call('POST', '/hosted-invocations', { key: lab.owner.key, headers: { Prefer: 'wait=30' }, body: await readyPlan(lab.owner.key, { inputs: { growth_rate: 0.15 }, seed: 3 }).then(({ plan_id, plan_sha256 }) => ({ plan_id, plan_sha256 })) });
+  const { plan_id, plan_sha256 } = await readyPlan(lab.owner.key, { inputs: { growth_rate: 0.15 }, seed: 3 });
+  const asked = Date.now();
+  const waited = await call('POST', '/hosted-invocations', { key: lab.owner.key, headers: { Prefer: 'wait=30' }, body: { plan_id, plan_sha256 } });
   assert.equal(waited.status, 201, waited.text);
+  // Woken by the notice of its ending, not by the end of the wait (a read at 30 s would find it ended too).
+  assert.ok(Date.now() - asked < 10_000, `answered after ${Date.now() - asked} ms`);
   assert.equal(waited.headers.get('preference-applied'), 'wait=30');
   assert.equal(waited.body.status, 'completed', 'answered once it ended');
   assert.equal(typeof waited.body.outputs.final_size, 'number');

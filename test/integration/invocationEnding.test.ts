@@ -37,16 +37,22 @@ const result = (id: string): InvocationResult => ({
   artifacts: [{ invocation_id: id, port: 'size', file_name: 'size.csv', content_type: 'text/csv', format: 'csv', size_bytes: 10, sha256: 'b'.repeat(64) }],
 });
 
-test('the ending waits for its bytes: until they are stored nothing of it is seen, then all of it at once', async () => {
+test('the ending waits for its bytes: until they are stored nothing of it is seen and the account is not held, then all of it at once', async () => {
   const id = await accepted();
   let stored!: () => void;
   const storing = new Promise<void>((resolve) => { stored = resolve; });
   const ending = finishInvocation(testDb(), { id, status: 'completed', computeSeconds: 0.01 }, result(id), storing);
-  // Its statements are made; uncommitted, another connection sees it as accepted.
-  await new Promise((r) => setTimeout(r, 200));
-  assert.equal((await getInvocation(testDb(), id))!.status, 'queued');
-  assert.deepEqual(await invocationArtifacts(testDb(), id), []);
-  stored();
+  try {
+    // Its first statements are made; uncommitted, another connection sees it as accepted.
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal((await getInvocation(testDb(), id))!.status, 'queued');
+    assert.deepEqual(await invocationArtifacts(testDb(), id), []);
+    // The account's balance is settled only after the bytes: another acceptance of the account meanwhile is not kept waiting.
+    const other = await Promise.race([accepted(), new Promise<never>((_, reject) => setTimeout(() => reject(new Error('an acceptance waited on the bytes')), 5000))]);
+    assert.equal((await getInvocation(testDb(), other))!.status, 'queued');
+  } finally {
+    stored();
+  }
   assert.equal(await ending, 'completed');
   const done = (await getInvocation(testDb(), id))!;
   assert.equal(done.status, 'completed');

@@ -64,11 +64,14 @@ export class HostedInvocations extends Resource {
 
   /**
    * One call: start (plan and execute, its answer waiting for the ending) and wait. The
-   * completed invocation, or InvocationFailed when it does not complete.
+   * completed invocation, or InvocationFailed when it does not complete; InvocationTimeout
+   * once `timeoutMs` has passed since the call.
    */
   async invoke(reference: string, sha256: string, inputs: Record<string, unknown>, o: { seed?: number } & InvocationWaitOptions = {}): Promise<HostedInvocation> {
+    const called = Date.now();
     const waitSeconds = waitSecondsWithin(CREATION_WAIT_SECONDS, o.timeoutMs, this.http.config.timeoutMs);
-    return (await this.start(reference, sha256, inputs, { ...o, waitSeconds })).wait(o);
+    const handle = await this.start(reference, sha256, inputs, { ...o, waitSeconds });
+    return handle.wait({ ...o, ...(o.timeoutMs === undefined ? {} : { timeoutMs: Math.max(0, o.timeoutMs - (Date.now() - called)) }) });
   }
 
   /** GET /hosted-invocations/{invocation_id}/artifacts/{port}/metadata. */
