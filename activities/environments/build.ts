@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { outcomeError, runLabProcess } from '../execution/labProcess.ts';
 import type { Sandbox, SandboxLimits } from '../execution/sandbox.ts';
-import { indexHosts, startIndexProxy } from './indexProxy.ts';
+import { indexHosts, plainIndexOrigin, startIndexProxy } from './indexProxy.ts';
 import { uvEnv, type EnvironmentSettings } from '../../kernel/environments.ts';
 import { layoutDigest, type SharedEnvironments } from './shared.ts';
 import { processTag } from '../workerScratch.ts';
@@ -85,7 +85,7 @@ export function ensureEnvironment(
     await rm(tmp, { recursive: true, force: true });
     onBuild?.();
     const input = path.join(work, 'input');
-    const proxy = await startIndexProxy(path.join(work, 'index.sock'), indexHosts(s.indexUrl, s.indexHosts));
+    const proxy = await startIndexProxy(path.join(work, 'index.sock'), indexHosts(s.indexUrl, s.indexHosts), plainIndexOrigin(s.indexUrl));
     try {
       await mkdir(tmp, { mode: 0o755 });
       await mkdir(input, { mode: 0o755 });

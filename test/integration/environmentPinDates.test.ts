@@ -1,15 +1,19 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, closeTestDb, newAccount, spawnApi, testDb } from '../helpers.ts';
+import { call, closeTestDb, newAccount, spawnApi, spawnWorker, testDb, useTestProfiles, waitForRun } from '../helpers.ts';
 import { byCode, workspaceWith } from '../labWorkspaces.ts';
 import { startLocalIndex, type LocalIndex } from '../localPackageIndex.ts';
 
 // A lab that pins exactly ran for its author as the index stood then. Here, as tellurium
 // 2.2.11.2 imports six undeclared and python-dateutil 4.0.0 stopped bringing it: a pinned
 // package imports a module only an older release of its dependency brought. A local index
-// serves that history (the ecosystem's own projects passed through from PyPI), and an api
-// of this file's own resolves against it. An environment build reaches only HTTPS index
-// hosts, so the runs of such a lab are labEnvironments.test's, against PyPI itself.
+// serves that history (the ecosystem's own projects passed through from PyPI, their files
+// from PyPI's hosts), and an api and a worker of this file's own resolve against it and
+// build from it (the build's proxy forwards reads to an index served over plain HTTP).
+
+/** Served only by this file's worker, which builds from the local index. */
+const PROFILE = { id: 'test-pin-dates', title: 'Test profile of environments from a local index' };
+useTestProfiles(PROFILE);
 
 const LEGACY = { name: 'silico-fixture-legacy', version: '1.0', dependencies: ['silico-fixture-middle'], module: 'silico_fixture_legacy', source: 'import silico_fixture_helper\n', uploaded: '2026-02-01T10:00:00Z' };
 const FRESH = { name: 'silico-fixture-fresh', version: '1.0', module: 'silico_fixture_fresh', source: '', uploaded: new Date(Date.now() - 3 * 86_400_000).toISOString() };
@@ -17,6 +21,7 @@ const FRESH = { name: 'silico-fixture-fresh', version: '1.0', module: 'silico_fi
 const ANCIENT = { name: 'silico-fixture-ancient', version: '1.0', module: 'silico_fixture_ancient', source: '', uploaded: '2024-01-02T10:00:00Z' };
 let index: LocalIndex;
 let api: Awaited<ReturnType<typeof spawnApi>>;
+let worker: Awaited<ReturnType<typeof spawnWorker>>;
 before(async () => {
   index = await startLocalIndex([
     { name: 'silico-fixture-helper', version: '1.0', module: 'silico_fixture_helper', source: 'VALUE = 1\n', uploaded: '2024-06-01T10:00:00Z' },
@@ -28,8 +33,10 @@ before(async () => {
     ANCIENT,
   ]);
   api = await spawnApi({ SILICO_PACKAGE_INDEX_URL: index.url });
+  worker = await spawnWorker({ SILICO_PACKAGE_INDEX_URL: index.url, SILICO_PACKAGE_INDEX_HOSTS: 'files.pythonhosted.org', SILICO_COMPUTE_PROFILES: PROFILE.id });
 });
 after(async () => {
+  await worker?.stop();
   await api?.stop();
   await index?.close();
   await closeTestDb();
@@ -91,3 +98,26 @@ test('a lab whose pins date it before what the service adds existed resolves as 
   assert.match(own, /resolved as the package index stood when first planned, not dated by its exact pins, since as of 2024-02-01 \(30 days after its newest exact pin, silico-fixture-ancient==1\.0, was uploaded \(2024-01-02\)\) its requirements cannot be resolved: [^;]*biosimulant[^;]*; environment_as_of names a day/);
   assert.match(await lockOf(environment.lock_sha256), /^silico-fixture-ancient==1\.0 /m);
 });
+
+test('the lab pinned long ago runs to the end on an environment built from the index as it stood; as the index stands today, it fails naming the module its pin imports', { timeout: 600_000 }, async () => {
+  const { key } = await newAccount({ usd: 5 });
+  // The probe imports the pinned package as it runs (as tellurium's import of six came), which imports what only its dependency's older major brought.
+  const { ws, revisionId } = await workspaceWith(key, 'Pinned long ago, run', 'pinned-runtime', (p, t) => {
+    if (p === 'models/core/model.yaml') return t.replace('["biosimulant==0.0.34"]', `["${LEGACY.name}==${LEGACY.version}"]`);
+    return p === 'models/core/src/probe.py' ? t.replace('context: ExecutionContext):\n', 'context: ExecutionContext):\n        import silico_fixture_legacy  # noqa: F401\n\n') : t;
+  });
+  const run = async (body: Record<string, unknown> = {}) => {
+    const plan = await call('POST', '/run-plans', { key, base: api.base, body: { workspace_id: ws.workspace_id, revision_id: revisionId, inputs: {}, max_runtime_seconds: 120, compute_profile_id: PROFILE.id, ...body } });
+    assert.equal(plan.body.status, 'ready', JSON.stringify(plan.body.findings));
+    const started = await call('POST', '/runs', { key, base: api.base, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
+    assert.equal(started.status, 200, started.text);
+    return waitForRun(key, started.body.id, 500_000);
+  };
+  const dated = await run();
+  assert.equal(dated.status, 'completed', JSON.stringify(dated.error));
+  const today = await run({ environment_as_of: new Date().toISOString().slice(0, 10) });
+  assert.equal(today.status, 'failed');
+  assert.equal(today.error.code, 'lab_error');
+  assert.match(today.error.message, /^No module named 'silico_fixture_helper': silico-fixture-legacy 1\.0 \(silico_fixture_legacy\) imports it and this lab's environment does not hold it\. The package index has the distribution silico-fixture-helper \(newest 1\.0\): add "silico-fixture-helper==1\.0"/);
+});
+
