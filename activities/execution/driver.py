@@ -292,6 +292,14 @@ def run_request(archive, workdir, request, checked=False):
     try:
         prepared, manifest = prepare(archive if checked else check_package(archive, workdir, request), workdir, inputs)
     except PackageError as exc:  # the runtime refused the lab's package: the author's to fix
+        missing = missing_module(exc)
+        if missing:
+            # A module its code imports as it loads, missing from its environment: taught as
+            # a run's own import of it would be (the worker names the distribution).
+            cause = next(e for e in _causes(exc) if isinstance(e, ModuleNotFoundError) and e.name)
+            message = f"{missing_module_message(missing)}\n{lab_traceback(cause)}"
+            emit({"type": "error", "code": "package_invalid", "message": message[:4000], "missing_module": missing})
+            sys.exit(2)
         fail("package_invalid", f"{exc}")
     world = prepared.world
 

@@ -99,25 +99,42 @@ test('a lab whose pins date it before what the service adds existed resolves as 
   assert.match(await lockOf(environment.lock_sha256), /^silico-fixture-ancient==1\.0 /m);
 });
 
-test('the lab pinned long ago runs to the end on an environment built from the index as it stood; as the index stands today, it fails naming the module its pin imports', { timeout: 600_000 }, async () => {
-  const { key } = await newAccount({ usd: 5 });
-  // The probe imports the pinned package as it runs (as tellurium's import of six came), which imports what only its dependency's older major brought.
-  const { ws, revisionId } = await workspaceWith(key, 'Pinned long ago, run', 'pinned-runtime', (p, t) => {
+/** A lab pinning the legacy package, whose probe imports it: as it runs (as tellurium's import of six came), or as its module loads. */
+async function legacyLab(key: string, title: string, when: 'running' | 'loading') {
+  return workspaceWith(key, title, 'pinned-runtime', (p, t) => {
     if (p === 'models/core/model.yaml') return t.replace('["biosimulant==0.0.34"]', `["${LEGACY.name}==${LEGACY.version}"]`);
-    return p === 'models/core/src/probe.py' ? t.replace('context: ExecutionContext):\n', 'context: ExecutionContext):\n        import silico_fixture_legacy  # noqa: F401\n\n') : t;
+    if (p !== 'models/core/src/probe.py') return t;
+    return when === 'running'
+      ? t.replace('context: ExecutionContext):\n', 'context: ExecutionContext):\n        import silico_fixture_legacy  # noqa: F401\n\n')
+      : t.replace('import socket\n', 'import socket\n\nimport silico_fixture_legacy  # noqa: F401\n');
   });
-  const run = async (body: Record<string, unknown> = {}) => {
+}
+
+/** What the missing module's finding says first, as the worker's index (the local one) answers. */
+const TEACHING = /^No module named 'silico_fixture_helper': silico-fixture-legacy 1\.0 \(silico_fixture_legacy\) imports it and this lab's environment does not hold it\. The package index has the distribution silico-fixture-helper \(newest 1\.0\): add "silico-fixture-helper==1\.0"/;
+
+test('the lab pinned long ago runs to the end on an environment built from the index as it stood; as the index stands today, it fails naming the module its pin imports, whether imported as it runs or as it loads', { timeout: 600_000 }, async () => {
+  const { key } = await newAccount({ usd: 5 });
+  const running = async (lab: { ws: { workspace_id: string }; revisionId: string }, body: Record<string, unknown> = {}) => {
+    const { ws, revisionId } = lab;
     const plan = await call('POST', '/run-plans', { key, base: api.base, body: { workspace_id: ws.workspace_id, revision_id: revisionId, inputs: {}, max_runtime_seconds: 120, compute_profile_id: PROFILE.id, ...body } });
     assert.equal(plan.body.status, 'ready', JSON.stringify(plan.body.findings));
     const started = await call('POST', '/runs', { key, base: api.base, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { plan_id: plan.body.plan_id, plan_sha256: plan.body.plan_sha256 } });
     assert.equal(started.status, 200, started.text);
     return waitForRun(key, started.body.id, 500_000);
   };
-  const dated = await run();
+  const asRuns = await legacyLab(key, 'Pinned long ago, run', 'running');
+  const dated = await running(asRuns);
   assert.equal(dated.status, 'completed', JSON.stringify(dated.error));
-  const today = await run({ environment_as_of: new Date().toISOString().slice(0, 10) });
-  assert.equal(today.status, 'failed');
-  assert.equal(today.error.code, 'lab_error');
-  assert.match(today.error.message, /^No module named 'silico_fixture_helper': silico-fixture-legacy 1\.0 \(silico_fixture_legacy\) imports it and this lab's environment does not hold it\. The package index has the distribution silico-fixture-helper \(newest 1\.0\): add "silico-fixture-helper==1\.0"/);
+  const today = { environment_as_of: new Date().toISOString().slice(0, 10) };
+  const failed = await running(asRuns, today);
+  assert.equal(failed.status, 'failed');
+  assert.equal(failed.error.code, 'lab_error');
+  assert.match(failed.error.message, TEACHING);
+  // Imported as the lab's module loads, the runtime refuses the package: the same teaching.
+  const refused = await running(await legacyLab(key, 'Pinned long ago, loaded', 'loading'), today);
+  assert.deepEqual([refused.status, refused.error.code], ['failed', 'package_invalid']);
+  assert.match(refused.error.message, TEACHING);
+  assert.match(refused.error.message, /\nTraceback \(most recent call last\):\n[\s\S]*ModuleNotFoundError: No module named 'silico_fixture_helper'/);
 });
 
