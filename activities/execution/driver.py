@@ -292,11 +292,11 @@ def run_request(archive, workdir, request, checked=False):
     try:
         prepared, manifest = prepare(archive if checked else check_package(archive, workdir, request), workdir, inputs)
     except PackageError as exc:  # the runtime refused the lab's package: the author's to fix
-        missing = missing_module(exc)
-        if missing:
+        cause = missing_module_error(exc)
+        if cause:
             # A module its code imports as it loads, missing from its environment: taught as
             # a run's own import of it would be (the worker names the distribution).
-            cause = next(e for e in _causes(exc) if isinstance(e, ModuleNotFoundError) and e.name)
+            missing = missing_module(cause)
             message = f"{missing_module_message(missing)}\n{lab_traceback(cause)}"
             emit({"type": "error", "code": "package_invalid", "message": message[:4000], "missing_module": missing})
             sys.exit(2)
@@ -610,10 +610,15 @@ def distribution_of(module_name):
     return {}
 
 
+def missing_module_error(exc):
+    """The ModuleNotFoundError naming a module anywhere in the failure's chain, or None."""
+    return next((e for e in _causes(exc) if isinstance(e, ModuleNotFoundError) and e.name), None)
+
+
 def missing_module(exc):
     """A module the lab (or a package it uses) imports and its environment lacks: its name
     and who imports it (the innermost frame outside the import machinery), or None."""
-    found = next((e for e in _causes(exc) if isinstance(e, ModuleNotFoundError) and e.name), None)
+    found = missing_module_error(exc)
     if found is None:
         return None
     frames = [f for f in traceback.walk_tb(found.__traceback__) if not f[0].f_code.co_filename.startswith("<frozen")]
