@@ -1,4 +1,5 @@
 import Koa from 'koa';
+import compose from 'koa-compose';
 import pino, { type Logger } from 'pino';
 import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Deps } from './tools/tool.ts';
@@ -6,14 +7,17 @@ import { requestContext } from './middleware/requestContext.ts';
 import { errorEnvelope } from './middleware/errors.ts';
 import { authenticate } from './middleware/auth.ts';
 import { rateLimit } from './middleware/rateLimit.ts';
+import { createCounters } from '../storage/db/rateLimits.ts';
 import { buildRouter, dispatchRoute, matchRoute, type RouteTable } from './router.ts';
-import { ROUTES } from './routeTable.ts';
+import { OPENAPI_PATH, ROUTES } from './routeTable.ts';
 import { TOOLS } from './tools/index.ts';
 import { buildOpsRouter } from './ops.ts';
 import { errors } from './errors.ts';
 import { mcpEndpoint } from './mcp/endpoint.ts';
 import { consolePages } from './console.ts';
 import { docsPages } from './docs.ts';
+
+const isVersioned = (path: string) => path === '/v1' || path.startsWith('/v1/');
 
 export interface App {
   koa: Koa;
@@ -47,16 +51,18 @@ export function createApp(deps: Deps, opts: { log?: Logger; table?: RouteTable; 
   const table = opts.table ?? { routes: ROUTES, tools: TOOLS };
   const api = buildRouter(deps, table);
   const lifecycle = { draining: false };
+  // One set of counters (and of leases) for the process: /v1 and /mcp draw from the same.
+  const counters = createCounters(deps.pool);
   const ops = buildOpsRouter(deps, registry, log, lifecycle);
 
   koa.use(requestContext(log, duration));
   koa.use(errorEnvelope());
-  koa.use(ops.routes());
-  koa.use(consolePages());
-  koa.use(docsPages());
-  koa.use(mcpEndpoint(deps, table, opts.version ?? '0.1.0'));
+  // The pages and the operational routes, each of which passes what is not its own on;
+  // the /v1 routes (but the OpenAPI document) skip them all.
+  const site = compose<Koa.ParameterizedContext>([ops.routes() as Koa.Middleware, consolePages(), docsPages(), mcpEndpoint(deps, table, opts.version ?? '0.1.0', counters)]);
+  koa.use((ctx, next) => (isVersioned(ctx.path) && ctx.path !== OPENAPI_PATH ? next() : site(ctx, next)));
   koa.use(async (ctx, next) => {
-    if (ctx.path !== '/v1' && !ctx.path.startsWith('/v1/')) throw errors.routeNotFound(ctx.method, ctx.path);
+    if (!isVersioned(ctx.path)) throw errors.routeNotFound(ctx.method, ctx.path);
     const m = matchRoute(api, table.routes, ctx.path, ctx.method);
     ctx.state.route = m.route;
     ctx.state.routeLayer = m.layer;
@@ -67,7 +73,7 @@ export function createApp(deps: Deps, opts: { log?: Logger; table?: RouteTable; 
   });
   koa.use(authenticate(deps.keys));
   // Reads change nothing, so each is counted while it runs (see rateLimit).
-  koa.use(rateLimit(deps.pool, deps.config.limits, (ctx) => (ctx.state.route?.bucket === 'runs' ? 'runs' : 'reads'), undefined,
+  koa.use(rateLimit(counters, deps.config.limits, (ctx) => (ctx.state.route?.bucket === 'runs' ? 'runs' : 'reads'), undefined,
     (ctx) => (ctx.method === 'GET' || ctx.method === 'HEAD') && ctx.state.route?.bucket !== 'runs'));
   koa.use(dispatchRoute());
   koa.use(async (ctx) => {

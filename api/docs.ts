@@ -5,6 +5,7 @@ import type { Middleware } from 'koa';
 import { send } from '@koa/send';
 import { errors } from './errors.ts';
 import { pageHeaders } from './console.ts';
+import { OPENAPI_PATH } from './routeTable.ts';
 
 /**
  * GET /docs: the API reference, drawn in the reader's browser by Scalar's open-source
@@ -58,7 +59,7 @@ const READABLE_COLOURS = `.light-mode {
  * group open, and nothing fetched from elsewhere (no fonts, telemetry, AI agent or MCP helper).
  */
 const INIT = `Scalar.createApiReference('#reference', ${JSON.stringify({
-  url: '/v1/openapi.json',
+  url: OPENAPI_PATH,
   proxyUrl: '',
   withDefaultFonts: false,
   telemetry: false,

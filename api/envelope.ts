@@ -1,5 +1,5 @@
 import type { NextStep, ToolResult } from './tools/tool.ts';
-import { fillPath, routeOfTool } from './routeTable.ts';
+import { fillPath, OPENAPI_PATH, routeOfTool } from './routeTable.ts';
 
 export const SCHEMA_VERSION = '2026-11-01';
 
@@ -10,7 +10,7 @@ export function nextAction(step: NextStep) {
     tool: step.tool,
     description: step.description,
     arguments: step.arguments,
-    http: route ? { method: route.method, path: `/v1${fillPath(route.path, step.arguments)}` } : { method: 'GET', path: '/v1/openapi.json' },
+    http: route ? { method: route.method, path: `/v1${fillPath(route.path, step.arguments)}` } : { method: 'GET', path: OPENAPI_PATH },
   };
 }
 

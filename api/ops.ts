@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Deps } from './tools/tool.ts';
 import { buildOpenApi } from './openapi.ts';
+import { OPENAPI_PATH } from './routeTable.ts';
 import { pingDb } from '../storage/db/knex.ts';
 
 type Check = 'ok' | 'unavailable' | 'timed_out';
@@ -75,7 +76,7 @@ export function buildOpsRouter(deps: Deps, registry: Registry, log: Logger, life
   });
   // With an ops port configured, metrics are served there alone (metricsServer.ts).
   if (deps.config.metricsPort === null) router.get('/metrics', metricsHandler(registry));
-  router.get('/v1/openapi.json', (ctx) => {
+  router.get(OPENAPI_PATH, (ctx) => {
     ctx.body = openapi;
   });
   return router;

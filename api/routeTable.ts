@@ -44,6 +44,9 @@ export interface RouteDef {
 const r = (method: Method, path: string, tool: string, group: string, extra: Partial<RouteDef> = {}): RouteDef =>
   ({ method, path, tool, group, success: 200, ...extra });
 
+/** Where the OpenAPI document drawn from this table is served (ops.ts), beside the /v1 routes. */
+export const OPENAPI_PATH = '/v1/openapi.json';
+
 export const ROUTES: readonly RouteDef[] = [
   r('GET', '/capabilities', 'capability_list', 'capabilities', { plain: true }),
   r('GET', '/capabilities/{namespace}/{name}', 'capability_get', 'capabilities', { plain: true, notFound: true }),

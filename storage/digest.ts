@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 import canonicalize from 'canonicalize';
 
@@ -9,9 +9,9 @@ export function canonicalJson(value: unknown): string {
   return text;
 }
 
-/** Lowercase hex SHA-256 of raw bytes or a UTF-8 string. */
+/** Lowercase hex SHA-256 of raw bytes or a UTF-8 string (one-shot: no Hash object, which every API key's lookup would make). */
 export function sha256Hex(data: string | Uint8Array): string {
-  return createHash('sha256').update(data).digest('hex');
+  return hash('sha256', data, 'hex');
 }
 
 /** Lowercase hex SHA-256 of the RFC 8785 canonical JSON of a value. */

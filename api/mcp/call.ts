@@ -44,6 +44,8 @@ export interface CallContext {
   deps: Deps; caller: Caller; requestId: string; log?: Logger;
   /** How long the operation may wait for a workflow's result (ToolContext.waitMs). */
   waitMs?: number;
+  /** The key's count today as the request's rate limiter counted it (ToolContext.requestsToday). */
+  requestsToday?: () => Promise<number>;
 }
 
 /**
@@ -64,7 +66,7 @@ export async function answerTool(entry: CatalogEntry, args: Record<string, unkno
       accountId: ctx.caller.account.id, key: parts.key, keyParam: IDEMPOTENCY_ARGUMENT, requestId: ctx.requestId,
       request: { path: parts.path, query: queryText, body: jsonBodySchema(tool) ? parts.body : null },
     }, async () => {
-      const result = await runOperation(tool, input, { deps: ctx.deps, caller: ctx.caller, requestId: ctx.requestId, idempotencyKey: route.idempotency ? parts.key : undefined, waitMs: ctx.waitMs });
+      const result = await runOperation(tool, input, { deps: ctx.deps, caller: ctx.caller, requestId: ctx.requestId, idempotencyKey: route.idempotency ? parts.key : undefined, waitMs: ctx.waitMs, requestsToday: ctx.requestsToday });
       if (result.raw) throw errors.internal('raw_result', `${tool.name} answered bytes, which only its REST route can carry.`);
       return { status: route.success, body: renderBody(route, result, ctx.requestId) };
     });

@@ -11,6 +11,7 @@ import { jsonBody } from '../router.ts';
 import type { Deps } from '../tools/tool.ts';
 import { authenticate, requireCaller } from '../middleware/auth.ts';
 import { rateLimit } from '../middleware/rateLimit.ts';
+import type { Counters } from '../../storage/db/rateLimits.ts';
 import { errors } from '../errors.ts';
 import { buildCatalog } from './catalog.ts';
 import { callTool } from './call.ts';
@@ -49,7 +50,7 @@ function calledTools(body: unknown): string[] {
  * /v1 (a tool call that creates runs draws from the run-creation bucket); each tool call
  * then applies the route's scope, gateway rule, validation and idempotency (see call.ts).
  */
-export function mcpEndpoint(deps: Deps, table: RouteTable, version: string): Middleware {
+export function mcpEndpoint(deps: Deps, table: RouteTable, version: string, counters: Counters): Middleware {
   const catalog = buildCatalog(table);
   const listing = [...catalog.values()].map((e) => e.listing);
   const resources = createResources(table);
@@ -57,7 +58,7 @@ export function mcpEndpoint(deps: Deps, table: RouteTable, version: string): Mid
   const parse = jsonBody(deps.config.limits.bodyBytes);
   const auth = authenticate(deps.keys);
   // A JSON-RPC batch draws one point per message, so batching cannot stretch a limit.
-  const limit = rateLimit(deps.pool, deps.config.limits, (ctx) => (ctx.state.mcpRunCreation ? 'runs' : 'reads'),
+  const limit = rateLimit(counters, deps.config.limits, (ctx) => (ctx.state.mcpRunCreation ? 'runs' : 'reads'),
     (ctx) => (Array.isArray(ctx.request.body) ? ctx.request.body.length : 1));
   const require = requireCaller();
 
@@ -65,7 +66,7 @@ export function mcpEndpoint(deps: Deps, table: RouteTable, version: string): Mid
     const caller = ctx.state.caller;
     const log: Logger | undefined = ctx.state.log;
     const server = new Server({ name: 'silico', version }, { capabilities: CAPABILITIES, instructions: INSTRUCTIONS });
-    const callCtx = { deps, caller, requestId: ctx.state.requestId, log };
+    const callCtx = { deps, caller, requestId: ctx.state.requestId, log, requestsToday: ctx.state.requestsToday };
     const resourceCtx = callCtx;
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listing }));
     server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: RESOURCE_TEMPLATES }));

@@ -33,6 +33,7 @@ export const SERVICE_PROCESS_ENV: Readonly<Record<string, string>> = {
  */
 const NODE_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'deploy/worker.ts': ['--no-memory-reducer'],
+  'deploy/api.ts': ['--no-memory-reducer', '--max-semi-space-size=16'],
 };
 
 /**
