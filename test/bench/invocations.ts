@@ -21,6 +21,9 @@
  * bench itself (same code, sandbox and limits as a worker's) and invoked directly, no
  * HTTP and no Temporal; warm / floor is printed last (goal <= 2, or a warm median <= 40 ms).
  *
+ * Each round also prints the CPU each stack process spent per warm invocation and per cold
+ * run (from /proc; a process's sandboxed children included), and the bench's own.
+ *
  * Then BENCH_CALLERS (8) callers invoke at once, BENCH_N each, on a deployment of as
  * many instances: their p99 against their median is printed (goal <= 3).
  *
@@ -48,6 +51,7 @@ import { labEnv, runLimits } from '../../activities/execution/labSpec.ts';
 import { startWarmInstance } from '../../activities/execution/warmInstance.ts';
 import { labWorkspace } from './labWorkspace.ts';
 import { median, p99 } from './stats.ts';
+import { cpuPerUnit, cpuSample } from './cpu.ts';
 
 const N = Number(process.env.BENCH_N ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -209,6 +213,14 @@ async function main(): Promise<void> {
       for (let i = 0; i < N; i++) out.push(await f(i));
       return out;
     };
+    /** A side's series, and the CPU each stack process spent per unit of it (where the machine's time went). */
+    const cpu: Record<'warm' | 'cold', string> = { warm: '', cold: '' };
+    const sideSeries = async (side: 'warm' | 'cold') => {
+      const before = cpuSample(stack!.supervisor);
+      const out = await series(side === 'warm' ? warm : cold);
+      cpu[side] = cpuPerUnit(before, cpuSample(stack!.supervisor), N);
+      return out;
+    };
 
     await warm(0);
     await cold(0);
@@ -219,8 +231,8 @@ async function main(): Promise<void> {
     for (let round = 1; round <= ROUNDS; round++) {
       const first = round % 2 ? 'warm' : 'cold';
       lastRound = [];
-      const a = first === 'warm' ? await series(warm) : await series(cold);
-      const b = first === 'warm' ? await series(cold) : await series(warm);
+      const a = await sideSeries(first);
+      const b = await sideSeries(first === 'warm' ? 'cold' : 'warm');
       const [w, c] = first === 'warm' ? [a, b] : [b, a];
       const d = await series((i) => direct.invoke(inputs(i)));
       const ratio = median(w) / median(c);
@@ -230,6 +242,8 @@ async function main(): Promise<void> {
       console.log(`  floor (the same warm instance's code invoked directly): median ${median(d).toFixed(0)} ms (min ${Math.min(...d).toFixed(0)}); warm / floor ${floorRatios.at(-1)!.toFixed(2)}`);
       const ph = phases.splice(0);
       console.log(`  warm: POST /hosted-invocations answered in ${median(answered.splice(0)).toFixed(0)} ms; server side: accepted → leased median ${median(ph.map((p) => p[0])).toFixed(0)} ms, leased → settled median ${median(ph.map((p) => p[1])).toFixed(0)} ms`);
+      console.log(`  CPU ms per warm invocation (its plan included): ${cpu.warm}`);
+      console.log(`  CPU ms per cold run: ${cpu.cold}`);
     }
     console.log(`  warm, Temporal's view (histories of the last round): ${await historyPhases(stack.info.temporal_address, lastRound)}`);
     // Callers at once: the deployment grows to as many instances (a burst untimed), then each caller's invocations are timed.
