@@ -113,14 +113,6 @@ export function createInvocationActivities(deps: Deps) {
       renewing = true;
       renewLease(deps.db, invocationId, LEASE_SECONDS).then((held) => { if (!held) stop.abort(); }, () => undefined).finally(() => { renewing = false; });
     }, 1000);
-    // How an attempt that still holds its lease ended is recorded here at once, a failure
-    // as a completion is: its answer does not wait for the workflow's activity to join
-    // this execution and its workflow to record it (which then finds it ended).
-    const endedHere = async (status: 'failed' | 'cancelled', error: { code: string; message: string }, computeSeconds: number): Promise<HostedResult> => {
-      if (!stop.signal.aborted) await finishInvocation(deps.db, { id: invocationId, status, error, computeSeconds });
-      return { status, error, computeSeconds };
-    };
-    const failed = (error: { code: string; message: string }, computeSeconds: number) => endedHere('failed', error, computeSeconds);
     const lease = await served.pool.acquire(stop.signal).catch((err: unknown) => err instanceof Error ? err : new Error(String(err)));
     let opened: OutputSink | undefined;
     /** The artifacts' bytes on their way to the object store. */
@@ -130,7 +122,7 @@ export function createInvocationActivities(deps: Deps) {
         if (stop.signal.aborted) return { status: 'cancelled', computeSeconds: 0 };
         if (lease instanceof PoolClosed) throw ApplicationFailure.retryable(lease.message, NOT_SERVED_HERE);
         // The platform could not give it an instance: a failure, charged nothing.
-        return failed({ code: 'instance_unavailable', message: `No warm instance of the deployment could start: ${lease.message}` }, 0);
+        return { status: 'failed', error: { code: 'instance_unavailable', message: `No warm instance of the deployment could start: ${lease.message}` }, computeSeconds: 0 };
       }
       const { declared } = served;
       const sink = createOutputSink(dir, declared);
@@ -149,8 +141,8 @@ export function createInvocationActivities(deps: Deps) {
           },
         });
       } catch (err) {
-        if (err instanceof InputsUnavailable) return failed({ code: 'input_unavailable', message: err.message }, 0);
-        if (err instanceof WarmInstanceFailed) return failed(err.error, 0);
+        if (err instanceof InputsUnavailable) return { status: 'failed', error: { code: 'input_unavailable', message: err.message }, computeSeconds: 0 };
+        if (err instanceof WarmInstanceFailed) return { status: 'failed', error: err.error, computeSeconds: 0 };
         throw err;
       } finally {
         lease.release();
@@ -159,11 +151,11 @@ export function createInvocationActivities(deps: Deps) {
       if (outcome.cancelled) return { status: 'cancelled', computeSeconds: outcome.wallSeconds };
       const error = outcomeError(outcome);
       if (error?.code === 'timed_out' && inv.cap_micros !== null) {
-        return endedHere('cancelled', spendCapReached('invocation', Number(inv.cap_micros), inv.max_seconds), Math.min(outcome.wallSeconds, inv.max_seconds));
+        return { status: 'cancelled', error: spendCapReached('invocation', Number(inv.cap_micros), inv.max_seconds), computeSeconds: Math.min(outcome.wallSeconds, inv.max_seconds) };
       }
-      if (error) return failed(error, computeSeconds);
+      if (error) return { status: 'failed', error, computeSeconds };
       const missing = sink.missing();
-      if (missing.length) return failed({ code: 'output_contract_violation', message: `Declared outputs missing: ${missing.join(', ')}.` }, computeSeconds);
+      if (missing.length) return { status: 'failed', error: { code: 'output_contract_violation', message: `Declared outputs missing: ${missing.join(', ')}.` }, computeSeconds };
       // Only the public outputs are the invoker's (the owner's private ones are not
       // kept), each as its port's data: no plots or records beside them.
       const { files, values } = await sink.finish(null);
@@ -178,8 +170,7 @@ export function createInvocationActivities(deps: Deps) {
         return f.sha256;
       });
       // Settled here, with its result, as soon as it is known: the workflow's own ending
-      // settles the ways an invocation ends elsewhere (cancelled, its worker lost) and
-      // finds this one ended already.
+      // settles every other way an invocation ends (and finds this one ended already).
       await finishInvocation(deps.db, { id: invocationId, status: 'completed', computeSeconds }, { outputs, artifacts }, Promise.all(puts));
       return { status: 'completed', computeSeconds };
     } finally {
