@@ -18,6 +18,8 @@ import { consolePages } from './console.ts';
 import { docsPages } from './docs.ts';
 
 const isVersioned = (path: string) => path === '/v1' || path.startsWith('/v1/');
+/** The OpenAPI document's path as its router matches it: any case, with or without a trailing slash. */
+const isOpenApi = (path: string) => path.toLowerCase().replace(/\/$/, '') === OPENAPI_PATH;
 
 export interface App {
   koa: Koa;
@@ -60,7 +62,7 @@ export function createApp(deps: Deps, opts: { log?: Logger; table?: RouteTable; 
   // The pages and the operational routes, each of which passes what is not its own on;
   // the /v1 routes (but the OpenAPI document) skip them all.
   const site = compose<Koa.ParameterizedContext>([ops.routes() as Koa.Middleware, consolePages(), docsPages(), mcpEndpoint(deps, table, opts.version ?? '0.1.0', counters)]);
-  koa.use((ctx, next) => (isVersioned(ctx.path) && ctx.path !== OPENAPI_PATH ? next() : site(ctx, next)));
+  koa.use((ctx, next) => (isVersioned(ctx.path) && !isOpenApi(ctx.path) ? next() : site(ctx, next)));
   koa.use(async (ctx, next) => {
     if (!isVersioned(ctx.path)) throw errors.routeNotFound(ctx.method, ctx.path);
     const m = matchRoute(api, table.routes, ctx.path, ctx.method);

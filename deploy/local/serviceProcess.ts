@@ -30,6 +30,12 @@ export const SERVICE_PROCESS_ENV: Readonly<Record<string, string>> = {
  * study after a pause spent 2.6 ms of garbage collection per run against 0.12 ms without
  * one, and its worker 19 ms of CPU per run against 11 (issue 57). Without the reducer the
  * heap keeps the size its work needs; it is still collected, only not shrunk when idle.
+ *
+ * The api's load comes in bursts too: after 20 s idle, a burst of reads cost it a third
+ * more CPU per request until its heap had regrown (bench:api, issue 60). It keeps its heap
+ * as the worker does, and its semi-spaces (the young generation is two to three of them)
+ * may grow to 16 MiB, so a request's garbage is scavenged less often. The k8s manifests
+ * and the image's default command carry the same flags.
  */
 const NODE_FLAGS: Readonly<Record<string, readonly string[]>> = {
   'deploy/worker.ts': ['--no-memory-reducer'],

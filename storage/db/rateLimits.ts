@@ -86,12 +86,15 @@ export interface Counters {
  * Counting in Postgres on every request cost a statement per event-loop turn, the largest
  * part of a read's overhead. So a busy counter is leased: when a process counts it in
  * Postgres it also takes the positions its recent demand would use over the next
- * `LEASE_MS` (at most `LEASE_SHARE` of what remains), and hands them to its next requests
- * without a statement. Leased positions are counted in Postgres when taken, so the
- * counters never admit more than their limit across processes; what a lease costs is
- * that its unused positions count as used (a replica may refuse early by at most the
- * others' unused leases; a dead process's lease is spent). A counter used a few times a
- * second, or near its limit, leases nothing and is counted exactly as it comes.
+ * `LEASE_MS` (at most `LEASE_SHARE` of what remained when this process last counted it),
+ * and hands them to its next requests without a statement. Leased positions are counted
+ * in Postgres when taken, so the counters never admit more than their limit across
+ * processes, and no position is handed out twice; what a lease costs is that its unused
+ * positions count as used (a replica may refuse early by the others' unused leases; a
+ * dead process's lease is spent; a remainder too small for a batch's points is left).
+ * A counter asked fewer than ten times a second (its demand over `LEASE_MS` rounds to
+ * nothing), or with fewer than about ten positions left, leases nothing and is counted
+ * exactly as it comes.
  *
  * What goes to Postgres is coalesced: all requests of one event-loop turn make ONE
  * statement (one round trip, one row lock per distinct counter), each request getting its
@@ -116,10 +119,11 @@ export function createCounters(pool: pg.Pool): Counters {
     const demand = Math.floor(((l.taken + n) * LEASE_MS) / Math.max(1, now - l.grantedAt));
     return Math.max(0, Math.min(cap, demand));
   };
+  /** Forgets the counters whose window has passed, then the oldest grants, down to 90% of the bound (so this runs rarely). */
   const forgetPassed = (now: number) => {
     for (const [key, l] of leases) if (l.expire <= now) leases.delete(key);
     for (const key of leases.keys()) {
-      if (leases.size <= LEASES_KEPT) break;
+      if (leases.size <= LEASES_KEPT * 0.9) break;
       leases.delete(key);
     }
   };
@@ -165,6 +169,10 @@ export function createCounters(pool: pg.Pool): Counters {
         const expire = Number(r.expire);
         next.set(r.key, { at: points - t.n - t.extra, expire });
         if (t.limit === undefined) continue;
+        // A statement that leased nothing leaves a lease still holding positions as it is
+        // (another statement of this key may have granted it meanwhile).
+        const held = leases.get(r.key);
+        if (t.extra === 0 && covers(held, 1, now)) continue;
         // Re-inserted, so the map's order is the order of last grants.
         leases.delete(r.key);
         leases.set(r.key, { next: points - t.extra, end: points, expire, grantedAt: now, taken: 0, count: points });
@@ -197,7 +205,9 @@ export function createCounters(pool: pg.Pool): Counters {
       const waits = counters.flatMap((c, i) => (local[i] ? [] : granting.get(c.key) ?? []));
       if (waits.length > 0) {
         await Promise.all(waits);
-        for (let i = 0; i < counters.length; i++) local[i] ??= fromLease(counters[i]!, now);
+        // A lease is drawn at the time it is drawn: its window may have passed meanwhile.
+        const later = Date.now();
+        for (let i = 0; i < counters.length; i++) local[i] ??= fromLease(counters[i]!, Math.max(now, later));
       }
       const rest = counters.filter((_, i) => !local[i]);
       if (rest.length === 0) return local as CounterState[];

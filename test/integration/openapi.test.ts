@@ -52,6 +52,8 @@ test('GET /v1/openapi.json is OpenAPI 3.1 with every route of the contract, its 
   assert.equal(res.status, 200);
   const doc = res.body;
   assert.equal(doc.openapi, '3.1.0');
+  // Matched as its router matches it: any case, a trailing slash or none.
+  for (const variant of ['/openapi.json/', '/OpenAPI.json']) assert.equal((await call('GET', variant, { key: null })).status, 200, variant);
   const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([p, ops]) => Object.keys(ops).filter((m) => m !== 'parameters').map((m) => `${m.toUpperCase()} ${p}`));
   assert.deepEqual(documented.sort(), CONTRACT_ROUTES.map(routeKey).sort(), 'OpenAPI documents exactly the contract\'s routes (docs/contract/routes.json)');
   for (const c of CONTRACT_ROUTES) {
