@@ -101,18 +101,11 @@ export function rateLimit(
 
     // A busy key's positions are often leased to this process already: counted with no wait.
     const leased = counters.take(requests, now);
-    if (leased) {
-      const views = viewsOf(leased);
-      if (caller) ctx.state.requestsToday = () => Promise.resolve(dailyCount(views));
-      announce(ctx, judge(views));
-      await next();
-      return;
-    }
-    const counted = counters.increment(requests, now).then(viewsOf, unavailable);
+    const counted = leased ? Promise.resolve(viewsOf(leased)) : counters.increment(requests, now).then(viewsOf, unavailable);
     // For an operation that shows it (GET /account), asked for only there.
     if (caller) ctx.state.requestsToday = () => counted.then(dailyCount);
 
-    if (!caller || !concurrent(ctx) || isNear(minuteKey, now)) {
+    if (leased || !caller || !concurrent(ctx) || isNear(minuteKey, now)) {
       announce(ctx, judge(await counted));
       await next();
       return;

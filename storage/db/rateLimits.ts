@@ -52,9 +52,10 @@ export interface CounterRequest { key: string; windowMs: number; points?: number
 export interface CounterState { key: string; count: number; resetMs: number }
 
 /**
- * A process leases ahead at most this share of a counter's remaining allowance, so a
- * replica holding unused points can make another refuse early by at most that share, and
- * near a limit (where the share rounds to nothing) every request is counted in Postgres.
+ * A process leases ahead at most this share of a counter's remaining allowance (as it
+ * last counted it), which bounds what a replica holding unused points makes another
+ * refuse early; near a limit (where the share rounds to nothing) every request is
+ * counted in Postgres.
  */
 export const LEASE_SHARE = 0.1;
 /** A lease covers about this long of the process's recent demand for its counter. */
