@@ -151,9 +151,10 @@ test('an SDK StudyHandle times out with itself in the error, then waits the stud
   const client = new Silico({ apiKey: owner.key, baseUrl: BASE_URL });
   let price = 0;
   const handle = await client.experiments.run({
-    name: 'One arm', arms: [{ label: 'fast', workspace_id: ws.workspace_id, revision_id: ws.revision_id, compute_profile_id: 'cpu-small', max_runtime_seconds: 60, replicates: 2, inputs: { growth_rate: 0.2 } }],
+    name: 'One arm', arms: [{ label: 'fast', workspace_id: ws.workspace_id, revision_id: ws.revision_id, compute_profile_id: 'cpu-small', max_runtime_seconds: 60, replicates: 2, inputs: { growth_rate: 0.2, window_delay: 0.5 } }],
   }, { confirm: (plan) => { price = plan.estimated_max_usd; return plan.run_count === 2; } });
   assert.ok(price > 0, 'confirm saw the whole-study price');
+  // Its runs pause between windows, so it is still under way when first waited for with no time.
   const timedOut = await handle.wait({ timeoutMs: 0 }).then(() => undefined, (e: unknown) => e);
   assert.ok(timedOut instanceof StudyTimeout, String(timedOut));
   assert.equal(timedOut.handle, handle);
