@@ -45,15 +45,29 @@ export const BINARIES = {
   // above embeds (1.29.1), as its own services on Postgres, and its schema tool.
   'temporal-server': { module: 'go.temporal.io/server/cmd/server', version: 'v1.29.1', envVar: 'TEMPORAL_SERVER_BIN', release: temporalServerRelease('temporal-server') },
   'temporal-sql-tool': { module: 'go.temporal.io/server/cmd/tools/sql', version: 'v1.29.1', envVar: 'TEMPORAL_SQL_TOOL_BIN', release: temporalServerRelease('temporal-sql-tool') },
-  // Its web UI, the one the dev server embeds (the CLI v1.5.1 pins ui-server v2.42.1), its assets built in.
+  // Its web UI, a program of its own that speaks the server's public API. v2.53.3 rather
+  // than the v2.42.1 the dev server embeds: its release's checksums are readable here (as
+  // another project pins them from ui-server_2.53.3_checksums.txt), v2.42.1's are not.
   'temporal-ui-server': {
-    module: 'github.com/temporalio/ui-server/v2/cmd/server', version: 'v2.42.1', envVar: 'TEMPORAL_UI_SERVER_BIN',
-    release: { url: 'https://github.com/temporalio/ui-server/releases/download/v2.42.1/ui-server_2.42.1_{os}_{arch}.tar.gz', member: 'ui-server', sha256: {} },
+    module: 'github.com/temporalio/ui-server/v2/cmd/server', version: 'v2.53.3', envVar: 'TEMPORAL_UI_SERVER_BIN',
+    release: { url: 'https://github.com/temporalio/ui-server/releases/download/v2.53.3/ui-server_2.53.3_{os}_{arch}.tar.gz', member: 'ui-server', sha256: {
+      'linux-amd64': 'ec160cab0235f300444e66a68ca90599e21419c4294c6f11553fad4c60f634ad',
+      'linux-arm64': '371905d70bcfe2e724bed8f549e15449aa073b8b9991a0530c6eb0617da9e856',
+      'darwin-amd64': '91d6c0a236258cd6873856cc9e8c7f4b90036d9b2898767bab60d87cea2d2927',
+      'darwin-arm64': '64904efd4d72a0038eb4917628b713ccfa50d20028eb242c3e7283b7f1f090e9',
+    } },
   },
   // The payment provider's own mock server, for the local stack when no provider key is set.
+  // v0.195.0, the newest release whose checksums are readable here: Stripe's own Homebrew
+  // tap (stripe/homebrew-stripe-mock, written by GoReleaser at release) records them.
   'stripe-mock': {
-    module: 'github.com/stripe/stripe-mock', version: 'v0.203.0', envVar: 'STRIPE_MOCK_BIN',
-    release: { url: 'https://github.com/stripe/stripe-mock/releases/download/v0.203.0/stripe-mock_0.203.0_{os}_{arch}.tar.gz', member: 'stripe-mock', sha256: {} },
+    module: 'github.com/stripe/stripe-mock', version: 'v0.195.0', envVar: 'STRIPE_MOCK_BIN',
+    release: { url: 'https://github.com/stripe/stripe-mock/releases/download/v0.195.0/stripe-mock_0.195.0_{os}_{arch}.tar.gz', member: 'stripe-mock', sha256: {
+      'linux-amd64': '82341722feceb6f5ec270b2e9062dbf59ad0aa5479a7a114ddb42f4b1dd7bdf1',
+      'linux-arm64': '8a76369ac601d8fead247e5fbd55787ed952fccb3dc752d44c195c90ebe8c3cc',
+      'darwin-amd64': '024b9c0dbc4ced0a434d7e5f40d48c4d338c99ff00aacef3fec34f98ba69f0d4',
+      'darwin-arm64': '361958d333bc3f308946d401aa10a3fbd2173666e02711be6728d230ae2e5da2',
+    } },
   },
   // Validates deploy/k8s offline (test/unit/manifests.test.ts).
   kubeconform: {
