@@ -7,7 +7,7 @@ import { requestContext } from './middleware/requestContext.ts';
 import { errorEnvelope } from './middleware/errors.ts';
 import { authenticate } from './middleware/auth.ts';
 import { rateLimit } from './middleware/rateLimit.ts';
-import { createCounters } from '../storage/db/rateLimits.ts';
+import { createCounters } from '../storage/db/rateCounters.ts';
 import { buildRouter, dispatchRoute, matchRoute, type RouteTable } from './router.ts';
 import { OPENAPI_PATH, ROUTES } from './routeTable.ts';
 import { TOOLS } from './tools/index.ts';
