@@ -27,6 +27,8 @@ export interface App {
   log: Logger;
   /** Leaves the balancer's rotation: /readyz answers 503 `draining` from now on; requests are still served. */
   drain(): void;
+  /** Once no request is left: gives back the rate-limit positions this process leased. */
+  close(): Promise<void>;
 }
 
 /**
@@ -82,5 +84,5 @@ export function createApp(deps: Deps, opts: { log?: Logger; table?: RouteTable; 
     if (ctx.state.pathMatched) throw errors.methodNotAllowed(ctx.method, ctx.state.allowed);
     throw errors.routeNotFound(ctx.method, ctx.path);
   });
-  return { koa, registry, log, drain: () => { lifecycle.draining = true; } };
+  return { koa, registry, log, drain: () => { lifecycle.draining = true; }, close: () => counters.close() };
 }

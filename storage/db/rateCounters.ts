@@ -13,6 +13,8 @@ export interface Counters {
   take(counters: CounterRequest[], now?: number): CounterState[] | undefined;
   /** Draws from the counters: from leases where they cover, else in Postgres. */
   increment(counters: CounterRequest[], now?: number): Promise<CounterState[]>;
+  /** Gives back every lease this process holds (before its pool ends). */
+  close(): Promise<void>;
 }
 
 /**
@@ -88,6 +90,8 @@ export function createCounters(pool: pg.Pool): Counters {
     if (!covers(l, c, now)) return undefined;
     l.next += c.points ?? 1;
     l.taken += c.points ?? 1;
+    // A lease used up is given back at once, so no other process waits for it.
+    if (l.next === l.end) endAt(c.key, l, 0);
     return { key: c.key, count: l.next, resetMs: l.expire - now };
   };
   /** How many positions to lease beyond the `n` asked for: the counter's recent demand here, capped. */
@@ -110,25 +114,37 @@ export function createCounters(pool: pg.Pool): Counters {
   /**
    * Gives back the unused positions of the leases held on `keys` (in one statement), so
    * they are no longer counted as used nor as outstanding. A window that has restarted
-   * since is left alone: its count began again without them.
+   * since is left alone: its count began again without them. If the statement fails, the
+   * leases are held again and their end is tried again later.
    */
-  const giveBack = async (keys: string[]): Promise<void> => {
-    const ending = keys.flatMap((key) => {
-      const l = leases.get(key);
-      if (!l?.held) return [];
+  const giveBack = (keys: string[]): Promise<void> => release(keys.flatMap((key) => {
+    const l = leases.get(key);
+    return l?.held ? [{ key, l }] : [];
+  }));
+  const release = async (held: { key: string; l: Lease }[]): Promise<void> => {
+    const ending = held.map(({ key, l }) => {
       l.held = false;
       const unused = l.end - l.next;
       l.end = l.next;
-      return [{ key, unused, expire: l.expire }];
+      return { key, l, unused };
     });
     if (ending.length === 0) return;
-    await pool.query({
-      name: 'silico-rate-give-back',
-      text: `UPDATE rate_limits AS r SET points = r.points - t.u, leases = r.leases - 1
-               FROM unnest($1::text[], $2::int[], $3::bigint[]) AS t(k, u, e)
-              WHERE r.key = t.k AND r.expire = t.e`,
-      values: [ending.map((e) => e.key), ending.map((e) => e.unused), ending.map((e) => e.expire)],
-    });
+    try {
+      await pool.query({
+        name: 'silico-rate-give-back',
+        text: `UPDATE rate_limits AS r SET points = r.points - t.u, leases = r.leases - 1
+                 FROM unnest($1::text[], $2::int[], $3::bigint[]) AS t(k, u, e)
+                WHERE r.key = t.k AND r.expire = t.e`,
+        values: [ending.map((e) => e.key), ending.map((e) => e.unused), ending.map((e) => e.l.expire)],
+      });
+    } catch (err) {
+      for (const { key, l, unused } of ending) {
+        l.held = true;
+        l.end += unused;
+        endAt(key, l, LEASE_MS);
+      }
+      throw err;
+    }
   };
   /** Runs `work` as the one thing under way on those counters; their next requests wait for it. */
   const exclusively = <T>(keys: string[], work: () => Promise<T>): Promise<T> => {
@@ -140,12 +156,15 @@ export function createCounters(pool: pg.Pool): Counters {
     });
     return done;
   };
-  /** A lease's end: its unused positions given back, unless a statement has already done so. */
-  const endAt = (key: string, l: Lease) => {
+  /**
+   * A lease's end, `ms` from now: its unused positions given back, unless a statement has
+   * already done so (a failure is tried again by `release`).
+   */
+  function endAt(key: string, l: Lease, ms: number) {
     setTimeout(() => {
-      if (leases.get(key) === l && l.held) void exclusively([key], () => giveBack([key])).catch(() => {});
-    }, LEASE_MS).unref();
-  };
+      if (leases.get(key) === l && l.held) void exclusively([key], () => release([{ key, l }])).catch(() => {});
+    }, ms).unref();
+  }
 
   let queue: Pending[] = [];
   const flush = async () => {
@@ -161,12 +180,15 @@ export function createCounters(pool: pg.Pool): Counters {
     }
     const now = batch[batch.length - 1]!.now;
     const keys = [...totals.keys()].sort();
+    let at = now;
     try {
       const rows = await exclusively(keys, async () => {
         // This process's leases on these counters end here: the counter's row then counts
         // only other processes' leases and the one this statement grants.
         await giveBack(keys);
-        for (const [key, t] of totals) t.extra = leaseSize(key, t.limit, t.n, now);
+        // A lease's life is timed from when it is granted: the batch's `now` may be older.
+        at = Math.max(now, Date.now());
+        for (const [key, t] of totals) t.extra = leaseSize(key, t.limit, t.n, at);
         const { rows } = await pool.query<Row>({
           name: 'silico-rate-increment',
           text: `INSERT INTO rate_limits AS r (key, points, expire, leases, lease_until)
@@ -179,7 +201,7 @@ export function createCounters(pool: pg.Pool): Counters {
                  RETURNING key, points, expire, leases, lease_until`,
           values: [
             keys, keys.map((k) => totals.get(k)!.n + totals.get(k)!.extra), keys.map((k) => totals.get(k)!.expire),
-            keys.map((k) => (totals.get(k)!.extra > 0 ? 1 : 0)), keys.map((k) => (totals.get(k)!.extra > 0 ? now + LEASE_MS : 0)), now,
+            keys.map((k) => (totals.get(k)!.extra > 0 ? 1 : 0)), keys.map((k) => (totals.get(k)!.extra > 0 ? at + LEASE_MS : 0)), now,
           ],
         });
         return rows;
@@ -195,13 +217,18 @@ export function createCounters(pool: pg.Pool): Counters {
         const others = Number(r.leases) - (t.extra > 0 ? 1 : 0);
         next.set(r.key, { at: points - t.n - t.extra, expire, othersUntil: others > 0 ? Number(r.lease_until) : 0 });
         if (t.limit === undefined) continue;
-        // A lease held still (granted by a statement that ran beside this one) is kept.
-        if (t.extra === 0 && leases.get(r.key)?.held) continue;
+        // A lease held still (granted by a statement that ran beside this one) is kept, or
+        // given back when this statement granted one too: never dropped while held.
+        const before = leases.get(r.key);
+        if (before?.held) {
+          if (t.extra === 0) continue;
+          void exclusively([r.key], () => release([{ key: r.key, l: before }])).catch(() => {});
+        }
         // Re-inserted, so the map's order is the order of last grants.
-        const lease: Lease = { next: points - t.extra, end: points, expire, grantedAt: now, until: now + LEASE_MS, taken: 0, count: points, held: t.extra > 0 };
+        const lease: Lease = { next: points - t.extra, end: points, expire, grantedAt: at, until: at + LEASE_MS, taken: 0, count: points, held: t.extra > 0 };
         leases.delete(r.key);
         leases.set(r.key, lease);
-        if (lease.held) endAt(r.key, lease);
+        if (lease.held) endAt(r.key, lease, LEASE_MS);
       }
       for (const p of batch) {
         p.resolve(p.counters.map((c) => {
@@ -233,7 +260,13 @@ export function createCounters(pool: pg.Pool): Counters {
     });
   };
 
+  const busyOf = (counters: CounterRequest[], states: (CounterState | undefined)[]) => counters.flatMap((c, i) => (states[i] ? [] : busy.get(c.key) ?? []));
+
   return {
+    async close() {
+      await Promise.all([...busy.values()]);
+      await giveBack([...leases.keys()]);
+    },
     take(counters, now = Date.now()) {
       for (const c of counters) if (!covers(leases.get(c.key), c, now)) return undefined;
       return counters.map((c) => fromLease(c, now)!);
@@ -241,9 +274,10 @@ export function createCounters(pool: pg.Pool): Counters {
     async increment(counters, now = Date.now()) {
       const states: (CounterState | undefined)[] = counters.map((c) => fromLease(c, now));
       for (let waits = 0; ; waits++) {
-        // A counter whose lease is being granted or given back: wait for it, then draw from it if it covers.
-        const pending = counters.flatMap((c, i) => (states[i] ? [] : busy.get(c.key) ?? []));
-        if (pending.length > 0) {
+        // A counter whose lease is being granted or given back: wait for it (and for any
+        // begun meanwhile on another of them), then draw from it if it covers. So one
+        // process never counts a counter in two statements at once.
+        for (let pending = busyOf(counters, states); pending.length > 0; pending = busyOf(counters, states)) {
           await Promise.all(pending);
           // A lease is drawn at the time it is drawn: its window may have passed meanwhile.
           const later = Math.max(now, Date.now());
@@ -259,7 +293,8 @@ export function createCounters(pool: pg.Pool): Counters {
         });
         if (waiting.length === 0) return states as CounterState[];
         await undraw(waiting);
-        await sleep(Math.max(...waiting.map((w) => w.d.waitUntil!)) - Date.now());
+        // Bounded whatever another host's clock says.
+        await sleep(Math.min(LEASE_MS + LEASE_GRACE_MS, Math.max(...waiting.map((w) => w.d.waitUntil!)) - Date.now()));
       }
     },
   };

@@ -49,7 +49,7 @@ test('a busy counter is leased ahead: its next requests take positions with no s
   for (let i = 0; i < 7; i++) positions.push(counters.take([c], t0 + 2)![0]!.count);
   assert.deepEqual(positions, [16, 17, 18, 19, 20, 21, 22], 'the lease hands out its positions in order');
   assert.equal(await stored(c.key), afterLease, 'taken from the lease without a statement');
-  assert.equal(counters.take([c], t0 + 1 + LEASE_MS), undefined, 'a lease lasts LEASE_MS');
+  assert.equal(counters.take([c], Math.max(Date.now(), t0 + 1) + LEASE_MS), undefined, 'a lease lasts LEASE_MS');
   await settled(c.key);
   assert.equal(await stored(c.key), 22, 'once it has ended its unused positions are given back');
   assert.deepEqual(await turn(counters, c, 1), [23], 'and the next request is counted after the last one used');
@@ -120,4 +120,28 @@ test('a lease whose process died is waited for no longer than its end and a grac
   const waited = Date.now() - started;
   assert.ok(waited >= 50 && waited < 2_000, `waited ${waited} ms`);
   assert.equal(await stored(c.key), 4, 'a request that waited is counted once');
+});
+
+test('counters drawn together by different requests (two buckets and their shared daily count) leave no lease behind', async () => {
+  const counters = createCounters(pools[0]!);
+  const [reads, runs, daily] = [counter(100_000), counter(100_000), counter(100_000)];
+  const waves: Promise<unknown>[] = [];
+  for (let w = 0; w < 20; w++) {
+    for (let i = 0; i < 10; i++) waves.push(counters.increment([reads, daily]), counters.increment([runs, daily]));
+    await sleep(1);
+  }
+  await Promise.all(waves);
+  for (const c of [reads, runs, daily]) await settled(c.key);
+  assert.deepEqual(await Promise.all([reads, runs, daily].map((c) => stored(c.key))), [200, 200, 400], 'each counted every request once, every lease given back');
+});
+
+test('a process closing gives back the leases it holds at once', async () => {
+  const counters = createCounters(pools[1]!);
+  const c = counter(100_000);
+  const t0 = Date.now();
+  await turn(counters, c, 5, t0);
+  await turn(counters, c, 10, t0 + 1);
+  assert.equal((await row(c.key)).leases, 1, 'leased');
+  await counters.close();
+  assert.deepEqual(await row(c.key), { points: 15, leases: 0 });
 });
