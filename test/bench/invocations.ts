@@ -27,7 +27,9 @@
  * Then BENCH_CALLERS (8) callers invoke at once, BENCH_N each, on a deployment of as
  * many instances: their p99 against their median is printed (goal <= 3).
  *
- * Env: BENCH_N (10), BENCH_ROUNDS (3), BENCH_POLL_MS (20), BENCH_CALLERS (8).
+ * Env: BENCH_N (10), BENCH_ROUNDS (3), BENCH_POLL_MS (20), BENCH_CALLERS (8), BENCH_PROFILE
+ * (a folder: instead of the rounds, 3 × BENCH_N warm invocations with the api's and the
+ * worker's V8 CPU profiles and Postgres's pg_stat_statements, reported per invocation).
  */
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -52,11 +54,14 @@ import { startWarmInstance } from '../../activities/execution/warmInstance.ts';
 import { labWorkspace } from './labWorkspace.ts';
 import { median, p99 } from './stats.ts';
 import { cpuPerUnit, cpuSample } from './cpu.ts';
+import { profilingSettings, monotonicMicros, resetStatements, statementReport, cpuProfileReport, processNames } from './profile.ts';
 
 const N = Number(process.env.BENCH_N ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 20);
 const CALLERS = Number(process.env.BENCH_CALLERS ?? 8);
+const PROFILE_DIR = process.env.BENCH_PROFILE ? path.resolve(process.env.BENCH_PROFILE) : undefined;
+const profiling = PROFILE_DIR ? profilingSettings(PROFILE_DIR) : undefined;
 /** How creations ask to be answered once their work has ended. */
 const WAIT = { Prefer: 'wait=60' };
 const LAB = path.join(REPO_ROOT, 'test/fixtures/labs/noisy-growth');
@@ -172,6 +177,8 @@ async function main(): Promise<void> {
     stack = await startStack({
       exitOnSignal: true, dataDir: dir, mode: 'test', ports, sink: (s, l) => log.write(`[${s}] ${l}\n`),
       serviceEnv: { SILICO_RATE_READS_PER_MIN: '100000000', SILICO_RATE_RUNS_PER_MIN: '100000000', SILICO_RATE_DAILY: '100000000', LOG_LEVEL: 'warn' },
+      serviceNodeArgs: profiling?.serviceNodeArgs,
+      postgresSettings: profiling?.postgresSettings,
     });
     http = createHttpClient(stack.info.base_url.replace('//localhost:', '//127.0.0.1:'), { Authorization: `Bearer ${stack.info.api_key}` });
     const h = http;
@@ -225,6 +232,26 @@ async function main(): Promise<void> {
     await warm(0);
     await cold(0);
     await direct.invoke(inputs(0));
+    if (PROFILE_DIR) {
+      // One window of warm invocations, profiled; the processes write their profiles as they exit.
+      const units = 3 * N;
+      const names = processNames(stack);
+      const pgDb = createDb(stack.info.database_url, { poolMax: 1 });
+      await resetStatements(pgDb);
+      const from = monotonicMicros();
+      const w: number[] = [];
+      for (let i = 0; i < units; i++) w.push(await warm(i));
+      const to = monotonicMicros();
+      console.log(`profile: ${units} warm invocations, median ${median(w).toFixed(0)} ms`);
+      console.log(await statementReport(pgDb, units));
+      await pgDb.destroy();
+      await floor.close();
+      floor = undefined;
+      await stack.stop();
+      stack = undefined;
+      console.log(await cpuProfileReport(PROFILE_DIR, names, { from, to }, units));
+      return;
+    }
     console.log(`${N} invocations of a warm deployment (1 instance kept warm) and ${N} cold runs of the same release, one at a time, each answered ended (Prefer: wait)`);
     const ratios: number[] = [];
     const floorRatios: number[] = [];
