@@ -1,4 +1,5 @@
 import type { ValidateFunction } from 'ajv/dist/2020.js';
+import { LRUCache } from 'lru-cache';
 import { makeAjv } from '../kernel/ajv.ts';
 export { contractOf } from './labContract.ts';
 import { listOf } from './labContract.ts';
@@ -20,7 +21,12 @@ const VALUE_TYPES: Record<string, object> = {
 };
 
 const ajv = makeAjv(false);
-const compiled = new WeakMap<object, ValidateFunction>();
+/**
+ * Validators by their schema's text: a release's schema is read from its row anew for
+ * every request, so a cache by object compiled it every time (about 1 ms of a hosted
+ * invocation's api CPU) and Ajv kept each copy. Bounded; one dropped leaves Ajv too.
+ */
+const compiled = new LRUCache<string, { schema: object; validate: ValidateFunction }>({ max: 1_000, dispose: ({ schema }) => ajv.removeSchema(schema) });
 
 interface DeclaredInput { name: string; value_type?: string; required?: boolean; schema?: object }
 
@@ -36,16 +42,17 @@ function declaredInputs(release: Contracted): DeclaredInput[] {
 /** A compiled validator for a declared schema (compiled once), or why it cannot be compiled. */
 function validatorOf(schema: unknown): ValidateFunction | string {
   if (!schema || typeof schema !== 'object') return 'a schema must be an object';
-  let validate = compiled.get(schema);
-  if (!validate) {
-    try {
-      validate = ajv.compile(schema);
-    } catch (err) {
-      return (err as Error).message.split('\n')[0]!;
-    }
-    compiled.set(schema, validate);
+  const text = JSON.stringify(schema);
+  const known = compiled.get(text);
+  if (known) return known.validate;
+  try {
+    const validate = ajv.compile(schema);
+    compiled.set(text, { schema, validate });
+    return validate;
+  } catch (err) {
+    ajv.removeSchema(schema);
+    return (err as Error).message.split('\n')[0]!;
   }
-  return validate;
 }
 
 /**
