@@ -14,9 +14,17 @@ export interface BinarySpec {
   noRelease?: string;
 }
 
-/** One binary of the Temporal server's release archive (v1.29.1), whose checksums could not be read from here. */
+/**
+ * One binary of the Temporal server's release archive (v1.31.0), its four platforms'
+ * checksums as another project pins them from the release's checksums.txt.
+ */
 function temporalServerRelease(member: string): Release {
-  return { url: 'https://github.com/temporalio/temporal/releases/download/v1.29.1/temporal_1.29.1_{os}_{arch}.tar.gz', member, sha256: {} };
+  return { url: 'https://github.com/temporalio/temporal/releases/download/v1.31.0/temporal_1.31.0_{os}_{arch}.tar.gz', member, sha256: {
+    'linux-amd64': '2e1fe709f7794929691dbf7044fea8935a5af5b4686758ae6477bebdc208012b',
+    'linux-arm64': 'd02e574e2e1ee5b888b4a57d02d8438bb92d6d5eec47fcf18bf190ac594c8ed3',
+    'darwin-amd64': 'c1174e1f3ad82489bb84ab6f4fd00b82ab13cb31ca81ddf8bf449e7f5ecafdb8',
+    'darwin-arm64': '9023d04591eb3285f31735d9298cbd6214a0627c9e71f5c7b47991c2ffd91d05',
+  } };
 }
 
 /**
@@ -41,10 +49,11 @@ export const BINARIES = {
   // by the Go module proxy ("not available"), so the pin is the one pseudo-version the
   // proxy resolves for the module.
   minio: { module: 'github.com/minio/minio', version: 'v0.0.0-20260212201848-7aac2a2c5b7c', envVar: 'MINIO_BIN', noRelease: 'MinIO publishes no binary of this commit (its community edition ships as source since October 2025)' },
-  // The cluster topology (`npm run start:cluster`): the Temporal server the dev server
-  // above embeds (1.29.1), as its own services on Postgres, and its schema tool.
-  'temporal-server': { module: 'go.temporal.io/server/cmd/server', version: 'v1.29.1', envVar: 'TEMPORAL_SERVER_BIN', release: temporalServerRelease('temporal-server') },
-  'temporal-sql-tool': { module: 'go.temporal.io/server/cmd/tools/sql', version: 'v1.29.1', envVar: 'TEMPORAL_SQL_TOOL_BIN', release: temporalServerRelease('temporal-sql-tool') },
+  // The cluster topology (`npm run start:cluster`): the Temporal server as its own services
+  // on Postgres, and its schema tool. v1.31.0, not the 1.29.1 the dev server above embeds:
+  // its release's checksums are readable here, 1.29.1's are not.
+  'temporal-server': { module: 'go.temporal.io/server/cmd/server', version: 'v1.31.0', envVar: 'TEMPORAL_SERVER_BIN', release: temporalServerRelease('temporal-server') },
+  'temporal-sql-tool': { module: 'go.temporal.io/server/cmd/tools/sql', version: 'v1.31.0', envVar: 'TEMPORAL_SQL_TOOL_BIN', release: temporalServerRelease('temporal-sql-tool') },
   // Its web UI, a program of its own that speaks the server's public API. v2.53.3 rather
   // than the v2.42.1 the dev server embeds: its release's checksums are readable here (as
   // another project pins them from ui-server_2.53.3_checksums.txt), v2.42.1's are not.

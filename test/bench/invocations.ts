@@ -247,6 +247,11 @@ async function main(): Promise<void> {
       await pgDb.destroy();
       await floor.close();
       floor = undefined;
+      // The worker writes its main thread's profile as it exits, which can outlast the stack's stop.
+      for (const p of stack.supervisor.processes.filter((x) => x.name === 'worker')) {
+        p.child.kill('SIGTERM');
+        await Promise.race([p.exited, new Promise((r) => setTimeout(r, 120_000))]);
+      }
       await stack.stop();
       stack = undefined;
       console.log(await cpuProfileReport(PROFILE_DIR, names, { from, to }, units));
