@@ -69,6 +69,13 @@ const ENDED_KEPT_MS = 60_000;
  * execution its announcement began here already (one execution per invocation on a
  * worker); the control steps read the schedule and record the ending (settled once).
  */
+/**
+ * An attempt whose lease a later one took (it was presumed lost) ends without recording:
+ * the later attempt ends the invocation. Failed as a lost worker's, so a workflow that did
+ * still wait for it tries again rather than take its word.
+ */
+const supersededFailure = () => ApplicationFailure.retryable('A later attempt holds the invocation\'s lease.', NOT_SERVED_HERE);
+
 export function createInvocationActivities(deps: Deps) {
   /** The executions this worker has begun, by invocation id, until a while after they end. */
   const executing = new Map<string, { result: Promise<HostedResult>; stop: AbortController }>();
@@ -99,19 +106,25 @@ export function createInvocationActivities(deps: Deps) {
     if (!inv) return { status: 'skipped', computeSeconds: 0 };
     const served = deps.deployments.get(deploymentKey(inv.lab_id, inv.hosting_generation));
     if (!served) throw ApplicationFailure.nonRetryable('This worker does not serve the deployment.', NOT_SERVED_HERE);
-    const leased = await leaseInvocation(deps.db, invocationId, LEASE_SECONDS);
+    const { status: leased, attempt } = await leaseInvocation(deps.db, invocationId, LEASE_SECONDS);
     if (leased === 'cancel_requested') return { status: 'cancelled', computeSeconds: 0 };
-    if (leased !== 'running') return { status: 'skipped', computeSeconds: 0 };
+    if (leased !== 'running' || attempt === null) return { status: 'skipped', computeSeconds: 0 };
     // Made first: a failure here leaves no listener, timer or lease behind.
     const dir = await mkdtemp(path.join(tmpdir(), 'silico-invocation-'));
     // A requested cancellation stops it at once (its notice), not at the next renewal.
     const unwatch = deps.cancels?.watch(invocationId, () => stop.abort());
     // The lease is renewed with every heartbeat; one that was revoked stops the work.
     let renewing = false;
+    /** A later attempt took the lease: this one was presumed lost, and records nothing. */
+    let superseded = false;
     const beat = setInterval(() => {
       if (renewing) return;
       renewing = true;
-      renewLease(deps.db, invocationId, LEASE_SECONDS).then((held) => { if (!held) stop.abort(); }, () => undefined).finally(() => { renewing = false; });
+      renewLease(deps.db, invocationId, LEASE_SECONDS, attempt).then((lease) => {
+        if (lease === 'held') return;
+        superseded = lease === 'superseded';
+        stop.abort();
+      }, () => undefined).finally(() => { renewing = false; });
     }, 1000);
     const lease = await served.pool.acquire(stop.signal).catch((err: unknown) => err instanceof Error ? err : new Error(String(err)));
     let opened: OutputSink | undefined;
@@ -148,6 +161,7 @@ export function createInvocationActivities(deps: Deps) {
         lease.release();
       }
       const computeSeconds = outcome.result?.cpu_seconds ?? outcome.wallSeconds;
+      if (superseded) throw supersededFailure();
       if (outcome.cancelled) return { status: 'cancelled', computeSeconds: outcome.wallSeconds };
       const error = outcomeError(outcome);
       if (error?.code === 'timed_out' && inv.cap_micros !== null) {
@@ -171,7 +185,8 @@ export function createInvocationActivities(deps: Deps) {
       });
       // Settled here, with its result, as soon as it is known: the workflow's own ending
       // settles every other way an invocation ends (and finds this one ended already).
-      await finishInvocation(deps.db, { id: invocationId, status: 'completed', computeSeconds }, { outputs, artifacts }, Promise.all(puts));
+      const ended = await finishInvocation(deps.db, { id: invocationId, status: 'completed', computeSeconds }, { outputs, artifacts }, Promise.all(puts), attempt);
+      if (ended === 'superseded') throw supersededFailure();
       return { status: 'completed', computeSeconds };
     } finally {
       clearInterval(beat);

@@ -86,25 +86,31 @@ export async function getInvocation(db: Db, id: string, accountId?: string): Pro
 
 /**
  * Takes the lease of an invocation for one execution attempt: queued or running (a retry
- * after a lost worker) becomes running with a fresh lease. Returns the status afterwards;
- * an ended invocation, or one whose cancellation was asked for, is not started.
+ * after a lost worker) becomes running with a fresh lease. Returns the status afterwards
+ * and, when running, the attempt that holds the lease now; an ended invocation, or one
+ * whose cancellation was asked for, is not started.
  */
-export async function leaseInvocation(db: Db, id: string, leaseSeconds: number): Promise<InvocationStatus | 'cancel_requested'> {
+export async function leaseInvocation(db: Db, id: string, leaseSeconds: number): Promise<{ status: InvocationStatus | 'cancel_requested'; attempt: number | null }> {
   const [row] = await db('hosted_invocations').where({ id }).whereIn('status', ['queued', 'running']).whereNull('cancel_requested_at')
     .update({
       status: 'running', attempts: db.raw('attempts + 1'), started_at: db.raw('coalesce(started_at, now())'),
       lease_expires_at: db.raw(`now() + make_interval(secs => ?)`, [leaseSeconds]),
-    }).returning('status');
-  if (row) return row.status as InvocationStatus;
+    }).returning(['status', 'attempts']);
+  if (row) return { status: row.status as InvocationStatus, attempt: Number(row.attempts) };
   const now = await db('hosted_invocations').where({ id }).first('status', 'cancel_requested_at');
-  return now?.cancel_requested_at && !INVOCATION_ENDED.includes(now.status) ? 'cancel_requested' : (now?.status as InvocationStatus);
+  return { status: now?.cancel_requested_at && !INVOCATION_ENDED.includes(now.status) ? 'cancel_requested' : (now?.status as InvocationStatus), attempt: null };
 }
 
-/** Renews a held lease; false when it was revoked (cancellation) or the invocation ended. */
-export async function renewLease(db: Db, id: string, leaseSeconds: number): Promise<boolean> {
-  const n = await db('hosted_invocations').where({ id, status: 'running' }).whereNull('cancel_requested_at')
+/**
+ * Renews the lease `attempt` holds: `held`, else `superseded` when a later attempt took it
+ * (this one was presumed lost), or `revoked` (cancellation asked for, or the invocation ended).
+ */
+export async function renewLease(db: Db, id: string, leaseSeconds: number, attempt: number): Promise<'held' | 'superseded' | 'revoked'> {
+  const n = await db('hosted_invocations').where({ id, status: 'running', attempts: attempt }).whereNull('cancel_requested_at')
     .update({ lease_expires_at: db.raw(`now() + make_interval(secs => ?)`, [leaseSeconds]) });
-  return n > 0;
+  if (n > 0) return 'held';
+  const now = await db('hosted_invocations').where({ id }).first('attempts');
+  return now && Number(now.attempts) !== attempt ? 'superseded' : 'revoked';
 }
 
 /**
@@ -143,13 +149,15 @@ export const INVOCATION_ENDINGS_CHANNEL = 'silico_invocation_endings';
  * account's balance, so it waits for nothing) is made and committed only once they are
  * stored (not at all should that fail), so no record names bytes the store does not hold.
  */
-export async function finishInvocation(db: Db, e: InvocationEnding, result?: InvocationResult, stored?: Promise<unknown>): Promise<InvocationStatus> {
+export async function finishInvocation(db: Db, e: InvocationEnding, result?: InvocationResult, stored?: Promise<unknown>, attempt?: number): Promise<InvocationStatus | 'superseded'> {
   // Awaited inside the transaction; a failure before that is not unhandled meanwhile.
   stored?.catch(() => undefined);
   return db.transaction(async (trx) => {
     const row: InvocationRow | undefined = await trx('hosted_invocations').where({ id: e.id }).forUpdate().first();
     if (!row) throw new Error(`no invocation ${e.id}`);
     if (INVOCATION_ENDED.includes(row.status)) return row.status;
+    // An attempt presumed lost whose lease a later one took records nothing: the later one ends it.
+    if (attempt !== undefined && Number(row.attempts) !== attempt) return 'superseded';
     if (result?.artifacts.length) await trx('hosted_invocation_artifacts').insert(result.artifacts).onConflict(['invocation_id', 'file_name']).ignore();
     const profile = await trx('compute_profiles').where({ id: row.compute_profile }).first('price_per_second_micros');
     await stored;

@@ -19,16 +19,13 @@ import path from 'node:path';
 import getPort from 'get-port';
 import { startStack, type Stack } from '../../deploy/local/stack.ts';
 import { createHttpClient } from './httpClient.ts';
+import { median } from './stats.ts';
 
 const N = Number(process.env.BENCH_N ?? 20);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 20);
 const BODY = { ref: 'platform/microbial-growth@1.0.0', inputs: { growth_rate: 0.25 }, seed: 11 };
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
 
 async function main(): Promise<void> {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { closeTestDb, newAccount, testDb, workspaceOfLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { createPlan } from '../../storage/db/plans.ts';
-import { acceptInvocation, finishInvocation, getInvocation, invocationArtifacts, type InvocationResult } from '../../storage/db/hostedInvocations.ts';
+import { acceptInvocation, finishInvocation, getInvocation, invocationArtifacts, leaseInvocation, renewLease, type InvocationResult } from '../../storage/db/hostedInvocations.ts';
 import { getBalances } from '../../storage/ledger.ts';
 import { digestJson } from '../../storage/digest.ts';
 import { newId } from '../../storage/ids.ts';
@@ -72,4 +72,28 @@ test('bytes that fail to be stored leave no ending: nothing settled, no artifact
   assert.equal(row.settled_micros, null);
   assert.deepEqual(await invocationArtifacts(testDb(), id), []);
   assert.deepEqual(await getBalances(testDb(), owner.account.id), balance, 'nothing charged or released');
+});
+
+test('an attempt presumed lost whose lease a later attempt took can neither renew it nor record its ending; the later attempt ends it', async () => {
+  const id = await accepted();
+  const first = await leaseInvocation(testDb(), id, 5);
+  assert.deepEqual(first, { status: 'running', attempt: 1 });
+  assert.equal(await renewLease(testDb(), id, 5, 1), 'held');
+  // The first attempt's worker was presumed lost: the retry takes the lease.
+  const second = await leaseInvocation(testDb(), id, 5);
+  assert.deepEqual(second, { status: 'running', attempt: 2 });
+  assert.equal(await renewLease(testDb(), id, 5, 1), 'superseded', 'the first attempt learns at its next renewal');
+  assert.equal(await renewLease(testDb(), id, 5, 2), 'held');
+  assert.equal(await finishInvocation(testDb(), { id, status: 'completed', computeSeconds: 0.01 }, result(id), Promise.resolve(), 1), 'superseded');
+  const still = (await getInvocation(testDb(), id))!;
+  assert.equal(still.status, 'running', 'the first attempt recorded nothing');
+  assert.equal(still.settled_micros, null);
+  assert.deepEqual(await invocationArtifacts(testDb(), id), []);
+  assert.equal(await finishInvocation(testDb(), { id, status: 'completed', computeSeconds: 0.02 }, result(id), Promise.resolve(), 2), 'completed');
+  assert.equal((await getInvocation(testDb(), id))!.status, 'completed');
+  // A cancellation revokes whichever attempt holds it.
+  const other = await accepted();
+  await leaseInvocation(testDb(), other, 5);
+  await testDb()('hosted_invocations').where({ id: other }).update({ cancel_requested_at: testDb().fn.now() });
+  assert.equal(await renewLease(testDb(), other, 5, 1), 'revoked');
 });
