@@ -118,7 +118,7 @@ test('a lease whose process died is waited for no longer than its end and a grac
   const started = Date.now();
   assert.deepEqual(await turn(counters, c, 1), [4], 'refused once the dead lease is past its grace');
   const waited = Date.now() - started;
-  assert.ok(waited >= 50 && waited < 2_000, `waited ${waited} ms`);
+  assert.ok(waited >= 50 && waited < 5_000, `waited ${waited} ms (the lease's end and a grace of 2 s, no more)`);
   assert.equal(await stored(c.key), 4, 'a request that waited is counted once');
 });
 
