@@ -119,6 +119,20 @@ export function createCounters(pool: pg.Pool): Counters {
    * since is left alone: its count began again without them. If the statement fails, the
    * leases are held again and their end is tried again later.
    */
+  /**
+   * Takes points (and leases) back from counters, in one statement: a lease's unused
+   * positions, or a draw that waits for other processes' leases. Only from the window they
+   * were drawn in: one that has restarted since began its count again without them.
+   */
+  const takeBack = async (rows: { key: string; points: number; leases: number; expire: number }[]): Promise<void> => {
+    await pool.query({
+      name: 'silico-rate-take-back',
+      text: `UPDATE rate_limits AS r SET points = r.points - t.n, leases = r.leases - t.l
+               FROM unnest($1::text[], $2::int[], $3::int[], $4::bigint[]) AS t(k, n, l, e)
+              WHERE r.key = t.k AND r.expire = t.e`,
+      values: [rows.map((x) => x.key), rows.map((x) => x.points), rows.map((x) => x.leases), rows.map((x) => x.expire)],
+    });
+  };
   const giveBack = (keys: string[]): Promise<void> => release(keys.flatMap((key) => {
     const l = leases.get(key);
     return l?.held ? [{ key, l }] : [];
@@ -132,13 +146,7 @@ export function createCounters(pool: pg.Pool): Counters {
     });
     if (ending.length === 0) return;
     try {
-      await pool.query({
-        name: 'silico-rate-give-back',
-        text: `UPDATE rate_limits AS r SET points = r.points - t.u, leases = r.leases - 1
-                 FROM unnest($1::text[], $2::int[], $3::bigint[]) AS t(k, u, e)
-                WHERE r.key = t.k AND r.expire = t.e`,
-        values: [ending.map((e) => e.key), ending.map((e) => e.unused), ending.map((e) => e.l.expire)],
-      });
+      await takeBack(ending.map(({ key, l, unused }) => ({ key, points: unused, leases: 1, expire: l.expire })));
     } catch (err) {
       for (const { key, l, unused } of ending) {
         l.held = true;
@@ -251,16 +259,6 @@ export function createCounters(pool: pg.Pool): Counters {
     if (queue.length === 0) setImmediate(() => void flush());
     queue.push({ counters, now, resolve, reject });
   });
-  /** Takes back a draw that waits for other processes' leases (its window unchanged). */
-  const undraw = async (drawn: { c: CounterRequest; d: Drawn }[]) => {
-    await pool.query({
-      name: 'silico-rate-undraw',
-      text: `UPDATE rate_limits AS r SET points = r.points - t.n
-               FROM unnest($1::text[], $2::int[], $3::bigint[]) AS t(k, n, e)
-              WHERE r.key = t.k AND r.expire = t.e`,
-      values: [drawn.map((x) => x.c.key), drawn.map((x) => x.c.points ?? 1), drawn.map((x) => x.d.expire)],
-    });
-  };
 
   const busyOf = (counters: CounterRequest[], states: (CounterState | undefined)[]) => counters.flatMap((c, i) => (states[i] ? [] : busy.get(c.key) ?? []));
 
@@ -294,7 +292,7 @@ export function createCounters(pool: pg.Pool): Counters {
           if (!waiting.some((w) => w.i === i)) states[i] = { key: drawn[j]!.key, count: drawn[j]!.count, resetMs: drawn[j]!.resetMs };
         });
         if (waiting.length === 0) return states as CounterState[];
-        await undraw(waiting);
+        await takeBack(waiting.map(({ c, d }) => ({ key: c.key, points: c.points ?? 1, leases: 0, expire: d.expire })));
         // Bounded whatever another host's clock says.
         await sleep(Math.min(LEASE_MS + LEASE_GRACE_MS, Math.max(...waiting.map((w) => w.d.waitUntil!)) - Date.now()));
       }
