@@ -62,6 +62,13 @@ type HostedResult = { status: 'completed' | 'failed' | 'cancelled' | 'skipped'; 
 const ENDED_KEPT_MS = 60_000;
 
 /**
+ * An attempt whose lease a later one took (it was presumed lost) ends without recording:
+ * the later attempt ends the invocation. Failed as a lost worker's, so a workflow that did
+ * still wait for it tries again rather than take its word.
+ */
+const supersededFailure = () => ApplicationFailure.retryable('A later attempt holds the invocation\'s lease.', NOT_SERVED_HERE);
+
+/**
  * Activities of hosted execution. `serveDeployment` (on a worker of the profile) holds a
  * ready deployment's warm pool for as long as it is not cancelled and tells where it is
  * served (this worker's own task queue); `invokeHosted` (on that queue) runs one
@@ -69,13 +76,6 @@ const ENDED_KEPT_MS = 60_000;
  * execution its announcement began here already (one execution per invocation on a
  * worker); the control steps read the schedule and record the ending (settled once).
  */
-/**
- * An attempt whose lease a later one took (it was presumed lost) ends without recording:
- * the later attempt ends the invocation. Failed as a lost worker's, so a workflow that did
- * still wait for it tries again rather than take its word.
- */
-const supersededFailure = () => ApplicationFailure.retryable('A later attempt holds the invocation\'s lease.', NOT_SERVED_HERE);
-
 export function createInvocationActivities(deps: Deps) {
   /** The executions this worker has begun, by invocation id, until a while after they end. */
   const executing = new Map<string, { result: Promise<HostedResult>; stop: AbortController }>();
