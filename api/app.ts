@@ -7,7 +7,7 @@ import { requestContext } from './middleware/requestContext.ts';
 import { errorEnvelope } from './middleware/errors.ts';
 import { authenticate } from './middleware/auth.ts';
 import { rateLimit } from './middleware/rateLimit.ts';
-import { createCounters } from '../storage/db/rateCounters.ts';
+import { createCounters } from '../storage/db/rateLimits.ts';
 import { buildRouter, dispatchRoute, matchRoute, type RouteTable } from './router.ts';
 import { OPENAPI_PATH, ROUTES } from './routeTable.ts';
 import { TOOLS } from './tools/index.ts';
@@ -27,8 +27,6 @@ export interface App {
   log: Logger;
   /** Leaves the balancer's rotation: /readyz answers 503 `draining` from now on; requests are still served. */
   drain(): void;
-  /** Once no request is left: gives back the rate-limit positions this process leased. */
-  close(): Promise<void>;
 }
 
 /**
@@ -84,5 +82,5 @@ export function createApp(deps: Deps, opts: { log?: Logger; table?: RouteTable; 
     if (ctx.state.pathMatched) throw errors.methodNotAllowed(ctx.method, ctx.state.allowed);
     throw errors.routeNotFound(ctx.method, ctx.path);
   });
-  return { koa, registry, log, drain: () => { lifecycle.draining = true; }, close: () => counters.close() };
+  return { koa, registry, log, drain: () => { lifecycle.draining = true; } };
 }

@@ -2,7 +2,7 @@ import { NativeConnection, Worker, Runtime, makeTelemetryFilterString } from '@t
 import pino from 'pino';
 import { loadConfig } from '../kernel/config.ts';
 import { createDb, createPgPool } from '../storage/db/knex.ts';
-import { createCounters } from '../storage/db/rateCounters.ts';
+import { createCounters } from '../storage/db/rateLimits.ts';
 import { createBiologyActivities } from '../activities/biology/activities.ts';
 import { createSessionActivities } from '../activities/sessions/activities.ts';
 import { createWebhookActivities } from '../activities/webhooks.ts';

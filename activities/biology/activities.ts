@@ -8,7 +8,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { BiologyConfig, BiologySourceId } from '../../kernel/config.ts';
 import type { Db } from '../../storage/db/knex.ts';
 import type { ObjectStore } from '../../storage/objects.ts';
-import type { CounterRequest, CounterState } from '../../storage/db/rateCounters.ts';
+import type { CounterRequest, CounterState } from '../../storage/db/rateLimits.ts';
 import { HashingStream } from '../../storage/digest.ts';
 import { newId } from '../../storage/ids.ts';
 import { recordBiologyResources } from '../../storage/db/biologyResources.ts';

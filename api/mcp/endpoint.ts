@@ -11,7 +11,7 @@ import { jsonBody } from '../router.ts';
 import type { Deps } from '../tools/tool.ts';
 import { authenticate, requireCaller } from '../middleware/auth.ts';
 import { rateLimit } from '../middleware/rateLimit.ts';
-import type { Counters } from '../../storage/db/rateCounters.ts';
+import type { Counters } from '../../storage/db/rateLimits.ts';
 import { errors } from '../errors.ts';
 import { buildCatalog } from './catalog.ts';
 import { callTool } from './call.ts';

@@ -1,7 +1,6 @@
 import type { Middleware, ParameterizedContext } from 'koa';
 import { Stream, type Readable } from 'node:stream';
-import { dailyCounterKey, utcDay, utcDayEnd } from '../../storage/db/rateLimits.ts';
-import type { CounterRequest, CounterState, Counters } from '../../storage/db/rateCounters.ts';
+import { dailyCounterKey, utcDay, utcDayEnd, type CounterRequest, type Counters } from '../../storage/db/rateLimits.ts';
 import type { Config } from '../../kernel/config.ts';
 import { errors } from '../errors.ts';
 
@@ -45,8 +44,8 @@ const nothing = () => null;
 /**
  * Per-key limits kept in Postgres, so they hold across every api process: a per-minute
  * bucket (tighter for run creation) and a daily fair-use count per UTC day, counted in
- * one statement shared by the requests of the same event-loop turn, or from positions a
- * busy key has leased to this process (`createCounters`). Requests without a
+ * one statement shared by the requests of the same event-loop turn (one set of counters
+ * per process, shared by /v1 and /mcp). Requests without a
  * valid key are limited per client address, so key guessing is throttled too. Every
  * response gets RateLimit-* headers for the bucket nearest its limit; a spent daily
  * allowance outranks a spent minute.
@@ -90,23 +89,19 @@ export function rateLimit(
     const who = caller ? caller.key.id : `ip:${ctx.ip}`;
     const perMinute = bucket === 'runs' ? limits.runCreationPerMinute : limits.readsPerMinute;
     const minuteKey = `${bucket === 'runs' ? 'runs' : bucket === 'reads' ? 'reads' : 'anon'}:${who}`;
-    const requests: CounterRequest[] = [{ key: minuteKey, windowMs: 60_000, points, limit: perMinute }];
+    const requests: CounterRequest[] = [{ key: minuteKey, windowMs: 60_000, points }];
     // The day is part of the daily key; its window outlives the day so the row expires after it.
-    if (caller) requests.push({ key: dailyCounterKey(who, utcDay(now)), windowMs: DAILY_WINDOW_MS, points, limit: limits.dailyRequests });
-    const viewsOf = (counts: CounterState[]): View[] => {
+    if (caller) requests.push({ key: dailyCounterKey(who, utcDay(now)), windowMs: DAILY_WINDOW_MS, points });
+    const counted = counters.increment(requests, now).then((counts) => {
       const views: View[] = [{ name: bucket === 'runs' ? 'run_creation' : bucket, limit: perMinute, count: counts[0]!.count, resetSeconds: Math.ceil(counts[0]!.resetMs / 1000) }];
       if (caller) views.push({ name: 'daily', limit: limits.dailyRequests, count: counts[1]!.count, resetSeconds: Math.ceil((utcDayEnd(now) - now) / 1000) });
       remember(minuteKey, views, now);
       return views;
-    };
-
-    // A busy key's positions are often leased to this process already: counted with no wait.
-    const leased = counters.take(requests, now);
-    const counted = leased ? Promise.resolve(viewsOf(leased)) : counters.increment(requests, now).then(viewsOf, unavailable);
+    }, unavailable);
     // For an operation that shows it (GET /account), asked for only there.
     if (caller) ctx.state.requestsToday = () => counted.then(dailyCount);
 
-    if (leased || !caller || !concurrent(ctx) || isNear(minuteKey, now)) {
+    if (!caller || !concurrent(ctx) || isNear(minuteKey, now)) {
       announce(ctx, judge(await counted));
       await next();
       return;

@@ -44,6 +44,71 @@ export function dailyCounterKey(keyId: string, day: string): string {
   return `${DAILY_PREFIX}:${keyId}:${day}`;
 }
 
+/** One counter to draw `points` from (1 by default: one request). */
+export interface CounterRequest { key: string; windowMs: number; points?: number }
+export interface CounterState { key: string; count: number; resetMs: number }
+
+/** A process's counters (one set, shared by its doors). */
+export interface Counters { increment(counters: CounterRequest[], now?: number): Promise<CounterState[]> }
+
+interface Pending { counters: CounterRequest[]; now: number; resolve: (s: CounterState[]) => void; reject: (e: unknown) => void }
+
+/**
+ * Counts requests against counters, coalescing the increments of all requests that
+ * arrive in the same event-loop turn into ONE statement (one round trip, one row lock
+ * per distinct counter), then hands each request its own position in the count, as if
+ * they had been counted one by one. Keys are locked in sorted order, so concurrent
+ * statements from several api processes never deadlock.
+ */
+export function createCounters(pool: pg.Pool): Counters {
+  let queue: Pending[] = [];
+  const flush = async () => {
+    const batch = queue;
+    queue = [];
+    const totals = new Map<string, { n: number; expire: number }>();
+    for (const p of batch) {
+      for (const c of p.counters) {
+        const t = totals.get(c.key);
+        if (t) t.n += c.points ?? 1;
+        else totals.set(c.key, { n: c.points ?? 1, expire: p.now + c.windowMs });
+      }
+    }
+    const keys = [...totals.keys()].sort();
+    const now = batch[batch.length - 1]!.now;
+    try {
+      const { rows } = await pool.query<{ key: string; points: number; expire: string }>({
+        name: 'silico-rate-increment',
+        text: `INSERT INTO rate_limits AS r (key, points, expire)
+                 SELECT k, n, e FROM unnest($1::text[], $2::int[], $3::bigint[]) AS t(k, n, e)
+               ON CONFLICT (key) DO UPDATE SET
+                 points = CASE WHEN r.expire <= $4 THEN EXCLUDED.points ELSE r.points + EXCLUDED.points END,
+                 expire = CASE WHEN r.expire <= $4 THEN EXCLUDED.expire ELSE r.expire END
+               RETURNING key, points, expire`,
+        values: [keys, keys.map((k) => totals.get(k)!.n), keys.map((k) => totals.get(k)!.expire), now],
+      });
+      // Each counter's requests take the last n positions of its new count, in arrival order.
+      const next = new Map(rows.map((r) => [r.key, { at: Number(r.points) - totals.get(r.key)!.n, expire: Number(r.expire) }]));
+      for (const p of batch) {
+        p.resolve(p.counters.map((c) => {
+          const slot = next.get(c.key)!;
+          slot.at += c.points ?? 1;
+          return { key: c.key, count: slot.at, resetMs: Math.max(0, slot.expire - p.now) };
+        }));
+      }
+    } catch (err) {
+      for (const p of batch) p.reject(err);
+    }
+  };
+  return {
+    increment(counters, now = Date.now()) {
+      return new Promise((resolve, reject) => {
+        if (queue.length === 0) setImmediate(() => void flush());
+        queue.push({ counters, now, resolve, reject });
+      });
+    },
+  };
+}
+
 /** A key's requests on a UTC day, as its daily counter holds them. */
 export async function dailyRequests(pool: pg.Pool, keyId: string, day: string): Promise<number> {
   const { rows } = await pool.query<{ points: number }>({
