@@ -18,7 +18,6 @@ import { createExecutionActivities, executeRun } from '../activities/execution/e
 import { createBatchActivities } from '../activities/execution/batch.ts';
 import { createSandbox } from '../activities/execution/sandbox.ts';
 import { createWarmParents } from '../activities/execution/warmParents.ts';
-import type { RunParent } from '../activities/execution/runParents.ts';
 import { Client, Connection } from '@temporalio/client';
 import { executionProbeOf, workflowStateOf } from '../activities/workflowState.ts';
 import { createObjectStore } from '../storage/objects.ts';
@@ -134,10 +133,11 @@ async function main(): Promise<void> {
   const runs = await Worker.create(runWorkerOptions({ connection, namespace: config.temporal.namespace, db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount, workflowBundle: config.worker.workflowBundle }));
   // One activity worker per compute profile this machine serves (GPU profiles are served
   // by GPU machines; without one, such runs fail with capacity_unavailable).
-  // Runs fork from warm parents of their key; one parent per execution slot of a profile.
-  const warm = createWarmParents<RunParent>({
+  // Runs fork from warm parents of their key, and PEtab calibrations' runs from warm
+  // instances of the engine; one parent per execution slot of a key, all within one bound.
+  const warm = createWarmParents({
     max: config.worker.warmParents.max, perKey: COMPUTE_SLOTS, idleSeconds: config.worker.warmParents.idleSeconds, coldSeconds: 60,
-    onError: (key, err) => log.warn({ key, err: String(err) }, 'a warm parent of runs did not start; its runs execute cold for a minute'),
+    onError: (key, err) => log.warn({ key, err: String(err) }, 'a warm parent (of runs, or of the PEtab engine) did not start; what it would serve executes cold for a minute'),
   });
   const executionDeps = { db, objects, python: config.python, environments: config.environments, sandbox, runCancels, stallSeconds: config.worker.labStallSeconds, warm };
   const lone = createExecutionActivities(executionDeps);

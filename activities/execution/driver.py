@@ -28,6 +28,8 @@ import errno
 import traceback
 from pathlib import Path
 
+import forkserve
+
 _out_lock = threading.Lock()
 # Descriptor 4 is bubblewrap's report to the worker; the lab has nothing to say on it.
 try:
@@ -157,18 +159,6 @@ def limit_code(exc):
     return None
 
 
-def die_with_parent():
-    """If the worker that started us dies (even by SIGKILL), die too, at once: nobody is
-    left to read our results, and the retried run must not race an orphan. Linux only;
-    elsewhere the worker's own kill covers it."""
-    try:
-        import ctypes
-        PR_SET_PDEATHSIG = 1
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
-
-
 def check_package(archive, workdir, request):
     """The runtime's validation of a package (or of a managed run's folder, packed here
     first by the runtime's packer) and its digest against the release's: once per
@@ -253,7 +243,7 @@ def tune_runtime(warm):
 
 
 def main():
-    die_with_parent()
+    forkserve.die_with_parent()
     if len(sys.argv) > 1 and sys.argv[1] == "--serve":
         return serve(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]))
     emit({"type": "hello", "pid": os.getpid()})
@@ -375,23 +365,9 @@ def run_request(archive, workdir, request, checked=False):
 
 
 def serve(archive, workdir, sock_path):
-    """A warm instance: the runtime imported and the package checked once, then one
-    invocation at a time, each in a child
-    forked from this pristine process, so nothing one invocation does is seen by the next.
-    The worker connects to the unix socket `sock_path` per invocation, sends the request as
-    one JSON line and reads that invocation's protocol from the same connection (the child
-    has it as descriptor 3). On descriptor 3 this process itself says `ready`, and
-    `exited` with each child's exit code. Lines on stdin control the running child:
-    {"signal": "TERM" | "KILL", "seq": n}, n its invocation's number (the first is 1).
-
-    With `"sweep": true` in the first line (a sandboxed instance, whose PID namespace and
-    scratch are its own), each child's traces are swept before the next one forks (see
-    `sweep_after`), this process's memory is closed to its children, and only the worker,
-    from outside the sandbox, may ask for an invocation.
-    """
-    import socket
+    """A warm instance (forkserve.py): the runtime imported and the package checked once,
+    then one invocation at a time, each in a child forked from this pristine process."""
     warm = json.loads(sys.stdin.readline() or "{}")
-    sweep = bool(warm.get("sweep"))
     # What every invocation needs, loaded once. The lab's own modules are not: importing
     # or constructing them here could run its code once for all invocations, and a lab
     # must behave as in a cold run.
@@ -412,137 +388,8 @@ def serve(archive, workdir, sock_path):
     if checked != archive:
         packed = checked.read_bytes()
         checked.unlink()
-    if sweep:
-        set_dumpable(False)
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(sock_path))
-    server.listen(8)
-    listening = os.stat(sock_path).st_ino
-    current = [None]
-
-    def control():
-        for line in sys.stdin:
-            try:
-                msg = json.loads(line)
-                sig = {"TERM": signal.SIGTERM, "KILL": signal.SIGKILL}[msg.get("signal")]
-            except (ValueError, KeyError, AttributeError):
-                continue
-            running = current[0]
-            if running and msg.get("seq") in (None, running[1]):
-                try:
-                    os.killpg(running[0], sig)
-                except ProcessLookupError:
-                    pass
-
-    threading.Thread(target=control, daemon=True).start()
-    emit({"type": "ready", "pid": os.getpid()})
-    while True:
-        conn, _ = server.accept()
-        if sweep and not from_outside(conn):
-            conn.close()
-            continue
-        # The request, read here: the worker numbers its invocations, and a signal or a
-        # directory names the one it is for.
-        conn.settimeout(10)
-        try:
-            request = json.loads(conn.makefile("r").readline() or "{}")
-            seq = int(request.pop("seq"))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            conn.close()
-            continue
-        conn.settimeout(None)
-        pid = os.fork()
-        if pid == 0:
-            server.close()
-            invocation(conn, request, checked, packed, workdir / f"invocation-{seq}")
-        conn.close()
-        try:
-            os.setpgid(pid, pid)  # as the child does: whichever runs first, a stop finds the group
-        except OSError:
-            pass
-        current[0] = (pid, seq)
-        _, status = os.waitpid(pid, 0)
-        current[0] = None
-        if sweep:
-            sweep_after(workdir, sock_path, listening)
-        # As bubblewrap reports a cold run's end: a signal's as 128 + its number.
-        code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status)
-        emit({"type": "exited", "seq": seq, "code": code})
-
-
-def set_dumpable(on):
-    """Whether processes of the same user may open this one's memory (/proc/PID/mem) and
-    descriptors: a warm parent's is closed, so no child it forks can reach it."""
-    try:
-        import ctypes
-        PR_SET_DUMPABLE = 4
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_DUMPABLE, 1 if on else 0)
-    except (OSError, AttributeError):
-        fail("sandbox_unavailable", "cannot close the warm instance's memory to its children")
-
-
-def from_outside(conn):
-    """Whether the peer is outside this sandbox's PID namespace (the worker: its pid reads
-    as 0 here). A child that connects to the socket is refused."""
-    import socket
-    import struct
-    pid, _, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
-    return pid == 0
-
-
-def sweep_after(workdir, sock_path, listening):
-    """Removes what a child left before the next one forks: every process of this sandbox
-    this one may signal (itself and the sandbox's init excepted: kill(-1)), then the files
-    in /tmp and in the scratch (the worker removes its own staging there). A child that
-    replaced the socket ends this instance: the worker starts another."""
-    import shutil
-    import stat
-
-    try:
-        os.kill(-1, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    me = os.getpid()
-    uid = os.getuid()
-    deadline = time.monotonic() + 2.0
-    while time.monotonic() < deadline:
-        left = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit() or int(entry) in (1, me):
-                continue
-            try:
-                status = Path(f"/proc/{entry}/status").read_text()
-            except OSError:
-                continue
-            if f"\nUid:\t{uid}\t" in status and "\nState:\tZ" not in status:
-                left.append(int(entry))
-        if not left:
-            break
-        for pid in left:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.005)
-    for root in (Path("/tmp"), workdir):
-        for entry in root.iterdir():
-            if entry == sock_path:
-                continue
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                try:
-                    entry.unlink()
-                except OSError:
-                    pass
-    try:
-        kept = os.lstat(sock_path)
-    except OSError:
-        kept = None
-    if kept is None or kept.st_ino != listening or not stat.S_ISSOCK(kept.st_mode):
-        emit({"type": "error", "code": "instance_lost", "message": "a run replaced the warm instance's socket; the instance ends"})
-        sys.stdout.flush()
-        os._exit(3)
+    forkserve.serve(workdir, sock_path, bool(warm.get("sweep")), emit,
+                    lambda conn, request, child_dir: invocation(conn, request, checked, packed, child_dir))
 
 
 def invocation(conn, request, archive, packed, workdir):
@@ -551,26 +398,7 @@ def invocation(conn, request, archive, packed, workdir):
     written to this child's own directory."""
     code = 0
     try:
-        die_with_parent()
-        # Its own memory as open to its own processes as a cold run's (the parent's stays closed).
-        set_dumpable(True)
-        # A process group of its own, as a cold run's process is: a stop reaches all of it.
-        os.setpgid(0, 0)
-        # Its parent's control lines are not its to read: it sees an empty stdin, as a cold run does.
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        os.dup2(conn.fileno(), 3)
-        conn.close()  # descriptor 3 alone holds the connection: a lab that closes it ends it
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        workdir.mkdir(parents=True)
-        emit({"type": "hello", "pid": os.getpid()})
-        # The worker finds this process by its pid before the lab may end it: one byte says so.
-        os.read(3, 1)
-        # The run's own CPU bound (the instance's is its compute profile's longest run's).
-        cpu = request.pop("cpu_seconds", None)
-        if isinstance(cpu, int) and cpu > 0:
-            soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
-            if hard == resource.RLIM_INFINITY or cpu + 5 <= hard:
-                resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+        forkserve.enter_child(conn, request, workdir, emit)
         if packed is not None:
             archive = workdir / "source.bsilab"
             archive.write_bytes(packed)

@@ -15,9 +15,10 @@ import { seriesSvg } from './artifacts.ts';
 import { stageInputs } from './stagedInputs.ts';
 import { createEventBatcher } from './eventBatcher.ts';
 import { createOutputSink, MAX_INLINE_OUTPUT_BYTES, textFile, type ArtifactFile, type OutputSink } from './outputs.ts';
-import { outcomeError, runLabProcess, signalError, spendCapReached, type LabProcessHooks, type StreamLimits } from './labProcess.ts';
+import { outcomeError, runLabProcess, signalError, spendCapReached, timedOutMessage, type LabProcessHooks, type StreamLimits } from './labProcess.ts';
 import { SandboxUnavailable, type Sandbox } from './sandbox.ts';
 import { DRIVER, labEnv, oneShotLimits } from './labSpec.ts';
+import { whileAlive } from './supervision.ts';
 import { materialize } from './materialize.ts';
 import { parentKey, startRunParent, type RunParent } from './runParents.ts';
 import { WarmInstanceFailed } from './warmInstance.ts';
@@ -61,7 +62,7 @@ export interface ExecutionDeps {
   /** Tells of a run's cancellation as it is made (without it, only Temporal's reaches the run). */
   runCancels?: CancelWatch;
   /** The worker's warm parents of runs; without them, every run executes cold. */
-  warm?: WarmParents<RunParent>;
+  warm?: WarmParents;
 }
 
 /** A run's file or dataset input is no longer its owner's, or its bytes changed: nothing runs. */
@@ -73,7 +74,6 @@ class InputsUnavailable extends Error {
   }
 }
 
-const timedOutMessage = (wallSeconds: number) => `The run exceeded max_runtime_seconds (${wallSeconds}).`;
 
 /**
  * The lab execution activity, run on the task queue of the run's compute profile. The
@@ -153,7 +153,8 @@ async function execute(deps: ExecutionDeps, runId: string, stopSignal: AbortSign
     if (typeof python !== 'string') return { status: 'failed', error: python.error, computeSeconds: 0 };
     // A warm parent of the run's key forks it when this worker keeps them; a run without
     // one (none within the bounds, or its lab cannot start warm) executes cold, and says why.
-    // A PEtab calibration's run is the engine's process, not the lab's driver: never warm.
+    // A PEtab calibration's run is the engine's process, not the lab's driver: it forks from
+    // a warm instance of the engine instead (petab/engine.ts).
     const petab = run.metadata.study === 'petab_calibration';
     lease = deps.warm && !petab ? await whileAlive(alive, deps.warm.lease(parentKey(run), () => startRunParent(deps, run, profile, python), stopSignal).catch(() => null)) : null;
     const source = lease ? lease.instance.source : await materialize(deps, run, path.join(dir, 'input'));
@@ -305,7 +306,7 @@ async function petabRun(deps: ExecutionDeps, c: {
   let found;
   try {
     found = await executePetabTask({
-      db: deps.db, objects: deps.objects, sandbox: deps.sandbox, run: c.run, python: c.python,
+      db: deps.db, objects: deps.objects, sandbox: deps.sandbox, run: c.run, python: c.python, warm: deps.warm && { parents: deps.warm, owner: c.run.account_id },
       labDir: path.join(c.dir, 'input', c.entry), scratch: path.join(c.dir, 'scratch'), results: c.results,
       limits: oneShotLimits(c.profile, c.run.max_runtime_seconds), vcpus: c.profile.vcpus, wallSeconds: c.wallSeconds, signal: c.stopSignal, alive: c.alive, begin: c.begin,
     });
@@ -329,16 +330,6 @@ export function throwIfActivityStopped(): void {
   const ctx = Context.current();
   if (ctx.cancellationDetails?.workerShutdown) throw ApplicationFailure.create({ type: WORKER_SHUTDOWN, nonRetryable: true, message: 'The worker shut down during the run; it runs again on another worker.' });
   if (ctx.cancellationSignal.aborted) throw new CancelledFailure('run cancelled');
-}
-
-/** Heartbeats while `work` is pending (a parent starting, an environment building): the run is alive meanwhile. */
-async function whileAlive<T>(beat: () => void, work: Promise<T>): Promise<T> {
-  const timer = setInterval(beat, 5000);
-  try {
-    return await work;
-  } finally {
-    clearInterval(timer);
-  }
 }
 
 /**

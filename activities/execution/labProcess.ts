@@ -130,6 +130,9 @@ export function groupKiller(child: ChildProcess, init = sandboxInit(child)): (si
   };
 }
 
+/** What a run's ending past its wall time says. */
+export const timedOutMessage = (wallSeconds: number) => `The run exceeded max_runtime_seconds (${wallSeconds}).`;
+
 /**
  * Runs one sandboxed lab process to its end: writes `stdin`, reads its protocol messages
  * (fd 3) and its stdout/stderr as log lines, each bounded; stops it (SIGTERM to its
@@ -164,7 +167,7 @@ export async function runLabProcess(
   const onAbort = () => halt('cancelled');
   opts.signal?.addEventListener('abort', onAbort);
   if (opts.signal?.aborted) onAbort();
-  const wall = setTimeout(() => halt({ code: 'timed_out', message: `The run exceeded max_runtime_seconds (${opts.wallSeconds}).` }), opts.wallSeconds * 1000);
+  const wall = setTimeout(() => halt({ code: 'timed_out', message: timedOutMessage(opts.wallSeconds) }), opts.wallSeconds * 1000);
   const protocol = child.stdio[3] as Readable;
   let lastHeard = Date.now();
   protocol.on('data', () => { lastHeard = Date.now(); });

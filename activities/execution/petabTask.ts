@@ -5,7 +5,7 @@ import { getExperiment } from '../../storage/db/experiments.ts';
 import { appendEvent, setRunProgress, type RunRow } from '../../storage/db/runs.ts';
 import { pointOfRun, progressOfPhase } from '../../storage/db/studies.ts';
 import { PETAB_PHASE, type PetabCalibrationDesign, type PetabStartEnd, type PetabTask } from '../../storage/studyDesign.ts';
-import { runEngine, type EngineOutcome } from '../petab/engine.ts';
+import { runEngine, type EngineCall, type EngineOutcome } from '../petab/engine.ts';
 import type { Sandbox, SandboxLimits } from './sandbox.ts';
 import { textFile, type ArtifactFile } from './outputs.ts';
 import { storeRunArtifact } from './artifactBytes.ts';
@@ -22,6 +22,8 @@ export interface PetabTaskCall {
   db: Db;
   objects: ObjectStore;
   sandbox: Sandbox;
+  /** Warm instances of the engine to fork the run's process from, and whose they are. */
+  warm?: EngineCall['warm'];
   run: RunRow;
   python: string;
   /** The materialized lab (the problem under its `petab/` folder) and this execution's scratch and results folders. */
@@ -105,7 +107,7 @@ export async function executePetabTask(c: PetabTaskCall): Promise<PetabTaskResul
   await c.begin();
   const outcome = await runEngine(c.sandbox, {
     python: c.python, problemDir: c.labDir, yaml: design.yaml, scratch: c.scratch, request,
-    limits: c.limits, vcpus: c.vcpus, wallSeconds: c.wallSeconds, signal: c.signal, onAlive: c.alive,
+    limits: c.limits, vcpus: c.vcpus, wallSeconds: c.wallSeconds, signal: c.signal, onAlive: c.alive, warm: c.warm,
     onMessage: async (m) => {
       if (m.type === 'evaluations') {
         const start = m.start as number;

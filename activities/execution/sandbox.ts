@@ -14,7 +14,9 @@ import type { SandboxSettings } from '../../kernel/sandboxSettings.ts';
  * directory (writable), a private /tmp, a new session, and death with its parent. Inside,
  * prlimit sets the resource limits and setpriv drops to the run's own unprivileged
  * uid/gid with no capabilities and `no_new_privs` before the interpreter starts. Every
- * process of it runs under a system-call filter (syscallFilter.py) bubblewrap loads.
+ * process of it runs under a system-call filter (syscallFilter.py) bubblewrap loads. The
+ * trusted script is shown at /opt/silico, with forkserve.py, the module of warm instances
+ * our scripts share, beside it.
  *
  * Fail closed: when bubblewrap is missing or cannot build the sandbox, the lab does not
  * run (`sandbox_unavailable`). The only way around it is `SILICO_UNSAFE_NO_SANDBOX=1`,
@@ -93,6 +95,8 @@ export const INFO_FD = 4;
 export const FILTER_FD = 5;
 const FILTER_SOURCE = fileURLToPath(new URL('./syscallFilter.py', import.meta.url));
 const SCRIPT_DIR = '/opt/silico';
+/** The warm instances' serving (forkserve.py), mounted beside every trusted script, which may import it. */
+const FORKSERVE = fileURLToPath(new URL('./forkserve.py', import.meta.url));
 
 /** Resolves a command name on PATH (or checks a path), as an executable file. */
 export function findExecutable(name: string, envPath = process.env.PATH ?? ''): string | null {
@@ -208,6 +212,7 @@ export function createSandbox(settings: SandboxSettings) {
         ...rw.flatMap((p) => ['--bind', p, p]),
         ...(spec.socket ? ['--bind', spec.socket.host, spec.socket.inside] : []),
         '--ro-bind', spec.script, script,
+        '--ro-bind', FORKSERVE, path.join(SCRIPT_DIR, path.basename(FORKSERVE)),
         '--ro-bind', spec.input, INSIDE.input,
         ...(spec.limits.scratchBytes
           ? ['--perms', '01777', '--size', String(spec.limits.scratchBytes), '--tmpfs', INSIDE.scratch]

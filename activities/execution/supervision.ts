@@ -143,3 +143,13 @@ export function watchSandbox(root: number, opts: WatchOptions): () => void {
 }
 
 const mib = (bytes: number) => Math.round(bytes / (1 << 20));
+
+/** Heartbeats while `work` is pending (a parent starting, an environment building): the run is alive meanwhile. */
+export async function whileAlive<T>(beat: () => void, work: Promise<T>): Promise<T> {
+  const timer = setInterval(beat, 5000);
+  try {
+    return await work;
+  } finally {
+    clearInterval(timer);
+  }
+}

@@ -6,7 +6,7 @@ import type { Readable } from 'node:stream';
 import { DRIVER } from './labSpec.ts';
 import { DEFAULT_STREAM_LIMITS, endLingering, groupKiller, readProtocol, sandboxInit, signalError, spawnSandboxed, type LabError, type LabProcessHooks, type LabProcessOutcome, type StreamLimits } from './labProcess.ts';
 import { hostPidOf, watchSandbox } from './supervision.ts';
-import type { Sandbox, SandboxSpec } from './sandbox.ts';
+import type { Sandbox, SandboxPaths, SandboxSpec } from './sandbox.ts';
 
 /** Where the instance listens, inside its scratch directory. */
 const SOCKET = 'instance.sock';
@@ -15,7 +15,8 @@ const SOCKET = 'instance.sock';
  * A warm instance of a hosted release: one sandbox (its own user, no network, limits)
  * whose driver has imported the runtime and prepared the package once, and that runs
  * each invocation in a fresh fork of that pristine process, so nothing an invocation does
- * is seen by the next (driver.py, `--serve`). One invocation at a time.
+ * is seen by the next (forkserve.py; driver.py `--serve`, or the PEtab engine's). One
+ * invocation at a time.
  */
 export interface WarmInstance {
   readonly pid: number;
@@ -64,12 +65,24 @@ export class WarmInstanceFailed extends Error {
  * ready (the package checked against `warm.package_sha256` and prepared), or rejects with
  * the reason it is not (WarmInstanceFailed; SandboxUnavailable when no sandbox).
  */
-export async function startWarmInstance(
+export function startWarmInstance(
   sandbox: Sandbox, spec: Omit<SandboxSpec, 'script' | 'args'>, entry: string, warm: Record<string, unknown>,
   opts: { readySeconds: number; onExit?: () => void },
 ): Promise<WarmInstance> {
+  return startServing(sandbox, { ...spec, script: DRIVER }, (p, socket) => ['--serve', path.join(p.input, entry), p.scratch, socket], warm, opts);
+}
+
+/**
+ * Starts a warm instance of one of our trusted scripts that serves as forkserve.py says
+ * (driver.py for a lab, the PEtab engine), given its arguments for the socket it listens
+ * on, and resolves once it says it is ready.
+ */
+export async function startServing(
+  sandbox: Sandbox, spec: Omit<SandboxSpec, 'args'>, args: (paths: SandboxPaths, socket: string) => string[], warm: Record<string, unknown>,
+  opts: { readySeconds: number; onExit?: () => void },
+): Promise<WarmInstance> {
   const started = Date.now();
-  const cmd = await sandbox.command({ ...spec, script: DRIVER, args: (p) => ['--serve', path.join(p.input, entry), p.scratch, path.join(p.scratch, SOCKET)] });
+  const cmd = await sandbox.command({ ...spec, args: (p) => args(p, path.join(p.scratch, SOCKET)) });
   const { child, exited } = spawnSandboxed(cmd);
   const init = sandboxInit(child);
   const killGroup = groupKiller(child, init);
@@ -81,7 +94,7 @@ export async function startWarmInstance(
     cmd.release();
     opts.onExit?.();
   });
-  // Sandboxed, the instance sweeps each child's traces (driver.py, sweep_after): its PID
+  // Sandboxed, the instance sweeps each child's traces (forkserve.py, sweep_after): its PID
   // namespace and scratch are its own.
   child.stdin!.write(`${JSON.stringify({ ...warm, sweep: !cmd.unsafe })}\n`);
 

@@ -21,9 +21,10 @@ export interface WarmParents<T extends WarmInstance = WarmInstance> {
    * A parent of `key` for one run: an idle one, else one started with `start` (the
    * longest-idle parent of another key is stopped to make room when the worker holds its
    * maximum). Null when none can be had within the bounds, or it failed to start: the run
-   * executes cold. Rejects only on `signal`.
+   * executes cold. Rejects only on `signal`. A key's parents are all of one kind (a
+   * lab's, the PEtab engine's): the key says which, so `U` is the same for every lease of it.
    */
-  lease(key: string, start: () => Promise<T>, signal?: AbortSignal): Promise<WarmLease<T> | null>;
+  lease<U extends T>(key: string, start: () => Promise<U>, signal?: AbortSignal): Promise<WarmLease<U> | null>;
   stats(): { parents: number; busy: number; keys: number };
   close(): Promise<void>;
 }
@@ -69,7 +70,7 @@ export function createWarmParents<T extends WarmInstance>(opts: WarmParentsOptio
   forget.unref();
 
   return {
-    async lease(key, start, signal) {
+    async lease<U extends T>(key: string, start: () => Promise<U>, signal?: AbortSignal): Promise<WarmLease<U> | null> {
       if (closed || opts.max <= 0 || (coldUntil.get(key) ?? 0) > Date.now()) return null;
       let entry = keys.get(key);
       if (!entry) {
@@ -90,7 +91,7 @@ export function createWarmParents<T extends WarmInstance>(opts: WarmParentsOptio
       const free = s.instances - s.busy;
       if (!free && s.instances + s.starting < opts.perKey && held() >= opts.max && !makeRoom(key)) return null;
       try {
-        return await entry.pool.acquire(signal);
+        return await entry.pool.acquire(signal) as WarmLease<U>;
       } catch (err) {
         if (signal?.aborted) throw err;
         coldUntil.set(key, Date.now() + opts.coldSeconds * 1000);

@@ -20,6 +20,8 @@ pyPESTO compute it, never ours. Reports to the worker as JSON lines on file desc
   {"type": "error", "code": "...", "message": "..."}       (then a non-zero exit)
 
 Usage: python engine.py PROBLEM_YAML < {"command": "describe" | "lint" | "inspect" | "evaluate" | "optimize" | "profile" | "hessian" | "fit", ...}
+   or: python engine.py --serve SCRATCH SOCKET   (a warm instance: forkserve.py; each request
+       names its problem's staged YAML as `yaml`)
 `inspect` is an import's one look: the lint's findings, and when it finds no error, the
 problem and its evaluation at the nominal parameters (with the petab library's likelihood).
 Parameter vectors are on the parameter scale (PEtab's parameterScale), in the order of the
@@ -37,6 +39,7 @@ import sys
 import threading
 import time
 import warnings
+from pathlib import Path
 
 warnings.filterwarnings("ignore")
 
@@ -520,8 +523,8 @@ def lint(yaml_path):
 
 
 # The protocol's plumbing (descriptor 3, heartbeats, SIGTERM) is the lab driver's
-# (activities/execution/driver.py) in kind: each trusted script is mounted alone in the
-# sandbox, so they share no module.
+# (activities/execution/driver.py) in kind; a warm instance's serving is the same module's
+# (forkserve.py, mounted beside this script).
 def open_protocol():
     global _protocol
     try:
@@ -534,12 +537,62 @@ def open_protocol():
         pass
 
 
+# What every command needs, loaded once by a warm instance before it forks.
+TOOLKIT = ("petab.v1", "pypesto.objective.roadrunner", "pypesto.optimize", "pypesto.profile", "fides", "scipy.stats")
+
+
+def serve(workdir, sock_path):
+    """A warm instance of the engine: the toolkit imported once (seconds of every cold
+    start), then each command in a child forked from this pristine process, on a problem
+    the worker staged in the scratch (the request's `yaml`). See forkserve.py."""
+    import importlib
+    try:
+        import forkserve
+    except ImportError:  # unsandboxed (development): the module is where the repository keeps it
+        sys.path.append(str(Path(__file__).resolve().parent.parent / "execution"))
+        import forkserve
+    warm = json.loads(sys.stdin.readline() or "{}")
+    for module in TOOLKIT:
+        importlib.import_module(module)
+    known = versions()
+
+    def child(conn, request, child_dir):
+        code = 0
+        try:
+            forkserve.enter_child(conn, request, child_dir, emit)
+            os.chdir(child_dir)
+            run_command(request.pop("yaml", ""), request, known)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 2
+        except BaseException as err:
+            emit({"type": "error", "code": "problem_failed", "message": f"{type(err).__name__}: {err}"[:4000]})
+            code = 2
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+    forkserve.serve(workdir, sock_path, bool(warm.get("sweep")), emit, child)
+
+
 def main():
     open_protocol()
+    if len(sys.argv) == 4 and sys.argv[1] == "--serve":
+        return serve(Path(sys.argv[2]), Path(sys.argv[3]))
     if len(sys.argv) != 2:
         fail("usage", "usage: engine.py PROBLEM_YAML < request.json")
     emit({"type": "hello", "pid": os.getpid()})
-    emit({"type": "versions", "versions": versions()})
+    run_command(sys.argv[1], json.loads(sys.stdin.read() or "{}"), versions())
+    # Said and done: exit now, without the interpreter's teardown of the toolkit (seconds
+    # on a loaded machine), since the worker kills a process still there 2 s after its
+    # protocol closes, and a kill is the run's failure whatever it reported.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def run_command(yaml_path, request, known_versions):
+    """One command on the problem at `yaml_path`, reported from `versions` to `result`."""
+    emit({"type": "versions", "versions": known_versions})
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     done = threading.Event()
@@ -549,18 +602,17 @@ def main():
             emit({"type": "heartbeat"})
 
     threading.Thread(target=beat, daemon=True).start()
-    request = json.loads(sys.stdin.read() or "{}")
     command = request.get("command")
     try:
         if command == "lint":
-            lint(sys.argv[1])
+            lint(yaml_path)
         elif command == "inspect":
-            if not any(f["level"] == "error" for f in lint(sys.argv[1])):
-                problem = Problem(sys.argv[1])
+            if not any(f["level"] == "error" for f in lint(yaml_path)):
+                problem = Problem(yaml_path)
                 emit(problem.describe())
                 evaluate(problem, {"sets": [{}], "petab_llh": True})
         else:
-            problem = Problem(sys.argv[1])
+            problem = Problem(yaml_path)
             emit(problem.describe())
             if command == "evaluate":
                 evaluate(problem, request)
@@ -586,12 +638,6 @@ def main():
     finally:
         done.set()
     emit({"type": "result", "status": "stopped" if stop.is_set() else "completed", "cpu_seconds": cpu_seconds()})
-    # Said and done: exit now, without the interpreter's teardown of the toolkit (seconds
-    # on a loaded machine), since the worker kills a process still there 2 s after its
-    # protocol closes, and a kill is the run's failure whatever it reported.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,13 @@
+import { chmod, cp, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { outcomeError, runLabProcess, type LabError } from '../execution/labProcess.ts';
+import { outcomeError, runLabProcess, signalError, timedOutMessage, type LabError, type LabProcessHooks, type LabProcessOutcome } from '../execution/labProcess.ts';
 import { labEnv } from '../execution/labSpec.ts';
 import type { Sandbox, SandboxLimits } from '../execution/sandbox.ts';
+import { startServing, WarmInstanceFailed, type WarmInstance } from '../execution/warmInstance.ts';
+import type { WarmParents } from '../execution/warmParents.ts';
+import { whileAlive } from '../execution/supervision.ts';
 
 /** The PEtab engine (engine.py), the trusted script every PEtab evaluation runs. */
 export const ENGINE = fileURLToPath(new URL('./engine.py', import.meta.url));
@@ -54,6 +59,12 @@ export interface EngineCall {
   onMessage?(msg: Record<string, unknown>): void | Promise<void>;
   /** Each second the engine's liveness holds: the moment to heartbeat. */
   onAlive?(): void;
+  /**
+   * Warm instances to fork the command from (the toolkit imported once: seconds of every
+   * cold start), and whose command it is: an owner's instances serve its commands and no
+   * one else's. Without them, or when none can be had, the command runs cold.
+   */
+  warm?: { parents: WarmParents; owner: string };
 }
 
 export interface EngineOutcome {
@@ -75,10 +86,7 @@ export interface EngineOutcome {
 export async function runEngine(sandbox: Sandbox, call: EngineCall): Promise<EngineOutcome> {
   let versions: Record<string, string> = {};
   let problem: ProblemDescription | null = null;
-  const outcome = await runLabProcess(sandbox, {
-    python: call.python, script: ENGINE, input: call.problemDir, scratch: call.scratch,
-    args: (p) => [path.join(p.input, call.yaml)], limits: call.limits, env: labEnv(call.vcpus),
-  }, JSON.stringify(call.request), { wallSeconds: call.wallSeconds, signal: call.signal, stallSeconds: 10 }, {
+  const hooks: LabProcessHooks = {
     onMessage: async (msg) => {
       if (msg.type === 'heartbeat') return;
       if (msg.type === 'versions') versions = msg.versions as Record<string, string>;
@@ -86,9 +94,67 @@ export async function runEngine(sandbox: Sandbox, call: EngineCall): Promise<Eng
       await call.onMessage?.(msg);
     },
     onAlive: call.onAlive,
-  });
+  };
+  const outcome = await runWarm(sandbox, call, hooks) ?? await runLabProcess(sandbox, {
+    python: call.python, script: ENGINE, input: call.problemDir, scratch: call.scratch,
+    args: (p) => [path.join(p.input, call.yaml)], limits: call.limits, env: labEnv(call.vcpus),
+  }, JSON.stringify(call.request), { wallSeconds: call.wallSeconds, signal: call.signal, stallSeconds: STALL_SECONDS }, hooks);
+  // A command whose warm instance died under it ends as a cold one whose sandbox was killed.
+  const lost = outcome.error?.code === 'instance_lost' ? signalError(outcome.exitCode) : null;
   return {
-    error: outcomeError(outcome), versions, problem, cpuSeconds: outcome.result?.cpu_seconds ?? 0,
+    error: lost ?? outcomeError(outcome), versions, problem, cpuSeconds: outcome.result?.cpu_seconds ?? 0,
     wallSeconds: outcome.wallSeconds, cancelled: outcome.cancelled,
   };
+}
+
+/** An engine silent this long with no CPU used is ended `lab_unresponsive` (it heartbeats every 2 s). */
+const STALL_SECONDS = 10;
+/** How long a warm instance gets to import the toolkit before its commands go cold. */
+const READY_SECONDS = 120;
+
+/**
+ * The command forked from a warm instance of the engine for its owner, environment and
+ * limits, its problem staged in that instance's scratch for this command alone; null when
+ * it must run cold (no instances given, none within their bounds, or one that could not
+ * start or was gone).
+ */
+async function runWarm(sandbox: Sandbox, call: EngineCall, hooks: LabProcessHooks): Promise<LabProcessOutcome | null> {
+  if (!call.warm) return null;
+  const key = ['petab-engine', call.warm.owner, call.python, call.vcpus, JSON.stringify(call.limits)].join('|');
+  const starting = call.warm.parents.lease(key, () => startEngineInstance(sandbox, call), call.signal).catch(() => null);
+  // Alive while an instance starts (it imports the toolkit) as while a command runs.
+  const lease = call.onAlive ? await whileAlive(call.onAlive, starting) : await starting;
+  if (!lease) return null;
+  try {
+    return await lease.instance.invoke(async (staging) => {
+      await cp(call.problemDir, staging.host, { recursive: true });
+      // Readable by the sandbox's user, as the folder a cold command is shown is.
+      await chmod(staging.host, 0o755);
+      return { ...call.request, yaml: path.join(staging.inside, call.yaml), cpu_seconds: call.limits.cpuSeconds };
+    }, {
+      wallSeconds: call.wallSeconds, signal: call.signal, timedOut: timedOutMessage(call.wallSeconds),
+      watch: { memoryBytes: call.limits.labMemoryBytes ?? null, stallSeconds: STALL_SECONDS },
+    }, hooks);
+  } catch (err) {
+    if (err instanceof WarmInstanceFailed) return null;
+    throw err;
+  } finally {
+    lease.release();
+  }
+}
+
+/** A warm instance of the engine (engine.py --serve): sandboxed as a cold command is, with nothing of any problem in it until a command stages one. */
+async function startEngineInstance(sandbox: Sandbox, call: EngineCall): Promise<WarmInstance> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'silico-engine-'));
+  const removeDir = () => void rm(dir, { recursive: true, force: true }).catch(() => undefined);
+  try {
+    await mkdir(path.join(dir, 'input'));
+    return await startServing(sandbox, {
+      python: call.python, script: ENGINE, input: path.join(dir, 'input'), scratch: path.join(dir, 'scratch'),
+      limits: call.limits, env: labEnv(call.vcpus),
+    }, (p, socket) => ['--serve', p.scratch, socket], {}, { readySeconds: READY_SECONDS, onExit: removeDir });
+  } catch (err) {
+    removeDir();
+    throw err;
+  }
 }

@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmod, cp, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -7,6 +7,7 @@ import { parse as parseCsv } from 'csv-parse/sync';
 import { parse as parseYaml } from 'yaml';
 import pLimit from 'p-limit';
 import { runEngine, type EngineRequest, type EngineOutcome } from '../../activities/petab/engine.ts';
+import { createWarmParents, type WarmParents } from '../../activities/execution/warmParents.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { testSandbox } from '../helpers.ts';
 import { pypesto } from '../petabProblems.ts';
@@ -19,13 +20,18 @@ const LIMITS = { memoryBytes: 4 * 2 ** 30, cpuSeconds: 600, processes: 64, openF
 const skip = !PYTHON && 'the PEtab toolkit (SILICO_PETAB_PYTHON) is set up by npm test';
 // One engine process at a time where there are many: the suite's timing tests share these cores.
 const oneAtOnce = pLimit(1);
+// Commands fork from warm instances of the engine, as a worker's calibration runs do (one per
+// command running at once); `cold` runs one as its own process.
+const parents = createWarmParents({ max: 2, perKey: 2, idleSeconds: 60, coldSeconds: 60 });
+after(() => parents.close());
 
-async function engine(problemDir: string, yaml: string, request: EngineRequest): Promise<{ outcome: EngineOutcome; messages: Array<Record<string, any>> }> {
+async function engine(problemDir: string, yaml: string, request: EngineRequest, how: WarmParents | 'cold' = parents): Promise<{ outcome: EngineOutcome; messages: Array<Record<string, any>> }> {
   const messages: Array<Record<string, any>> = [];
   const scratch = await mkdtemp(path.join(tmpdir(), 'silico-petab-'));
   try {
     const outcome = await runEngine(testSandbox(), {
       python: PYTHON!, problemDir, yaml, scratch, request, limits: LIMITS, vcpus: 1, wallSeconds: 300, onMessage: (m) => { messages.push(m); },
+      warm: how === 'cold' ? undefined : { parents: how, owner: 'petab-engine-test' },
     });
     return { outcome, messages };
   } finally {
@@ -81,6 +87,32 @@ test('the PEtab test suite\'s v1 SBML cases: llh, chi² and every simulated valu
       assert.ok(Math.abs(Number(mine[i]!.simulation) - Number(row.simulation)) <= solution.tol_simulations, `${c} ${key(row)}: ${mine[i]!.simulation} vs ${row.simulation}`);
     });
   })));
+});
+
+test('a command forked from a warm instance of the engine answers as a cold process does: the same likelihoods and simulations; one instance serves its owner\'s commands in turn, and a failing command leaves it serving', { skip }, async () => {
+  const dir = path.join(FIXTURES, 'suite', '0001');
+  const request: EngineRequest = { command: 'evaluate', sets: [{}, { k1: 0.5 }], petab_llh: true, simulations: true };
+  const one = createWarmParents({ max: 1, perKey: 1, idleSeconds: 60, coldSeconds: 60 });
+  try {
+    const cold = await engine(dir, '_0001.yaml', request, 'cold');
+    const warm = await engine(dir, '_0001.yaml', request, one);
+    const broken = await engine(dir, '_0001.yaml', { command: 'evaluate', sets: [{ no_such_parameter: 1 }] }, one);
+    const again = await engine(dir, '_0001.yaml', request, one);
+    assert.deepEqual(one.stats(), { parents: 1, busy: 0, keys: 1 });
+    const seen = (r: typeof cold) => r.messages.filter((m) => m.type === 'evaluation').map((m) => [m.fval, m.petab_llh, m.petab_chi2, m.simulation_sha256]);
+    assert.equal(cold.outcome.error, null, JSON.stringify(cold.outcome.error));
+    assert.equal(seen(cold).length, 2);
+    for (const r of [warm, again]) {
+      assert.equal(r.outcome.error, null, JSON.stringify(r.outcome.error));
+      assert.deepEqual(seen(r), seen(cold));
+      assert.deepEqual(r.outcome.versions, cold.outcome.versions);
+      assert.deepEqual(r.outcome.problem, cold.outcome.problem);
+    }
+    assert.ok(broken.outcome.error, 'an unknown parameter is the command\'s error');
+    assert.equal(broken.outcome.error.code, (await engine(dir, '_0001.yaml', { command: 'evaluate', sets: [{ no_such_parameter: 1 }] }, 'cold')).outcome.error?.code);
+  } finally {
+    await one.close();
+  }
 });
 
 /** Boehm with one table rewritten, in a folder of its own. */
