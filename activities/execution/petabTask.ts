@@ -108,6 +108,9 @@ export async function executePetabTask(c: PetabTaskCall): Promise<PetabTaskResul
   const outcome = await runEngine(c.sandbox, {
     python: c.python, problemDir: c.labDir, yaml: design.yaml, scratch: c.scratch, request,
     limits: c.limits, vcpus: c.vcpus, wallSeconds: c.wallSeconds, signal: c.signal, onAlive: c.alive, warm: c.warm,
+    onStart: (pid, warm) => writes.add(() => appendEvent(c.db, c.run.id, 'log', `Engine process started (process group ${pid}${warm === null ? '' : `, forked from warm instance ${warm}`}).`, {
+      stream: 'worker', pid, ...(warm === null ? {} : { warm_instance: warm }),
+    })),
     onMessage: async (m) => {
       if (m.type === 'evaluations') {
         const start = m.start as number;

@@ -59,6 +59,8 @@ export interface EngineCall {
   onMessage?(msg: Record<string, unknown>): void | Promise<void>;
   /** Each second the engine's liveness holds: the moment to heartbeat. */
   onAlive?(): void;
+  /** The engine's process group once it runs, and the warm instance it was forked from (null: a cold process). */
+  onStart?(pid: number, warmInstance: number | null): void;
   /**
    * Warm instances to fork the command from (the toolkit imported once: seconds of every
    * cold start), and whose command it is: an owner's instances serve its commands and no
@@ -94,6 +96,7 @@ export async function runEngine(sandbox: Sandbox, call: EngineCall): Promise<Eng
       await call.onMessage?.(msg);
     },
     onAlive: call.onAlive,
+    onStart: (pid) => call.onStart?.(pid, null),
   };
   const outcome = await runWarm(sandbox, call, hooks) ?? await runLabProcess(sandbox, {
     python: call.python, script: ENGINE, input: call.problemDir, scratch: call.scratch,
@@ -134,7 +137,7 @@ async function runWarm(sandbox: Sandbox, call: EngineCall, hooks: LabProcessHook
     }, {
       wallSeconds: call.wallSeconds, signal: call.signal, timedOut: timedOutMessage(call.wallSeconds),
       watch: { memoryBytes: call.limits.labMemoryBytes ?? null, stallSeconds: STALL_SECONDS },
-    }, hooks);
+    }, { ...hooks, onStart: (pid) => call.onStart?.(pid, lease.instance.pid) });
   } catch (err) {
     if (err instanceof WarmInstanceFailed) return null;
     throw err;

@@ -109,6 +109,14 @@ test('Boehm calibrated from seeded random starts: the best NLL ≤ 138.23, the w
     assert.match(rows[0]!.simulation_sha256!, /^[0-9a-f]{64}$/);
     assert.deepEqual(Object.keys(rows[0]!).slice(4), imported.design.estimated);
   }
+  // Each run of the study names its engine's process (forked from a warm instance of the
+  // engine when the worker had one within its bounds).
+  for (const r of (await call('GET', `/experiments/${done.id}/runs?limit=100`, { key: owner.key })).body.items as any[]) {
+    const events = (await call('GET', `/runs/${r.run_id}/events?limit=1000`, { key: owner.key })).body.items as Array<{ message: string; data: Record<string, unknown> }>;
+    const started = events.find((e) => e.message.startsWith('Engine process started'));
+    assert.ok(started && Number(started.data.pid) > 0, `run ${r.run_id}: its engine's process`);
+    assert.equal(started.message.includes('forked from warm instance'), started.data.warm_instance !== undefined);
+  }
   assert.ok(done.artifacts.some((f: any) => f.file_name === 'analysis.svg'));
 
   // The passport: the problem's files with their digests, as the lab the study ran holds them, the libraries and the seed.
