@@ -143,7 +143,7 @@ async function main(): Promise<void> {
   const lone = createExecutionActivities(executionDeps);
   const execution = { ...lone, ...createBatchActivities({ db: executionDeps.db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount, executeRun: (runId) => executeRun(executionDeps, runId), loneRuns }) };
   // PEtab problems are inspected where labs run: sandboxed, in the toolkit.
-  const petab = createPetabActivities({ objects, sandbox, environments: config.environments });
+  const petab = createPetabActivities({ objects, sandbox, environments: config.environments, warm });
   const compute = await Promise.all(profiles.map((p) => Worker.create({
     connection,
     namespace: config.temporal.namespace,

@@ -9,6 +9,7 @@ import type { Tree } from '../../storage/trees.ts';
 import { writeTree } from '../execution/labFiles.ts';
 import { oneShotLimits } from '../execution/labSpec.ts';
 import { SandboxUnavailable, type Sandbox } from '../execution/sandbox.ts';
+import type { WarmParents } from '../execution/warmParents.ts';
 import { runEngine, type LintFinding, type ProblemDescription } from './engine.ts';
 
 /** What an import's inspection is held to: the smallest profile's share of a core, more memory (pyPESTO and sympy load heavy). */
@@ -27,16 +28,21 @@ export interface PetabInspection {
 }
 
 /** PEtab problems a worker looks at, sandboxed in the PEtab toolkit. */
-export function createPetabActivities(deps: { objects: ObjectStore; sandbox: Sandbox; environments: EnvironmentSettings }) {
+export function createPetabActivities(deps: {
+  objects: ObjectStore; sandbox: Sandbox; environments: EnvironmentSettings;
+  /** Warm instances of the engine (the worker's warm parents): an account's inspections fork from its own. */
+  warm?: WarmParents;
+}) {
   return {
     /**
      * Lints a problem (its files a content-addressed tree, its YAML one of them) with the
      * petab library and, when the lint finds no error, describes it and evaluates it at its
-     * nominal parameters, in one sandboxed process. A deployment without the toolkit, or
-     * without a sandbox, fails it without retrying: the import answers that, not a finding
-     * made up.
+     * nominal parameters, in one sandboxed process (forked from a warm instance of the
+     * engine of the `account` asking, when the worker has one). A deployment without the
+     * toolkit, or without a sandbox, fails it without retrying: the import answers that,
+     * not a finding made up.
      */
-    async inspectPetabProblem(args: { tree: Tree; yaml: string }): Promise<PetabInspection> {
+    async inspectPetabProblem(args: { tree: Tree; yaml: string; account?: string }): Promise<PetabInspection> {
       const python = deps.environments.toolkitPython;
       if (!python) throw ApplicationFailure.nonRetryable('This deployment has no PEtab toolkit (SILICO_PETAB_PYTHON).', 'toolkit_unavailable');
       const root = await mkdtemp(path.join(tmpdir(), 'silico-petab-inspect-'));
@@ -52,6 +58,7 @@ export function createPetabActivities(deps: { objects: ObjectStore; sandbox: San
           limits: oneShotLimits(INSPECT_PROFILE, INSPECT_SECONDS), vcpus: 1, wallSeconds: INSPECT_SECONDS,
           signal: Context.current().cancellationSignal,
           onAlive: () => Context.current().heartbeat(),
+          warm: deps.warm && args.account ? { parents: deps.warm, owner: args.account } : undefined,
           onMessage: (m) => {
             if (m.type === 'findings') findings.push(...(m.findings as LintFinding[]));
             if (m.type === 'evaluation') {

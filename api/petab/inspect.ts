@@ -29,7 +29,8 @@ export async function inspectProblem(ctx: ToolContext, tree: Tree, yaml: string)
   const workflowId = petabInspectWorkflowId(key);
   try {
     return await ctx.deps.temporal.executeWorkflow(petabInspectWorkflow, {
-      taskQueue: CONTROL_TASK_QUEUE, workflowId, args: [{ tree, yaml }],
+      // The account, so its inspections fork from a warm instance of the engine of its own.
+      taskQueue: CONTROL_TASK_QUEUE, workflowId, args: [{ tree, yaml, account: ctx.caller.account.id }],
       workflowExecutionTimeout: '10 minutes',
       // One that completed answers again; one that failed (a worker lost) is tried anew.
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
