@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { createPetabActivities } from '../../activities/petab/activities.ts';
+import { createPetabActivities, type PetabInspection } from '../../activities/petab/activities.ts';
 import { createWarmParents } from '../../activities/execution/warmParents.ts';
 import { loadConfig } from '../../kernel/config.ts';
 import type { Tree } from '../../storage/trees.ts';
@@ -22,7 +22,7 @@ test('an account\'s inspections fork from a warm instance of the engine of its o
     const warm = createPetabActivities({ objects, sandbox: testSandbox(), environments, warm: parents });
     const cold = createPetabActivities({ objects, sandbox: testSandbox(), environments });
     const env = new MockActivityEnvironment();
-    const inspect = (acts: typeof warm, account?: string) => env.run(acts.inspectPetabProblem, { tree, yaml, ...(account ? { account } : {}) });
+    const inspect = (acts: typeof warm, account?: string): Promise<PetabInspection> => env.run(acts.inspectPetabProblem, { tree, yaml, ...(account ? { account } : {}) });
 
     const reference = await inspect(cold, 'acct_inspect_a');
     assert.equal(reference.error, null, JSON.stringify(reference.error));
