@@ -1,4 +1,4 @@
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, type Client } from '@temporalio/client';
 import { workflowMetadata } from '../kernel/workflowMetadata.ts';
 import type { Logger } from 'pino';
 import type { WebhookConfig } from '../kernel/config.ts';
@@ -15,8 +15,9 @@ const SWEEP_MS = 5000;
 /**
  * Starts one delivery workflow per delivery the database recorded (the transactional
  * outbox the webhook triggers fill): woken by `silico_webhook_deliveries` and by a sweep.
- * Every worker runs one; the workflow id (`webhook-delivery-<id>-<generation>`) makes a
- * second start of the same delivery a no-op, so they never deliver twice.
+ * Every worker runs one; the workflow id (`webhook-delivery-<id>-<generation>`), never
+ * reused once its workflow completed, makes a second start of the same delivery a no-op,
+ * so they never deliver twice.
  */
 export async function startWebhookDispatcher(deps: { db: Db; client: Client; databaseUrl: string; baseUrl: string; config: WebhookConfig; log: Logger }): Promise<{ stop: () => Promise<void> }> {
   const { db, client, config, log } = deps;
@@ -37,6 +38,11 @@ export async function startWebhookDispatcher(deps: { db: Db; client: Client; dat
             await client.workflow.start(webhookDeliveryWorkflow, {
               taskQueue: CONTROL_TASK_QUEUE,
               workflowId: webhookDeliveryWorkflowId(row.id, row.generation),
+              // A dispatcher that read the row before another marked it dispatched must not
+              // start that generation again once its workflow has completed (by default a
+              // closed id may run anew: the endpoint would get the event twice). One that
+              // failed or was terminated may.
+              workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
               args: [{ deliveryId: row.id, generation: row.generation, firstRetryMs: config.firstRetryMs, maxRetryMs: config.maxRetryMs, retryForMs: config.retryForMs }],
               ...workflowMetadata(deps.baseUrl, {
                 attributes: { account: row.account_id, kind: 'webhook_delivery' },

@@ -17,6 +17,7 @@ import { secretsKeyringOf } from '../../kernel/config.ts';
 import { resealEndpointSecrets } from '../../storage/db/webhooks.ts';
 import { operatorView } from '../operatorView.ts';
 import { webhookDeliveryWorkflowId } from '../../kernel/workflowNames.ts';
+import { Client, Connection } from '@temporalio/client';
 
 interface Received { raw: string; headers: Record<string, string | string[] | undefined>; answered: number }
 
@@ -151,6 +152,24 @@ test('an endpoint down for three attempts and then up receives the event exactly
   assert.equal(ids.size, 1, 'every attempt carries the same event id');
   assert.equal(r.received.filter((x) => x.answered === 200).length, 1);
   assert.equal(JSON.parse(r.received[3]!.raw).data.run_id, runId);
+
+  // A dispatcher that read the delivery before another marked it dispatched (every worker
+  // runs one) starts it once its workflow has completed: that start is a no-op, not a
+  // second delivery. Made here by clearing the mark and waking the dispatchers.
+  const db = testDb();
+  await db('webhook_deliveries').where({ id: delivery.delivery_id }).update({ dispatched_at: null });
+  await db.raw(`SELECT pg_notify('silico_webhook_deliveries', ?)`, [delivery.delivery_id]);
+  await until(30_000, async () => ((await db('webhook_deliveries').where({ id: delivery.delivery_id }).first()).dispatched_at ? true : undefined));
+  const connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! });
+  try {
+    const runs = [];
+    for await (const w of new Client({ connection }).workflow.list({ query: `WorkflowId = '${webhookDeliveryWorkflowId(delivery.delivery_id, 1)}'` })) runs.push(w.runId);
+    assert.equal(runs.length, 1, 'one workflow run of the delivery');
+  } finally {
+    await connection.close();
+  }
+  assert.equal(r.received.length, 4, 'nothing sent again');
+  assert.equal((await db('webhook_deliveries').where({ id: delivery.delivery_id }).first()).attempts, 4);
 });
 
 test('during a secret rotation both signatures verify; after the overlap only the new one is sent', async () => {
