@@ -389,28 +389,16 @@ def serve(archive, workdir, sock_path):
         packed = checked.read_bytes()
         checked.unlink()
     forkserve.serve(workdir, sock_path, bool(warm.get("sweep")), emit,
-                    lambda conn, request, child_dir: invocation(conn, request, checked, packed, child_dir))
+                    lambda request, child_dir: invocation(request, checked, packed, child_dir), report_failure)
 
 
-def invocation(conn, request, archive, packed, workdir):
-    """A forked child of a warm instance: runs one request, reporting on it on `conn` as
-    descriptor 3, and never returns. `packed`: the bytes of the package its parent packed,
-    written to this child's own directory."""
-    code = 0
-    try:
-        forkserve.enter_child(conn, request, workdir, emit)
-        if packed is not None:
-            archive = workdir / "source.bsilab"
-            archive.write_bytes(packed)
-        run_request(archive, workdir, request, checked=True)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 2
-    except BaseException as exc:  # the lab's own failure, reported as such
-        report_failure(exc)
-        code = 2
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+def invocation(request, archive, packed, workdir):
+    """One request in a forked child of a warm instance (forkserve.run_child). `packed`: the
+    bytes of the package its parent packed, written to this child's own directory."""
+    if packed is not None:
+        archive = workdir / "source.bsilab"
+        archive.write_bytes(packed)
+    run_request(archive, workdir, request, checked=True)
 
 
 # How many of a failure's innermost frames its report shows (the lab's and its packages').

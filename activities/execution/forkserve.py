@@ -112,10 +112,10 @@ def sweep_after(workdir, sock_path, listening, emit):
         os._exit(3)
 
 
-def serve(workdir, sock_path, sweep, emit, child):
+def serve(workdir, sock_path, sweep, emit, work, report):
     """Serves requests on `sock_path` until the instance is killed, one at a time, each in a
-    fork that calls `child(conn, request, workdir / f"invocation-{seq}")`, which never
-    returns. `emit` writes one protocol message of the instance (descriptor 3)."""
+    fork (`run_child`) that calls `work(request, workdir / f"invocation-{seq}")`; `report(exc)`
+    says what an exception it raised was. `emit` writes one protocol message (descriptor 3)."""
     import socket
     if sweep:
         set_dumpable(False, emit)
@@ -159,8 +159,7 @@ def serve(workdir, sock_path, sweep, emit, child):
         pid = os.fork()
         if pid == 0:
             server.close()
-            child(conn, request, workdir / f"invocation-{seq}")
-            os._exit(2)  # a child returns only by mistake
+            run_child(conn, request, workdir / f"invocation-{seq}", emit, work, report)
         conn.close()
         try:
             os.setpgid(pid, pid)  # as the child does: whichever runs first, a stop finds the group
@@ -174,6 +173,24 @@ def serve(workdir, sock_path, sweep, emit, child):
         # As bubblewrap reports a cold run's end: a signal's as 128 + its number.
         code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status)
         emit({"type": "exited", "seq": seq, "code": code})
+
+
+def run_child(conn, request, workdir, emit, work, report):
+    """A forked child: its first steps (`enter_child`), then `work(request, workdir)`, its
+    exit code that of a cold process (a `SystemExit`'s, or 2 after `report(exc)`); never
+    returns."""
+    code = 0
+    try:
+        enter_child(conn, request, workdir, emit)
+        work(request, workdir)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 2
+    except BaseException as exc:  # the program's own failure, reported as such
+        report(exc)
+        code = 2
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def enter_child(conn, request, workdir, emit):

@@ -556,22 +556,14 @@ def serve(workdir, sock_path):
         importlib.import_module(module)
     known = versions()
 
-    def child(conn, request, child_dir):
-        code = 0
-        try:
-            forkserve.enter_child(conn, request, child_dir, emit)
-            os.chdir(child_dir)
-            run_command(request.pop("yaml", ""), request, known)
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 2
-        except BaseException as err:
-            emit({"type": "error", "code": "problem_failed", "message": f"{type(err).__name__}: {err}"[:4000]})
-            code = 2
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+    def work(request, child_dir):
+        os.chdir(child_dir)
+        run_command(request.pop("yaml", ""), request, known)
 
-    forkserve.serve(workdir, sock_path, bool(warm.get("sweep")), emit, child)
+    def report(err):
+        emit({"type": "error", "code": "problem_failed", "message": f"{type(err).__name__}: {err}"[:4000]})
+
+    forkserve.serve(workdir, sock_path, bool(warm.get("sweep")), emit, work, report)
 
 
 def main():
