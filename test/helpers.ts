@@ -7,7 +7,8 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import getPort from 'get-port';
-import { createDb, type Db } from '../storage/db/knex.ts';
+import pg from 'pg';
+import { createDb, migrate, type Db } from '../storage/db/knex.ts';
 import { makeAccount } from './accounts.ts';
 import { labFileOperations } from './labFiles.ts';
 import { createObjectStore, type ObjectStore } from '../storage/objects.ts';
@@ -36,6 +37,34 @@ let objects: ObjectStore | undefined;
 export function testObjects(): ObjectStore {
   objects ??= createObjectStore(loadConfig().s3);
   return objects;
+}
+
+/**
+ * A database of the caller's own on the stack's Postgres server, migrated, for a file that
+ * runs a Temporal server of its own. A worker acts on its database's records through its
+ * Temporal (it starts a workflow for every webhook delivery the database holds), so two
+ * Temporal servers on one database would each deliver the same event.
+ */
+export async function ownDatabase(): Promise<{ url: string; db: Db; drop: () => Promise<void> }> {
+  const server = new URL(process.env.DATABASE_URL!);
+  const name = `silico_own_${process.pid}_${newUuid().slice(0, 8)}`;
+  const onServer = async (sql: string) => {
+    const c = new pg.Client({ connectionString: new URL('/postgres', server).toString() });
+    await c.connect();
+    try {
+      await c.query(sql);
+    } finally {
+      await c.end();
+    }
+  };
+  await onServer(`CREATE DATABASE ${name}`);
+  const url = new URL(`/${name}`, server).toString();
+  const own = createDb(url, { poolMax: 4 });
+  await migrate(own);
+  return { url, db: own, drop: async () => {
+    await own.destroy();
+    await onServer(`DROP DATABASE ${name} WITH (FORCE)`);
+  } };
 }
 
 /** Closes the fixtures' pool so the test process can exit. */
@@ -226,10 +255,10 @@ export async function spawnWorker(env: Record<string, string> = {}): Promise<{ p
 export const TERMINAL_RUN = ['completed', 'failed', 'cancelled', 'timed_out'];
 
 /** Polls GET /runs/{id} until `done` (default: a terminal status); fails after `ms`. */
-export async function waitForRun(key: string, runId: string, ms = 60000, done: (r: any) => boolean = (r) => TERMINAL_RUN.includes(r.status)): Promise<any> {
+export async function waitForRun(key: string, runId: string, ms = 60000, done: (r: any) => boolean = (r) => TERMINAL_RUN.includes(r.status), base = BASE_URL): Promise<any> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const r = await call('GET', `/runs/${runId}`, { key });
+    const r = await call('GET', `/runs/${runId}`, { key, base });
     if (r.status !== 200) throw new Error(`GET /runs/${runId}: ${r.status} ${r.text}`);
     if (done(r.body)) return r.body;
     if (Date.now() > deadline) throw new Error(`run ${runId} stayed ${r.body.status}`);
@@ -238,10 +267,10 @@ export async function waitForRun(key: string, runId: string, ms = 60000, done: (
 }
 
 /** The driver's process id, from the run's events (the execution activity reports it). */
-export async function driverPid(key: string, runId: string, ms = 30000): Promise<number> {
+export async function driverPid(key: string, runId: string, ms = 30000, base = BASE_URL): Promise<number> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const ev = await call('GET', `/runs/${runId}/events?limit=1000`, { key });
+    const ev = await call('GET', `/runs/${runId}/events?limit=1000`, { key, base });
     const pid = ev.body?.items?.find((e: any) => e.data.pid)?.data.pid;
     if (pid) return pid as number;
     if (Date.now() > deadline) throw new Error(`run ${runId} reported no driver pid`);
@@ -371,10 +400,10 @@ export function testSandbox(): Sandbox {
 }
 
 /** Publishes a fixture lab (test/fixtures/labs/<name>) as a private 1.0.0 release of the account; returns its exact ref. */
-export async function publishFixtureLab(owner: { account: { id: string; namespace: string } }, name: string): Promise<string> {
+export async function publishFixtureLab(owner: { account: { id: string; namespace: string } }, name: string, db = testDb()): Promise<string> {
   // Imported here: most files never publish a fixture, and it brings the packer's whole graph.
   const { publishLab } = await import('../deploy/local/builtinLabs.ts');
-  const rel = await publishLab(testDb(), testObjects(), { python: process.env.SILICO_PYTHON!, sandbox: testSandbox() }, {
+  const rel = await publishLab(db, testObjects(), { python: process.env.SILICO_PYTHON!, sandbox: testSandbox() }, {
     dir: path.join(REPO_ROOT, 'test/fixtures/labs', name), accountId: owner.account.id, namespace: owner.account.namespace,
     name, version: '1.0.0', visibility: 'private',
   });
@@ -436,14 +465,21 @@ export async function until<T>(ms: number, f: () => Promise<T | undefined>): Pro
   }
 }
 
+type TestProfile = { id: string; title: string } & Record<string, unknown>;
+
+/** A test compute profile's row: a small CPU profile unless the test says otherwise. */
+export function testProfileRow(p: TestProfile) {
+  return { kind: 'cpu', vcpus: 1, memory_mib: 1024, gpu: null, price_per_second_micros: 10, max_runtime_seconds: 600, schedule_to_start_seconds: 300, sort: 90, ...p };
+}
+
 /**
  * Compute profiles of one test file only (ids `test-*`), inserted before its tests and
  * removed after when no record uses them (runs and hostings keep theirs), served only by
  * workers the file starts. Register it before `after(closeTestDb)`: hooks run in the
  * order they were registered.
  */
-export function useTestProfiles(...profiles: Array<{ id: string; title: string } & Record<string, unknown>>): void {
-  const rows = profiles.map((p) => ({ kind: 'cpu', vcpus: 1, memory_mib: 1024, gpu: null, price_per_second_micros: 10, max_runtime_seconds: 600, schedule_to_start_seconds: 300, sort: 90, ...p }));
+export function useTestProfiles(...profiles: TestProfile[]): void {
+  const rows = profiles.map(testProfileRow);
   before(async () => {
     await testDb()('compute_profiles').insert(rows).onConflict('id').ignore();
   });

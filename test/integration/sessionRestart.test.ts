@@ -5,20 +5,22 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import getPort from 'get-port';
 import { Client, Connection } from '@temporalio/client';
-import { call, closeTestDb, errorOf, newAccount, spawnApi, spawnWorker } from '../helpers.ts';
+import { call, closeTestDb, errorOf, newAccount, ownDatabase, spawnApi, spawnWorker } from '../helpers.ts';
 import { startTemporal } from '../../deploy/local/temporal.ts';
 import { Supervisor } from '../../deploy/local/processes.ts';
 import { sessionWorkflowId } from '../../kernel/workflowNames.ts';
 
-// A session on its own Temporal server (a persistent SQLite file), api and worker, so the
-// worker can be killed and the server restarted on its database mid-session.
+// A session on its own Temporal server (a persistent SQLite file), database, api and
+// worker, so the worker can be killed and the server restarted on its database mid-session.
 
 const sup = new Supervisor(() => undefined);
 let dataDir: string;
+let own: Awaited<ReturnType<typeof ownDatabase>> | undefined;
 const stops: Array<() => Promise<void>> = [];
 after(async () => {
   for (const stop of stops.reverse()) await stop().catch(() => undefined);
   await sup.stopAll(3000);
+  await own?.drop();
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
   await closeTestDb();
 });
@@ -31,12 +33,13 @@ test('kill -9 of the worker and a restart of the Temporal server on its database
   dataDir = await mkdtemp(path.join(tmpdir(), 'silico-session-restart-'));
   const port = await getPort();
   let temporal = await temporalOn(port);
-  const env = { TEMPORAL_ADDRESS: temporal.address };
+  own = await ownDatabase();
+  const env = { TEMPORAL_ADDRESS: temporal.address, DATABASE_URL: own.url };
   const api = await spawnApi(env);
   stops.push(api.stop);
   let worker = await spawnWorker(env);
   stops.push(() => worker.stop());
-  const { key } = await newAccount();
+  const { key } = await newAccount({ db: own.db });
   const post = (p: string, body: unknown, headers: Record<string, string> = {}) => call('POST', p, { key, body, headers, base: api.base });
 
   const s = (await post('/sessions', { title: 'Survives restarts' })).body;
