@@ -99,7 +99,7 @@ export function createInvocationActivities(deps: Deps) {
   /**
    * Runs one invocation on a warm instance of its deployment under a lease renewed every
    * second (a revoked one stops it), stopped by `stop` (its activity's cancellation) or its
-   * cancellation notice; a completed one is settled here with its result.
+   * cancellation notice; the ending it comes to is settled here (a completed one with its result).
    */
   async function execute(invocationId: string, stop: AbortController): Promise<HostedResult> {
     const inv = await getInvocation(deps.db, invocationId);
@@ -126,16 +126,27 @@ export function createInvocationActivities(deps: Deps) {
         stop.abort();
       }, () => undefined).finally(() => { renewing = false; });
     }, 1000);
+    /**
+     * An ending this execution came to, recorded here (fenced by its attempt) as soon as it
+     * is known, so its invoker's answer waits on no workflow; the workflow records the
+     * endings an execution cannot (a lost worker, a failure of the platform).
+     */
+    const ended = async (r: HostedResult & { status: 'failed' | 'cancelled' }): Promise<HostedResult> => {
+      if (superseded) throw supersededFailure();
+      const recorded = await finishInvocation(deps.db, { id: invocationId, status: r.status, error: r.error ?? null, computeSeconds: r.computeSeconds }, undefined, undefined, attempt);
+      if (recorded === 'superseded') throw supersededFailure();
+      return r;
+    };
     const lease = await served.pool.acquire(stop.signal).catch((err: unknown) => err instanceof Error ? err : new Error(String(err)));
     let opened: OutputSink | undefined;
     /** The artifacts' bytes on their way to the object store. */
     const puts: Array<Promise<void>> = [];
     try {
       if (lease instanceof Error) {
-        if (stop.signal.aborted) return { status: 'cancelled', computeSeconds: 0 };
+        if (stop.signal.aborted) return await ended({ status: 'cancelled', computeSeconds: 0 });
         if (lease instanceof PoolClosed) throw ApplicationFailure.retryable(lease.message, NOT_SERVED_HERE);
         // The platform could not give it an instance: a failure, charged nothing.
-        return { status: 'failed', error: { code: 'instance_unavailable', message: `No warm instance of the deployment could start: ${lease.message}` }, computeSeconds: 0 };
+        return await ended({ status: 'failed', error: { code: 'instance_unavailable', message: `No warm instance of the deployment could start: ${lease.message}` }, computeSeconds: 0 });
       }
       const { declared } = served;
       const sink = createOutputSink(dir, declared);
@@ -154,22 +165,22 @@ export function createInvocationActivities(deps: Deps) {
           },
         });
       } catch (err) {
-        if (err instanceof InputsUnavailable) return { status: 'failed', error: { code: 'input_unavailable', message: err.message }, computeSeconds: 0 };
-        if (err instanceof WarmInstanceFailed) return { status: 'failed', error: err.error, computeSeconds: 0 };
+        if (err instanceof InputsUnavailable) return await ended({ status: 'failed', error: { code: 'input_unavailable', message: err.message }, computeSeconds: 0 });
+        if (err instanceof WarmInstanceFailed) return await ended({ status: 'failed', error: err.error, computeSeconds: 0 });
         throw err;
       } finally {
         lease.release();
       }
       const computeSeconds = outcome.result?.cpu_seconds ?? outcome.wallSeconds;
       if (superseded) throw supersededFailure();
-      if (outcome.cancelled) return { status: 'cancelled', computeSeconds: outcome.wallSeconds };
+      if (outcome.cancelled) return await ended({ status: 'cancelled', computeSeconds: outcome.wallSeconds });
       const error = outcomeError(outcome);
       if (error?.code === 'timed_out' && inv.cap_micros !== null) {
-        return { status: 'cancelled', error: spendCapReached('invocation', Number(inv.cap_micros), inv.max_seconds), computeSeconds: Math.min(outcome.wallSeconds, inv.max_seconds) };
+        return await ended({ status: 'cancelled', error: spendCapReached('invocation', Number(inv.cap_micros), inv.max_seconds), computeSeconds: Math.min(outcome.wallSeconds, inv.max_seconds) });
       }
-      if (error) return { status: 'failed', error, computeSeconds };
+      if (error) return await ended({ status: 'failed', error, computeSeconds });
       const missing = sink.missing();
-      if (missing.length) return { status: 'failed', error: { code: 'output_contract_violation', message: `Declared outputs missing: ${missing.join(', ')}.` }, computeSeconds };
+      if (missing.length) return await ended({ status: 'failed', error: { code: 'output_contract_violation', message: `Declared outputs missing: ${missing.join(', ')}.` }, computeSeconds });
       // Only the public outputs are the invoker's (the owner's private ones are not
       // kept), each as its port's data: no plots or records beside them.
       const { files, values } = await sink.finish(null);
@@ -183,10 +194,9 @@ export function createInvocationActivities(deps: Deps) {
         artifacts.push({ invocation_id: invocationId, port: f.role, file_name: f.file_name, content_type: f.content_type, format: f.format, size_bytes: f.size_bytes, sha256: f.sha256 });
         return f.sha256;
       });
-      // Settled here, with its result, as soon as it is known: the workflow's own ending
-      // settles every other way an invocation ends (and finds this one ended already).
-      const ended = await finishInvocation(deps.db, { id: invocationId, status: 'completed', computeSeconds }, { outputs, artifacts }, Promise.all(puts), attempt);
-      if (ended === 'superseded') throw supersededFailure();
+      // Settled here with its result, as `ended` settles the others.
+      const settled = await finishInvocation(deps.db, { id: invocationId, status: 'completed', computeSeconds }, { outputs, artifacts }, Promise.all(puts), attempt);
+      if (settled === 'superseded') throw supersededFailure();
       return { status: 'completed', computeSeconds };
     } finally {
       clearInterval(beat);
