@@ -21,6 +21,21 @@ export interface Acceptance<R, W extends Workflow> {
   earlier?(): Promise<R | null>;
 }
 
+/**
+ * Records what the api accepted when no workflow is to start with it (what takes it on
+ * is told otherwise): a refused record whose earlier attempt recorded it answers that one.
+ */
+export async function acceptOnly<R>(a: Pick<Acceptance<R, Workflow>, 'record' | 'refusal' | 'earlier'>): Promise<R> {
+  try {
+    return await a.record();
+  } catch (err) {
+    const answer = await a.refusal?.(err);
+    const before = answer && a.earlier ? await a.earlier() : null;
+    if (before) return before;
+    throw answer ?? err;
+  }
+}
+
 /** Starts a workflow; false when one of that id was started already (by this record's other attempt). */
 async function startedNow<W extends Workflow>(temporal: TemporalGateway, workflow: W, options: WorkflowStartOptions<W>, opts?: { awaitPreviousMs?: number }): Promise<boolean> {
   try {

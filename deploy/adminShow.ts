@@ -62,7 +62,11 @@ const RECORDS: Record<string, { read(db: Db, id: string): Promise<Record<string,
     what: 'invocation',
     async read(db, id) {
       const r = await getInvocation(db, id);
-      return r && { ...invocationView(r, []), account_id: r.account_id, workflow_id: invocationWorkflowId(r.id) };
+      if (!r) return r;
+      // One its serving worker carried from acceptance to ending never had a workflow.
+      return r.workflow_started_at
+        ? { ...invocationView(r, []), account_id: r.account_id, workflow_id: invocationWorkflowId(r.id) }
+        : { ...invocationView(r, []), account_id: r.account_id, workflow_id: null, carried: 'by its serving worker alone; a workflow takes it on only should that worker not carry it' };
     },
   },
   sessions: {
@@ -103,7 +107,7 @@ export async function showRecord(db: Db, dataDir: string, group: string, id: str
   const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
   return {
     ...record,
-    temporal_ui: ui ? `${ui}/namespaces/${namespace}/workflows/${encodeURIComponent(String(record.workflow_id))}` : 'set TEMPORAL_UI_URL to link the workflow',
+    temporal_ui: record.workflow_id === null ? null : ui ? `${ui}/namespaces/${namespace}/workflows/${encodeURIComponent(String(record.workflow_id))}` : 'set TEMPORAL_UI_URL to link the workflow',
   };
 }
 

@@ -1,7 +1,6 @@
-import { workflowMetadata } from '../../kernel/workflowMetadata.ts';
 import type { Deps, Caller } from '../tools/tool.ts';
 import { ApiError, errors } from '../errors.ts';
-import { acceptAndStart } from '../acceptAndStart.ts';
+import { acceptAndStart, acceptOnly } from '../acceptAndStart.ts';
 import { planUnavailable, planUsed, resultOf } from '../plans.ts';
 import { deploymentFinding, prepareInvocation, type InvocationProposal } from './prepare.ts';
 import { acceptInvocation, announceInvocation, getInvocation, InvocationNotCovered, InvocationPlanUsed, unacceptInvocation, type InvocationRow } from '../../storage/db/hostedInvocations.ts';
@@ -12,6 +11,7 @@ import { digestJson } from '../../storage/digest.ts';
 import { spendCapRefusal } from '../spendCaps.ts';
 import { newId } from '../../storage/ids.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
+import { invocationMetadata } from './metadata.ts';
 import { CONTROL_TASK_QUEUE, invocationWorkflowId } from '../../kernel/workflowNames.ts';
 import { invocationWorkflow } from '../../workflows/invocation.ts';
 
@@ -43,25 +43,20 @@ async function recheckInvocation(deps: Deps, caller: Caller, p: InvocationPropos
   return again.hosting;
 }
 
-/** What an invocation's workflow tells operators (kernel/workflowMetadata.ts). */
-export function invocationMetadata(baseUrl: string, row: Pick<InvocationRow, 'id' | 'account_id' | 'lab_id' | 'hosting_generation' | 'reference' | 'reserved_micros'>) {
-  return workflowMetadata(baseUrl, {
-    attributes: { account: row.account_id, kind: 'invocation', ref: row.reference },
-    summary: `hosted invocation of ${row.reference} for ${row.account_id}, $${microsToUsd(row.reserved_micros)} reserved`,
-    facts: [`Invocation ${row.id} on lab ${row.lab_id}'s deployment, generation ${row.hosting_generation}.`],
-    resource: `/hosted-invocations/${row.id}`,
-  });
-}
-
 /**
  * Accepts an approved invocation plan, only from the OAuth client and account that
  * prepared it (rule 12; another account's plan is already not found): rechecks it, then
  * in one transaction consumes the plan, reserves its maximum price under
  * `invocation:<id>` (402 and nothing happens when the balance cannot cover it) and records
- * it queued; then starts `invocation-<id>`. When Temporal cannot take it the acceptance
- * is undone (plan unused, nothing reserved, no row) and the answer is 503. It is recorded
- * as `id` (so its ending may be waited for from before it exists); a retry whose earlier
- * attempt recorded it and never started it answers that one.
+ * it queued. It is recorded as `id` (so its ending may be waited for from before it
+ * exists); a retry whose earlier attempt recorded it and never began it answers that one.
+ *
+ * A deployment served somewhere: the serving worker is told (announced) and carries the
+ * invocation from lease to settled ending with no workflow, so no Temporal work stands
+ * between the request and its answer; the workers' recovery starts `invocation-<id>` for
+ * one it does not carry (deploy/invocationRecovery.ts). A deployment served nowhere yet:
+ * `invocation-<id>` starts now and waits for it; when Temporal cannot take it the
+ * acceptance is undone (plan unused, nothing reserved, no row) and the answer is 503.
  */
 export async function acceptHostedInvocation(deps: Deps, caller: Caller, plan: PlanRow, id: string = newId('inv')): Promise<InvocationRow> {
   const p = plan.proposal as InvocationProposal;
@@ -72,9 +67,10 @@ export async function acceptHostedInvocation(deps: Deps, caller: Caller, plan: P
   }
   const hosting = await recheckInvocation(deps, caller, p);
   const { estimated_max_micros: reserved, ...bound } = p;
-  const accepted = await acceptAndStart(deps.temporal, {
-    record: () => acceptInvocation(deps.db, { ...bound, id, account_id: caller.account.id, key_id: caller.key.id, reserved_micros: reserved, plan_id: plan.id }),
-    refusal: async (err) => {
+  const served = hosting.serving_queue;
+  const acceptance = {
+    record: () => acceptInvocation(deps.db, { ...bound, id, account_id: caller.account.id, key_id: caller.key.id, reserved_micros: reserved, plan_id: plan.id }, !served),
+    refusal: async (err: unknown) => {
       if (err instanceof InvocationPlanUsed) return planUsed(await resultOf(deps.db, caller.account.id, plan.id));
       const capped = spendCapRefusal(err, true);
       if (capped) return capped;
@@ -83,25 +79,28 @@ export async function acceptHostedInvocation(deps: Deps, caller: Caller, plan: P
       }
       return null;
     },
-    workflow: invocationWorkflow,
-    start: (row) => ({
-      taskQueue: CONTROL_TASK_QUEUE,
-      workflowId: invocationWorkflowId(row.id),
-      // Its schedule and where the deployment is served now go with it, so the first
-      // attempt is sent to the warm instances without reading them back.
-      args: [{ invocationId: row.id, schedule: { labId: row.lab_id, generation: row.hosting_generation, maxSeconds: row.max_seconds }, servedBy: hosting.serving_queue } satisfies InvocationArgs],
-      ...invocationMetadata(deps.config.baseUrl, row),
-    }),
-    undo: () => unacceptInvocation(deps.db, id),
-    // Recorded by an earlier attempt of this plan and still queued: it may never have started.
+    // Recorded by an earlier attempt of this plan and still queued: it may never have begun.
     earlier: async () => {
       const ref = /^invocation:(.+)$/.exec((await resultOf(deps.db, caller.account.id, plan.id)) ?? '');
       const row = ref ? await getInvocation(deps.db, ref[1]!, caller.account.id) : undefined;
       return row?.status === 'queued' ? row : null;
     },
+  };
+  if (served) {
+    const accepted = await acceptOnly(acceptance);
+    // Missed, the recovery starts its workflow, which sends it to the serving worker.
+    await announceInvocation(deps.db, served, accepted.id).catch(() => undefined);
+    return accepted;
+  }
+  return acceptAndStart(deps.temporal, {
+    ...acceptance,
+    workflow: invocationWorkflow,
+    start: (row) => ({
+      taskQueue: CONTROL_TASK_QUEUE,
+      workflowId: invocationWorkflowId(row.id),
+      args: [{ invocationId: row.id, schedule: { labId: row.lab_id, generation: row.hosting_generation, maxSeconds: row.max_seconds } } satisfies InvocationArgs],
+      ...invocationMetadata(deps.config.baseUrl, row),
+    }),
+    undo: () => unacceptInvocation(deps.db, id),
   });
-  // Its workflow started: the serving worker may begin it now rather than when the
-  // workflow's activity reaches it (which joins it). Missed, the activity begins it as before.
-  if (accepted.status === 'queued' && hosting.serving_queue) await announceInvocation(deps.db, hosting.serving_queue, accepted.id).catch(() => undefined);
-  return accepted;
 }

@@ -29,6 +29,8 @@ export interface InvocationRow {
   lease_expires_at: Date | null;
   cancel_requested_at: Date | null;
   plan_id: string | null;
+  /** When its workflow was started; null while its serving worker alone carries it (migration 059). */
+  workflow_started_at: Date | null;
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
@@ -41,22 +43,40 @@ export class InvocationNotCovered extends Error {}
 
 const ledgerRef = (id: string) => `invocation:${id}`;
 
-export type NewInvocation = { key_id?: string | null; cap_micros?: number | null } & Omit<InvocationRow, 'key_id' | 'cap_micros' | 'status' | 'settled_micros' | 'outputs' | 'error' | 'attempts' | 'lease_expires_at' | 'cancel_requested_at' | 'created_at' | 'started_at' | 'finished_at'>;
+export type NewInvocation = { key_id?: string | null; cap_micros?: number | null } & Omit<InvocationRow, 'key_id' | 'cap_micros' | 'status' | 'settled_micros' | 'outputs' | 'error' | 'attempts' | 'lease_expires_at' | 'cancel_requested_at' | 'workflow_started_at' | 'created_at' | 'started_at' | 'finished_at'>;
 
 /**
  * Accepts an invocation, all or nothing: consumes its plan, reserves its maximum price
- * under `invocation:<id>` and records it queued. Throws InvocationPlanUsed or
+ * under `invocation:<id>` and records it queued, with its workflow to be started at once
+ * (`withWorkflow`) or carried by its serving worker alone. Throws InvocationPlanUsed or
  * InvocationNotCovered (the balance cannot cover it) and changes nothing then.
  */
-export async function acceptInvocation(db: Db, inv: NewInvocation & { plan_id: string }): Promise<InvocationRow> {
+export async function acceptInvocation(db: Db, inv: NewInvocation & { plan_id: string }, withWorkflow: boolean): Promise<InvocationRow> {
   return db.transaction(async (trx) => {
     const { rows: [used] } = await trx.raw('SELECT silico_consume_plan(?, ?) AS ok', [inv.plan_id, ledgerRef(inv.id)]);
     if (!used.ok) throw new InvocationPlanUsed();
     const { rows: [reserved] } = await trx.raw('SELECT silico_reserve_compute(?, ?, ?) AS ok', [inv.account_id, inv.reserved_micros, ledgerRef(inv.id)]);
     if (!reserved.ok) throw new InvocationNotCovered();
-    const [row] = await trx('hosted_invocations').insert({ ...inv, inputs: JSON.stringify(inv.inputs), status: 'queued' }).returning('*');
+    const [row] = await trx('hosted_invocations').insert({ ...inv, inputs: JSON.stringify(inv.inputs), status: 'queued', workflow_started_at: withWorkflow ? trx.fn.now() : null }).returning('*');
     return row as InvocationRow;
   });
+}
+
+/**
+ * Invocations without a workflow that their serving worker is not carrying: queued for
+ * `queuedSeconds` (their announcement was missed, or their worker went before leasing
+ * them), or running under a lease expired `queuedSeconds` ago (their worker was lost, or
+ * a cancellation it did not end), oldest first.
+ */
+export async function invocationsToRecover(db: Db, queuedSeconds: number, limit: number): Promise<Array<Pick<InvocationRow, 'id' | 'account_id' | 'lab_id' | 'hosting_generation' | 'reference' | 'reserved_micros'>>> {
+  const ago = db.raw(`now() - make_interval(secs => ?)`, [queuedSeconds]);
+  return db('hosted_invocations').whereNull('workflow_started_at').whereIn('status', ['queued', 'running'])
+    .where((q) => q.where((r) => r.where({ status: 'queued' }).where('created_at', '<', ago)).orWhere('lease_expires_at', '<', ago))
+    .orderBy('created_at').limit(limit).select('id', 'account_id', 'lab_id', 'hosting_generation', 'reference', 'reserved_micros');
+}
+
+export async function markWorkflowStarted(db: Db, id: string): Promise<void> {
+  await db('hosted_invocations').where({ id }).whereNull('workflow_started_at').update({ workflow_started_at: db.fn.now() });
 }
 
 /** Undoes an acceptance whose workflow could not start: reservation, plan use and row. False once it left the queue. */

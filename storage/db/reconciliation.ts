@@ -14,7 +14,7 @@ export interface OpenRecord {
  * Records older than `olderThanSeconds` that their workflow should have ended by now if
  * it were gone: runs not terminal, publications publishing, dataset versions registering, studies running
  * (listed after their runs, so a pass ends a study's runs before the study), invocations
- * queued or running, hostings not ended, and open sessions (whose workflow lives as long as they do).
+ * queued or running under no live lease, hostings not ended, and open sessions (whose workflow lives as long as they do).
  */
 export async function openRecords(db: Db, olderThanSeconds: number, limit = 500): Promise<OpenRecord[]> {
   const cutoff = db.raw(`now() - make_interval(secs => ?)`, [olderThanSeconds]);
@@ -23,7 +23,9 @@ export async function openRecords(db: Db, olderThanSeconds: number, limit = 500)
     db('publications').where({ status: 'publishing' }).where('created_at', '<', cutoff).limit(limit).pluck('id'),
     db('datasets').where({ status: 'registering' }).where('created_at', '<', cutoff).limit(limit).pluck('id'),
     db('experiments').where({ status: 'running' }).where('created_at', '<', cutoff).limit(limit).pluck('id'),
-    db('hosted_invocations').whereIn('status', ['queued', 'running']).where('created_at', '<', cutoff).limit(limit).pluck('id'),
+    // One under a live lease is being carried by its worker, with or without a workflow.
+    db('hosted_invocations').whereIn('status', ['queued', 'running']).where('created_at', '<', cutoff)
+      .where((q) => q.whereNull('lease_expires_at').orWhere('lease_expires_at', '<', db.fn.now())).limit(limit).pluck('id'),
     db('hostings').whereNotIn('status', ['retired', 'failed', 'rejected']).where('created_at', '<', cutoff).limit(limit).select('lab_id', 'generation'),
     db('sessions').where({ status: 'open' }).where('created_at', '<', cutoff).limit(limit).pluck('id'),
     // A purchase is open until its expiry: only one past it can be left without its ending.

@@ -36,7 +36,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import getPort from 'get-port';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import protoPkg from '@temporalio/proto';
 
 const { EventType } = protoPkg.temporal.api.enums.v1;
@@ -105,7 +105,14 @@ async function historyPhases(address: string, ids: string[]): Promise<string> {
     const client = new Client({ connection });
     const rows: number[][] = [];
     for (const id of ids) {
-      const events = (await client.workflow.getHandle(`invocation-${id}`).fetchHistory()).events ?? [];
+      // An invocation its worker carried from its announcement to its ending has no workflow.
+      const history = await client.workflow.getHandle(`invocation-${id}`).fetchHistory().catch((err: unknown) => {
+        // The history call answers gRPC's NOT_FOUND (5) itself, not as WorkflowNotFoundError.
+        if (err instanceof WorkflowNotFoundError || (err as { code?: number }).code === 5) return undefined;
+        throw err;
+      });
+      if (!history) continue;
+      const events = history.events ?? [];
       const at = (type: string) => {
         const e = events.find((x) => x.eventType === EventType[type as keyof typeof EventType]);
         return e?.eventTime ? Number(e.eventTime.seconds) * 1000 + (e.eventTime.nanos ?? 0) / 1e6 : NaN;
@@ -114,8 +121,9 @@ async function historyPhases(address: string, ids: string[]): Promise<string> {
       rows.push([at('EVENT_TYPE_WORKFLOW_TASK_STARTED') - t0, at('EVENT_TYPE_WORKFLOW_TASK_COMPLETED') - t0, at('EVENT_TYPE_ACTIVITY_TASK_STARTED') - t0,
         at('EVENT_TYPE_ACTIVITY_TASK_COMPLETED') - t0, at('EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED') - t0]);
     }
+    if (!rows.length) return `none of the ${ids.length} has a workflow: each was carried by its worker alone`;
     const m = (i: number) => median(rows.map((r) => r[i]!)).toFixed(0);
-    return `first workflow task started ${m(0)} ms, completed ${m(1)} ms; execution started ${m(2)} ms, ended ${m(3)} ms; workflow completed ${m(4)} ms (medians, from the start)`;
+    return `${rows.length} of ${ids.length} have a workflow; first workflow task started ${m(0)} ms, completed ${m(1)} ms; execution started ${m(2)} ms, ended ${m(3)} ms; workflow completed ${m(4)} ms (medians, from the start)`;
   } finally {
     await connection.close();
   }

@@ -313,7 +313,8 @@ const CASES: WriteCase[] = [
     once: (b) => ({ plans: b.plans + 1 }),
   },
   {
-    route: 'POST /hosted-invocations', deps: ['postgres', 'temporal'], keyed: false, replaySafe: true,
+    // A served deployment's invocation is carried by its worker: accepted with Temporal down (below).
+    route: 'POST /hosted-invocations', deps: ['postgres'], keyed: false, replaySafe: true,
     request: async () => {
       const { lab } = await invocationTarget();
       lastPlan = (await call('POST', '/hosted-invocation-plans', {
@@ -364,6 +365,30 @@ for (const c of CASES) {
     }
   }
 }
+
+test('POST /hosted-invocations with Temporal down or paused: a served deployment\'s invocation is accepted, carried to its ending by its worker and settled once', { timeout: 120_000 }, async () => {
+  const { lab } = await invocationTarget();
+  for (const mode of ['down', 'paused'] as ProxyMode[]) {
+    const plan = (await call('POST', '/hosted-invocation-plans', {
+      key: owner.key, headers: { 'Idempotency-Key': crypto.randomUUID() }, body: { reference: lab.reference, sha256: lab.sha256, inputs: { growth_rate: 0.1 } },
+    })).body;
+    proxies.temporal.setMode(mode);
+    let inv;
+    try {
+      const accepted = await viaReplica('POST', '/hosted-invocations', { body: { plan_id: plan.plan_id, plan_sha256: plan.plan_sha256 } });
+      assert.equal(accepted.status, 201, JSON.stringify(accepted.body));
+      inv = await until(30_000, async () => {
+        const r = await call('GET', `/hosted-invocations/${accepted.body.invocation_id}`, { key: owner.key });
+        return ['completed', 'failed', 'cancelled', 'expired'].includes(r.body.status) ? r.body : undefined;
+      });
+    } finally {
+      proxies.temporal.setMode('pass');
+    }
+    assert.equal(inv.status, 'completed', JSON.stringify(inv.error));
+    const kinds = await testDb()('ledger_txns').where({ ref: `invocation:${inv.invocation_id}` }).pluck('kind');
+    assert.deepEqual(kinds.sort(), ['reserve', 'settle']);
+  }
+});
 
 test('POST /runs/{id}/cancel with Temporal down or paused: 503, the run is not shown as cancelling; a retry cancels it', { timeout: 180_000 }, async () => {
   for (const mode of ['down', 'paused'] as ProxyMode[]) {

@@ -11,11 +11,11 @@ import { Client, Connection } from '@temporalio/client';
 import { BASE_URL, call, closeTestDb, isZombie, parentPid, retireHosting, newAccount, sandboxUserProcesses, spawnWorker, testDb, until, useTestProfiles, waitForRun, workspaceOfLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { createPlan } from '../../storage/db/plans.ts';
-import { acceptInvocation, getInvocation, requestCancel } from '../../storage/db/hostedInvocations.ts';
+import { acceptInvocation, announceInvocation, getInvocation, requestCancel } from '../../storage/db/hostedInvocations.ts';
 import { digestJson } from '../../storage/digest.ts';
 import { newId } from '../../storage/ids.ts';
 import { CONTROL_TASK_QUEUE, invocationWorkflowId } from '../../kernel/workflowNames.ts';
-import { invocationMetadata } from '../../api/invocations/accept.ts';
+import { invocationMetadata } from '../../api/invocations/metadata.ts';
 
 // Hosted execution below the HTTP routes: a ready deployment is served from warm
 // instances on one worker, an invocation accepted in Postgres runs there under a lease,
@@ -68,15 +68,22 @@ after(async () => {
   await connection?.close();
 });
 
-/** An invocation accepted as the API accepts one, and its workflow started. */
-async function invoke(inputs: Record<string, unknown>, seed: number, target = { owner, labId, reference, packageSha }): Promise<string> {
+/**
+ * An invocation accepted as the API accepts one: with its workflow started, or (`carried`)
+ * as one for a served deployment is, announced to its serving worker with no workflow.
+ */
+async function invoke(inputs: Record<string, unknown>, seed: number, target = { owner, labId, reference, packageSha }, carried = false): Promise<string> {
   const hosting = await testDb()('hostings').where({ lab_id: target.labId }).first();
   const plan = await createPlan(testDb(), { accountId: target.owner.account.id, kind: 'hosted_invocation', proposal: { inputs }, findings: [], ttlSeconds: 600 });
   const id = newId('inv');
   const row = await acceptInvocation(testDb(), {
     id, account_id: target.owner.account.id, client_id: 'cli_test', lab_id: target.labId, hosting_generation: hosting.generation, reference: target.reference, package_sha256: target.packageSha,
     compute_profile: hosting.compute_profile, inputs, inputs_sha256: digestJson(inputs), seed, max_seconds: 60, reserved_micros: 600, plan_id: plan.id,
-  });
+  }, !carried);
+  if (carried) {
+    await announceInvocation(testDb(), hosting.serving_queue, id);
+    return id;
+  }
   await client.workflow.start('invocationWorkflow', {
     taskQueue: CONTROL_TASK_QUEUE, workflowId: invocationWorkflowId(id), args: [{ invocationId: id }], ...invocationMetadata(BASE_URL, row),
   });
@@ -228,12 +235,13 @@ test('pausing the deployment stops serving it; an invocation then ends deploymen
   assert.equal((await ended(await invoke({}, 2))).status, 'completed');
 });
 
-test('kill -9 of the worker serving an invocation: the deployment moves to another worker and the invocation is retried there to completion or ends expired, charged once', { timeout: 240_000 }, async () => {
+test('kill -9 of the worker carrying an invocation (no workflow yet): the deployment moves to another worker and the invocation, handed to its workflow, is retried there to completion or ends expired, charged once', { timeout: 240_000 }, async () => {
   let worker = await spawnWorker({ SILICO_COMPUTE_PROFILES: PROFILE.id });
   try {
     const target = await deployed(PROFILE.id);
     const first = await servedAt(target.labId);
-    const id = await invoke({ window_delay: 1 }, 5, target);
+    // Carried by its worker with no workflow: the recovery hands it to one once its lease expires.
+    const id = await invoke({ window_delay: 1 }, 5, target, true);
     await until(30_000, async () => ((await getInvocation(testDb(), id))?.status === 'running' ? true : undefined));
     worker.proc.kill('SIGKILL');
     await new Promise((r) => worker.proc.once('exit', r));
@@ -242,6 +250,7 @@ test('kill -9 of the worker serving an invocation: the deployment moves to anoth
     assert.notEqual(moved, first, 'served by the new worker');
     const inv = await ended(id, 120_000);
     assert.ok(['completed', 'expired'].includes(inv.status), `${inv.status} ${JSON.stringify(inv.error)}`);
+    assert.ok(inv.workflow_started_at, 'its workflow took it on when its worker was lost');
     const txns = await testDb()('ledger_txns').where({ ref: `invocation:${id}` }).select('kind');
     assert.deepEqual(txns.map((t: any) => t.kind).sort(), ['reserve', 'settle'], 'reserved and settled once');
     assert.equal((await ended(await invoke({}, 6, target))).status, 'completed', 'the moved deployment serves');

@@ -49,6 +49,7 @@ import * as studyRunIds from './055_study_run_ids.ts';
 import * as studyRunsEndedAtOnce from './056_study_runs_ended_at_once.ts';
 import * as studyRunsInSlices from './057_study_runs_in_slices.ts';
 import * as perRunTableSamples from './058_per_run_table_samples.ts';
+import * as invocationWorkflowOnDemand from './059_invocation_workflow_on_demand.ts';
 import * as computeProfilesNotify from './045_compute_profiles_notify.ts';
 import * as releasesNotify from './046_releases_notify.ts';
 import * as petabImports from './047_petab_imports.ts';
@@ -117,6 +118,7 @@ const migrations: Record<string, Migration> = {
   '056_study_runs_ended_at_once': studyRunsEndedAtOnce,
   '057_study_runs_in_slices': studyRunsInSlices,
   '058_per_run_table_samples': perRunTableSamples,
+  '059_invocation_workflow_on_demand': invocationWorkflowOnDemand,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
