@@ -1,6 +1,6 @@
 import type { Deps, Caller } from '../tools/tool.ts';
 import { errors } from '../errors.ts';
-import { getHosting, HOSTING_ENDED, type HostingRow } from '../../storage/db/hosting.ts';
+import { hostingOfLabNamed, HOSTING_ENDED, type HostingRow } from '../../storage/db/hosting.ts';
 import { findVisibleRelease, parseReference, type ReleaseRow } from '../../storage/db/releases.ts';
 
 /**
@@ -18,8 +18,7 @@ export async function visibleHostedRelease(
   const ref = parseReference(reference, true);
   if (!ref) throw errors.validation('parameter_invalid_format', 'reference must be <namespace>/<name>@<version>.', 'reference');
   const release = await findVisibleRelease(deps.db, caller.account.id, { ...ref, version: ref.version! });
-  const lab = release && await deps.db('labs').where({ account_id: release.account_id, name: release.name }).first('id');
-  const hosting = lab && await getHosting(deps.db, lab.id);
+  const hosting = release && await hostingOfLabNamed(deps.db, release.account_id, release.name);
   const owner = release?.account_id === caller.account.id;
   if (!release || !hosting || hosting.release_id !== release.id || (!opts.ended && HOSTING_ENDED.includes(hosting.status)) || (hosting.visibility === 'private' && !owner)) {
     throw errors.notFound('release_not_found', 'hosted release', 'reference');

@@ -69,7 +69,7 @@ export async function acceptHostedInvocation(deps: Deps, caller: Caller, plan: P
   const { estimated_max_micros: reserved, ...bound } = p;
   const served = hosting.serving_queue;
   const acceptance = {
-    record: () => acceptInvocation(deps.db, { ...bound, id, account_id: caller.account.id, key_id: caller.key.id, reserved_micros: reserved, plan_id: plan.id }, !served),
+    record: () => acceptInvocation(deps.db, { ...bound, id, account_id: caller.account.id, key_id: caller.key.id, reserved_micros: reserved, plan_id: plan.id }, served),
     refusal: async (err: unknown) => {
       if (err instanceof InvocationPlanUsed) return planUsed(await resultOf(deps.db, caller.account.id, plan.id));
       const capped = spendCapRefusal(err, true);
@@ -87,10 +87,16 @@ export async function acceptHostedInvocation(deps: Deps, caller: Caller, plan: P
     },
   };
   if (served) {
-    const accepted = await acceptOnly(acceptance);
-    // Missed, the recovery starts its workflow, which sends it to the serving worker.
-    await announceInvocation(deps.db, served, accepted.id).catch(() => undefined);
-    return accepted;
+    // Announced as it is recorded; an earlier attempt's, again. Missed, the recovery
+    // starts its workflow, which sends it to the serving worker.
+    return acceptOnly({
+      ...acceptance,
+      earlier: async () => {
+        const row = await acceptance.earlier();
+        if (row) await announceInvocation(deps.db, served, row.id).catch(() => undefined);
+        return row;
+      },
+    });
   }
   return acceptAndStart(deps.temporal, {
     ...acceptance,

@@ -8,7 +8,7 @@ import { prepareInvocation } from './prepare.ts';
 import { acceptHostedInvocation } from './accept.ts';
 import { invocationArtifactIdentity, invocationView } from './view.ts';
 import { createPlan } from '../../storage/db/plans.ts';
-import { getInvocation, invocationArtifacts, requestCancel, INVOCATION_ENDED, type InvocationRow } from '../../storage/db/hostedInvocations.ts';
+import { getInvocation, invocationArtifacts, requestCancel, INVOCATION_ENDED, type InvocationArtifactRow, type InvocationRow } from '../../storage/db/hostedInvocations.ts';
 import { microsToUsd } from '../../storage/ledger.ts';
 import { blobKey } from '../../storage/objects.ts';
 import { invocationWorkflowId } from '../../kernel/workflowNames.ts';
@@ -59,15 +59,19 @@ async function ownedInvocation(ctx: ToolContext, invocationId: string): Promise<
   return inv;
 }
 
-async function fullView(ctx: ToolContext, inv: InvocationRow) {
-  return invocationView(inv, await invocationArtifacts(ctx.deps.db, inv.id));
+/** An invocation and its artifacts (read already, or read now). */
+type Read = { inv: InvocationRow; artifacts?: InvocationArtifactRow[] };
+
+async function fullView(ctx: ToolContext, { inv, artifacts }: Read) {
+  return invocationView(inv, artifacts ?? await invocationArtifacts(ctx.deps.db, inv.id));
 }
 
 const follow = (invocationId: string) => ({ tool: 'hosted_invocation_get', description: 'Read its status and result values.', arguments: { invocation_id: invocationId } });
 
 /** An invocation as GET /hosted-invocations/{id} answers it, with the steps that come next for it. */
-async function invocationAnswer(ctx: ToolContext, inv: InvocationRow) {
-  const view = await fullView(ctx, inv);
+async function invocationAnswer(ctx: ToolContext, read: Read) {
+  const { inv } = read;
+  const view = await fullView(ctx, read);
   return {
     body: view,
     next_actions: INVOCATION_ENDED.includes(inv.status)
@@ -81,8 +85,8 @@ async function invocationAnswer(ctx: ToolContext, inv: InvocationRow) {
  * when that is within N seconds, woken by the notice of its ending (subscribed before it
  * is recorded, so none is missed).
  */
-async function executeInvocation(ctx: ToolContext, plan: Awaited<ReturnType<typeof approvedPlan>>): Promise<InvocationRow> {
-  if (!ctx.waitMs) return acceptHostedInvocation(ctx.deps, ctx.caller, plan);
+async function executeInvocation(ctx: ToolContext, plan: Awaited<ReturnType<typeof approvedPlan>>): Promise<Read> {
+  if (!ctx.waitMs) return { inv: await acceptHostedInvocation(ctx.deps, ctx.caller, plan) };
   const id = newId('inv');
   let notices = ctx.deps.invocationEndings.subscribe(id);
   try {
@@ -93,9 +97,17 @@ async function executeInvocation(ctx: ToolContext, plan: Awaited<ReturnType<type
       notices.close();
       notices = ctx.deps.invocationEndings.subscribe(inv.id);
     }
-    return await whenEnded(ctx, inv, ctx.waitMs, notices, {
-      read: () => getInvocation(ctx.deps.db, inv.id, ctx.caller.account.id), ended: (i) => INVOCATION_ENDED.includes(i.status), accepted,
+    // Its artifacts are read beside it (recorded with its ending, so both reads see them or neither does).
+    let last: Read | undefined;
+    const ended = await whenEnded(ctx, inv, ctx.waitMs, notices, {
+      read: async () => {
+        const [now, artifacts] = await Promise.all([getInvocation(ctx.deps.db, inv.id, ctx.caller.account.id), invocationArtifacts(ctx.deps.db, inv.id)]);
+        last = now && { inv: now, artifacts };
+        return now;
+      },
+      ended: (i) => INVOCATION_ENDED.includes(i.status), accepted,
     });
+    return last?.inv === ended ? last : { inv: ended };
   } finally {
     notices.close();
   }
@@ -128,20 +140,20 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
   },
 
   async hosted_invocation_get(input, ctx) {
-    return invocationAnswer(ctx, await ownedInvocation(ctx, input.invocation_id));
+    return invocationAnswer(ctx, { inv: await ownedInvocation(ctx, input.invocation_id) });
   },
 
   async hosted_invocation_cancel(input, ctx) {
     const inv = await ownedInvocation(ctx, input.invocation_id);
     if (INVOCATION_ENDED.includes(inv.status)) {
-      return { body: await fullView(ctx, inv), warnings: [{ code: 'invocation_terminal', message: `The invocation is already ${inv.status}; nothing changed.` }] };
+      return { body: await fullView(ctx, { inv }), warnings: [{ code: 'invocation_terminal', message: `The invocation is already ${inv.status}; nothing changed.` }] };
     }
     // Temporal first, as run_cancel: if it cannot be reached the answer is 503 and the
     // invocation is shown as it is; a retry asks again.
     await ctx.deps.temporal.cancelWorkflow(invocationWorkflowId(inv.id));
     const after = await requestCancel(ctx.deps.db, inv.id);
     return {
-      body: await fullView(ctx, after),
+      body: await fullView(ctx, { inv: after }),
       warnings: INVOCATION_ENDED.includes(after.status) ? [] : [{ code: 'cancellation_recorded', message: 'Cancellation is recorded and the lease revoked; the invocation stops within seconds, charged only its elapsed compute.' }],
       next_actions: INVOCATION_ENDED.includes(after.status) ? [] : [follow(inv.id)],
     };

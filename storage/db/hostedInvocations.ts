@@ -1,4 +1,6 @@
 import type { Db } from './knex.ts';
+import { runPrepared, statement } from './prepared.ts';
+import { isSqlState, SQLSTATE } from './sqlStates.ts';
 
 export type InvocationStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled' | 'expired';
 export const INVOCATION_ENDED: readonly InvocationStatus[] = ['completed', 'failed', 'cancelled', 'expired'];
@@ -46,21 +48,27 @@ const ledgerRef = (id: string) => `invocation:${id}`;
 export type NewInvocation = { key_id?: string | null; cap_micros?: number | null } & Omit<InvocationRow, 'key_id' | 'cap_micros' | 'status' | 'settled_micros' | 'outputs' | 'error' | 'attempts' | 'lease_expires_at' | 'cancel_requested_at' | 'workflow_started_at' | 'created_at' | 'started_at' | 'finished_at'>;
 
 /**
- * Accepts an invocation, all or nothing: consumes its plan, reserves its maximum price
- * under `invocation:<id>` and records it queued, with its workflow to be started at once
- * (`withWorkflow`) or carried by its serving worker alone. Throws InvocationPlanUsed or
- * InvocationNotCovered (the balance cannot cover it) and changes nothing then.
+ * Accepts an invocation, all or nothing, in one round trip (silico_accept_invocation,
+ * migration 059): consumes its plan, reserves its maximum price under `invocation:<id>`
+ * and records it queued; for a deployment served now (`announceTo`, its serving queue) it
+ * announces it to that worker at commit and leaves its workflow unstarted, else records
+ * that its workflow starts now. Throws InvocationPlanUsed, InvocationNotCovered (the
+ * balance cannot cover it) or a spend cap's refusal, and changes nothing then.
  */
-export async function acceptInvocation(db: Db, inv: NewInvocation & { plan_id: string }, withWorkflow: boolean): Promise<InvocationRow> {
-  return db.transaction(async (trx) => {
-    const { rows: [used] } = await trx.raw('SELECT silico_consume_plan(?, ?) AS ok', [inv.plan_id, ledgerRef(inv.id)]);
-    if (!used.ok) throw new InvocationPlanUsed();
-    const { rows: [reserved] } = await trx.raw('SELECT silico_reserve_compute(?, ?, ?) AS ok', [inv.account_id, inv.reserved_micros, ledgerRef(inv.id)]);
-    if (!reserved.ok) throw new InvocationNotCovered();
-    const [row] = await trx('hosted_invocations').insert({ ...inv, inputs: JSON.stringify(inv.inputs), status: 'queued', workflow_started_at: withWorkflow ? trx.fn.now() : null }).returning('*');
-    return row as InvocationRow;
-  });
+export async function acceptInvocation(db: Db, inv: NewInvocation & { plan_id: string }, announceTo: string | null): Promise<InvocationRow> {
+  try {
+    const [row] = await runPrepared<InvocationRow>(db, ACCEPT_INVOCATION, [JSON.stringify(inv), inv.plan_id, announceTo]);
+    return row!;
+  } catch (err) {
+    if (isSqlState(err, SQLSTATE.planUsed)) throw new InvocationPlanUsed();
+    if (isSqlState(err, SQLSTATE.insufficientCompute)) throw new InvocationNotCovered();
+    throw err;
+  }
 }
+const INVOCATION_COLUMNS = `id, account_id, client_id, key_id, lab_id, hosting_generation, reference, package_sha256, compute_profile, inputs, inputs_sha256, seed,
+  max_seconds, cap_micros, status, reserved_micros, settled_micros, outputs, error, attempts, lease_expires_at, cancel_requested_at, plan_id, workflow_started_at,
+  created_at, started_at, finished_at`;
+const ACCEPT_INVOCATION = statement('accept-invocation', `SELECT ${INVOCATION_COLUMNS} FROM silico_accept_invocation($1::jsonb, $2, $3)`);
 
 /**
  * Invocations without a workflow that their serving worker is not carrying: queued for
@@ -173,16 +181,17 @@ export async function finishInvocation(db: Db, e: InvocationEnding, result?: Inv
   // Awaited inside the transaction; a failure before that is not unhandled meanwhile.
   stored?.catch(() => undefined);
   return db.transaction(async (trx) => {
-    const row: InvocationRow | undefined = await trx('hosted_invocations').where({ id: e.id }).forUpdate().first();
+    // Its price read with it: one round trip less while the invocation's answer waits.
+    const row: (InvocationRow & { price_per_second_micros: string }) | undefined = await trx('hosted_invocations as i').join('compute_profiles as p', 'p.id', 'i.compute_profile')
+      .where('i.id', e.id).forUpdate('i').first('i.*', 'p.price_per_second_micros');
     if (!row) throw new Error(`no invocation ${e.id}`);
     if (INVOCATION_ENDED.includes(row.status)) return row.status;
     // An attempt presumed lost whose lease a later one took records nothing: the later one ends it.
     if (attempt !== undefined && Number(row.attempts) !== attempt) return 'superseded';
     if (result?.artifacts.length) await trx('hosted_invocation_artifacts').insert(result.artifacts).onConflict(['invocation_id', 'file_name']).ignore();
-    const profile = await trx('compute_profiles').where({ id: row.compute_profile }).first('price_per_second_micros');
     await stored;
     const seconds = e.computeSeconds ?? (row.started_at ? (Date.now() - new Date(row.started_at).getTime()) / 1000 : 0);
-    const charge = Math.min(Math.ceil(Math.max(0, seconds) * Number(profile.price_per_second_micros)), Number(row.reserved_micros));
+    const charge = Math.min(Math.ceil(Math.max(0, seconds) * Number(row.price_per_second_micros)), Number(row.reserved_micros));
     const { rows: [s] } = await trx.raw('SELECT charged_micros FROM silico_settle_compute(?, ?, ?)', [row.account_id, ledgerRef(row.id), charge]);
     await trx('hosted_invocations').where({ id: e.id }).update({
       status: e.status, error: e.error ? JSON.stringify(e.error) : null, settled_micros: s.charged_micros,

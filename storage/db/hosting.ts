@@ -45,6 +45,11 @@ export async function getHosting(db: Db, labId: string, accountId?: string): Pro
   return q.first();
 }
 
+/** The hosting of an account's lab, by the lab's name (a release names its lab so). */
+export async function hostingOfLabNamed(db: Db, accountId: string, name: string): Promise<HostingRow | undefined> {
+  return db('hostings as h').join('labs as l', 'l.id', 'h.lab_id').where({ 'l.account_id': accountId, 'l.name': name }).first('h.*');
+}
+
 /** The current lifecycle's history, oldest first. */
 export async function hostingEvents(db: Db, labId: string, generation: number): Promise<HostingEvent[]> {
   return db('hosting_events').where({ lab_id: labId, generation }).orderBy('id').select('at', 'status', 'kind', 'actor', 'message');

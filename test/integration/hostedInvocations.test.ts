@@ -287,7 +287,7 @@ test("spend caps bound invocations: under a key's per-run cap the plan runs shor
   await assert.rejects(acceptInvocation(testDb(), {
     id: newId('inv'), account_id: who.account.id, key_id: who.keyId, client_id: key.client_id, lab_id: lab.labId, hosting_generation: 1, reference: lab.reference, package_sha256: lab.sha256,
     compute_profile: 'cpu-small', inputs, inputs_sha256: digestJson(inputs), seed: 1, max_seconds: 60, reserved_micros: 600, plan_id: plan.id,
-  }, true), (err: { code?: string }) => err.code === 'SLCAP');
+  }, null), (err: { code?: string }) => err.code === 'SLCAP');
   assert.equal(Number((await getBalances(testDb(), who.account.id)).reserved_micros), 0, 'nothing stays reserved');
 });
 
@@ -301,7 +301,7 @@ test('cancelling a queued invocation ends it cancelled with nothing charged; can
   await acceptInvocation(testDb(), {
     id, account_id: stranger.account.id, client_id: key.client_id, lab_id: lab.labId, hosting_generation: 1, reference: lab.reference, package_sha256: lab.sha256,
     compute_profile: 'cpu-small', inputs, inputs_sha256: digestJson(inputs), seed: 1, max_seconds: 60, reserved_micros: 600, plan_id: plan.id,
-  }, true);
+  }, null);
   const queued = await call('GET', `/hosted-invocations/${id}`, { key: stranger.key });
   assert.equal(queued.body.status, 'queued');
   assert.equal(queued.body.credits_reserved, 0.0006);

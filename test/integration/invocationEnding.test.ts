@@ -28,7 +28,7 @@ async function accepted(): Promise<string> {
   await acceptInvocation(testDb(), {
     id, account_id: owner.account.id, client_id: 'cli_test', lab_id: labId, hosting_generation: 1, reference: `${owner.account.namespace}/ending@1.0.0`, package_sha256: 'a'.repeat(64),
     compute_profile: 'cpu-small', inputs, inputs_sha256: digestJson(inputs), seed: 1, max_seconds: 60, reserved_micros: 600, plan_id: plan.id,
-  }, true);
+  }, null);
   return id;
 }
 

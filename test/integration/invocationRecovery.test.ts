@@ -36,14 +36,14 @@ after(async () => {
   await closeTestDb();
 });
 
-/** An invocation recorded as the api records one for a served deployment, and never announced. */
+/** An invocation recorded as the api records one for a served deployment, its announcement missed (sent where no worker listens). */
 async function unannounced(inputs: Record<string, unknown>): Promise<string> {
   const plan = await createPlan(testDb(), { accountId: lab.owner.account.id, kind: 'hosted_invocation', proposal: { inputs }, findings: [], ttlSeconds: 600 });
   const id = newId('inv');
   await acceptInvocation(testDb(), {
     id, account_id: lab.owner.account.id, client_id: 'cli_test', lab_id: lab.labId, hosting_generation: hosting.generation, reference: lab.reference, package_sha256: lab.sha256,
     compute_profile: hosting.compute_profile, inputs, inputs_sha256: digestJson(inputs), seed: 1, max_seconds: 60, reserved_micros: 600, plan_id: plan.id,
-  }, false);
+  }, 'a-queue-no-worker-serves');
   return id;
 }
 

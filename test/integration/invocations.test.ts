@@ -11,7 +11,7 @@ import { Client, Connection } from '@temporalio/client';
 import { BASE_URL, call, closeTestDb, isZombie, parentPid, retireHosting, newAccount, sandboxUserProcesses, spawnWorker, testDb, until, useTestProfiles, waitForRun, workspaceOfLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { createPlan } from '../../storage/db/plans.ts';
-import { acceptInvocation, announceInvocation, getInvocation, requestCancel } from '../../storage/db/hostedInvocations.ts';
+import { acceptInvocation, getInvocation, requestCancel } from '../../storage/db/hostedInvocations.ts';
 import { digestJson } from '../../storage/digest.ts';
 import { newId } from '../../storage/ids.ts';
 import { CONTROL_TASK_QUEUE, invocationWorkflowId } from '../../kernel/workflowNames.ts';
@@ -79,11 +79,8 @@ async function invoke(inputs: Record<string, unknown>, seed: number, target = { 
   const row = await acceptInvocation(testDb(), {
     id, account_id: target.owner.account.id, client_id: 'cli_test', lab_id: target.labId, hosting_generation: hosting.generation, reference: target.reference, package_sha256: target.packageSha,
     compute_profile: hosting.compute_profile, inputs, inputs_sha256: digestJson(inputs), seed, max_seconds: 60, reserved_micros: 600, plan_id: plan.id,
-  }, !carried);
-  if (carried) {
-    await announceInvocation(testDb(), hosting.serving_queue, id);
-    return id;
-  }
+  }, carried ? hosting.serving_queue : null);
+  if (carried) return id;
   await client.workflow.start('invocationWorkflow', {
     taskQueue: CONTROL_TASK_QUEUE, workflowId: invocationWorkflowId(id), args: [{ invocationId: id }], ...invocationMetadata(BASE_URL, row),
   });

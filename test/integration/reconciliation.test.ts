@@ -83,7 +83,7 @@ test('an invocation whose workflow never started fails with nothing charged; a h
   await acceptInvocation(testDb(), {
     id, account_id: o.owner.account.id, client_id: 'cli_test', lab_id: o.labId, hosting_generation: hosting.generation, reference: o.reference, package_sha256: hosting.package_sha256,
     compute_profile: hosting.compute_profile, inputs: {}, inputs_sha256: digestJson({}), seed: 1, max_seconds: 60, reserved_micros: 600, plan_id: invPlan.id,
-  }, true);
+  }, null);
   await client.workflow.getHandle(hostingWorkflowId(o.labId)).terminate('test: the lifecycle is gone');
 
   const closed = await reconcileOwn(o.owner.account.id);
