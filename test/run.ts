@@ -11,6 +11,7 @@ import { REPO_ROOT } from '../deploy/local/paths.ts';
 import { serveBiologySources } from './biologyControl.ts';
 import { captureHistories } from './replayCapture.ts';
 import { resolveBinary } from '../deploy/local/binaries.ts';
+import { shareNodeCompileCache } from '../deploy/local/compileCache.ts';
 import { kubernetesSchemas } from '../deploy/local/kubernetesSchemas.ts';
 import { pythonTool } from '../deploy/local/pythonTools.ts';
 import { runFiles, type Schedule } from './schedule.ts';
@@ -90,6 +91,7 @@ function pytest(python: string, env: NodeJS.ProcessEnv): Promise<number> {
 }
 
 async function main(): Promise<number> {
+  shareNodeCompileCache();
   const { values, positionals } = parseArgs({ options: { only: { type: 'string' } }, allowPositionals: true });
   const all = await testFiles(positionals.length ? positionals : ROOTS);
   const picked = values.only ? await onlyFiles(all, values.only) : { files: all };

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { startStack } from './stack.ts';
 import { prefixedSink } from './processes.ts';
 import { REPO_ROOT } from './bootstrap.ts';
+import { shareNodeCompileCache } from './compileCache.ts';
 
 /**
  * `npm start`: the whole service in the foreground. Data lives in `.data/` (or
@@ -16,6 +17,7 @@ function port(name: string, fallback: number): number {
 }
 
 async function main(): Promise<void> {
+  shareNodeCompileCache();
   const cluster = process.argv.includes('--cluster');
   const dataDir = path.resolve(process.env.SILICO_DATA_DIR ?? path.join(REPO_ROOT, cluster ? '.data-cluster' : '.data'));
   const sink = prefixedSink();
