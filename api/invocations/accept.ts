@@ -3,7 +3,7 @@ import { ApiError, errors } from '../errors.ts';
 import { acceptAndStart, acceptOnly } from '../acceptAndStart.ts';
 import { planUnavailable, planUsed, resultOf } from '../plans.ts';
 import { deploymentFinding, prepareInvocation, type InvocationProposal } from './prepare.ts';
-import { acceptInvocation, announceInvocation, getInvocation, InvocationNotCovered, InvocationPlanUsed, unacceptInvocation, type InvocationRow } from '../../storage/db/hostedInvocations.ts';
+import { acceptInvocation, announceInvocation, getInvocation, InvocationNotCovered, InvocationPlanUsed, markWorkflowStarted, unacceptInvocation, type InvocationRow } from '../../storage/db/hostedInvocations.ts';
 import type { PlanRow } from '../../storage/db/plans.ts';
 import type { HostingRow } from '../../storage/db/hosting.ts';
 import type { InvocationArgs } from '../../workflows/invocation.ts';
@@ -98,7 +98,7 @@ export async function acceptHostedInvocation(deps: Deps, caller: Caller, plan: P
       },
     });
   }
-  return acceptAndStart(deps.temporal, {
+  const accepted = await acceptAndStart(deps.temporal, {
     ...acceptance,
     workflow: invocationWorkflow,
     start: (row) => ({
@@ -109,4 +109,7 @@ export async function acceptHostedInvocation(deps: Deps, caller: Caller, plan: P
     }),
     undo: () => unacceptInvocation(deps.db, id),
   });
+  // Missed (this replica gone first), the recovery finds it without one and starts it again: a no-op.
+  await markWorkflowStarted(deps.db, accepted.id).catch(() => undefined);
+  return accepted;
 }

@@ -148,10 +148,19 @@ const HANDLERS: Record<string, ToolDef['handler']> = {
     if (INVOCATION_ENDED.includes(inv.status)) {
       return { body: await fullView(ctx, { inv }), warnings: [{ code: 'invocation_terminal', message: `The invocation is already ${inv.status}; nothing changed.` }] };
     }
-    // Temporal first, as run_cancel: if it cannot be reached the answer is 503 and the
-    // invocation is shown as it is; a retry asks again.
-    await ctx.deps.temporal.cancelWorkflow(invocationWorkflowId(inv.id));
-    const after = await requestCancel(ctx.deps.db, inv.id);
+    let after: InvocationRow;
+    if (inv.workflow_started_at) {
+      // Temporal first, as run_cancel: if it cannot be reached the answer is 503 and the
+      // invocation is shown as it is; a retry asks again.
+      await ctx.deps.temporal.cancelWorkflow(invocationWorkflowId(inv.id));
+      after = await requestCancel(ctx.deps.db, inv.id);
+    } else {
+      // Carried by its worker alone: the recorded request stops it (its notice, its lease
+      // revoked), with Temporal down too; a workflow the recovery started meanwhile is
+      // cancelled as well when Temporal answers, and finds it cancelled when it does not.
+      after = await requestCancel(ctx.deps.db, inv.id);
+      await ctx.deps.temporal.cancelWorkflow(invocationWorkflowId(inv.id)).catch(() => undefined);
+    }
     return {
       body: await fullView(ctx, { inv: after }),
       warnings: INVOCATION_ENDED.includes(after.status) ? [] : [{ code: 'cancellation_recorded', message: 'Cancellation is recorded and the lease revoked; the invocation stops within seconds, charged only its elapsed compute.' }],

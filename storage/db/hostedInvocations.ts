@@ -50,10 +50,10 @@ export type NewInvocation = { key_id?: string | null; cap_micros?: number | null
 /**
  * Accepts an invocation, all or nothing, in one round trip (silico_accept_invocation,
  * migration 059): consumes its plan, reserves its maximum price under `invocation:<id>`
- * and records it queued; for a deployment served now (`announceTo`, its serving queue) it
- * announces it to that worker at commit and leaves its workflow unstarted, else records
- * that its workflow starts now. Throws InvocationPlanUsed, InvocationNotCovered (the
- * balance cannot cover it) or a spend cap's refusal, and changes nothing then.
+ * and records it queued, with no workflow yet (`markWorkflowStarted` once one is started);
+ * for a deployment served now (`announceTo`, its serving queue) it announces it to that
+ * worker at commit. Throws InvocationPlanUsed, InvocationNotCovered (the balance cannot
+ * cover it) or a spend cap's refusal, and changes nothing then.
  */
 export async function acceptInvocation(db: Db, inv: NewInvocation & { plan_id: string }, announceTo: string | null): Promise<InvocationRow> {
   try {
@@ -76,11 +76,11 @@ const ACCEPT_INVOCATION = statement('accept-invocation', `SELECT ${INVOCATION_CO
  * them), or running under a lease expired `queuedSeconds` ago (their worker was lost, or
  * a cancellation it did not end), oldest first.
  */
-export async function invocationsToRecover(db: Db, queuedSeconds: number, limit: number): Promise<Array<Pick<InvocationRow, 'id' | 'account_id' | 'lab_id' | 'hosting_generation' | 'reference' | 'reserved_micros'>>> {
+export async function invocationsToRecover(db: Db, queuedSeconds: number, limit: number): Promise<Array<Pick<InvocationRow, 'id' | 'account_id' | 'lab_id' | 'hosting_generation' | 'reference' | 'reserved_micros' | 'cancel_requested_at'>>> {
   const ago = db.raw(`now() - make_interval(secs => ?)`, [queuedSeconds]);
   return db('hosted_invocations').whereNull('workflow_started_at').whereIn('status', ['queued', 'running'])
     .where((q) => q.where((r) => r.where({ status: 'queued' }).where('created_at', '<', ago)).orWhere('lease_expires_at', '<', ago))
-    .orderBy('created_at').limit(limit).select('id', 'account_id', 'lab_id', 'hosting_generation', 'reference', 'reserved_micros');
+    .orderBy('created_at').limit(limit).select('id', 'account_id', 'lab_id', 'hosting_generation', 'reference', 'reserved_micros', 'cancel_requested_at');
 }
 
 export async function markWorkflowStarted(db: Db, id: string): Promise<void> {

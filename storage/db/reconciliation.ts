@@ -23,9 +23,13 @@ export async function openRecords(db: Db, olderThanSeconds: number, limit = 500)
     db('publications').where({ status: 'publishing' }).where('created_at', '<', cutoff).limit(limit).pluck('id'),
     db('datasets').where({ status: 'registering' }).where('created_at', '<', cutoff).limit(limit).pluck('id'),
     db('experiments').where({ status: 'running' }).where('created_at', '<', cutoff).limit(limit).pluck('id'),
-    // One under a live lease is being carried by its worker, with or without a workflow.
+    // One under a live lease is being carried by its worker, with or without a workflow; one
+    // without a workflow whose lease lapsed in the last minutes is the workers' recovery's.
     db('hosted_invocations').whereIn('status', ['queued', 'running']).where('created_at', '<', cutoff)
-      .where((q) => q.whereNull('lease_expires_at').orWhere('lease_expires_at', '<', db.fn.now())).limit(limit).pluck('id'),
+      .where((q) => q.whereNull('lease_expires_at')
+        .orWhere((r) => r.where('lease_expires_at', '<', db.fn.now()).whereNotNull('workflow_started_at'))
+        .orWhere('lease_expires_at', '<', db.raw(`now() - interval '5 minutes'`)))
+      .limit(limit).pluck('id'),
     db('hostings').whereNotIn('status', ['retired', 'failed', 'rejected']).where('created_at', '<', cutoff).limit(limit).select('lab_id', 'generation'),
     db('sessions').where({ status: 'open' }).where('created_at', '<', cutoff).limit(limit).pluck('id'),
     // A purchase is open until its expiry: only one past it can be left without its ending.

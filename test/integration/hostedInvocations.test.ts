@@ -6,7 +6,7 @@ import path from 'node:path';
 import { BASE_URL, admin, call, closeTestDb, errorOf, hostedLabOwner, newAccount, retireHosting, testDb, until, workerTmpDirs } from '../helpers.ts';
 import { createKey, SCOPES } from '../../storage/db/apiKeys.ts';
 import { createPlan } from '../../storage/db/plans.ts';
-import { acceptInvocation } from '../../storage/db/hostedInvocations.ts';
+import { acceptInvocation, markWorkflowStarted } from '../../storage/db/hostedInvocations.ts';
 import { getBalances } from '../../storage/ledger.ts';
 import { digestJson } from '../../storage/digest.ts';
 import { newId } from '../../storage/ids.ts';
@@ -302,6 +302,8 @@ test('cancelling a queued invocation ends it cancelled with nothing charged; can
     id, account_id: stranger.account.id, client_id: key.client_id, lab_id: lab.labId, hosting_generation: 1, reference: lab.reference, package_sha256: lab.sha256,
     compute_profile: 'cpu-small', inputs, inputs_sha256: digestJson(inputs), seed: 1, max_seconds: 60, reserved_micros: 600, plan_id: plan.id,
   }, null);
+  // Recorded as its workflow's (so the workers' recovery leaves it), with none there.
+  await markWorkflowStarted(testDb(), id);
   const queued = await call('GET', `/hosted-invocations/${id}`, { key: stranger.key });
   assert.equal(queued.body.status, 'queued');
   assert.equal(queued.body.credits_reserved, 0.0006);

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { closeTestDb, newAccount, testDb, workspaceOfLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { createPlan } from '../../storage/db/plans.ts';
-import { acceptInvocation, finishInvocation, getInvocation, invocationArtifacts, leaseInvocation, renewLease, type InvocationResult } from '../../storage/db/hostedInvocations.ts';
+import { acceptInvocation, markWorkflowStarted, finishInvocation, getInvocation, invocationArtifacts, leaseInvocation, renewLease, type InvocationResult } from '../../storage/db/hostedInvocations.ts';
 import { getBalances } from '../../storage/ledger.ts';
 import { digestJson } from '../../storage/digest.ts';
 import { newId } from '../../storage/ids.ts';
@@ -29,6 +29,8 @@ async function accepted(): Promise<string> {
     id, account_id: owner.account.id, client_id: 'cli_test', lab_id: labId, hosting_generation: 1, reference: `${owner.account.namespace}/ending@1.0.0`, package_sha256: 'a'.repeat(64),
     compute_profile: 'cpu-small', inputs, inputs_sha256: digestJson(inputs), seed: 1, max_seconds: 60, reserved_micros: 600, plan_id: plan.id,
   }, null);
+  // Recorded as its workflow's (so the workers' recovery leaves it), with none there.
+  await markWorkflowStarted(testDb(), id);
   return id;
 }
 

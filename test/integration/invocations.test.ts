@@ -11,7 +11,7 @@ import { Client, Connection } from '@temporalio/client';
 import { BASE_URL, call, closeTestDb, isZombie, parentPid, retireHosting, newAccount, sandboxUserProcesses, spawnWorker, testDb, until, useTestProfiles, waitForRun, workspaceOfLab } from '../helpers.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { createPlan } from '../../storage/db/plans.ts';
-import { acceptInvocation, getInvocation, requestCancel } from '../../storage/db/hostedInvocations.ts';
+import { acceptInvocation, getInvocation, markWorkflowStarted, requestCancel } from '../../storage/db/hostedInvocations.ts';
 import { digestJson } from '../../storage/digest.ts';
 import { newId } from '../../storage/ids.ts';
 import { CONTROL_TASK_QUEUE, invocationWorkflowId } from '../../kernel/workflowNames.ts';
@@ -84,6 +84,7 @@ async function invoke(inputs: Record<string, unknown>, seed: number, target = { 
   await client.workflow.start('invocationWorkflow', {
     taskQueue: CONTROL_TASK_QUEUE, workflowId: invocationWorkflowId(id), args: [{ invocationId: id }], ...invocationMetadata(BASE_URL, row),
   });
+  await markWorkflowStarted(testDb(), id);
   return id;
 }
 
@@ -251,6 +252,33 @@ test('kill -9 of the worker carrying an invocation (no workflow yet): the deploy
     const txns = await testDb()('ledger_txns').where({ ref: `invocation:${id}` }).select('kind');
     assert.deepEqual(txns.map((t: any) => t.kind).sort(), ['reserve', 'settle'], 'reserved and settled once');
     assert.equal((await ended(await invoke({}, 6, target))).status, 'completed', 'the moved deployment serves');
+    await retireHosting(target.owner.key, target.labId);
+  } finally {
+    await worker.stop();
+  }
+});
+
+test('cancelling an invocation whose worker died under it, with no workflow: ended cancelled within seconds, charged the time since it began, settled once', { timeout: 240_000 }, async () => {
+  let worker = await spawnWorker({ SILICO_COMPUTE_PROFILES: PROFILE.id });
+  try {
+    const target = await deployed(PROFILE.id);
+    const id = await invoke({ window_delay: 2 }, 7, target, true);
+    await until(30_000, async () => ((await getInvocation(testDb(), id))?.status === 'running' ? true : undefined));
+    worker.proc.kill('SIGKILL');
+    await new Promise((r) => worker.proc.once('exit', r));
+    const asked = Date.now();
+    const res = await call('POST', `/hosted-invocations/${id}/cancel`, { key: target.owner.key });
+    assert.equal(res.status, 200, res.text);
+    const inv = await ended(id, 15_000);
+    const took = Date.now() - asked;
+    assert.equal(inv.status, 'cancelled', JSON.stringify(inv.error));
+    assert.ok(took < 6000, `ended ${took} ms after the cancellation`);
+    assert.equal(inv.workflow_started_at, null, 'ended by the recovery, with no workflow');
+    assert.ok(Number(inv.settled_micros) > 0 && Number(inv.settled_micros) <= 600, `charged ${inv.settled_micros} of 600`);
+    const txns = await testDb()('ledger_txns').where({ ref: `invocation:${id}` }).select('kind');
+    assert.deepEqual(txns.map((t: any) => t.kind).sort(), ['reserve', 'settle'], 'reserved and settled once');
+    // Served again so that its lifecycle retires it at once.
+    worker = await spawnWorker({ SILICO_COMPUTE_PROFILES: PROFILE.id });
     await retireHosting(target.owner.key, target.labId);
   } finally {
     await worker.stop();

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Client, Connection } from '@temporalio/client';
 import { call, closeTestDb, errorOf, driverPid, hostedLabOwner, newAccount, processAlive, publishFixtureLab, testDb, testObjects, until, waitForRun } from '../helpers.ts';
 import { createPlan } from '../../storage/db/plans.ts';
-import { acceptInvocation } from '../../storage/db/hostedInvocations.ts';
+import { acceptInvocation, markWorkflowStarted } from '../../storage/db/hostedInvocations.ts';
 import { digestJson } from '../../storage/digest.ts';
 import { createMaintenanceActivities } from '../../activities/maintenance.ts';
 import { executionProbeOf, workflowStateOf } from '../../activities/workflowState.ts';
@@ -84,6 +84,8 @@ test('an invocation whose workflow never started fails with nothing charged; a h
     id, account_id: o.owner.account.id, client_id: 'cli_test', lab_id: o.labId, hosting_generation: hosting.generation, reference: o.reference, package_sha256: hosting.package_sha256,
     compute_profile: hosting.compute_profile, inputs: {}, inputs_sha256: digestJson({}), seed: 1, max_seconds: 60, reserved_micros: 600, plan_id: invPlan.id,
   }, null);
+  // Recorded as its workflow's, as the api records one once it started it: none is there.
+  await markWorkflowStarted(testDb(), id);
   await client.workflow.getHandle(hostingWorkflowId(o.labId)).terminate('test: the lifecycle is gone');
 
   const closed = await reconcileOwn(o.owner.account.id);

@@ -10,8 +10,8 @@ import type { Knex } from 'knex';
  * `silico_accept_invocation` accepts one in one round trip, as `silico_accept_run` does a
  * run: plan consumed (SL409 when used), maximum reserved (SL402 when the balance cannot
  * cover it; a spend cap's SLCAP from the row's trigger), row recorded, and, for a served
- * deployment (`p_announce`, its serving queue), the announcement sent at commit; without
- * one its workflow is to start now, and the row says so.
+ * deployment (`p_announce`, its serving queue), the announcement sent at commit. Whoever
+ * starts its workflow records that once it has (`workflow_started_at`).
  */
 export async function up(k: Knex): Promise<void> {
   await k.schema.alterTable('hosted_invocations', (t) => {
@@ -24,7 +24,7 @@ export async function up(k: Knex): Promise<void> {
     RETURNS SETOF hosted_invocations LANGUAGE plpgsql AS $$
     DECLARE
       inv_id text := p_inv->>'id';
-      rec jsonb := p_inv || jsonb_build_object('status', 'queued', 'workflow_started_at', CASE WHEN p_announce IS NULL THEN now() END);
+      rec jsonb := p_inv || jsonb_build_object('status', 'queued');
       cols text;
     BEGIN
       IF NOT silico_consume_plan(p_plan, 'invocation:' || inv_id) THEN
