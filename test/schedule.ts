@@ -14,8 +14,6 @@ import { REPO_ROOT } from '../deploy/local/paths.ts';
 export const ALONE: Record<string, string> = {
   'test/integration/noticeWatch.test.ts':
     'terminates the shared Postgres LISTEN connection of every api process to prove the event watch reconnects: any other file streaming run events at that moment would see the drop',
-  'test/integration/reconciliation.test.ts':
-    'closes every open record of the whole database whose workflow is gone, whatever its age: a record another file is creating at that moment, its workflow not started yet, would be closed with it',
   'test/integration/skillIntegrity.test.ts':
     'tampers with a built-in skill, the whole service\'s: while it does, every skill read (GET /skills of the auth, fuzz and MCP tests) fails',
 };
