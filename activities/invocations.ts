@@ -129,11 +129,13 @@ export function createInvocationActivities(deps: Deps) {
     /**
      * An ending this execution came to, recorded here (fenced by its attempt) as soon as it
      * is known, so its invoker's answer waits on no workflow; the workflow records the
-     * endings an execution cannot (a lost worker, a failure of the platform).
+     * endings an execution cannot (a lost worker, a failure of the platform). A completed
+     * one comes with its result and the storing of its bytes, which the recording waits for.
      */
-    const ended = async (r: HostedResult & { status: 'failed' | 'cancelled' }): Promise<HostedResult> => {
+    const ended = async (r: HostedResult & { status: 'completed' | 'failed' | 'cancelled' }, result?: InvocationResult, stored?: Promise<unknown>): Promise<HostedResult> => {
+      stored?.catch(() => undefined); // awaited by the recording; not unhandled should it not come to that
       if (superseded) throw supersededFailure();
-      const recorded = await finishInvocation(deps.db, { id: invocationId, status: r.status, error: r.error ?? null, computeSeconds: r.computeSeconds }, undefined, undefined, attempt);
+      const recorded = await finishInvocation(deps.db, { id: invocationId, status: r.status, error: r.error ?? null, computeSeconds: r.computeSeconds }, result, stored, attempt);
       if (recorded === 'superseded') throw supersededFailure();
       return r;
     };
@@ -194,10 +196,7 @@ export function createInvocationActivities(deps: Deps) {
         artifacts.push({ invocation_id: invocationId, port: f.role, file_name: f.file_name, content_type: f.content_type, format: f.format, size_bytes: f.size_bytes, sha256: f.sha256 });
         return f.sha256;
       });
-      // Settled here with its result, as `ended` settles the others.
-      const settled = await finishInvocation(deps.db, { id: invocationId, status: 'completed', computeSeconds }, { outputs, artifacts }, Promise.all(puts), attempt);
-      if (settled === 'superseded') throw supersededFailure();
-      return { status: 'completed', computeSeconds };
+      return await ended({ status: 'completed', computeSeconds }, { outputs, artifacts }, Promise.all(puts));
     } finally {
       clearInterval(beat);
       unwatch?.();

@@ -21,19 +21,29 @@ export interface Acceptance<R, W extends Workflow> {
   earlier?(): Promise<R | null>;
 }
 
+type Recording<R> = Pick<Acceptance<R, Workflow>, 'record' | 'refusal' | 'earlier'>;
+
+/**
+ * The record (`fresh`), or, when it is refused, the record an earlier attempt of the same
+ * request made, if `take` takes it up; otherwise the refusal's answer (or the error) is thrown.
+ */
+async function recordOrEarlier<R>(a: Recording<R>, take: (before: R) => Promise<boolean>): Promise<{ row: R; fresh: boolean }> {
+  try {
+    return { row: await a.record(), fresh: true };
+  } catch (err) {
+    const answer = await a.refusal?.(err);
+    const before = answer && a.earlier ? await a.earlier() : null;
+    if (before && (await take(before))) return { row: before, fresh: false };
+    throw answer ?? err;
+  }
+}
+
 /**
  * Records what the api accepted when no workflow is to start with it (what takes it on
  * is told otherwise): a refused record whose earlier attempt recorded it answers that one.
  */
-export async function acceptOnly<R>(a: Pick<Acceptance<R, Workflow>, 'record' | 'refusal' | 'earlier'>): Promise<R> {
-  try {
-    return await a.record();
-  } catch (err) {
-    const answer = await a.refusal?.(err);
-    const before = answer && a.earlier ? await a.earlier() : null;
-    if (before) return before;
-    throw answer ?? err;
-  }
+export async function acceptOnly<R>(a: Recording<R>): Promise<R> {
+  return (await recordOrEarlier(a, async () => true)).row;
 }
 
 /** Starts a workflow; false when one of that id was started already (by this record's other attempt). */
@@ -57,15 +67,8 @@ async function startedNow<W extends Workflow>(temporal: TemporalGateway, workflo
  * started for the record (by such a retry) is this attempt's own.
  */
 export async function acceptAndStart<R, W extends Workflow>(temporal: TemporalGateway, a: Acceptance<R, W>): Promise<R> {
-  let recorded: R;
-  try {
-    recorded = await a.record();
-  } catch (err) {
-    const answer = await a.refusal?.(err);
-    const before = answer && a.earlier ? await a.earlier() : null;
-    if (before && (await startedNow(temporal, a.workflow, a.start(before), a.startOptions))) return before;
-    throw answer ?? err;
-  }
+  const { row: recorded, fresh } = await recordOrEarlier(a, (before) => startedNow(temporal, a.workflow, a.start(before), a.startOptions));
+  if (!fresh) return recorded;
   try {
     await startedNow(temporal, a.workflow, a.start(recorded), a.startOptions);
   } catch (err) {
