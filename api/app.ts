@@ -7,7 +7,7 @@ import { requestContext } from './middleware/requestContext.ts';
 import { errorEnvelope } from './middleware/errors.ts';
 import { authenticate } from './middleware/auth.ts';
 import { rateLimit } from './middleware/rateLimit.ts';
-import { createCounters } from '../storage/db/rateLimits.ts';
+import { createScopeCounters } from '../storage/db/rateCounting.ts';
 import { buildRouter, dispatchRoute, matchRoute, type RouteTable } from './router.ts';
 import { OPENAPI_PATH, ROUTES } from './routeTable.ts';
 import { TOOLS } from './tools/index.ts';
@@ -27,7 +27,12 @@ export interface App {
   log: Logger;
   /** Leaves the balancer's rotation: /readyz answers 503 `draining` from now on; requests are still served. */
   drain(): void;
+  /** Writes what its rate limiter counted alone and leaves the counting (after the last request). */
+  close(): Promise<void>;
 }
+
+/** The rate-limit counting every api process shares (storage/db/rateCounting.ts). */
+const REQUEST_COUNTING = 'requests';
 
 /**
  * Assembles the API without listening, so tests and benchmarks can drive
@@ -53,8 +58,9 @@ export function createApp(deps: Deps, opts: { log?: Logger; table?: RouteTable; 
   const table = opts.table ?? { routes: ROUTES, tools: TOOLS };
   const api = buildRouter(deps, table);
   const lifecycle = { draining: false };
-  // One set of counters (and of leases) for the process: /v1 and /mcp draw from the same.
-  const counters = createCounters(deps.pool);
+  // One set of counters for the process: /v1 and /mcp draw from the same. Every api process
+  // counts the same scope, so a process serving alone counts in its memory.
+  const counters = createScopeCounters(deps.pool, { scope: REQUEST_COUNTING });
   const ops = buildOpsRouter(deps, registry, log, lifecycle);
 
   koa.use(requestContext(log, duration));
@@ -82,5 +88,5 @@ export function createApp(deps: Deps, opts: { log?: Logger; table?: RouteTable; 
     if (ctx.state.pathMatched) throw errors.methodNotAllowed(ctx.method, ctx.state.allowed);
     throw errors.routeNotFound(ctx.method, ctx.path);
   });
-  return { koa, registry, log, drain: () => { lifecycle.draining = true; } };
+  return { koa, registry, log, drain: () => { lifecycle.draining = true; }, close: () => counters.close() };
 }

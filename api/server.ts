@@ -64,6 +64,7 @@ export async function startApi(config: Config, log: Logger, temporal: TemporalGa
       const force = setTimeout(() => server.closeAllConnections(), 10_000);
       await drained;
       clearTimeout(force);
+      await app.close().catch(() => undefined);
       await listener.close().catch(() => undefined);
       runtimeJudge.close();
     },
