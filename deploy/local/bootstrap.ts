@@ -4,6 +4,7 @@ import { Client, Connection, ScheduleAlreadyRunning, ScheduleOverlapPolicy } fro
 import type { Duration } from '@temporalio/common';
 import type { Db } from '../../storage/db/knex.ts';
 import { migrate } from '../../storage/db/knex.ts';
+import { analyseNeverAnalysed } from '../../storage/db/plannerStatistics.ts';
 import type { ObjectStore } from '../../storage/objects.ts';
 import { createAccount, findAccountByNamespace, ownerPrincipal } from '../../storage/db/accounts.ts';
 import { createKey, findKeyBySecret, KEY_SCOPES } from '../../storage/db/apiKeys.ts';
@@ -96,6 +97,9 @@ export async function bootstrap(opts: {
   } finally {
     await connection.close();
   }
+  // Last, once its rows are written, and before the api and workers open their connections.
+  const analysed = await analyseNeverAnalysed(db);
+  if (analysed.length) log(`planner statistics gathered for ${analysed.length} tables that had none`);
   return { apiKey, keyId: keyId!, accountId: account.id, created };
 }
 
