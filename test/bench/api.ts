@@ -5,8 +5,9 @@
  * `GET /v1/account` with autocannon over loopback. In the same run it loads a baseline:
  * a bare Koa app (one middleware) that, per request, runs the ONE SELECT our handler runs
  * (accountSummary, prepared, same Postgres) and answers a JSON body of the same shape and
- * size as ours. Ours additionally authenticates (key cache), counts rate limits (one
- * upsert), validates, logs and wraps the envelope.
+ * size as ours. Ours additionally authenticates (key cache), counts rate limits (in its
+ * memory: it is the stack's only api process, storage/db/rateCounting.ts), validates, logs
+ * and wraps the envelope.
  * Rounds alternate ours/baseline so both share the machine's noise; each target is
  * warmed up first. autocannon runs in a worker thread so it does not share the
  * baseline's event loop. Each round prints the CPU each process spent per 1000 requests
