@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type pg from 'pg';
-import { createCounters, type CounterRequest, type CounterState, type Counters } from './rateLimits.ts';
+import pg from 'pg';
+import { createCounters, NOT_COUNTED, type CounterRequest, type CounterState, type Counters } from './rateLimits.ts';
 
 /** What a process does with a count now: in its memory, in `rate_limits`, or nothing until its next tick says. */
 export type CountingRole = 'alone' | 'shared' | 'none';
@@ -8,7 +8,7 @@ export type CountingRole = 'alone' | 'shared' | 'none';
 export interface ScopeCounters extends Counters {
   /** How this process counts now (for tests and metrics). */
   role(): CountingRole;
-  /** Writes what it counted alone and leaves the scope; counting after this joins it again. */
+  /** Writes what it counted alone and leaves the scope; a count after this is refused. */
   close(): Promise<void>;
 }
 
@@ -24,12 +24,21 @@ export interface ScopeCountingOptions {
   waitTickMs?: number;
   /** With no count for this long, the process leaves the scope (another may then count alone). */
   idleMs?: number;
+  /**
+   * Where its ticks go: by default a connection of its own, made like `pool`'s, whose
+   * statements time out before the grace ends, so a tick held up (by a pool busy with
+   * requests, or a slow Postgres) is rolled back rather than written late.
+   */
+  ticks?: pg.Pool;
 }
 
 /** Its answer is trusted until this long before its lease ends: a tick's time on the wire is on the safe side. */
 const MARGIN_MS = 250;
 /** A key not counted for this long is forgotten from memory (read again when next counted). */
 const FORGET_MS = 60_000;
+/** How often a process that is closing tries to write its last counts and leave. */
+const LEAVE_TRIES = 3;
+const CLOSED = new Error('the rate counters are closed');
 
 interface Slot { count: number; expire: number; used: number }
 interface Delta { n: number; expire: number }
@@ -47,11 +56,16 @@ type Answer = 'kept' | 'taken' | 'yield' | 'shared' | 'wait';
  * A holder that dies loses at most what it counted since its last tick (a limit forgives
  * that much, as a crash forgives an unlogged table's counts), and whoever counts next
  * waits for its lease and a grace to pass: a holder merely slow gives up with its counts
- * in that time.
+ * in that time, and what it writes later is dropped (it no longer holds). Postgres fences
+ * the counts made there: one sent late, by a process stalled past its membership, is
+ * refused while someone holds the scope, or lands before a new holder reads.
  */
 export function createScopeCounters(pool: pg.Pool, opts: ScopeCountingOptions): ScopeCounters {
   const { scope, leaseMs = 1000, graceMs = 2000, tickMs = 100, waitTickMs = 20, idleMs = 5000 } = opts;
-  const shared = createCounters(pool);
+  const shared = createCounters(pool, { scope });
+  const ownTicks = !opts.ticks;
+  const ticks = opts.ticks ?? new pg.Pool({ ...pool.options, max: 1, statement_timeout: Math.max(100, Math.floor(graceMs / 2)) });
+  if (ownTicks) ticks.on('error', () => undefined);
   const me = randomUUID();
   let role: CountingRole = 'none';
   /** performance.now() until which `role` holds. */
@@ -97,14 +111,16 @@ export function createScopeCounters(pool: pg.Pool, opts: ScopeCountingOptions): 
     const keys = [...writing.keys()];
     let answer: Answer;
     try {
-      const { rows } = await pool.query<{ role: Answer }>({
+      const { rows } = await ticks.query<{ role: Answer }>({
         name: 'silico-rate-tick',
         text: 'SELECT silico_rate_tick($1, $2, $3, $4, $5, $6, $7, $8, $9) AS role',
         values: [scope, me, leaseMs, graceMs, action, keys, keys.map((k) => writing.get(k)!.n), keys.map((k) => writing.get(k)!.expire), Date.now()],
       });
       answer = rows[0]!.role;
     } catch (err) {
+      // Whether it was written is not known; written twice, a limit is only stricter.
       restore(writing);
+      if (role !== 'alone') forget();
       if (performance.now() >= until) role = 'none';
       if (role === 'none') settle(err);
       return undefined;
@@ -126,9 +142,11 @@ export function createScopeCounters(pool: pg.Pool, opts: ScopeCountingOptions): 
     } else if (answer === 'shared') {
       if (role !== 'shared') forget();
       role = action === 'leave' ? 'none' : 'shared';
-      until = sent + leaseMs - MARGIN_MS;
+      // Postgres fences counts made there, so this holds until a tick says otherwise.
+      until = Infinity;
     } else {
       role = 'none';
+      forget();
     }
     settle();
     return answer;
@@ -152,8 +170,9 @@ export function createScopeCounters(pool: pg.Pool, opts: ScopeCountingOptions): 
         role = 'none';
         forget();
         await sharedDrained();
-        await tick('leave');
-        if (Date.now() - lastUse > idleMs) return;
+        const left = await tick('leave');
+        if (left === undefined) await sleep(tickMs);
+        else if (Date.now() - lastUse > idleMs) return;
         continue;
       }
       const answer = await tick('tick');
@@ -248,25 +267,38 @@ export function createScopeCounters(pool: pg.Pool, opts: ScopeCountingOptions): 
       inFlight++;
       return shared.increment(counters, now).finally(() => {
         if (--inFlight === 0) for (const r of drained.splice(0)) r();
+      }).catch((err: unknown) => {
+        if (err !== NOT_COUNTED) throw err;
+        // Someone holds the scope now: count once the ticks say how.
+        if (role === 'shared') role = 'none';
+        return count(counters, now);
       });
     }
+    if (closed) return Promise.reject(CLOSED);
+    // A count waiting keeps the loop from leaving for idleness.
+    lastUse = Date.now();
+    ensureLoop();
     return decided.promise.then(() => count(counters, now));
   }
 
   return {
     increment(counters, now = Date.now()) {
+      if (closed) return Promise.reject(CLOSED);
       lastUse = Date.now();
       ensureLoop();
       return count(counters, now);
     },
     role: () => (performance.now() < until ? role : 'none'),
     async close() {
+      if (closed) return;
       closed = true;
       await looping;
       role = 'none';
       forget();
       await sharedDrained();
-      await tick('leave');
+      for (let i = 0; i < LEAVE_TRIES && (await tick('leave')) === undefined; i++) await sleep(waitTickMs);
+      settle(CLOSED);
+      if (ownTicks) await ticks.end().catch(() => undefined);
     },
   };
 }

@@ -44,6 +44,27 @@ export function dailyCounterKey(keyId: string, day: string): string {
   return `${DAILY_PREFIX}:${keyId}:${day}`;
 }
 
+const UPSERT = `INSERT INTO rate_limits AS r (key, points, expire)
+                 SELECT k, n, e FROM unnest($1::text[], $2::int[], $3::bigint[]) AS t(k, n, e)`;
+const ON_CONFLICT = `ON CONFLICT (key) DO UPDATE SET
+                 points = CASE WHEN r.expire <= $4 THEN EXCLUDED.points ELSE r.points + EXCLUDED.points END,
+                 expire = CASE WHEN r.expire <= $4 THEN EXCLUDED.expire ELSE r.expire END
+               RETURNING key, points, expire`;
+const INCREMENT = { name: 'silico-rate-increment', text: `${UPSERT} ${ON_CONFLICT}` };
+/**
+ * Counting a scope some process may hold (storage/db/rateCounting.ts): the scope's row is
+ * locked FOR KEY SHARE (a holder taking it waits for this count to commit), and nothing is
+ * counted while a holder has it.
+ */
+const SCOPED_INCREMENT = {
+  name: 'silico-rate-increment-scoped',
+  text: `WITH scope AS (SELECT holder FROM rate_counting WHERE scope = $5 FOR KEY SHARE)
+         ${UPSERT} WHERE NOT EXISTS (SELECT 1 FROM scope WHERE holder IS NOT NULL) ${ON_CONFLICT}`,
+};
+
+/** What a scoped count is refused with while a process holds the scope: ask again once it is given up. */
+export const NOT_COUNTED = new Error('the scope is held by another process: not counted');
+
 /** One counter to draw `points` from (1 by default: one request). */
 export interface CounterRequest { key: string; windowMs: number; points?: number }
 export interface CounterState { key: string; count: number; resetMs: number }
@@ -60,8 +81,10 @@ interface Pending { counters: CounterRequest[]; now: number; resolve: (s: Counte
  * they had been counted one by one. Keys are locked in sorted order, so concurrent
  * statements from several api processes never deadlock.
  */
-export function createCounters(pool: pg.Pool): Counters {
+export function createCounters(pool: pg.Pool, opts: { scope?: string } = {}): Counters {
   let queue: Pending[] = [];
+  const statement = opts.scope === undefined ? INCREMENT : SCOPED_INCREMENT;
+  const extra = opts.scope === undefined ? [] : [opts.scope];
   const flush = async () => {
     const batch = queue;
     queue = [];
@@ -77,15 +100,10 @@ export function createCounters(pool: pg.Pool): Counters {
     const now = batch[batch.length - 1]!.now;
     try {
       const { rows } = await pool.query<{ key: string; points: number; expire: string }>({
-        name: 'silico-rate-increment',
-        text: `INSERT INTO rate_limits AS r (key, points, expire)
-                 SELECT k, n, e FROM unnest($1::text[], $2::int[], $3::bigint[]) AS t(k, n, e)
-               ON CONFLICT (key) DO UPDATE SET
-                 points = CASE WHEN r.expire <= $4 THEN EXCLUDED.points ELSE r.points + EXCLUDED.points END,
-                 expire = CASE WHEN r.expire <= $4 THEN EXCLUDED.expire ELSE r.expire END
-               RETURNING key, points, expire`,
-        values: [keys, keys.map((k) => totals.get(k)!.n), keys.map((k) => totals.get(k)!.expire), now],
+        ...statement,
+        values: [keys, keys.map((k) => totals.get(k)!.n), keys.map((k) => totals.get(k)!.expire), now, ...extra],
       });
+      if (rows.length === 0) throw NOT_COUNTED;
       // Each counter's requests take the last n positions of its new count, in arrival order.
       const next = new Map(rows.map((r) => [r.key, { at: Number(r.points) - totals.get(r.key)!.n, expire: Number(r.expire) }]));
       for (const p of batch) {

@@ -4,6 +4,7 @@ import type pg from 'pg';
 import { closeTestDb, testDb, until } from '../helpers.ts';
 import { createPgPool } from '../../storage/db/knex.ts';
 import { createScopeCounters, type ScopeCountingOptions } from '../../storage/db/rateCounting.ts';
+import { createCounters, NOT_COUNTED } from '../../storage/db/rateLimits.ts';
 import { newUuid } from '../../storage/ids.ts';
 
 // Each "process" is a pool and a set of counters of its own on the stack's Postgres; each
@@ -14,17 +15,24 @@ after(async () => {
   await closeTestDb();
 });
 
-/** A process's counters, and the names of the statements it sent. */
-function process(opts: ScopeCountingOptions) {
+/** A pool on the stack's Postgres whose statements' names are recorded in `sent`. */
+function recordedPool(sent: string[]): pg.Pool {
   const pool = createPgPool(globalThis.process.env.DATABASE_URL!, 4);
   pools.push(pool);
-  const sent: string[] = [];
   const query = pool.query.bind(pool) as (...a: unknown[]) => Promise<unknown>;
   (pool as { query: unknown }).query = (q: { name?: string }, ...rest: unknown[]) => {
     sent.push(q?.name ?? 'unnamed');
     return query(q, ...rest);
   };
-  return { pool, sent, counters: createScopeCounters(pool, opts) };
+  return pool;
+}
+
+/** A process's counters (its ticks on a pool of their own), and the names of the statements it sent. */
+function process(opts: ScopeCountingOptions) {
+  const sent: string[] = [];
+  const pool = recordedPool(sent);
+  const ticks = recordedPool(sent);
+  return { pool, ticks, sent, counters: createScopeCounters(pool, { ticks, ...opts }) };
 }
 
 const minute = (key: string) => [{ key, windowMs: 60_000 }];
@@ -41,7 +49,7 @@ test('a process counting alone counts in its memory: no statement per count, eve
   }
   assert.equal(a.counters.role(), 'alone');
   assert.deepEqual(positions, Array.from({ length: 1000 }, (_, i) => i + 1));
-  assert.equal(a.sent.filter((n) => n === 'silico-rate-increment').length, 0, 'no count went to Postgres one by one');
+  assert.equal(a.sent.filter((n) => n.startsWith('silico-rate-increment')).length, 0, 'no count went to Postgres one by one');
   assert.equal(a.sent.filter((n) => n === 'silico-rate-read').length, 1, 'the key was read once');
   // Written behind, at its ticks.
   await until(5000, async () => ((await stored(key)) === 1000 ? true : undefined));
@@ -83,17 +91,17 @@ test('processes joining and leaving: every count has its own position, none skip
   assert.equal(await stored(key), n);
   assert.ok(roles.a.has('alone') && roles.a.has('shared'), `a counted ${[...roles.a]}`);
   assert.ok(roles.b.has('shared') && roles.b.has('alone'), `b counted ${[...roles.b]}`);
-  assert.ok(b.sent.includes('silico-rate-increment'), 'with another process counting, counts go to Postgres');
+  assert.ok(b.sent.includes('silico-rate-increment-scoped'), 'with another process counting, counts go to Postgres');
 });
 
-test('a holder cut off from Postgres: the next process waits out its lease and grace, then counts on from what it wrote', async () => {
+test('a holder cut off from Postgres: the next process waits out its lease and grace (longer than it takes to go idle), then counts on from what it wrote', async () => {
   const scope = `test-${newUuid()}`;
   const key = `reads:${newUuid()}`;
-  const opts = { scope, leaseMs: 600, graceMs: 900 };
+  const opts = { scope, leaseMs: 600, graceMs: 900, idleMs: 300 };
   const a = process(opts);
   for (let i = 0; i < 30; i++) await a.counters.increment(minute(key));
   await until(5000, async () => ((await stored(key)) === 30 ? true : undefined));
-  await a.pool.end();
+  await Promise.all([a.pool.end(), a.ticks.end()]);
   const cutAt = Date.now();
   const b = process(opts);
   const [next] = await b.counters.increment(minute(key));
@@ -132,4 +140,25 @@ test('a process left idle leaves the scope, so another counts alone', async () =
   assert.deepEqual(positions.sort((x, y) => x - y), Array.from({ length: n }, (_, i) => i + 1));
   await Promise.all([a.counters.close(), b.counters.close()]);
   assert.equal(await stored(key), n);
+});
+
+test('a count sent to Postgres while another process holds the scope is refused there, and counted once it is given up', async () => {
+  const scope = `test-${newUuid()}`;
+  const key = `reads:${newUuid()}`;
+  const a = process({ scope });
+  await a.counters.increment(minute(key));
+  assert.equal(a.counters.role(), 'alone');
+  // What a process stalled past its membership would send late: Postgres refuses it.
+  const late = createCounters(recordedPool([]), { scope });
+  await assert.rejects(late.increment(minute(key)), (err) => err === NOT_COUNTED);
+  await a.counters.close();
+  const [after] = await late.increment(minute(key));
+  assert.equal(after!.count, 2, 'the holder wrote its count as it gave the scope up; the late one comes after it');
+});
+
+test('a closed process refuses counts', async () => {
+  const a = process({ scope: `test-${newUuid()}` });
+  await a.counters.increment(minute(`reads:${newUuid()}`));
+  await a.counters.close();
+  await assert.rejects(a.counters.increment(minute(`reads:${newUuid()}`)), /closed/);
 });

@@ -19,6 +19,10 @@ import type { Knex } from 'knex';
  * - `shared`: nobody holds the scope: count in `rate_limits`;
  * - `wait`: another process holds the scope (it will give it up at its next tick, or it is
  *   gone: a holder unseen for `p_grace_ms` past its lease is taken to be dead).
+ *
+ * A count in `rate_limits` by a process that is not the holder (`createCounters` with a
+ * scope) takes the scope's row FOR KEY SHARE and counts only while nobody holds it, so a
+ * statement sent late by a stalled process is refused, or lands before a new holder reads.
  */
 export async function up(k: Knex): Promise<void> {
   await k.raw(`CREATE UNLOGGED TABLE rate_counting (scope text PRIMARY KEY, holder text, holder_until timestamptz)`);
@@ -38,7 +42,9 @@ export async function up(k: Knex): Promise<void> {
       INSERT INTO rate_counting (scope) VALUES (p_scope) ON CONFLICT (scope) DO NOTHING;
       SELECT holder, holder_until INTO h, u FROM rate_counting WHERE scope = p_scope FOR UPDATE;
       t := clock_timestamp();
-      IF cardinality(p_keys) > 0 THEN
+      -- Counts made alone are written only by a holder that still holds (or none does): a
+      -- holder another took over from after its lease and grace lost them, as if it had died.
+      IF cardinality(p_keys) > 0 AND (h IS NULL OR h = p_process) THEN
         INSERT INTO rate_limits AS r (key, points, expire)
           SELECT x.k, x.n, x.e FROM unnest(p_keys, p_points, p_expires) AS x(k, n, e) ORDER BY x.k
         ON CONFLICT (key) DO UPDATE SET
@@ -52,10 +58,13 @@ export async function up(k: Knex): Promise<void> {
           ON CONFLICT (scope, process) DO UPDATE SET seen = EXCLUDED.seen;
       END IF;
       IF p_action <> 'tick' THEN
-        IF h = p_process THEN
+        IF h IS NULL THEN
+          RETURN 'shared';
+        ELSIF h = p_process OR u + grace <= t THEN
           UPDATE rate_counting SET holder = NULL, holder_until = NULL WHERE scope = p_scope;
+          RETURN 'shared';
         END IF;
-        RETURN 'shared';
+        RETURN 'wait';
       END IF;
       DELETE FROM rate_counting_members WHERE scope = p_scope AND seen < t - interval '1 minute';
       SELECT count(*) INTO others FROM rate_counting_members WHERE scope = p_scope AND process <> p_process AND seen > t - lease;
