@@ -1,6 +1,6 @@
 import type { Middleware, ParameterizedContext } from 'koa';
 import { Stream, type Readable } from 'node:stream';
-import { dailyCounterKey, utcDay, utcDayEnd, type CounterRequest, type Counters } from '../../storage/db/rateLimits.ts';
+import { dailyCounterKey, utcDay, utcDayEnd, type CounterRequest, type CounterState, type Counters } from '../../storage/db/rateLimits.ts';
 import type { Config } from '../../kernel/config.ts';
 import { errors } from '../errors.ts';
 
@@ -55,7 +55,8 @@ const nothing = () => null;
  * The count decides as before: past a limit the answer is the 429, whatever the read
  * found (its body let go, its headers taken back). A key seen within 10% of a limit has
  * its reads counted first again until that window resets, so a key past its limit costs
- * no more than a statement per request, as it always did.
+ * no more than a statement per request, as it always did. Where the counts are at hand (a
+ * process counting alone, storage/db/rateCounting.ts), every request is judged before it runs.
  */
 export function rateLimit(
   counters: Counters, limits: Config['limits'], bucketOf: (ctx: Ctx) => 'reads' | 'runs',
@@ -92,12 +93,22 @@ export function rateLimit(
     const requests: CounterRequest[] = [{ key: minuteKey, windowMs: 60_000, points }];
     // The day is part of the daily key; its window outlives the day so the row expires after it.
     if (caller) requests.push({ key: dailyCounterKey(who, utcDay(now)), windowMs: DAILY_WINDOW_MS, points });
-    const counted = counters.increment(requests, now).then((counts) => {
+    const viewsOf = (counts: CounterState[]): View[] => {
       const views: View[] = [{ name: bucket === 'runs' ? 'run_creation' : bucket, limit: perMinute, count: counts[0]!.count, resetSeconds: Math.ceil(counts[0]!.resetMs / 1000) }];
       if (caller) views.push({ name: 'daily', limit: limits.dailyRequests, count: counts[1]!.count, resetSeconds: Math.ceil((utcDayEnd(now) - now) / 1000) });
       remember(minuteKey, views, now);
       return views;
-    }, unavailable);
+    };
+    // Counts at hand (this process counts alone) are judged before the request runs.
+    const known = counters.incrementNow?.(requests, now);
+    if (known) {
+      const views = viewsOf(known);
+      if (caller) ctx.state.requestsToday = () => Promise.resolve(dailyCount(views));
+      announce(ctx, judge(views));
+      await next();
+      return;
+    }
+    const counted = counters.increment(requests, now).then(viewsOf, unavailable);
     // For an operation that shows it (GET /account), asked for only there.
     if (caller) ctx.state.requestsToday = () => counted.then(dailyCount);
 

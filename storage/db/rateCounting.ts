@@ -288,6 +288,12 @@ export function createScopeCounters(pool: pg.Pool, opts: ScopeCountingOptions): 
       ensureLoop();
       return count(counters, now);
     },
+    incrementNow(counters, now = Date.now()) {
+      if (!valid('alone')) return undefined;
+      for (const c of counters) if (!slots.has(c.key)) return undefined;
+      lastUse = Date.now();
+      return countHere(counters, now);
+    },
     role: () => (performance.now() < until ? role : 'none'),
     async close() {
       if (closed) return;

@@ -70,7 +70,11 @@ export interface CounterRequest { key: string; windowMs: number; points?: number
 export interface CounterState { key: string; count: number; resetMs: number }
 
 /** A process's counters (one set, shared by its doors). */
-export interface Counters { increment(counters: CounterRequest[], now?: number): Promise<CounterState[]> }
+export interface Counters {
+  increment(counters: CounterRequest[], now?: number): Promise<CounterState[]>;
+  /** Counts at once where the counts are at hand (in this process's memory); otherwise counts nothing and answers undefined. */
+  incrementNow?(counters: CounterRequest[], now?: number): CounterState[] | undefined;
+}
 
 interface Pending { counters: CounterRequest[]; now: number; resolve: (s: CounterState[]) => void; reject: (e: unknown) => void }
 

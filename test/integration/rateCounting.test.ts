@@ -51,10 +51,13 @@ test('a process counting alone counts in its memory: no statement per count, eve
   assert.deepEqual(positions, Array.from({ length: 1000 }, (_, i) => i + 1));
   assert.equal(a.sent.filter((n) => n.startsWith('silico-rate-increment')).length, 0, 'no count went to Postgres one by one');
   assert.equal(a.sent.filter((n) => n === 'silico-rate-read').length, 1, 'the key was read once');
+  // At hand, a count is made at once; a key not in memory is not counted that way.
+  assert.equal(a.counters.incrementNow!(minute(key))![0]!.count, 1001);
+  assert.equal(a.counters.incrementNow!(minute(`reads:${newUuid()}`)), undefined);
   // Written behind, at its ticks.
-  await until(5000, async () => ((await stored(key)) === 1000 ? true : undefined));
+  await until(5000, async () => ((await stored(key)) === 1001 ? true : undefined));
   await a.counters.close();
-  assert.equal(await stored(key), 1000);
+  assert.equal(await stored(key), 1001);
   const row = await testDb()('rate_counting').where({ scope }).first();
   assert.equal(row.holder, null, 'closing gives the scope up');
 });
@@ -97,13 +100,14 @@ test('processes joining and leaving: every count has its own position, none skip
 test('a holder cut off from Postgres: the next process waits out its lease and grace (longer than it takes to go idle), then counts on from what it wrote', async () => {
   const scope = `test-${newUuid()}`;
   const key = `reads:${newUuid()}`;
-  const opts = { scope, leaseMs: 600, graceMs: 900, idleMs: 300 };
+  const opts = { scope, leaseMs: 600, graceMs: 900 };
   const a = process(opts);
   for (let i = 0; i < 30; i++) await a.counters.increment(minute(key));
   await until(5000, async () => ((await stored(key)) === 30 ? true : undefined));
   await Promise.all([a.pool.end(), a.ticks.end()]);
   const cutAt = Date.now();
-  const b = process(opts);
+  assert.ok((await testDb()('rate_counting').where({ scope }).first()).holder, 'the holder was cut off holding');
+  const b = process({ ...opts, idleMs: 300 });
   const [next] = await b.counters.increment(minute(key));
   const waited = Date.now() - cutAt;
   assert.equal(next!.count, 31);

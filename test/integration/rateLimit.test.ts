@@ -1,6 +1,6 @@
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { call, errorOf, closeTestDb, newAccount, spawnApi } from '../helpers.ts';
+import { call, errorOf, closeTestDb, newAccount, ownDatabase, spawnApi } from '../helpers.ts';
 
 after(closeTestDb);
 
@@ -99,4 +99,30 @@ test('a read counted while it runs and found past the limit answers the 429 alon
   assert.equal(over.headers.get('ratelimit-remaining'), '0');
   const again = await call('GET', `/files/${fileId}/content`, { key, base: b.base });
   assert.equal(again.status, 429);
+});
+
+test('an api process counting alone (a database of its own) holds the same limits: positions in order, exactly the limit under concurrency, the 429 after', async () => {
+  const own = await ownDatabase();
+  const alone = await spawnApi({ ...LIMITS, DATABASE_URL: own.url });
+  try {
+    const { key } = await newAccount({ db: own.db });
+    const remaining: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await call('GET', '/account', { key, base: alone.base });
+      assert.equal(res.status, 200);
+      remaining.push(Number(res.headers.get('ratelimit-remaining')));
+    }
+    assert.deepEqual(remaining, [5, 4, 3]);
+    const holding = await own.db('rate_counting').where({ scope: 'requests' }).first();
+    assert.ok(holding?.holder, 'the process holds the counting of its scope');
+    const answers = await Promise.all(Array.from({ length: 8 }, () => call('GET', '/account', { key, base: alone.base })));
+    assert.equal(answers.filter((r) => r.status === 200).length, 3, answers.map((r) => r.status).join(','));
+    assert.deepEqual(answers.filter((r) => r.status === 200).map((r) => Number(r.headers.get('ratelimit-remaining'))).sort(), [0, 1, 2]);
+    const limited = answers.find((r) => r.status === 429)!;
+    assert.equal(errorOf(limited).code, 'rate_limited');
+    assert.ok(Number(limited.headers.get('retry-after')) >= 1);
+  } finally {
+    await alone.stop();
+    await own.drop();
+  }
 });
