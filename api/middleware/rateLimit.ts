@@ -101,19 +101,13 @@ export function rateLimit(
     };
     // Counts at hand (this process counts alone) are judged before the request runs.
     const known = counters.incrementNow?.(requests, now);
-    if (known) {
-      const views = viewsOf(known);
-      if (caller) ctx.state.requestsToday = () => Promise.resolve(dailyCount(views));
-      announce(ctx, judge(views));
-      await next();
-      return;
-    }
-    const counted = counters.increment(requests, now).then(viewsOf, unavailable);
+    const atHand = known && viewsOf(known);
+    const counted = atHand ? Promise.resolve(atHand) : counters.increment(requests, now).then(viewsOf, unavailable);
     // For an operation that shows it (GET /account), asked for only there.
     if (caller) ctx.state.requestsToday = () => counted.then(dailyCount);
 
-    if (!caller || !concurrent(ctx) || isNear(minuteKey, now)) {
-      announce(ctx, judge(await counted));
+    if (atHand || !caller || !concurrent(ctx) || isNear(minuteKey, now)) {
+      announce(ctx, judge(atHand || (await counted)));
       await next();
       return;
     }

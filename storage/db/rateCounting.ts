@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as wait } from 'node:timers/promises';
 import pg from 'pg';
 import { createCounters, NOT_COUNTED, type CounterRequest, type CounterState, type Counters } from './rateLimits.ts';
 
@@ -76,20 +77,19 @@ export function createScopeCounters(pool: pg.Pool, opts: ScopeCountingOptions): 
   /** What memory holds, and what it counted since the last tick wrote. */
   let slots = new Map<string, Slot>();
   let deltas = new Map<string, Delta>();
-  const loads = new Map<string, Promise<void>>();
-  const pendingLoads = new Map<string, ReturnType<typeof deferred>>();
+  /** Keys being read into memory (queued, or on their way), each with what its waiters wait on. */
+  const loads = new Map<string, Settling>();
   let loadQueue: string[] = [];
   let inFlight = 0;
   const drained: Array<() => void> = [];
-  let decided = deferred();
+  let decided = settling();
 
   /** Memory may be stale from here on: reads queued or on their way fill nothing, their waiters ask again. */
   const forget = () => {
     slots = new Map();
+    for (const key of loadQueue) loads.get(key)?.resolve();
     loads.clear();
     loadQueue = [];
-    for (const d of pendingLoads.values()) d.resolve();
-    pendingLoads.clear();
   };
   const valid = (r: CountingRole) => role === r && performance.now() < until;
 
@@ -154,7 +154,7 @@ export function createScopeCounters(pool: pg.Pool, opts: ScopeCountingOptions): 
 
   function settle(err?: unknown) {
     const d = decided;
-    decided = deferred();
+    decided = settling();
     if (err === undefined) d.resolve();
     else d.reject(err);
   }
@@ -171,13 +171,13 @@ export function createScopeCounters(pool: pg.Pool, opts: ScopeCountingOptions): 
         forget();
         await sharedDrained();
         const left = await tick('leave');
-        if (left === undefined) await sleep(tickMs);
+        if (left === undefined) await wait(tickMs, undefined, { ref: false });
         else if (Date.now() - lastUse > idleMs) return;
         continue;
       }
       const answer = await tick('tick');
       if (answer === 'kept' || answer === 'taken') prune();
-      await sleep(role === 'none' ? waitTickMs : tickMs);
+      await wait(role === 'none' ? waitTickMs : tickMs, undefined, { ref: false });
     }
   }
 
@@ -217,19 +217,16 @@ export function createScopeCounters(pool: pg.Pool, opts: ScopeCountingOptions): 
       if (loads.has(key)) continue;
       if (loadQueue.length === 0) setImmediate(readQueued);
       loadQueue.push(key);
-      const d = deferred();
-      loads.set(key, d.promise);
-      pendingLoads.set(key, d);
+      loads.set(key, settling());
     }
-    return Promise.all(keys.map((k) => loads.get(k)));
+    return Promise.all(keys.map((k) => loads.get(k)!.promise));
   }
   async function readQueued() {
     const keys = loadQueue;
     loadQueue = [];
     if (keys.length === 0) return;
     const into = slots;
-    const waiting = keys.map((k) => [k, pendingLoads.get(k)!] as const);
-    for (const k of keys) pendingLoads.delete(k);
+    const waiting = keys.map((k) => [k, loads.get(k)!] as const);
     try {
       const { rows } = await pool.query<{ key: string; points: number; expire: string }>({
         name: 'silico-rate-read',
@@ -246,12 +243,12 @@ export function createScopeCounters(pool: pg.Pool, opts: ScopeCountingOptions): 
         }
       }
       for (const [k, d] of waiting) {
-        if (loads.get(k) === d.promise) loads.delete(k);
+        if (loads.get(k) === d) loads.delete(k);
         d.resolve();
       }
     } catch (err) {
       for (const [k, d] of waiting) {
-        if (loads.get(k) === d.promise) loads.delete(k);
+        if (loads.get(k) === d) loads.delete(k);
         d.reject(err);
       }
     }
@@ -302,22 +299,20 @@ export function createScopeCounters(pool: pg.Pool, opts: ScopeCountingOptions): 
       role = 'none';
       forget();
       await sharedDrained();
-      for (let i = 0; i < LEAVE_TRIES && (await tick('leave')) === undefined; i++) await sleep(waitTickMs);
+      for (let i = 0; i < LEAVE_TRIES && (await tick('leave')) === undefined; i++) await wait(waitTickMs, undefined, { ref: false });
       settle(CLOSED);
       if (ownTicks) await ticks.end().catch(() => undefined);
     },
   };
 }
 
-function deferred() {
+interface Settling { promise: Promise<void>; resolve(): void; reject(err: unknown): void }
+
+/** A promise to settle later, whose failure nobody waiting is not an unhandled rejection. */
+function settling(): Settling {
   let resolve!: () => void;
   let reject!: (err: unknown) => void;
   const promise = new Promise<void>((res, rej) => { resolve = res; reject = rej; });
-  // A decision nobody waited for may fail: that is not an unhandled rejection.
   promise.catch(() => undefined);
   return { promise, resolve, reject };
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms).unref());
 }
