@@ -142,7 +142,7 @@ async function main(): Promise<void> {
   });
   const executionDeps = { db, objects, python: config.python, environments: config.environments, sandbox, runCancels, stallSeconds: config.worker.labStallSeconds, warm };
   const lone = createExecutionActivities(executionDeps);
-  const execution = { ...lone, ...createBatchActivities({ db: executionDeps.db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount, executeRun: (runId) => executeRun(executionDeps, runId), loneRuns }) };
+  const execution = { ...lone, ...createBatchActivities({ db: executionDeps.db, maxConcurrentRuns: config.limits.concurrentRunsPerAccount, executeRun: (runId, labDone) => executeRun(executionDeps, runId, labDone), loneRuns }) };
   // PEtab problems are inspected where labs run: sandboxed, in the toolkit.
   const petab = createPetabActivities({ objects, sandbox, environments: config.environments, warm });
   const compute = await Promise.all(profiles.map((p) => Worker.create({

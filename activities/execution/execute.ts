@@ -115,12 +115,14 @@ async function stoppable<T>(deps: Pick<ExecutionDeps, 'runCancels'>, runId: stri
  * Executes one run that holds its slot, in the activity of the current context (a lone
  * run's executeLab, or a study's batch): everything but its ending, which its caller
  * records. A run already ended is skipped; one cancelled before it began ends cancelled.
+ * `labDone` is called once its lab's process has ended, before its results are stored
+ * (not for a run that never started one, nor for a PEtab calibration's).
  */
-export async function executeRun(deps: ExecutionDeps, runId: string): Promise<ExecutedRun> {
-  return stoppable(deps, runId, (stop) => execute(deps, runId, stop));
+export async function executeRun(deps: ExecutionDeps, runId: string, labDone?: () => void): Promise<ExecutedRun> {
+  return stoppable(deps, runId, (stop) => execute(deps, runId, stop, labDone));
 }
 
-async function execute(deps: ExecutionDeps, runId: string, stopSignal: AbortSignal): Promise<ExecutedRun> {
+async function execute(deps: ExecutionDeps, runId: string, stopSignal: AbortSignal, labDone?: () => void): Promise<ExecutedRun> {
   const ctx = Context.current();
   const run = await getRun(deps.db, runId);
   // Cancelled between taking its slot and starting here: the run still has to end,
@@ -244,6 +246,7 @@ async function execute(deps: ExecutionDeps, runId: string, stopSignal: AbortSign
     } finally {
       lease?.release();
       lease = null;
+      labDone?.();
       await Promise.all([progress.settled(), events.flushed()]);
     }
     const computeSeconds = outcome.result?.cpu_seconds ?? outcome.wallSeconds;
