@@ -189,7 +189,7 @@ export function createInvocationActivities(deps: Deps) {
       const artifacts: InvocationResult['artifacts'] = [];
       // An artifact is named by its digest, known before its bytes are stored: they are
       // stored while the ending is recorded, which commits once they are.
-      const outputs = await storeOutputs(dir, files.filter((f) => f.public), values, declared.filter((d) => d.public), null, { evidence: false }, async (f) => {
+      const outputs = await storeOutputs(files.filter((f) => f.public), values, declared.filter((d) => d.public), null, { evidence: false }, async (f) => {
         const put = putArtifactBytes(deps.objects, f);
         put.catch(() => undefined); // awaited by the ending; a failure meanwhile is not unhandled
         puts.push(put);

@@ -1,5 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { Readable } from 'node:stream';
 import type { Db } from '../../storage/db/knex.ts';
 import { blobKey, type ObjectStore } from '../../storage/objects.ts';
 import { recordArtifact } from '../../storage/db/runs.ts';
@@ -14,8 +15,8 @@ export async function putArtifactBytes(objects: ObjectStore, f: ArtifactFile): P
   const key = blobKey(f.sha256);
   // A small file is put as it is (the same bytes under the same address: harmless); a
   // large one is looked for first and streamed only when missing.
-  if (f.size_bytes <= SINGLE_PUT_BYTES) await objects.putObject(key, await readFile(f.path), f.content_type);
-  else if (!(await objects.exists(key))) await objects.putStream(key, createReadStream(f.path), f.content_type);
+  if (f.size_bytes <= SINGLE_PUT_BYTES) await objects.putObject(key, 'bytes' in f ? f.bytes : await readFile(f.path), f.content_type);
+  else if (!(await objects.exists(key))) await objects.putStream(key, 'bytes' in f ? Readable.from([f.bytes]) : createReadStream(f.path), f.content_type);
 }
 
 /** A file stored as the run's artifact (once: a retry's same file is the same record), its storing said in the run's events; its id. */

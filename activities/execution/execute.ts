@@ -265,7 +265,7 @@ async function execute(deps: ExecutionDeps, runId: string, stopSignal: AbortSign
       return { status: 'failed', error: { code: 'output_contract_violation', message: `Declared outputs missing: ${missing.join(', ')}.` }, computeSeconds };
     }
     const { files, values } = await sink.finish(seriesSvg);
-    const outputs = await storeResults(deps, run.id, results, files, values, declared, visuals);
+    const outputs = await storeResults(deps, run.id, files, values, declared, visuals);
     return { status: 'completed', computeSeconds, outputs };
   } finally {
     lease?.release();
@@ -321,7 +321,7 @@ async function petabRun(deps: ExecutionDeps, c: {
   const computeSeconds = outcome.cpuSeconds || outcome.wallSeconds;
   const ending = endingOf(outcome, computeSeconds, { run: c.run, profileId: c.profile.id, capStops: c.capStops, wallSeconds: c.wallSeconds });
   if (ending) return ending;
-  const outputs = await storeResults(deps, c.run.id, c.results, [], values, petabOutputs(command), null);
+  const outputs = await storeResults(deps, c.run.id, [], values, petabOutputs(command), null);
   return { status: 'completed', computeSeconds, outputs };
 }
 
@@ -358,14 +358,14 @@ async function runPython(deps: ExecutionDeps, run: RunRow, beat: () => void): Pr
 }
 
 /**
- * Stores a completed run's artifacts by content address, streamed from the worker's disk,
+ * Stores a completed run's artifacts by content address (a series streamed from the worker's disk, a record from memory),
  * and returns its outputs record (storeOutputs), each artifact recorded as the run's.
  */
 async function storeResults(
-  deps: { db: Db; objects: ObjectStore }, runId: string, dir: string, files: ArtifactFile[],
+  deps: { db: Db; objects: ObjectStore }, runId: string, files: ArtifactFile[],
   values: Map<string, unknown>, declared: Array<{ name: string; public: boolean }>, visuals: unknown,
 ): Promise<Record<string, unknown>> {
-  return storeOutputs(dir, files, values, declared, visuals, { evidence: true }, (f) => storeRunArtifact(deps, runId, f));
+  return storeOutputs(files, values, declared, visuals, { evidence: true }, (f) => storeRunArtifact(deps, runId, f));
 }
 
 /** Artifact files stored at once. */
@@ -380,7 +380,7 @@ const STORE_CONCURRENCY = 6;
  * outputs' own files are stored.
  */
 export async function storeOutputs(
-  dir: string, files: ArtifactFile[], values: Map<string, unknown>, declared: Array<{ name: string; public: boolean }>, visuals: unknown,
+  files: ArtifactFile[], values: Map<string, unknown>, declared: Array<{ name: string; public: boolean }>, visuals: unknown,
   opts: { evidence: boolean }, store: (f: ArtifactFile) => Promise<string>,
 ): Promise<Record<string, unknown>> {
   // Files go to the store side by side (a few at a time): one after another, a lab's
@@ -396,7 +396,7 @@ export async function storeOutputs(
       outputs[d.name] = value;
       continue;
     }
-    refs.push({ name: d.name, file: await textFile(dir, { role: d.name, file_name: `${d.name}.json`, content_type: 'application/json', format: 'json', public: d.public }, json) });
+    refs.push({ name: d.name, file: textFile({ role: d.name, file_name: `${d.name}.json`, content_type: 'application/json', format: 'json', public: d.public }, json) });
   }
   // The outputs records name the references' artifacts, so they wait for those only
   // (usually none), not for the lab's own files.
@@ -410,14 +410,14 @@ export async function storeOutputs(
   const publicOutputs = of(true);
   const last: ArtifactFile[] = [];
   if (opts.evidence) {
-    last.push(await textFile(dir, { role: 'outputs', file_name: 'outputs.json', content_type: 'application/json', format: 'json', public: true }, `${JSON.stringify(publicOutputs, null, 2)}\n`));
+    last.push(textFile({ role: 'outputs', file_name: 'outputs.json', content_type: 'application/json', format: 'json', public: true }, `${JSON.stringify(publicOutputs, null, 2)}\n`));
     // Outputs the lab does not declare public stay with the owner's evidence, out of results.
     const privateOutputs = of(false);
     if (Object.keys(privateOutputs).length) {
-      last.push(await textFile(dir, { role: 'private_outputs', file_name: 'private-outputs.json', content_type: 'application/json', format: 'json', public: false }, `${JSON.stringify(privateOutputs, null, 2)}\n`));
+      last.push(textFile({ role: 'private_outputs', file_name: 'private-outputs.json', content_type: 'application/json', format: 'json', public: false }, `${JSON.stringify(privateOutputs, null, 2)}\n`));
     }
     // The runtime reports an empty list for a lab without visual models: nothing to keep.
-    if (visuals && !(Array.isArray(visuals) && visuals.length === 0)) last.push(await textFile(dir, { role: 'visuals', file_name: 'visuals.json', content_type: 'application/json', format: 'json', public: true }, JSON.stringify(visuals)));
+    if (visuals && !(Array.isArray(visuals) && visuals.length === 0)) last.push(textFile({ role: 'visuals', file_name: 'visuals.json', content_type: 'application/json', format: 'json', public: true }, JSON.stringify(visuals)));
   }
   await Promise.all([filesStored, storeAll(last)]);
   return publicOutputs;

@@ -1,7 +1,7 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import path from 'node:path';
-import { createHash, randomUUID, type Hash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { type Point } from './artifacts.ts';
 import { csvCell } from '../../storage/formats.ts';
 
@@ -11,16 +11,20 @@ export const MAX_INLINE_OUTPUT_BYTES = 64 * 1024;
 const PLOT_POINTS = 4000;
 
 /** A file a run leaves, written on the worker's disk and hashed while it was written. */
-export interface ArtifactFile {
+export type ArtifactFile = {
   role: string;
   file_name: string;
   content_type: string;
   format: string;
-  path: string;
   sha256: string;
   size_bytes: number;
   public: boolean;
-}
+} & (
+  /** Written on the worker's disk as it came (a series' CSV). */
+  | { path: string }
+  /** Made whole in memory (a record, a chart): never written to disk before it is stored. */
+  | { bytes: Buffer }
+);
 
 /** An output the lab's contract declares: whether it is public, and its units (for its chart's axis). */
 export interface DeclaredOutput { name: string; public: boolean; units?: string | null }
@@ -133,7 +137,7 @@ export function createOutputSink(dir: string, declared: DeclaredOutput[]) {
         const pub = byName.get(name)!.public;
         if (s.points < 2) continue;
         files.push({ role: name, file_name: `${name}.csv`, content_type: 'text/csv', format: 'csv', path: s.csv.path, sha256, size_bytes: size, public: pub });
-        if (s.numeric && plot) files.push(await textFile(dir, { role: name, file_name: `${name}.svg`, content_type: 'image/svg+xml', format: 'svg', public: pub }, plot(name, byName.get(name)!.units ?? null, s.plot)));
+        if (s.numeric && plot) files.push(textFile({ role: name, file_name: `${name}.svg`, content_type: 'image/svg+xml', format: 'svg', public: pub }, plot(name, byName.get(name)!.units ?? null, s.plot)));
       }
       return { files, values: new Map(finals) };
     },
@@ -147,10 +151,8 @@ export function createOutputSink(dir: string, declared: DeclaredOutput[]) {
 
 export type OutputSink = ReturnType<typeof createOutputSink>;
 
-/** Writes a small artifact's text to `dir` and describes it. */
-export async function textFile(dir: string, meta: Omit<ArtifactFile, 'path' | 'sha256' | 'size_bytes'>, text: string): Promise<ArtifactFile> {
-  const file = new HashedFile(path.join(dir, randomUUID()));
-  await file.write(text);
-  const { sha256, size } = await file.close();
-  return { ...meta, path: file.path, sha256, size_bytes: size };
+/** An artifact of text made in memory, described and hashed. */
+export function textFile(meta: Omit<ArtifactFile, 'path' | 'bytes' | 'sha256' | 'size_bytes'>, text: string): ArtifactFile {
+  const bytes = Buffer.from(text);
+  return { ...meta, bytes, sha256: createHash('sha256').update(bytes).digest('hex'), size_bytes: bytes.length };
 }

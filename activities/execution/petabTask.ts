@@ -97,7 +97,7 @@ export async function executePetabTask(c: PetabTaskCall): Promise<PetabTaskResul
     rows.delete(index);
     if (!r.length) return null;
     const csv = stringify(r.map(([n, fval, sha, ...x]) => [index, Number(n) + from, fval, sha, ...x]), { header: true, columns: ['start', 'evaluation', 'nll', 'simulation_sha256', ...ids] });
-    const f: ArtifactFile = await textFile(c.results, {
+    const f: ArtifactFile = textFile({
       role: 'evaluations', file_name: `evaluations-start-${index}${from ? `-from-${from}` : ''}.csv`, content_type: 'text/csv', format: 'csv', public: true,
     }, csv);
     await storeRunArtifact(c, c.run.id, f);

@@ -1,4 +1,5 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readdirSync, readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import type { LabError } from './labProcess.ts';
 
 /**
@@ -17,22 +18,34 @@ export interface TreeSample {
   stopped: boolean;
 }
 
+/**
+ * What a /proc file says, or '' once its process is gone. /proc is read synchronously: its
+ * files are made in memory as they are read, and a hop to the thread pool and back for
+ * each (dozens for a run's start) costs more than the reads.
+ */
+function procFile(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
 /** The process `root` and all its descendants (every thread's children). */
-export async function processTree(root: number): Promise<number[]> {
+export function processTree(root: number): number[] {
   const seen: number[] = [];
   const queue = [root];
   while (queue.length) {
     const pid = queue.shift()!;
     let tasks: string[];
     try {
-      tasks = await readdir(`/proc/${pid}/task`);
+      tasks = readdirSync(`/proc/${pid}/task`);
     } catch {
       continue; // gone
     }
     seen.push(pid);
     for (const tid of tasks) {
-      const children = await readFile(`/proc/${pid}/task/${tid}/children`, 'utf8').catch(() => '');
-      for (const c of children.split(' ')) if (c.trim()) queue.push(Number(c));
+      for (const c of procFile(`/proc/${pid}/task/${tid}/children`).split(' ')) if (c.trim()) queue.push(Number(c));
     }
   }
   return seen;
@@ -42,33 +55,34 @@ export async function processTree(root: number): Promise<number[]> {
  * The pid, as the worker sees it, of the process below `root` whose pid in its own PID
  * namespace is `inner` (the innermost of its NSpid), or null when none is.
  */
-export async function hostPidOf(root: number, inner: number): Promise<number | null> {
-  for (const pid of await processTree(root)) {
-    const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-    const ns = /^NSpid:\s+(.+)$/m.exec(status)?.[1]?.trim().split(/\s+/);
+export function hostPidOf(root: number, inner: number): number | null {
+  for (const pid of processTree(root)) {
+    const ns = /^NSpid:\s+(.+)$/m.exec(procFile(`/proc/${pid}/status`))?.[1]?.trim().split(/\s+/);
     if (ns && Number(ns[ns.length - 1]) === inner) return pid;
   }
   return null;
 }
 
-/** One sample of the tree below `root`; memory is read only when asked (it costs a page-table walk). */
+/**
+ * One sample of the tree below `root`; memory is read only when asked, off the event loop
+ * (its walk of each process's page tables takes as long as the process is large).
+ */
 export async function sampleTree(root: number, withMemory: boolean): Promise<TreeSample> {
-  const pids = await processTree(root);
-  let pssBytes = 0;
+  const pids = processTree(root);
   let cpuTicks = 0;
   let stopped = false;
-  await Promise.all(pids.map(async (pid) => {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  for (const pid of pids) {
+    const stat = procFile(`/proc/${pid}/stat`);
     // Fields after the command name (which may hold spaces and parentheses).
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     if (fields[0] === 'T' || fields[0] === 't') stopped = true;
     cpuTicks += (Number(fields[11]) || 0) + (Number(fields[12]) || 0);
-    if (withMemory) {
-      const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(() => '');
-      pssBytes += Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0) * 1024;
-    }
-  }));
-  return { pids, pssBytes, cpuTicks, stopped };
+  }
+  const pss = withMemory ? await Promise.all(pids.map(async (pid) => {
+    const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(() => '');
+    return Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0) * 1024;
+  })) : [];
+  return { pids, pssBytes: pss.reduce((a, b) => a + b, 0), cpuTicks, stopped };
 }
 
 export interface WatchOptions {

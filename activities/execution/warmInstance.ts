@@ -223,7 +223,7 @@ export async function startServing(
         // It waits for a byte from here before it goes on, so it is still there to be found.
         const onHello = async (msg: Record<string, unknown>) => {
           const inner = Number(msg.pid);
-          const pid = cmd.unsafe ? inner : await hostPidOf(child.pid!, inner);
+          const pid = cmd.unsafe ? inner : hostPidOf(child.pid!, inner);
           socket.write('\n');
           if (pid !== null) hooks.onStart?.(pid);
         };

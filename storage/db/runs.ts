@@ -202,12 +202,14 @@ export async function getArtifact(db: Db, runId: string, artifactId: string): Pr
 
 /** Marks the moment execution began (compute is charged from there), once. */
 export async function markRunStarted(db: Db, runId: string): Promise<void> {
-  await db('runs').where({ id: runId }).whereNull('started_at').update({ started_at: db.fn.now() });
+  await runPrepared(db, MARK_STARTED, [runId]);
 }
+const MARK_STARTED = statement('mark-run-started', 'UPDATE runs SET started_at = now() WHERE id = $1 AND started_at IS NULL');
 
 export async function setRunProgress(db: Db, runId: string, fraction: number): Promise<void> {
-  await db('runs').where({ id: runId }).update({ progress: Math.min(1, Math.max(0, fraction)) });
+  await runPrepared(db, SET_PROGRESS, [runId, Math.min(1, Math.max(0, fraction))]);
 }
+const SET_PROGRESS = statement('set-run-progress', 'UPDATE runs SET progress = $2 WHERE id = $1');
 
 /**
  * Records a running run's final output values (bounded: large ones are artifact
@@ -233,8 +235,9 @@ const RECORD_ARTIFACT = statement('record-artifact', 'SELECT artifact_id, create
 
 /** Its execution has a live process now (the sweeper's evidence; see migration 035). */
 export async function touchRunAlive(db: Db, runId: string): Promise<void> {
-  await db('runs').where({ id: runId }).whereIn('status', ['running', 'cancelling']).update({ alive_at: db.fn.now() });
+  await runPrepared(db, TOUCH_ALIVE, [runId]);
 }
+const TOUCH_ALIVE = statement('touch-run-alive', "UPDATE runs SET alive_at = now() WHERE id = $1 AND status IN ('running', 'cancelling')");
 
 /** Runs not ended (of `runIds`, when given) whose execution had a live process once but none for `staleSeconds`. */
 export async function staleRuns(db: Db, staleSeconds: number, runIds?: string[], limit = 200): Promise<Array<{ id: string; status: string; alive_at: Date; started_at: Date | null }>> {
