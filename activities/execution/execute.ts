@@ -7,7 +7,7 @@ import path from 'node:path';
 import { ApplicationFailure, Context, CancelledFailure } from '@temporalio/activity';
 import type { Db } from '../../storage/db/knex.ts';
 import type { ObjectStore } from '../../storage/objects.ts';
-import { appendEvent, getRun, markRunStarted, setRunOutputs, setRunProgress, touchRunAlive, type RunRow } from '../../storage/db/runs.ts';
+import { appendEvent, getRun, markRunStarted, setRunOutputs, touchRunAlive, type RunRow } from '../../storage/db/runs.ts';
 import { getComputeProfile } from '../../storage/db/computeProfiles.ts';
 import { WORKER_SHUTDOWN } from '../../kernel/workflowNames.ts';
 import { listOf } from '../../storage/labContract.ts';
@@ -186,7 +186,6 @@ async function execute(deps: ExecutionDeps, runId: string, stopSignal: AbortSign
       await markRunStarted(deps.db, run.id);
       events.add('log', `Executing ${run.resolved_ref} on ${profile.id}.`, { stream: 'worker' });
     };
-    const progress = createWriteChain();
     const log = (message: string, data: Record<string, unknown>) => {
       if (logs >= MAX_LOG_EVENTS) return;
       logs += 1;
@@ -206,7 +205,7 @@ async function execute(deps: ExecutionDeps, runId: string, stopSignal: AbortSign
           const now = Date.now();
           if (now - lastProgressWrite >= 1000 || fraction >= 1) {
             lastProgressWrite = now;
-            progress.add(() => setRunProgress(deps.db, run.id, fraction));
+            // The run's progress is written with its event (silico_append_run_events).
             events.add('progress', `${Math.round(fraction * 100)}%`, { fraction, t: Number(msg.t) || 0 });
           }
         } else if (msg.type === 'log') log(String(msg.message), { level: String(msg.level ?? 'info'), stream: 'driver' });
@@ -247,7 +246,7 @@ async function execute(deps: ExecutionDeps, runId: string, stopSignal: AbortSign
       lease?.release();
       lease = null;
       labDone?.();
-      await Promise.all([progress.settled(), events.flushed()]);
+      await events.flushed();
     }
     const computeSeconds = outcome.result?.cpu_seconds ?? outcome.wallSeconds;
     // A run whose warm instance died under it (its whole sandbox killed) ends as a cold

@@ -51,7 +51,7 @@ import * as studyRunsInSlices from './057_study_runs_in_slices.ts';
 import * as perRunTableSamples from './058_per_run_table_samples.ts';
 import * as invocationWorkflowOnDemand from './059_invocation_workflow_on_demand.ts';
 import * as rateCountingAlone from './060_rate_counting_alone.ts';
-import * as runEndingOneUpdate from './061_run_ending_one_update.ts';
+import * as runPathFewerUpdates from './061_run_path_fewer_updates.ts';
 import * as computeProfilesNotify from './045_compute_profiles_notify.ts';
 import * as releasesNotify from './046_releases_notify.ts';
 import * as petabImports from './047_petab_imports.ts';
@@ -122,7 +122,7 @@ const migrations: Record<string, Migration> = {
   '058_per_run_table_samples': perRunTableSamples,
   '059_invocation_workflow_on_demand': invocationWorkflowOnDemand,
   '060_rate_counting_alone': rateCountingAlone,
-  '061_run_ending_one_update': runEndingOneUpdate,
+  '061_run_path_fewer_updates': runPathFewerUpdates,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
