@@ -9,7 +9,7 @@ import type { Knex } from 'knex';
  * sequence number. The events that end a run (its settlement, then its terminal change)
  * are appended after its status is set and before that event exists, so they still land.
  */
-const ENDED = `
+export const ENDED = `
   status IN ('completed', 'failed', 'cancelled', 'timed_out') AND EXISTS (
     SELECT 1 FROM run_events e
      WHERE e.run_id = runs.id AND e.seq = runs.event_seq AND e.type = 'state_changed' AND e.data->>'status' = runs.status)`;

@@ -48,10 +48,6 @@ const acquireSlot = (event: 'apart' | 'with the state') => `
     END $$;
 `;
 
-const ENDED = `
-  status IN ('completed', 'failed', 'cancelled', 'timed_out') AND EXISTS (
-    SELECT 1 FROM run_events e
-     WHERE e.run_id = runs.id AND e.seq = runs.event_seq AND e.type = 'state_changed' AND e.data->>'status' = runs.status)`;
 
 export async function up(k: Knex): Promise<void> {
   await k.raw(acquireSlot('with the state'));
@@ -67,7 +63,7 @@ export async function up(k: Knex): Promise<void> {
       s integer;
     BEGIN
       UPDATE runs SET event_seq = event_seq + n, progress = CASE WHEN fraction IS NULL THEN progress ELSE least(1, greatest(0, fraction)) END
-       WHERE id = p_run AND NOT (${ENDED}) RETURNING event_seq INTO s;
+       WHERE id = p_run AND NOT (${appendBefore.ENDED}) RETURNING event_seq INTO s;
       IF NOT FOUND THEN
         SELECT event_seq INTO s FROM runs WHERE id = p_run;
         IF NOT FOUND THEN
