@@ -14,7 +14,7 @@ import { listOf } from '../../storage/labContract.ts';
 import { seriesSvg } from './artifacts.ts';
 import { stageInputs } from './stagedInputs.ts';
 import { createEventBatcher } from './eventBatcher.ts';
-import { createOutputSink, MAX_INLINE_OUTPUT_BYTES, textFile, type ArtifactFile, type OutputSink } from './outputs.ts';
+import { createOutputSink, MAX_INLINE_OUTPUT_BYTES, textArtifact, type ArtifactFile, type OutputSink } from './outputs.ts';
 import { outcomeError, runLabProcess, signalError, spendCapReached, timedOutMessage, type LabProcessHooks, type StreamLimits } from './labProcess.ts';
 import { SandboxUnavailable, type Sandbox } from './sandbox.ts';
 import { DRIVER, labEnv, oneShotLimits } from './labSpec.ts';
@@ -395,7 +395,7 @@ export async function storeOutputs(
       outputs[d.name] = value;
       continue;
     }
-    refs.push({ name: d.name, file: textFile({ role: d.name, file_name: `${d.name}.json`, content_type: 'application/json', format: 'json', public: d.public }, json) });
+    refs.push({ name: d.name, file: textArtifact({ role: d.name, file_name: `${d.name}.json`, content_type: 'application/json', format: 'json', public: d.public }, json) });
   }
   // The outputs records name the references' artifacts, so they wait for those only
   // (usually none), not for the lab's own files.
@@ -409,14 +409,14 @@ export async function storeOutputs(
   const publicOutputs = of(true);
   const last: ArtifactFile[] = [];
   if (opts.evidence) {
-    last.push(textFile({ role: 'outputs', file_name: 'outputs.json', content_type: 'application/json', format: 'json', public: true }, `${JSON.stringify(publicOutputs, null, 2)}\n`));
+    last.push(textArtifact({ role: 'outputs', file_name: 'outputs.json', content_type: 'application/json', format: 'json', public: true }, `${JSON.stringify(publicOutputs, null, 2)}\n`));
     // Outputs the lab does not declare public stay with the owner's evidence, out of results.
     const privateOutputs = of(false);
     if (Object.keys(privateOutputs).length) {
-      last.push(textFile({ role: 'private_outputs', file_name: 'private-outputs.json', content_type: 'application/json', format: 'json', public: false }, `${JSON.stringify(privateOutputs, null, 2)}\n`));
+      last.push(textArtifact({ role: 'private_outputs', file_name: 'private-outputs.json', content_type: 'application/json', format: 'json', public: false }, `${JSON.stringify(privateOutputs, null, 2)}\n`));
     }
     // The runtime reports an empty list for a lab without visual models: nothing to keep.
-    if (visuals && !(Array.isArray(visuals) && visuals.length === 0)) last.push(textFile({ role: 'visuals', file_name: 'visuals.json', content_type: 'application/json', format: 'json', public: true }, JSON.stringify(visuals)));
+    if (visuals && !(Array.isArray(visuals) && visuals.length === 0)) last.push(textArtifact({ role: 'visuals', file_name: 'visuals.json', content_type: 'application/json', format: 'json', public: true }, JSON.stringify(visuals)));
   }
   await Promise.all([filesStored, storeAll(last)]);
   return publicOutputs;

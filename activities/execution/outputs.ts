@@ -10,7 +10,7 @@ export const MAX_INLINE_OUTPUT_BYTES = 64 * 1024;
 /** Points kept for a series' plot: a chart of more shows nothing more. */
 const PLOT_POINTS = 4000;
 
-/** A file a run leaves, written on the worker's disk and hashed while it was written. */
+/** A file a run leaves, hashed: its bytes on the worker's disk (hashed as they were written) or in memory. */
 export type ArtifactFile = {
   role: string;
   file_name: string;
@@ -137,7 +137,7 @@ export function createOutputSink(dir: string, declared: DeclaredOutput[]) {
         const pub = byName.get(name)!.public;
         if (s.points < 2) continue;
         files.push({ role: name, file_name: `${name}.csv`, content_type: 'text/csv', format: 'csv', path: s.csv.path, sha256, size_bytes: size, public: pub });
-        if (s.numeric && plot) files.push(textFile({ role: name, file_name: `${name}.svg`, content_type: 'image/svg+xml', format: 'svg', public: pub }, plot(name, byName.get(name)!.units ?? null, s.plot)));
+        if (s.numeric && plot) files.push(textArtifact({ role: name, file_name: `${name}.svg`, content_type: 'image/svg+xml', format: 'svg', public: pub }, plot(name, byName.get(name)!.units ?? null, s.plot)));
       }
       return { files, values: new Map(finals) };
     },
@@ -152,7 +152,7 @@ export function createOutputSink(dir: string, declared: DeclaredOutput[]) {
 export type OutputSink = ReturnType<typeof createOutputSink>;
 
 /** An artifact of text made in memory, described and hashed. */
-export function textFile(meta: Omit<ArtifactFile, 'path' | 'bytes' | 'sha256' | 'size_bytes'>, text: string): ArtifactFile {
+export function textArtifact(meta: Omit<ArtifactFile, 'path' | 'bytes' | 'sha256' | 'size_bytes'>, text: string): ArtifactFile {
   const bytes = Buffer.from(text);
   return { ...meta, bytes, sha256: createHash('sha256').update(bytes).digest('hex'), size_bytes: bytes.length };
 }

@@ -7,7 +7,7 @@ import { pointOfRun, progressOfPhase } from '../../storage/db/studies.ts';
 import { PETAB_PHASE, type PetabCalibrationDesign, type PetabStartEnd, type PetabTask } from '../../storage/studyDesign.ts';
 import { runEngine, type EngineCall, type EngineOutcome } from '../petab/engine.ts';
 import type { Sandbox, SandboxLimits } from './sandbox.ts';
-import { textFile, type ArtifactFile } from './outputs.ts';
+import { textArtifact, type ArtifactFile } from './outputs.ts';
 import { storeRunArtifact } from './artifactBytes.ts';
 import { createWriteChain } from './writeChain.ts';
 
@@ -97,7 +97,7 @@ export async function executePetabTask(c: PetabTaskCall): Promise<PetabTaskResul
     rows.delete(index);
     if (!r.length) return null;
     const csv = stringify(r.map(([n, fval, sha, ...x]) => [index, Number(n) + from, fval, sha, ...x]), { header: true, columns: ['start', 'evaluation', 'nll', 'simulation_sha256', ...ids] });
-    const f: ArtifactFile = textFile({
+    const f: ArtifactFile = textArtifact({
       role: 'evaluations', file_name: `evaluations-start-${index}${from ? `-from-${from}` : ''}.csv`, content_type: 'text/csv', format: 'csv', public: true,
     }, csv);
     await storeRunArtifact(c, c.run.id, f);
