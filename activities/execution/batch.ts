@@ -83,10 +83,7 @@ export function createBatchActivities(deps: { db: Db; maxConcurrentRuns: number;
             await caughtUp();
             slot = await acquireRunSlot(deps.db, runId, deps.maxConcurrentRuns);
           }
-          if (slot === 'wait') {
-            await caughtUp();
-            return { left: input.runIds.slice(i), waiting: true, ...ended };
-          }
+          if (slot === 'wait') return { left: input.runIds.slice(i), waiting: true, ...ended };
           // Ended meanwhile (cancelled while it waited, or by a batch before a retry).
           if (slot !== 'running' && slot !== 'cancelling') continue;
           let labDone!: () => void;
