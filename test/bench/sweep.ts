@@ -147,14 +147,19 @@ async function main(): Promise<void> {
     /** One Sobol' study of `n` runs (Morris: `n` / 4 trajectories), from its plan until the client reads it completed. */
     const study = async (n: number, withLone: boolean, method: 'sobol' | 'morris' = 'sobol', who: { h: Http; lab: typeof lab } = { h, lab }) => {
       // Each process's memory at its peak, with its parts (Postgres's shared memory is its
-      // buffers, bounded by its configuration), and Postgres's largest processes then: which
-      // of them grows with a study's size.
+      // buffers, bounded by its configuration), and each one's largest processes then: which
+      // of them grows with a study's size. Every minute, each one's memory: whether it grows
+      // with the runs done or peaks once.
       const peak: Record<string, TreeMemory> = {};
-      let postgresAtPeak: ReturnType<typeof pssLargest> = [];
+      const atPeak: Record<string, ReturnType<typeof pssLargest>> = {};
+      const byMinute: Array<Record<string, TreeMemory>> = [];
+      let samples = 0;
       const sampler = setInterval(() => {
-        for (const [k, v] of Object.entries(pssByProcess(s.supervisor))) {
+        const now = pssByProcess(s.supervisor);
+        if (samples++ % 30 === 0) byMinute.push(now);
+        for (const [k, v] of Object.entries(now)) {
           if (v.mib <= (peak[k]?.mib ?? 0)) continue;
-          if (k === 'postgres') postgresAtPeak = pssLargest(s.supervisor, 'postgres');
+          atPeak[k] = pssLargest(s.supervisor, k);
           peak[k] = v;
         }
       }, 2000);
@@ -181,7 +186,7 @@ async function main(): Promise<void> {
       const points: Array<{ params: Record<string, number>; outputs: { y: number } }> = await db('experiment_points as p').join('runs as r', 'r.id', 'p.run_id')
         .where('p.experiment_id', e.id).orderBy('p.idx').select('p.params', 'r.outputs');
       const waits = await startWaits(await lones);
-      return { seconds, accepted, sets: points.map((p) => p.params), values: points.map((p) => p.outputs.y), waits, cpu, peak, postgresAtPeak };
+      return { seconds, accepted, sets: points.map((p) => p.params), values: points.map((p) => p.outputs.y), waits, cpu, peak, atPeak, byMinute };
     };
     const agree = (a: number[], b: number[]) => {
       if (a.length !== b.length || a.some((v, i) => Math.abs(v - b[i]!) > 1e-9 * Math.max(1, Math.abs(v)))) throw new Error('the service and the runtime disagree on the outputs');
@@ -210,9 +215,13 @@ async function main(): Promise<void> {
         console.log(`  another account's ${r.waits.length} lone runs: start wait median ${median(r.waits).toFixed(2)} s, p95 ${p95(r.waits).toFixed(2)} s (goal <= 1 s)`);
         console.log(`  CPU ms per study run: ${r.cpu}`);
         console.log(`  peak memory (MiB proportional, with children; of it own, files, shared): ${Object.entries(r.peak).map(([k, v]) => `${k} ${v.mib.toFixed(0)} (${[v.anonMib, v.fileMib, v.shmemMib].map((x) => x.toFixed(0)).join(', ')})`).join('; ')}`);
-        const [top, rest] = [r.postgresAtPeak.slice(0, 5), r.postgresAtPeak.slice(5)];
-        console.log(`  postgres's largest processes at its peak by their own memory (MiB, own of total): ${top.map((p) => `${p.what} ${p.ownMib.toFixed(0)} of ${p.mib.toFixed(0)}`).join('; ')}; `
-          + `its ${rest.length} others ${rest.reduce((a, p) => a + p.ownMib, 0).toFixed(0)} of their own`);
+        for (const [k, all] of Object.entries(r.atPeak)) {
+          const [top, rest] = [all.slice(0, 5), all.slice(5)];
+          console.log(`  ${k}'s largest processes at its peak by their own memory (MiB, own of total): ${top.map((p) => `${p.what} ${p.ownMib.toFixed(0)} of ${p.mib.toFixed(0)}`).join('; ')}; `
+            + `its ${rest.length} others ${rest.reduce((a, p) => a + p.ownMib, 0).toFixed(0)} of their own`);
+        }
+        const names = Object.keys(r.peak);
+        console.log(`  memory each minute (MiB, own in brackets): ${names.map((k) => `${k} ${r.byMinute.map((m) => m[k] ? `${m[k].mib.toFixed(0)}(${m[k].anonMib.toFixed(0)})` : '-').join(' ')}`).join('; ')}`);
       };
       const small = await study(N, true, 'morris');
       say(N, small);
