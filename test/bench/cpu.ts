@@ -70,8 +70,11 @@ function pssKiB(pid: number): { pss: number; anon: number; file: number; shmem: 
   }
 }
 
-/** Proportional memory (MiB) of a process tree, and its parts. */
-export interface TreeMemory { mib: number; anonMib: number; fileMib: number; shmemMib: number }
+/** Proportional memory (MiB) of a process tree, its parts, and each process of it (pid, total, own). */
+export interface TreeMemory {
+  mib: number; anonMib: number; fileMib: number; shmemMib: number;
+  processes: Array<{ pid: number; mib: number; ownMib: number }>;
+}
 
 /**
  * Proportional memory of each supervised process with its tree: unlike resident memory,
@@ -81,24 +84,21 @@ export function pssByProcess(sup: Supervisor): Record<string, TreeMemory> {
   const table = procTable();
   const children = childrenOf(table);
   return Object.fromEntries(sup.processes.filter((p) => p.child.pid).map((p) => {
-    const each = treeOf(table, p.child.pid!, children).map(pssKiB);
+    const each = treeOf(table, p.child.pid!, children).map((pid) => ({ pid, ...pssKiB(pid) }));
     const mib = (part: 'pss' | 'anon' | 'file' | 'shmem') => each.reduce((sum, m) => sum + m[part], 0) / 1024;
-    return [p.name, { mib: mib('pss'), anonMib: mib('anon'), fileMib: mib('file'), shmemMib: mib('shmem') }];
+    const processes = each.map((m) => ({ pid: m.pid, mib: m.pss / 1024, ownMib: m.anon / 1024 }));
+    return [p.name, { mib: mib('pss'), anonMib: mib('anon'), fileMib: mib('file'), shmemMib: mib('shmem'), processes }];
   }));
 }
 
-/** Every process of a supervised process's tree, largest first by its own memory (Pss_Anon, MiB), with its proportional total, each named by its command line. */
-export function pssLargest(sup: Supervisor, name: string): Array<{ what: string; mib: number; ownMib: number }> {
-  const root = sup.processes.find((p) => p.name === name)?.child.pid;
-  if (!root) return [];
-  const table = procTable();
-  return treeOf(table, root).map((pid) => {
+/** The processes of a tree's sample, largest first by their own memory (Pss_Anon, MiB), each named by its command line. */
+export function largestOf(tree: TreeMemory): Array<{ what: string; mib: number; ownMib: number }> {
+  return tree.processes.map(({ pid, mib, ownMib }) => {
     let what = String(pid);
     try {
       what = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim().slice(0, 80);
-    } catch { /* exited while we read */ }
-    const m = pssKiB(pid);
-    return { what, mib: m.pss / 1024, ownMib: m.anon / 1024 };
+    } catch { /* exited since */ }
+    return { what, mib, ownMib };
   }).sort((a, b) => b.ownMib - a.ownMib);
 }
 

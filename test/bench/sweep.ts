@@ -50,7 +50,7 @@ import { createDb } from '../../storage/db/knex.ts';
 import { makeAccount } from '../accounts.ts';
 import { createHttpClient } from './httpClient.ts';
 import { labWorkspace } from './labWorkspace.ts';
-import { cpuPerUnit, cpuSample, pssByProcess, pssLargest, type TreeMemory } from './cpu.ts';
+import { cpuPerUnit, cpuSample, largestOf, pssByProcess, type TreeMemory } from './cpu.ts';
 import { cpuProfileReport, monotonicMicros, processNames, profilingSettings, resetStatements, statementReport } from './profile.ts';
 import { median, p95 } from './stats.ts';
 
@@ -151,7 +151,7 @@ async function main(): Promise<void> {
       // of them grows with a study's size. Every minute, each one's memory: whether it grows
       // with the runs done or peaks once.
       const peak: Record<string, TreeMemory> = {};
-      const atPeak: Record<string, ReturnType<typeof pssLargest>> = {};
+      const atPeak: Record<string, ReturnType<typeof largestOf>> = {};
       const byMinute: Array<Record<string, TreeMemory>> = [];
       let samples = 0;
       const sampler = setInterval(() => {
@@ -159,7 +159,7 @@ async function main(): Promise<void> {
         if (samples++ % 30 === 0) byMinute.push(now);
         for (const [k, v] of Object.entries(now)) {
           if (v.mib <= (peak[k]?.mib ?? 0)) continue;
-          atPeak[k] = pssLargest(s.supervisor, k);
+          atPeak[k] = largestOf(v);
           peak[k] = v;
         }
       }, 2000);
