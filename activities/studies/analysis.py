@@ -15,6 +15,7 @@ answer.
 
 Every random stream is seeded from the request, so equal requests give equal answers.
 """
+import base64
 import json
 import sys
 import warnings
@@ -63,6 +64,14 @@ def sample(req):
     else:
         raise ValueError(f"no sampler for method {method!r}")
     return {"points": x.tolist()}
+
+
+def array(value):
+    """A request's numbers: a JSON list (null is none), or packed (analysis.ts `packed`) as
+    little-endian float64 in base64 with its shape (NaN is none)."""
+    if isinstance(value, dict):
+        return np.frombuffer(base64.b64decode(value["float64"]), dtype="<f8").reshape(value["shape"]).copy()
+    return np.array(value, dtype=float)
 
 
 def finite(values):
@@ -115,19 +124,20 @@ def constant(y):
 def analyze(req):
     """
     Indices of each output: `outputs` holds one number a run, `series` one value a run at
-    each of its `times` (a run's row, null where its series has none). A series output's
+    each of its `times` (a run's row, null where its series has none), as lists or packed
+    (`array`), with the sample's `points` the same way. A series output's
     indices are SALib's at each time over the same runs, or undefined there with a reason:
     the same value in every run, a run without one, or SALib failing at that time alone.
     """
     prob = problem(req["parameters"])
-    x = np.asarray(req["points"], dtype=float)
+    x = array(req["points"])
     out = {}
     for name, ys in req["outputs"].items():
-        out[name] = indices(req, prob, x, np.asarray(ys, dtype=float))
+        out[name] = indices(req, prob, x, array(ys))
     over_time = {}
     for name, rows in req.get("series", {}).items():
         times = req["times"][name]
-        y = np.array([[np.nan if v is None else v for v in row] for row in rows], dtype=float).reshape(len(rows), len(times))
+        y = array(rows).reshape(len(x), len(times))
         fields = {f: [[None] * len(times) for _ in req["parameters"]] for f in req["fields"]}
         undefined = []
         for j, t in enumerate(times):

@@ -2,7 +2,8 @@ import { mean } from 'simple-statistics';
 import type { StudyPoint } from '../../storage/db/studies.ts';
 import { outputKey, type CalibrationDesign, type SensitivityDesign, type StudyOutput } from '../../storage/studyDesign.ts';
 import { EFAST_M, methodFields, PAWN_S, SENSITIVITY_METHODS } from '../../kernel/sensitivityMethods.ts';
-import type { Analysis } from './analysis.ts';
+import { packed, type Analysis } from './analysis.ts';
+import type { SensitivitySample } from './sensitivitySample.ts';
 
 type Indices = Record<string, Record<string, Array<number | null>>>;
 /** Per `series` output: each field's values per parameter per time, and the times with none. */
@@ -52,44 +53,44 @@ function undefinedMessage(u: Undefined, method: string): string {
  * when, and the times at which none is stated, with why. Indices need every sampled run:
  * a study with a run that did not complete (or closed early) states none and says why.
  */
-export async function sensitivityAnalysis(analysis: Analysis, d: SensitivityDesign, points: StudyPoint[], grids: Map<string, number[]>): Promise<Record<string, unknown>> {
-  const told = points.filter((p) => p.outcome && !p.outcome.failed);
+export async function sensitivityAnalysis(analysis: Analysis, d: SensitivityDesign, sample: SensitivitySample, grids: Map<string, number[]>): Promise<Record<string, unknown>> {
   const method = SENSITIVITY_METHODS[d.method];
   const isSeries = (o: StudyOutput) => o.summary === 'series';
-  const complete = points.length === d.run_count && told.length === d.run_count
-    && told.every((p) => d.outputs.every((o) => (isSeries(o) ? Array.isArray(p.outcome![outputKey(o)]) : typeof p.outcome![outputKey(o)] === 'number')));
-  const base = { kind: 'sensitivity', method: d.method, complete, runs_completed: told.length, descriptive: true };
+  const { complete, told } = sample;
+  const base = { kind: 'sensitivity', method: d.method, complete, runs_completed: told, descriptive: true };
   /** A study that states no index, and why. */
   const none = async (note: string) => ({ ...base, complete: false, outputs: [], library_versions: (await analysis<Versions>('versions', {})).versions, note });
-  if (!complete) return none(`Indices need every one of the ${d.run_count} sampled runs to give every output; ${told.length} did. No index is stated from a partial sample.`);
+  if (!complete) return none(`Indices need every one of the ${d.run_count} sampled runs to give every output; ${told} did. No index is stated from a partial sample.`);
   // A series output whose first completed run gave no series has no times to state indices at.
   const gridless = d.outputs.filter((o) => isSeries(o) && !grids.get(o.output)?.length);
   if (gridless.length) {
     return none(`No times to state indices at: the study's first completed run gave no series for ${gridless.map((o) => o.output).join(', ')}, and a series output's indices are stated at its times.`);
   }
   const fields = methodFields(d.method);
-  const column = (o: StudyOutput) => points.map((p) => p.outcome![outputKey(o)]);
+  const n = d.run_count;
   const request = {
     method: d.method, parameters: d.parameters, base_sample: d.base_sample, num_levels: d.num_levels, num_resamples: d.num_resamples, seed: d.seed,
-    fields, analyze_options: method.analyzeOptions ?? {}, points: points.map((p) => d.parameters.map((q) => p.params[q.name]!)),
+    fields, analyze_options: method.analyzeOptions ?? {}, points: packed(sample.x, [n, d.parameters.length]),
   };
   const scalars = d.outputs.filter((o) => !isSeries(o));
   let versions: Record<string, string> | undefined;
   let indices: Indices = {};
   if (scalars.length) {
-    ({ indices, versions } = await analysis<{ indices: Indices } & Versions>('analyze', { ...request, outputs: Object.fromEntries(scalars.map((o) => [outputKey(o), column(o)])) }));
+    ({ indices, versions } = await analysis<{ indices: Indices } & Versions>('analyze', {
+      ...request, outputs: Object.fromEntries(scalars.map((o) => [outputKey(o), packed(sample.y.get(outputKey(o))!, [n])])),
+    }));
   }
   // A series output's times a few at a time: each request within the analysis process's timeout, other studies' between them.
   const overTime: OverTime = {};
   for (const o of d.outputs.filter(isSeries)) {
     const key = outputKey(o);
     const grid = grids.get(o.output)!;
-    const rows = column(o) as Array<Array<number | null>>;
+    const rows = sample.y.get(key)!;
     const at: OverTime[string] = { fields: Object.fromEntries(fields.map((f) => [f, d.parameters.map(() => [] as Array<number | null>)])), undefined: [] };
     for (let from = 0; from < grid.length; from += method.timesPerRequest) {
       const to = Math.min(grid.length, from + method.timesPerRequest);
       const part = await analysis<{ over_time: OverTime } & Versions>('analyze', {
-        ...request, outputs: {}, series: { [key]: rows.map((r) => r.slice(from, to)) }, times: { [key]: grid.slice(from, to) },
+        ...request, outputs: {}, series: { [key]: packed(columnsOf(rows, grid.length, from, to), [n, to - from]) }, times: { [key]: grid.slice(from, to) },
       });
       versions = part.versions;
       const got = part.over_time[key]!;
@@ -131,6 +132,13 @@ export async function sensitivityAnalysis(analysis: Analysis, d: SensitivityDesi
     }),
     note: methodNote(d),
   };
+}
+
+/** Columns `from` to `to` of a row-major matrix `width` wide. */
+function columnsOf(rows: Float64Array, width: number, from: number, to: number): Float64Array {
+  const out = new Float64Array((rows.length / width) * (to - from));
+  for (let r = 0, at = 0; r < rows.length; r += width, at += to - from) out.set(rows.subarray(r + from, r + to), at);
+  return out;
 }
 
 /** What the indices are and how far to trust them, per method. */

@@ -6,13 +6,17 @@ import type { ObjectStore } from '../../storage/objects.ts';
 import { blobKey } from '../../storage/objects.ts';
 import { cancelQueuedExperimentRuns, completeExperiment, getExperiment, type ExperimentRow } from '../../storage/db/experiments.ts';
 import { listArtifacts, runOutputs } from '../../storage/db/runs.ts';
-import { assignBatch, batchRunIds, pointsEnded, progressOfPhase, runsAwaitingPoints, setStudyAnalysis, studyPoints, tellPoints, type StudyPoint } from '../../storage/db/studies.ts';
-import { outputKey, PETAB_EXPORT, PETAB_PHASE, type PetabCalibrationDesign, type PetabStartEnd, type CalibrationDesign, type SensitivityDesign, type StudyDesign } from '../../storage/studyDesign.ts';
+import {
+  assignBatch, batchRunIds, firstCompletedRun, hasPoints, pointOutcomePages, pointsEnded, progressOfPhase, runsAwaitingPoints, setStudyAnalysis, studyPoints,
+  tellPoints, untoldPointPages, type StudyPoint,
+} from '../../storage/db/studies.ts';
+import { outputKey, PETAB_EXPORT, PETAB_PHASE, type PetabCalibrationDesign, type PetabStartEnd, type SensitivityDesign, type StudyDesign } from '../../storage/studyDesign.ts';
 import { storeStudyArtifacts } from '../../storage/studyArtifacts.ts';
 import { SENSITIVITY_METHODS } from '../../kernel/sensitivityMethods.ts';
 import type { Analysis } from './analysis.ts';
 import { calibrationLoss, converged, seriesAt, summarise, type Series } from './outcomes.ts';
 import { calibrationAnalysis, sensitivityAnalysis } from './findings.ts';
+import { readSensitivitySample } from './sensitivitySample.ts';
 import { askPetab, petabAnalysis, tellPetab } from './petab.ts';
 import { petabExportZip } from './petabExport.ts';
 
@@ -80,11 +84,11 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
    * own times as the study's first completed run (by sample order) gave them, the same
    * whichever tell or finish asks.
    */
-  async function seriesGrids(d: SensitivityDesign, points: StudyPoint[]): Promise<Map<string, number[]>> {
+  async function seriesGrids(experimentId: string, d: SensitivityDesign): Promise<Map<string, number[]>> {
     const grids = new Map<string, number[]>();
     const own = d.outputs.filter((o) => o.summary === 'series' && !o.times);
-    const first = own.length ? points.find((p) => p.status === 'completed') : undefined;
-    const series = first ? await seriesOf(first.run_id, own.map((o) => o.output)) : new Map<string, Series>();
+    const first = own.length ? await firstCompletedRun(db, experimentId) : undefined;
+    const series = first ? await seriesOf(first, own.map((o) => o.output)) : new Map<string, Series>();
     for (const o of d.outputs) if (o.summary === 'series') grids.set(o.output, o.times ?? series.get(o.output)?.t ?? []);
     return grids;
   }
@@ -152,23 +156,25 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
     const given = await batchRunIds(db, experimentId, batch);
     if (given.length) return { runIds: given };
     const e = await studyOf(experimentId);
-    const points = await studyPoints(db, experimentId);
     const waiting = await runsAwaitingPoints(db, experimentId);
     if (e.status === 'closed' || !waiting) return { runIds: [] };
     const d = e.design;
     let asked: Asked;
     if (d.kind === 'sensitivity') {
-      if (points.length) return { runIds: [] };
+      // Its one batch is its whole sample: once given, there is no other to ask.
+      if (await hasPoints(db, experimentId)) return { runIds: [] };
       const { points: sample } = await analysis<{ points: number[][] }>('sample', {
         method: d.method, parameters: d.parameters, base_sample: d.base_sample, num_levels: d.num_levels, seed: d.seed,
         sample_options: SENSITIVITY_METHODS[d.method].sampleOptions ?? {},
       }, signal);
       asked = sample.map((row) => ({ params: Object.fromEntries(d.parameters.map((p, i) => [p.name, row[i]!])), attrs: {} }));
     } else if (d.kind === 'petab_calibration') {
+      const points = await studyPoints(db, experimentId);
       // The profiles wait until every start is told: they begin at the best end point.
       if (points.some((p) => !p.outcome)) return { runIds: [] };
       asked = await askPetab(analysis, d, points, batch, signal);
     } else {
+      const points = await studyPoints(db, experimentId);
       if (converged(d.stop, bestByBatch(points))) return { runIds: [] };
       const told = points.filter((p) => p.outcome);
       const lossOf = (p: StudyPoint) => (typeof p.outcome!.loss === 'number' ? p.outcome!.loss : null);
@@ -191,45 +197,51 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
     // A few runs' series read side by side: one after another, a batch's reads are a round
     // trip each to Postgres and the object store while the next batch waits.
     const limit = pLimit(TELL_CONCURRENCY);
-    const points = await studyPoints(db, experimentId);
-    const pending = points.filter((x) => x.batch === batch && !x.outcome);
-    const grids = d.kind === 'sensitivity' ? await seriesGrids(d, points) : new Map<string, number[]>();
-    // Every run's outputs record in a few statements, not one each; series only where a summary needs them.
-    const outputsOf = d.kind === 'calibration' ? new Map() : await runOutputs(db, pending.map((p) => p.run_id));
+    const grids = d.kind === 'sensitivity' ? await seriesGrids(experimentId, d) : new Map<string, number[]>();
     const seriesOutputs = d.kind === 'sensitivity' ? d.outputs.filter((o) => o.summary !== 'value').map((o) => o.output) : [];
-    const told = await Promise.all(pending.map((p) => limit(async (): Promise<{ idx: number; outcome: Record<string, unknown> }> => {
-      if (d.kind === 'petab_calibration') {
-        const ended = p.status === 'completed' ? [] : (await progressOfPhase(db, p.run_id, PETAB_PHASE)).flatMap((e) => (e.start_end ? [e.start_end as PetabStartEnd] : []));
-        return { idx: p.idx, outcome: tellPetab(p.status, outputsOf.get(p.run_id) ?? null, ended) };
-      }
-      if (p.status !== 'completed') return { idx: p.idx, outcome: { failed: p.status } };
-      if (d.kind === 'sensitivity') {
-        const outputs = outputsOf.get(p.run_id) as Record<string, unknown> | null | undefined;
-        const series = seriesOutputs.length ? await seriesOf(p.run_id, seriesOutputs) : new Map<string, Series>();
-        return { idx: p.idx, outcome: Object.fromEntries(d.outputs.map((o) => {
-          const s = series.get(o.output);
-          // A series output tells its values at the grid; a run without the series tells null, and the study states no index, as for a run that failed.
-          if (o.summary === 'series') return [outputKey(o), s ? seriesAt(s, grids.get(o.output)!) : null];
-          return [outputKey(o), summarise(o.summary, outputs?.[o.output], s)];
-        })) };
-      }
-      const fit = calibrationLoss(d, await seriesOf(p.run_id, d.observations.map((o) => o.output)));
-      return { idx: p.idx, outcome: fit ?? { failed: 'no_series' } };
-    })));
-    await tellPoints(db, experimentId, told);
+    // A page of the batch at a time (a sensitivity study's batch is its whole sample): the
+    // same memory whatever the study's size.
+    for await (const pending of untoldPointPages(db, experimentId, batch)) {
+      // Every run's outputs record in a few statements, not one each; series only where a summary needs them.
+      const outputsOf = d.kind === 'calibration' ? new Map() : await runOutputs(db, pending.map((p) => p.run_id));
+      const told = await Promise.all(pending.map((p) => limit(async (): Promise<{ idx: number; outcome: Record<string, unknown> }> => {
+        if (d.kind === 'petab_calibration') {
+          const ended = p.status === 'completed' ? [] : (await progressOfPhase(db, p.run_id, PETAB_PHASE)).flatMap((e) => (e.start_end ? [e.start_end as PetabStartEnd] : []));
+          return { idx: p.idx, outcome: tellPetab(p.status, outputsOf.get(p.run_id) ?? null, ended) };
+        }
+        if (p.status !== 'completed') return { idx: p.idx, outcome: { failed: p.status } };
+        if (d.kind === 'sensitivity') {
+          const outputs = outputsOf.get(p.run_id) as Record<string, unknown> | null | undefined;
+          const series = seriesOutputs.length ? await seriesOf(p.run_id, seriesOutputs) : new Map<string, Series>();
+          return { idx: p.idx, outcome: Object.fromEntries(d.outputs.map((o) => {
+            const s = series.get(o.output);
+            // A series output tells its values at the grid; a run without the series tells null, and the study states no index, as for a run that failed.
+            if (o.summary === 'series') return [outputKey(o), s ? seriesAt(s, grids.get(o.output)!) : null];
+            return [outputKey(o), summarise(o.summary, outputs?.[o.output], s)];
+          })) };
+        }
+        const fit = calibrationLoss(d, await seriesOf(p.run_id, d.observations.map((o) => o.output)));
+        return { idx: p.idx, outcome: fit ?? { failed: 'no_series' } };
+      })));
+      await tellPoints(db, experimentId, told);
+    }
   }
 
   async function finish(experimentId: string, signal: AbortSignal): Promise<void> {
     await cancelQueuedExperimentRuns(db, experimentId, { unassigned: true });
     const e = await studyOf(experimentId);
-    const points = await studyPoints(db, experimentId);
+    const d = e.design;
     const call: Analysis = (command, request) => analysis(command, request, signal);
-    const found = e.design.kind === 'sensitivity'
-      ? await sensitivityAnalysis(call, e.design, points, await seriesGrids(e.design, points))
-      : e.design.kind === 'petab_calibration' ? petabAnalysis(e.design, points, { closed: e.status === 'closed' })
-      : await calibrationAnalysis(call, e.design as CalibrationDesign, points, {
-        closed: e.status === 'closed', converged: converged((e.design as CalibrationDesign).stop, bestByBatch(points)),
-      });
+    let found: Record<string, unknown>;
+    if (d.kind === 'sensitivity') {
+      // Read packed, a page at a time: a few numbers a run in the worker, whatever the study's size.
+      const grids = await seriesGrids(experimentId, d);
+      found = await sensitivityAnalysis(call, d, await readSensitivitySample(pointOutcomePages(db, experimentId), d, grids), grids);
+    } else {
+      const points = await studyPoints(db, experimentId);
+      found = d.kind === 'petab_calibration' ? petabAnalysis(d, points, { closed: e.status === 'closed' })
+        : await calibrationAnalysis(call, d, points, { closed: e.status === 'closed', converged: converged(d.stop, bestByBatch(points)) });
+    }
     await setStudyAnalysis(db, experimentId, found);
     // A PEtab calibration that found a best point exports as a PEtab problem nominal there.
     const best = e.design.kind === 'petab_calibration' ? (found.best as { parameters: Record<string, number> } | null) : null;

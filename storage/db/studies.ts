@@ -36,6 +36,41 @@ export async function studyPoints(db: Db, experimentId: string): Promise<StudyPo
  */
 const POINT_SLICE = 2_000;
 
+/** Pages of points in the order asked: each page the next `POINT_SLICE` after the last one's index. */
+async function* pagesByIdx<T extends { idx: number }>(page: (after: number) => Promise<T[]>): AsyncGenerator<T[]> {
+  for (let after = -1; ;) {
+    const rows = await page(after);
+    if (!rows.length) return;
+    yield rows;
+    after = rows.at(-1)!.idx;
+  }
+}
+
+/** A batch's points not yet told, POINT_SLICE at a time in the order asked: what a tell reads of each. */
+export function untoldPointPages(db: Db, experimentId: string, batch: number): AsyncGenerator<Array<Pick<StudyPoint, 'idx' | 'run_id' | 'status'>>> {
+  return pagesByIdx((after) => db('experiment_points as p').join('runs as r', 'r.id', 'p.run_id')
+    .where({ 'p.experiment_id': experimentId, 'p.batch': batch }).whereNull('p.outcome').andWhere('p.idx', '>', after)
+    .orderBy('p.idx').limit(POINT_SLICE).select('p.idx', 'p.run_id', 'r.status'));
+}
+
+/** Every point of a study in the order asked, POINT_SLICE at a time: its set and what it told, without its run or attributes. */
+export function pointOutcomePages(db: Db, experimentId: string): AsyncGenerator<Array<Pick<StudyPoint, 'idx' | 'params' | 'outcome'>>> {
+  return pagesByIdx((after) => db('experiment_points').where('experiment_id', experimentId).andWhere('idx', '>', after)
+    .orderBy('idx').limit(POINT_SLICE).select('idx', 'params', 'outcome'));
+}
+
+/** The run of the study's first point, in the order asked, that completed. */
+export async function firstCompletedRun(db: Db, experimentId: string): Promise<string | undefined> {
+  const row = await db('experiment_points as p').join('runs as r', 'r.id', 'p.run_id').where({ 'p.experiment_id': experimentId, 'r.status': 'completed' })
+    .orderBy('p.idx').first('p.run_id');
+  return row?.run_id;
+}
+
+/** Whether the study has given any parameter set. */
+export async function hasPoints(db: Db, experimentId: string): Promise<boolean> {
+  return Boolean(await db('experiment_points').where('experiment_id', experimentId).first(db.raw('1')));
+}
+
 /**
  * Gives a batch its parameter sets, once: each set goes to the next of the study's runs
  * still waiting for one (queued, in start order), whose inputs become the study's fixed
@@ -55,10 +90,9 @@ export async function assignBatch(
     if (given.length) return given;
     const waiting: string[] = await waitingRuns(trx, experimentId).orderBy('x.position').limit(asked.length).pluck('x.run_id');
     const first = Number((await trx('experiment_points').where({ experiment_id: experimentId }).max<{ max: number | null }>('idx as max').first())?.max ?? -1) + 1;
-    const rows = waiting.map((runId, i) => ({ experiment_id: experimentId, idx: first + i, batch, run_id: runId, params: JSON.stringify(asked[i]!.params), attrs: JSON.stringify(asked[i]!.attrs) }));
-    // The batch's runs given their inputs POINT_SLICE at a time (a sensitivity study's
-    // batch is its whole sample): a statement's memory, here and in its Postgres backend,
-    // is then the same whatever the study's size.
+    // The batch's points written and its runs given their inputs POINT_SLICE at a time (a
+    // sensitivity study's batch is its whole sample): a statement's memory, here and in its
+    // Postgres backend, is then the same whatever the study's size.
     for (let at = 0; at < waiting.length; at += POINT_SLICE) {
       const ids = waiting.slice(at, at + POINT_SLICE);
       const inputs = ids.map((_, i) => ({ ...baseInputs, ...asked[at + i]!.params }));
@@ -67,9 +101,11 @@ export async function assignBatch(
         ids, inputs.map((x) => JSON.stringify(x)), inputs.map((x) => digestJson(x)),
         ids.map((_, i) => JSON.stringify({ study_point: String(first + at + i), study_batch: String(batch) })),
       ]);
+      await trx.batchInsert('experiment_points', ids.map((runId, i) => ({
+        experiment_id: experimentId, idx: first + at + i, batch, run_id: runId, params: JSON.stringify(asked[at + i]!.params), attrs: JSON.stringify(asked[at + i]!.attrs),
+      })), 1000);
     }
-    if (rows.length) await trx.batchInsert('experiment_points', rows, 1000);
-    return rows.map((r) => ({ idx: r.idx, run_id: r.run_id }));
+    return waiting.map((runId, i) => ({ idx: first + i, run_id: runId }));
   });
 }
 
