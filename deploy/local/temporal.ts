@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fairSharesOf } from './fairShares.ts';
-import { HISTORY_CACHE } from './temporalMemory.ts';
+import { GO_MEMORY_LIMIT, HISTORY_CACHE } from './temporalMemory.ts';
 import { Connection } from '@temporalio/client';
 import { waitFor, type Supervised, type Supervisor } from './processes.ts';
 import { ensureSearchAttributes } from './searchAttributes.ts';
@@ -33,7 +33,7 @@ export async function startTemporal(
   if (opts.uiPort === null) args.push('--headless');
   else args.push('--ui-ip', '127.0.0.1', '--ui-port', String(opts.uiPort));
   if (opts.fast) args.push('--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=OFF');
-  const proc = sup.start('temporal', opts.bin, args, { env: { PATH: process.env.PATH ?? '', HOME: opts.dataDir } });
+  const proc = sup.start('temporal', opts.bin, args, { env: { PATH: process.env.PATH ?? '', HOME: opts.dataDir, GOMEMLIMIT: GO_MEMORY_LIMIT } });
   let exited: string | undefined;
   void proc.exited.then((c) => (exited = `exited with ${c}`));
   const address = `127.0.0.1:${opts.port}`;
