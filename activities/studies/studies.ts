@@ -7,7 +7,7 @@ import { blobKey } from '../../storage/objects.ts';
 import { cancelQueuedExperimentRuns, completeExperiment, getExperiment, type ExperimentRow } from '../../storage/db/experiments.ts';
 import { listArtifacts, runOutputs } from '../../storage/db/runs.ts';
 import {
-  assignBatch, batchRunIds, firstCompletedRun, hasPoints, pointOutcomePages, pointsEnded, progressOfPhase, runsAwaitingPoints, setStudyAnalysis, studyPoints,
+  assignBatch, batchRunIds, batchRunPage, firstCompletedRun, hasPoints, pointOutcomePages, pointsEnded, progressOfPhase, runsAwaitingPoints, setStudyAnalysis, studyPoints,
   tellPoints, untoldPointPages, type StudyPoint,
 } from '../../storage/db/studies.ts';
 import { outputKey, PETAB_EXPORT, PETAB_PHASE, type PetabCalibrationDesign, type PetabStartEnd, type SensitivityDesign, type StudyDesign } from '../../storage/studyDesign.ts';
@@ -121,6 +121,11 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
      */
     async studyAsk(experimentId: string, batch: number, page?: RunPage): Promise<{ runIds: string[]; runs?: number; standing: StudyStanding }> {
       return alive(async (signal) => {
+        if (page) {
+          // A batch given before (each page of a 100,000-run batch asks again): that page of it alone.
+          const given = await batchRunPage(db, experimentId, batch, page);
+          if (given.runs) return { ...given, standing: await standingOf(experimentId) };
+        }
         const { runIds } = await ask(experimentId, batch, signal);
         const standing = await standingOf(experimentId);
         return page ? { runIds: runIds.slice(page.offset, page.offset + page.limit), runs: runIds.length, standing } : { runIds, standing };

@@ -126,6 +126,16 @@ export async function runsAwaitingPoints(db: Db, experimentId: string): Promise<
   return Number(row?.n ?? 0);
 }
 
+/** A page of a batch's run ids in the order they were given their sets, and how many the batch has: 0 when it was not asked yet. */
+export async function batchRunPage(db: Db, experimentId: string, batch: number, page: { offset: number; limit: number }): Promise<{ runIds: string[]; runs: number }> {
+  const of = () => db('experiment_points').where({ experiment_id: experimentId, batch });
+  const [counted, runIds] = await Promise.all([
+    of().count<{ n: string }>('* as n').first(),
+    of().orderBy('idx').offset(page.offset).limit(page.limit).pluck('run_id') as Promise<string[]>,
+  ]);
+  return { runIds, runs: Number(counted?.n ?? 0) };
+}
+
 /** The run ids of a batch in the order they were given their sets; none when it was not asked yet. */
 export async function batchRunIds(db: Db, experimentId: string, batch: number): Promise<string[]> {
   return db('experiment_points').where({ experiment_id: experimentId, batch }).orderBy('idx').pluck('run_id');

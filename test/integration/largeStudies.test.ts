@@ -11,7 +11,7 @@ import { newId } from '../../storage/ids.ts';
 import { isSqlState, SQLSTATE } from '../../storage/db/sqlStates.ts';
 import { acquireRunSlot, cancelQueuedRun, finishRun } from '../../storage/runLifecycle.ts';
 import { auditLedger } from '../../storage/db/audit.ts';
-import { assignBatch } from '../../storage/db/studies.ts';
+import { assignBatch, batchRunPage, pointOutcomePages, tellPoints, untoldPointPages } from '../../storage/db/studies.ts';
 import { PER_RUN_STATISTICS, PER_RUN_TABLES } from '../../storage/db/migrations/058_per_run_table_samples.ts';
 
 // A question study's acceptance at size, on the real Postgres: its runs are accepted as
@@ -164,6 +164,43 @@ test('a batch given its parameter sets while one of its runs changes (the run lo
   } finally {
     if (!change.isCompleted()) await change.rollback();
   }
+});
+
+test('a batch of 4,500 sets is given a slice at a time and read back a page at a time: its runs\' ids, its untold points, its points with what they told, each in the order asked', { timeout: 60_000 }, async () => {
+  const db = testDb();
+  const n = 4500;
+  const sized = { ...proposal, design: { ...proposal.design!, run_count: n }, estimated_max_micros: n * proposal.arms[0]!.estimated_max_micros } as ExperimentProposal;
+  const { row, ids } = await accept(sized, await newAccount({ usd: 1000 }));
+  const given = await assignBatch(db, row.id, 0, ids.map((_, i) => ({ params: { x1: i, x2: 2 * i, x3: 0.5 }, attrs: {} })), { seed: 7 });
+  assert.deepEqual(given.map((g) => g.idx), ids.map((_, i) => i));
+  for (const i of [0, 1999, 2000, n - 1]) {
+    assert.deepEqual((await db('runs').where({ id: ids[i] }).first('inputs')).inputs, { seed: 7, x1: i, x2: 2 * i, x3: 0.5 }, `run ${i}'s inputs`);
+  }
+  const paged: string[] = [];
+  for (let offset = 0; offset <= n; offset += 2000) {
+    const page = await batchRunPage(db, row.id, 0, { offset, limit: 2000 });
+    assert.equal(page.runs, n);
+    paged.push(...page.runIds);
+  }
+  assert.deepEqual(paged, ids, 'every run once, in the order given');
+  assert.deepEqual(await batchRunPage(db, row.id, 1, { offset: 0, limit: 2000 }), { runIds: [], runs: 0 }, 'a batch not asked');
+  const untold = async () => {
+    const sizes: number[] = [];
+    const idx: number[] = [];
+    for await (const page of untoldPointPages(db, row.id, 0)) {
+      sizes.push(page.length);
+      idx.push(...page.map((p) => p.idx));
+      assert.ok(page.every((p) => p.status === 'queued' && p.run_id === ids[p.idx]));
+    }
+    return { sizes, idx };
+  };
+  assert.deepEqual((await untold()).sizes, [2000, 2000, 500]);
+  await tellPoints(db, row.id, ids.slice(0, 2100).map((_, i) => ({ idx: i, outcome: { y: i / 2 } })));
+  const left = await untold();
+  assert.deepEqual([left.sizes, left.idx[0], left.idx.at(-1)], [[2000, 400], 2100, n - 1], 'the told points are not read again');
+  const read: Array<{ idx: number; x1: number; y: unknown }> = [];
+  for await (const page of pointOutcomePages(db, row.id)) read.push(...page.map((p) => ({ idx: p.idx, x1: p.params.x1!, y: p.outcome?.y ?? null })));
+  assert.deepEqual(read, ids.map((_, i) => ({ idx: i, x1: i, y: i < 2100 ? i / 2 : null })));
 });
 
 test('a 20,480-run study closed before it began ends every run cancelled as a run cancelled alone ends, nothing charged, its whole reservation released, a run another transaction held meanwhile too; the books balance', { timeout: 120_000 }, async () => {
