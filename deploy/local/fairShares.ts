@@ -6,7 +6,7 @@ import path from 'node:path';
  * The Temporal server's matching with fair shares (kernel/fairShares.ts): queued tasks of
  * each fairness key (an account) take turns instead of first come, first served.
  */
-const FAIR_SHARES: Array<[string, boolean | number]> = [
+export const FAIR_SHARES: Array<[string, boolean | number]> = [
   ['matching.enableFairness', true],
   // Turns are kept per partition of a queue: one partition on one machine, so they are exact.
   ['matching.numTaskqueueReadPartitions', 1],

@@ -5,7 +5,9 @@ import { mkdtemp, writeFile, readdir, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import YAML from 'yaml';
 import { resolveBinary } from '../../deploy/local/binaries.ts';
+import { FAIR_SHARES } from '../../deploy/local/fairShares.ts';
 import { kubernetesSchemas } from '../../deploy/local/kubernetesSchemas.ts';
 import { REPO_ROOT } from '../../deploy/local/paths.ts';
 import { pythonTool } from '../../deploy/local/pythonTools.ts';
@@ -87,4 +89,14 @@ test('the image holds every file the api and the worker import', async () => {
   const folders = [...new Set([...reached].map((f) => f.split('/')[0]!))].sort();
   assert.ok(folders.includes('kernel') && folders.includes('storage'), folders.join(', '));
   assert.deepEqual(folders.filter((f) => !copied.includes(f)), [], `copied: ${copied.join(', ')}`);
+});
+
+test('the Temporal chart\'s values give a deployment\'s store the fair shares the local stack\'s has', async () => {
+  const values = YAML.parse(await readFile(path.join(K8S, 'helm/temporal-values.yaml'), 'utf8')) as { server: { dynamicConfig: Record<string, Array<{ value: unknown; constraints?: unknown }>> } };
+  const dynamic = values.server.dynamicConfig;
+  for (const [key, value] of FAIR_SHARES) {
+    assert.ok(dynamic[key]?.length, `${key} is not set in the chart's values`);
+    // Partition counts are the deployment's own (docs/scaling.md); the switch itself is the local stack's, for every queue.
+    if (typeof value === 'boolean') assert.deepEqual(dynamic[key], [{ value }], key);
+  }
 });
