@@ -121,10 +121,13 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
      */
     async studyAsk(experimentId: string, batch: number, page?: RunPage): Promise<{ runIds: string[]; runs?: number; standing: StudyStanding }> {
       return alive(async (signal) => {
+        // A batch given before (each page of a 100,000-run batch asks again) is its ids alone: that page of them, when paged.
         if (page) {
-          // A batch given before (each page of a 100,000-run batch asks again): that page of it alone.
           const given = await batchRunPage(db, experimentId, batch, page);
           if (given.runs) return { ...given, standing: await standingOf(experimentId) };
+        } else {
+          const given = await batchRunIds(db, experimentId, batch);
+          if (given.length) return { runIds: given, standing: await standingOf(experimentId) };
         }
         const { runIds } = await ask(experimentId, batch, signal);
         const standing = await standingOf(experimentId);
@@ -156,10 +159,8 @@ export function createStudyActivities(deps: { db: Db; objects: ObjectStore; anal
     return { runs: e.design.run_count, ...await pointsEnded(db, experimentId) };
   }
 
+  /** A batch not given before, asked now and given to waiting runs: none when the study is done. */
   async function ask(experimentId: string, batch: number, signal: AbortSignal): Promise<{ runIds: string[] }> {
-    // A batch given before (each page of a 100,000-run batch asks again) is its ids alone.
-    const given = await batchRunIds(db, experimentId, batch);
-    if (given.length) return { runIds: given };
     const e = await studyOf(experimentId);
     const waiting = await runsAwaitingPoints(db, experimentId);
     if (e.status === 'closed' || !waiting) return { runIds: [] };
